@@ -1,0 +1,6 @@
+#include <cstdio>
+
+int main() {
+  std::puts("relay-egress: under construction");
+  return 0;
+}
