@@ -1,0 +1,242 @@
+#include "storage/delivery_codec.h"
+
+#include <fmt/format.h>
+
+#include "storage/coding.h"
+
+namespace egress::storage {
+namespace {
+
+constexpr char kFormatV1 = 1;
+
+// Field tags. Persisted: never reuse or renumber.
+enum Tag : uint64_t {
+  kId = 1,
+  kTenant = 2,
+  kPlatform = 3,
+  kDestination = 4,
+  kCredential = 5,
+  kPayload = 6,
+  kIdempotencyKey = 7,
+  kOrderingKey = 8,
+  kCost = 9,
+  kCreatedMs = 10,
+  kState = 11,
+  kAttempts = 12,
+  kNextAttemptMs = 13,
+  kReason = 14,
+  kUpdatedMs = 15,
+  kFinishedMs = 16,
+  kAttempt = 17,  // repeated, nested record
+};
+
+enum AttemptTag : uint64_t {
+  kAtMs = 1,
+  kDurationMs = 2,
+  kHttpStatus = 3,
+  kPlatformError = 4,
+  kDetail = 5,
+  kHeader = 6,  // repeated: length-prefixed name then value
+};
+
+void PutBytes(std::string& dst, uint64_t tag, std::string_view v) {
+  PutVarint64(dst, tag);
+  PutLengthPrefixed(dst, v);
+}
+
+void PutInt(std::string& dst, uint64_t tag, int64_t v) {
+  std::string tmp;
+  PutVarint64(tmp, ZigZag(v));
+  PutBytes(dst, tag, tmp);
+}
+
+std::string EncodeAttempt(const Attempt& a) {
+  std::string out;
+  PutInt(out, kAtMs, a.at_ms);
+  PutInt(out, kDurationMs, a.duration_ms);
+  PutInt(out, kHttpStatus, a.http_status);
+  PutBytes(out, kPlatformError, a.platform_error);
+  PutBytes(out, kDetail, a.detail);
+  for (const auto& [name, value] : a.rate_limit_headers) {
+    std::string pair;
+    PutLengthPrefixed(pair, name);
+    PutLengthPrefixed(pair, value);
+    PutBytes(out, kHeader, pair);
+  }
+  return out;
+}
+
+// Calls fn(tag, value) for each field; false when the bytes are truncated.
+template <class Fn>
+bool ForEachField(std::string_view in, Fn&& fn) {
+  while (!in.empty()) {
+    uint64_t tag = 0;
+    std::string_view value;
+    if (!GetVarint64(in, tag) || !GetLengthPrefixed(in, value)) {
+      return false;
+    }
+    if (!fn(tag, value)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool ParseInt(std::string_view v, int64_t& out) {
+  uint64_t raw = 0;
+  if (!GetVarint64(v, raw) || !v.empty()) {
+    return false;
+  }
+  out = UnZigZag(raw);
+  return true;
+}
+
+bool DecodeAttempt(std::string_view bytes, Attempt& a) {
+  return ForEachField(bytes, [&](uint64_t tag, std::string_view v) {
+    int64_t n = 0;
+    switch (tag) {
+      case kAtMs:
+        return ParseInt(v, a.at_ms);
+      case kDurationMs:
+        return ParseInt(v, a.duration_ms);
+      case kHttpStatus:
+        if (!ParseInt(v, n)) {
+          return false;
+        }
+        a.http_status = static_cast<int32_t>(n);
+        return true;
+      case kPlatformError:
+        a.platform_error = v;
+        return true;
+      case kDetail:
+        a.detail = v;
+        return true;
+      case kHeader: {
+        std::string_view name, value;
+        if (!GetLengthPrefixed(v, name) || !GetLengthPrefixed(v, value)) {
+          return false;
+        }
+        a.rate_limit_headers.emplace_back(name, value);
+        return true;
+      }
+      default:
+        return true;  // a field from a newer version
+    }
+  });
+}
+
+bool DecodeScalar(uint64_t tag, std::string_view v, Delivery& d) {
+  int64_t n = 0;
+  if (!ParseInt(v, n)) {
+    return false;
+  }
+  switch (tag) {
+    case kCost:
+      d.cost = static_cast<uint32_t>(n);
+      return true;
+    case kCreatedMs:
+      d.created_ms = n;
+      return true;
+    case kState:
+      if (n < 1 || n > 6) {
+        return false;
+      }
+      d.state = static_cast<DeliveryState>(n);
+      return true;
+    case kAttempts:
+      d.attempts = static_cast<uint32_t>(n);
+      return true;
+    case kNextAttemptMs:
+      d.next_attempt_ms = n;
+      return true;
+    case kUpdatedMs:
+      d.updated_ms = n;
+      return true;
+    case kFinishedMs:
+      d.finished_ms = n;
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool DecodeField(uint64_t tag, std::string_view v, Delivery& d) {
+  std::string* text = nullptr;
+  switch (tag) {
+    case kId: text = &d.id; break;
+    case kTenant: text = &d.tenant; break;
+    case kPlatform: text = &d.platform; break;
+    case kDestination: text = &d.destination; break;
+    case kCredential: text = &d.credential; break;
+    case kPayload: text = &d.payload; break;
+    case kIdempotencyKey: text = &d.idempotency_key; break;
+    case kOrderingKey: text = &d.ordering_key; break;
+    case kReason: text = &d.reason; break;
+    case kAttempt: {
+      Attempt a;
+      if (!DecodeAttempt(v, a)) {
+        return false;
+      }
+      d.history.push_back(std::move(a));
+      return true;
+    }
+    case kCost:
+    case kCreatedMs:
+    case kState:
+    case kAttempts:
+    case kNextAttemptMs:
+    case kUpdatedMs:
+    case kFinishedMs:
+      return DecodeScalar(tag, v, d);
+    default:
+      return true;  // a field from a newer version
+  }
+  text->assign(v);
+  return true;
+}
+
+}  // namespace
+
+std::string EncodeDelivery(const Delivery& d) {
+  std::string out;
+  out.reserve(d.payload.size() + 128);
+  out.push_back(kFormatV1);
+  PutBytes(out, kId, d.id);
+  PutBytes(out, kTenant, d.tenant);
+  PutBytes(out, kPlatform, d.platform);
+  PutBytes(out, kDestination, d.destination);
+  PutBytes(out, kCredential, d.credential);
+  PutBytes(out, kPayload, d.payload);
+  PutBytes(out, kIdempotencyKey, d.idempotency_key);
+  PutBytes(out, kOrderingKey, d.ordering_key);
+  PutInt(out, kCost, d.cost);
+  PutInt(out, kCreatedMs, d.created_ms);
+  PutInt(out, kState, static_cast<int64_t>(d.state));
+  PutInt(out, kAttempts, d.attempts);
+  PutInt(out, kNextAttemptMs, d.next_attempt_ms);
+  PutBytes(out, kReason, d.reason);
+  PutInt(out, kUpdatedMs, d.updated_ms);
+  PutInt(out, kFinishedMs, d.finished_ms);
+  for (const Attempt& a : d.history) {
+    PutBytes(out, kAttempt, EncodeAttempt(a));
+  }
+  return out;
+}
+
+Result<Delivery> DecodeDelivery(std::string_view bytes) {
+  if (bytes.empty() || bytes.front() != kFormatV1) {
+    return Status::Corruption(fmt::format("delivery record has unknown format byte {}",
+                                          bytes.empty() ? -1 : static_cast<int>(bytes.front())));
+  }
+  bytes.remove_prefix(1);
+  Delivery d;
+  if (!ForEachField(bytes, [&](uint64_t tag, std::string_view v) { return DecodeField(tag, v, d); })) {
+    return Status::Corruption("delivery record is truncated or has a malformed field");
+  }
+  if (d.id.empty()) {
+    return Status::Corruption("delivery record has no id");
+  }
+  return d;
+}
+
+}  // namespace egress::storage

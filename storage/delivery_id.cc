@@ -1,0 +1,90 @@
+#include "storage/delivery_id.h"
+
+namespace egress::storage {
+namespace {
+
+constexpr char kAlphabet[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+int DecodeChar(char c) {
+  for (int i = 0; i < 32; ++i) {
+    if (kAlphabet[i] == c) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+// 128 bits as (time:48 | hi:16 | lo:64) to 26 base32 characters, most significant first.
+std::string Encode(uint64_t ms, uint16_t hi, uint64_t lo) {
+  const unsigned __int128 v = (static_cast<unsigned __int128>((ms << 16) | hi) << 64) | lo;
+  std::string out(26, '0');
+  for (int i = 25; i >= 0; --i) {
+    out[i] = kAlphabet[static_cast<int>((v >> (5 * (25 - i))) & 31)];
+  }
+  return out;
+}
+
+bool Decode(std::string_view id, unsigned __int128& v) {
+  if (id.size() != 26) {
+    return false;
+  }
+  v = 0;
+  for (char c : id) {
+    const int d = DecodeChar(c);
+    if (d < 0) {
+      return false;
+    }
+    v = (v << 5) | static_cast<unsigned>(d);
+  }
+  return DecodeChar(id.front()) <= 7;  // 26*5 = 130 bits: the top two must be zero
+}
+
+}  // namespace
+
+DeliveryIdGenerator::DeliveryIdGenerator(uint64_t seed, std::string_view floor)
+    : rng_state_(seed | 1) {
+  unsigned __int128 v = 0;
+  if (Decode(floor, v)) {
+    last_ms_ = static_cast<int64_t>(static_cast<uint64_t>(v >> 80));
+    hi_ = static_cast<uint16_t>(v >> 64);
+    lo_ = static_cast<uint64_t>(v);
+  }
+}
+
+uint64_t DeliveryIdGenerator::NextRandom() {
+  // splitmix64: ids need uniqueness, not unpredictability.
+  uint64_t z = (rng_state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+std::string DeliveryIdGenerator::Next(int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (now_ms > last_ms_) {
+    last_ms_ = now_ms;
+    hi_ = static_cast<uint16_t>(NextRandom() & 0x7fff);  // leaves room to count up
+    lo_ = NextRandom();
+  } else if (++lo_ == 0) {
+    // Same (or earlier) millisecond: count up within the last id's millisecond.
+    if (++hi_ == 0) {
+      ++last_ms_;
+    }
+  }
+  return Encode(static_cast<uint64_t>(last_ms_), hi_, lo_);
+}
+
+bool IsDeliveryId(std::string_view id) {
+  unsigned __int128 v = 0;
+  return Decode(id, v);
+}
+
+int64_t DeliveryIdMillis(std::string_view id) {
+  unsigned __int128 v = 0;
+  if (!Decode(id, v)) {
+    return -1;
+  }
+  return static_cast<int64_t>(static_cast<uint64_t>(v >> 80));
+}
+
+}  // namespace egress::storage

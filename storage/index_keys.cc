@@ -1,0 +1,73 @@
+#include "storage/index_keys.h"
+
+#include "storage/coding.h"
+
+namespace egress::storage {
+namespace {
+
+uint64_t TimeBits(int64_t ms) { return ms < 0 ? 0 : static_cast<uint64_t>(ms); }
+
+}  // namespace
+
+std::string DueKey(int64_t due_ms, std::string_view id) {
+  std::string key;
+  key.reserve(8 + id.size());
+  PutBigEndian64(key, TimeBits(due_ms));
+  key.append(id);
+  return key;
+}
+
+bool ParseDueKey(std::string_view key, int64_t& due_ms, std::string_view& id) {
+  if (key.size() <= 8) {
+    return false;
+  }
+  due_ms = static_cast<int64_t>(DecodeBigEndian64(key.data()));
+  id = key.substr(8);
+  return true;
+}
+
+std::string DestIndexKey(std::string_view destination_key, std::string_view id) {
+  std::string key;
+  key.reserve(destination_key.size() + 1 + id.size());
+  key.append(destination_key).push_back('\0');
+  key.append(id);
+  return key;
+}
+
+std::string_view DestOfIndexKey(std::string_view key) {
+  return key.substr(0, key.find('\0'));
+}
+
+std::string_view IdOfDestIndexKey(std::string_view key) {
+  const size_t nul = key.find('\0');
+  return nul == std::string_view::npos ? std::string_view() : key.substr(nul + 1);
+}
+
+std::string DestUpperBound(std::string_view destination_key) {
+  std::string key(destination_key);
+  key.push_back('\x01');
+  return key;
+}
+
+std::string StateKey(DeliveryState state, std::string_view id) {
+  std::string key(1, static_cast<char>(state));
+  key.append(id);
+  return key;
+}
+
+std::string DoneKey(int64_t finished_ms, std::string_view id) { return DueKey(finished_ms, id); }
+
+std::string IdemKey(std::string_view tenant, std::string_view key) {
+  std::string out(tenant);
+  out.push_back('\0');
+  out.append(key);
+  return out;
+}
+
+std::string CountKey(DeliveryState state) {
+  std::string key = "count/";
+  key.append(StateName(state));
+  return key;
+}
+
+}  // namespace egress::storage

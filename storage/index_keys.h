@@ -1,0 +1,40 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "storage/delivery.h"
+
+namespace egress::storage {
+
+// Keys of the store's indexes (docs/storage.md, "Key layout"). Byte order is the order each
+// index is read in; tests/storage/index_keys_test.cc pins it. Fields never contain '\0'
+// (ValidateNewDelivery refuses control characters), so '\0' separates them.
+
+// due: next attempt time, then id: iteration order is schedule order.
+std::string DueKey(int64_t due_ms, std::string_view id);
+// Splits a due key; false when it is not one.
+bool ParseDueKey(std::string_view key, int64_t& due_ms, std::string_view& id);
+
+// dest: destination key, '\0', id: one destination's work in enqueue order.
+std::string DestIndexKey(std::string_view destination_key, std::string_view id);
+// The destination key part of a dest index key (up to the '\0').
+std::string_view DestOfIndexKey(std::string_view key);
+std::string_view IdOfDestIndexKey(std::string_view key);
+// The smallest key after every key of `destination_key`.
+std::string DestUpperBound(std::string_view destination_key);
+
+// state: one byte of state, then id: the deliveries in one state in id order.
+std::string StateKey(DeliveryState state, std::string_view id);
+
+// done: finish time, then id: terminal records by age, for retention.
+std::string DoneKey(int64_t finished_ms, std::string_view id);
+
+// idem: tenant, '\0', idempotency key -> id.
+std::string IdemKey(std::string_view tenant, std::string_view key);
+
+// meta: exact count of deliveries in one state (a merged signed 64-bit counter).
+std::string CountKey(DeliveryState state);
+
+}  // namespace egress::storage

@@ -1,0 +1,131 @@
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dispatcher/result.h"
+#include "storage/delivery.h"
+#include "storage/state_machine.h"
+
+namespace egress::storage {
+
+struct StoreOptions {
+  std::string path;  // a directory; created when missing
+  // Delivered and cancelled records older than this are removed by PurgeFinished.
+  // Default: 7 days. Dead records stay until replayed or purged explicitly.
+  int64_t retention_ms = 7LL * 24 * 3600 * 1000;
+  // Largest payload accepted. Default: 1 MiB.
+  size_t max_payload_bytes = 1 << 20;
+  // Attempts kept per delivery, newest last. Default: 20.
+  size_t history_limit = 20;
+  // Largest tenant, platform, credential, destination and key fields. Default: 2 KiB.
+  size_t max_field_bytes = 2048;
+};
+
+struct EnqueueResult {
+  std::string id;
+  bool created = true;  // false: the (tenant, idempotency key) was already stored
+};
+
+using StateCounts = std::array<uint64_t, kAllStates.size()>;  // indexed by state - 1
+inline uint64_t CountOf(const StateCounts& c, DeliveryState s) {
+  return c[static_cast<size_t>(s) - 1];
+}
+
+// Counters from the disk layer, for metrics and benchmarks.
+struct StoreStats {
+  uint64_t writes = 0;     // write batches committed
+  uint64_t wal_syncs = 0;  // fsyncs of the write-ahead log (group commit makes this < writes)
+};
+
+// What List returns: all filters that are set must match.
+struct ListFilter {
+  std::optional<DeliveryState> state;
+  std::string tenant;
+  std::string platform;
+  std::string destination;
+  std::string reason_prefix;
+  std::string after_id;  // the cursor: ids strictly greater than this
+  size_t limit = 100;
+};
+
+struct ListPage {
+  std::vector<Delivery> deliveries;
+  std::string next_cursor;  // empty when there is no more
+};
+
+// One destination's waiting work, oldest first (see PendingFor).
+struct DestinationWork {
+  std::string destination_key;  // DestinationKeyOf(...)
+  std::vector<Delivery> deliveries;
+};
+
+// The durable delivery queue. Every method is one atomic change (a single WriteBatch in the
+// RocksDB store) and is safe to call from any thread; methods block on disk I/O, so the service
+// calls them from its storage pool, never from the dispatcher loop. Times are wall-clock Unix ms
+// supplied by the caller (the store reads no clock).
+//
+// Errors: InvalidArgument (bad input, named), NotFound, FailedPrecondition (illegal transition),
+// Corruption, IoError, Unavailable (transient: disk busy or full), Busy (store in use).
+class QueueStore {
+ public:
+  virtual ~QueueStore() = default;
+
+  // Stores one delivery as queued and due at `now_ms`. Returns once the write is synced to
+  // disk; concurrent callers share one sync. A repeated (tenant, idempotency key) returns the
+  // first id with created = false and writes nothing.
+  virtual Result<EnqueueResult> Enqueue(const NewDelivery& d, int64_t now_ms) = 0;
+
+  // Stores many in one synced write. Items are validated one by one: a bad item gets its own
+  // error and the others are still stored. Fails as a whole only when the write fails.
+  virtual Result<std::vector<Result<EnqueueResult>>> EnqueueBatch(
+      const std::vector<NewDelivery>& ds, int64_t now_ms) = 0;
+
+  virtual Result<Delivery> Get(const std::string& id) = 0;
+
+  // Moves one delivery to another state (state_machine.h), updating every index in the same
+  // write. Returns the delivery as stored after the change.
+  virtual Result<Delivery> Apply(const std::string& id, const StateChange& change) = 0;
+
+  // Moves up to `max` waiting deliveries due at or before `now_ms` to in_flight, in due order,
+  // and returns them.
+  virtual Result<std::vector<Delivery>> LeaseDue(int64_t now_ms, size_t max) = 0;
+
+  // Destinations that have non-terminal work, in key order, starting after `after_key`.
+  virtual Result<std::vector<std::string>> ListDestinations(const std::string& after_key,
+                                                            size_t limit) = 0;
+
+  // A destination's non-terminal deliveries in enqueue order, after id `after_id`.
+  virtual Result<DestinationWork> PendingFor(const std::string& destination_key,
+                                             const std::string& after_id, size_t limit) = 0;
+
+  virtual Result<ListPage> List(const ListFilter& filter) = 0;
+
+  // Exact counts per state, read without scanning.
+  virtual Result<StateCounts> Counts() = 0;
+
+  // Counts per state found by scanning every record: a consistency check for tests and `fsck`.
+  virtual Result<StateCounts> ScanCounts() = 0;
+
+  // Removes up to `max` delivered and cancelled records that finished before
+  // `now_ms - retention_ms`, with their indexes. Returns how many.
+  virtual Result<size_t> PurgeFinished(int64_t now_ms, size_t max) = 0;
+
+  // Removes one terminal record (e.g. a dead one an operator gave up on).
+  virtual Status Purge(const std::string& id) = 0;
+
+  virtual StoreStats Stats() = 0;
+
+  // Flushes and closes; later calls fail. The destructor closes too, ignoring errors.
+  virtual Status Close() = 0;
+};
+
+// Checks a NewDelivery against `options` before anything is written. InvalidArgument names the
+// field: empty or oversized fields, control characters in names, cost 0, payload over the cap.
+Status ValidateNewDelivery(const NewDelivery& d, const StoreOptions& options);
+
+}  // namespace egress::storage

@@ -1,0 +1,279 @@
+#include "storage/rocks_queue_store.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <random>
+
+#include "storage/delivery_codec.h"
+#include "storage/index_keys.h"
+#include "storage/rocks_queue_store_internal.h"
+
+namespace egress::storage {
+namespace {
+
+constexpr std::string_view kFormatKey = "format";
+constexpr std::string_view kFormatValue = "relay-egress-store/1";
+
+// A missing or empty directory may become a new store; anything else must already be one.
+Result<bool> CheckDirectory(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    fs::create_directories(path, ec);
+    if (ec) {
+      return Status::IoError(fmt::format("cannot create store directory {}: {}", path, ec.message()));
+    }
+    return true;
+  }
+  if (!fs::is_directory(path, ec)) {
+    return Status::InvalidArgument(fmt::format("store path {} is not a directory", path));
+  }
+  if (fs::is_empty(path, ec)) {
+    return true;
+  }
+  if (!fs::exists(fs::path(path) / "CURRENT", ec)) {
+    return Status::InvalidArgument(fmt::format(
+        "{} is not empty and holds no relay-egress store (no CURRENT file); refusing to use it",
+        path));
+  }
+  return false;
+}
+
+rocksdb::Options MakeOptions(bool fresh, const std::shared_ptr<rocksdb::Statistics>& stats) {
+  rocksdb::Options o;
+  o.create_if_missing = fresh;
+  o.error_if_exists = fresh;
+  o.create_missing_column_families = true;
+  o.paranoid_checks = true;
+  o.statistics = stats;
+  o.max_background_jobs = 2;
+  o.keep_log_file_num = 4;
+  return o;
+}
+
+Status OpenError(const Status& s, const std::string& path) {
+  if (s.code() == Status::Code::kBusy) {
+    return Status::Busy(fmt::format(
+        "store at {} is in use by another process (its LOCK is held): {}", path, s.message()));
+  }
+  if (s.code() == Status::Code::kCorruption) {
+    return Status::Corruption(fmt::format(
+        "store at {} is corrupt and was not opened; nothing was changed: {}", path, s.message()));
+  }
+  return s;
+}
+
+// Delivered and cancelled records age out; dead ones wait for an operator.
+bool ExpiresByRetention(DeliveryState s) {
+  return s == DeliveryState::kDelivered || s == DeliveryState::kCancelled;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<QueueStore>> OpenRocksQueueStore(const StoreOptions& options,
+                                                        int64_t now_ms) {
+  Result<bool> fresh = CheckDirectory(options.path);
+  if (!fresh) {
+    return fresh.error();
+  }
+  auto stats = rocksdb::CreateDBStatistics();
+  stats->set_stats_level(rocksdb::StatsLevel::kExceptTimers);
+  rocksdb::Options db_options = MakeOptions(*fresh, stats);
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const FamilySpec& spec : kFamilies) {
+    rocksdb::ColumnFamilyOptions cf_options(db_options);
+    if (spec.family == Family::kMeta) {
+      cf_options.merge_operator = NewCounterMergeOperator();
+    }
+    families.emplace_back(spec.name, cf_options);
+  }
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status rs = rocksdb::DB::Open(db_options, options.path, families, &handles, &raw);
+  std::unique_ptr<rocksdb::DB> db(raw);
+  if (!rs.ok()) {
+    return OpenError(FromRocks(rs, "open"), options.path);
+  }
+  std::string newest_id;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db->NewIterator(rocksdb::ReadOptions(), handles[static_cast<size_t>(Family::kJobs)]));
+    it->SeekToLast();
+    if (it->Valid()) {
+      newest_id = it->key().ToString();
+    }
+  }
+  auto store = std::make_unique<RocksQueueStore>(options, std::move(db), std::move(handles),
+                                                 stats, std::random_device{}(), newest_id);
+  if (Status s = store->CheckFormat(*fresh); !s.ok()) {
+    return s;
+  }
+  if (Result<size_t> n = store->RecoverInFlight(now_ms); !n) {
+    return n.error();
+  }
+  return std::unique_ptr<QueueStore>(std::move(store));
+}
+
+RocksQueueStore::RocksQueueStore(StoreOptions options, std::unique_ptr<rocksdb::DB> db,
+                                 std::vector<rocksdb::ColumnFamilyHandle*> handles,
+                                 std::shared_ptr<rocksdb::Statistics> stats, uint64_t id_seed,
+                                 const std::string& newest_id)
+    : options_(std::move(options)),
+      db_(std::move(db)),
+      handles_(std::move(handles)),
+      stats_(std::move(stats)),
+      ids_(id_seed, newest_id) {}
+
+RocksQueueStore::~RocksQueueStore() {
+  // Errors on this path have nowhere to go; Close() reports them to callers who ask.
+  Close().IgnoreError();
+}
+
+Status RocksQueueStore::Close() {
+  if (closed_) {
+    return Status::Ok();
+  }
+  closed_ = true;
+  Status first;
+  for (rocksdb::ColumnFamilyHandle* h : handles_) {
+    Status s = FromRocks(db_->DestroyColumnFamilyHandle(h), "close column family");
+    if (first.ok() && !s.ok()) {
+      first = s;
+    }
+  }
+  handles_.clear();
+  Status s = FromRocks(db_->Close(), "close");
+  db_.reset();
+  return first.ok() ? s : first;
+}
+
+Status RocksQueueStore::CheckOpen() const {
+  return closed_ ? Status::FailedPrecondition("store is closed") : Status::Ok();
+}
+
+Status RocksQueueStore::CheckFormat(bool fresh) {
+  std::string value;
+  rocksdb::Status rs =
+      db_->Get(rocksdb::ReadOptions(), cf(Family::kMeta), std::string(kFormatKey), &value);
+  if (rs.IsNotFound() && fresh) {
+    return FromRocks(db_->Put(SyncedWrite(), cf(Family::kMeta), std::string(kFormatKey),
+                              std::string(kFormatValue)),
+                     "write format marker");
+  }
+  if (rs.IsNotFound()) {
+    return Status::InvalidArgument(fmt::format(
+        "{} is a RocksDB database but not a relay-egress store (no format marker)", options_.path));
+  }
+  if (!rs.ok()) {
+    return FromRocks(rs, "read format marker");
+  }
+  if (value != kFormatValue) {
+    return Status::FailedPrecondition(fmt::format(
+        "store at {} has format '{}', this build reads '{}'", options_.path, value, kFormatValue));
+  }
+  return Status::Ok();
+}
+
+Result<size_t> RocksQueueStore::RecoverInFlight(int64_t now_ms) {
+  const std::string prefix = StateKey(DeliveryState::kInFlight, "");
+  std::vector<std::string> ids;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kState)));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    ids.push_back(it->key().ToString().substr(prefix.size()));
+  }
+  if (Status s = FromRocks(it->status(), "scan in-flight deliveries"); !s.ok()) {
+    return s;
+  }
+  StateChange change{.to = DeliveryState::kQueued, .at_ms = now_ms};
+  change.expect = DeliveryState::kInFlight;
+  for (const std::string& id : ids) {
+    if (Result<Delivery> d = Apply(id, change); !d) {
+      return d.error();
+    }
+  }
+  return ids.size();
+}
+
+std::mutex& RocksQueueStore::IdStripe(std::string_view id) {
+  return id_stripes_[std::hash<std::string_view>{}(id) % kStripes];
+}
+
+std::mutex& RocksQueueStore::IdemStripe(std::string_view tenant, std::string_view key) {
+  return idem_stripes_[(std::hash<std::string_view>{}(tenant) * 31 +
+                        std::hash<std::string_view>{}(key)) %
+                       kStripes];
+}
+
+Result<Delivery> RocksQueueStore::Read(std::string_view id) {
+  std::string value;
+  rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), cf(Family::kJobs), rocksdb::Slice(id.data(), id.size()), &value);
+  if (rs.IsNotFound()) {
+    return Status::NotFound(fmt::format("delivery {} not found", id));
+  }
+  if (!rs.ok()) {
+    return FromRocks(rs, fmt::format("read delivery {}", id));
+  }
+  Result<Delivery> d = DecodeDelivery(value);
+  if (!d) {
+    return Status::Corruption(fmt::format("delivery {}: {}", id, d.error().message()));
+  }
+  return d;
+}
+
+void RocksQueueStore::PutIndexes(rocksdb::WriteBatch& batch, const Delivery& d,
+                                 int64_t count_delta) {
+  batch.Put(cf(Family::kState), StateKey(d.state, d.id), "");
+  if (!IsTerminal(d.state)) {
+    batch.Put(cf(Family::kDest), DestIndexKey(DestinationKeyOf(d), d.id), "");
+  }
+  if (IsWaiting(d.state)) {
+    batch.Put(cf(Family::kDue), DueKey(d.next_attempt_ms, d.id), "");
+  }
+  if (ExpiresByRetention(d.state)) {
+    batch.Put(cf(Family::kDone), DoneKey(d.finished_ms, d.id), "");
+  }
+  batch.Merge(cf(Family::kMeta), CountKey(d.state), EncodeCounterDelta(count_delta));
+}
+
+void RocksQueueStore::DeleteIndexes(rocksdb::WriteBatch& batch, const Delivery& d) {
+  batch.Delete(cf(Family::kState), StateKey(d.state, d.id));
+  if (!IsTerminal(d.state)) {
+    batch.Delete(cf(Family::kDest), DestIndexKey(DestinationKeyOf(d), d.id));
+  }
+  if (IsWaiting(d.state)) {
+    batch.Delete(cf(Family::kDue), DueKey(d.next_attempt_ms, d.id));
+  }
+  if (ExpiresByRetention(d.state)) {
+    batch.Delete(cf(Family::kDone), DoneKey(d.finished_ms, d.id));
+  }
+  batch.Merge(cf(Family::kMeta), CountKey(d.state), EncodeCounterDelta(-1));
+}
+
+void RocksQueueStore::PutRecord(rocksdb::WriteBatch& batch, const Delivery& d) {
+  batch.Put(cf(Family::kJobs), d.id, EncodeDelivery(d));
+  PutIndexes(batch, d, +1);
+}
+
+void RocksQueueStore::DeleteRecord(rocksdb::WriteBatch& batch, const Delivery& d) {
+  batch.Delete(cf(Family::kJobs), d.id);
+  DeleteIndexes(batch, d);
+  if (!d.idempotency_key.empty()) {
+    batch.Delete(cf(Family::kIdem), IdemKey(d.tenant, d.idempotency_key));
+  }
+}
+
+Status RocksQueueStore::Write(const rocksdb::WriteOptions& w, rocksdb::WriteBatch& batch,
+                              std::string_view what) {
+  return FromRocks(db_->Write(w, &batch), what);
+}
+
+StoreStats RocksQueueStore::Stats() {
+  StoreStats s;
+  s.wal_syncs = stats_->getTickerCount(rocksdb::WAL_FILE_SYNCED);
+  s.writes = stats_->getTickerCount(rocksdb::WRITE_DONE_BY_SELF) +
+             stats_->getTickerCount(rocksdb::WRITE_DONE_BY_OTHER);
+  return s;
+}
+
+}  // namespace egress::storage

@@ -1,0 +1,87 @@
+#pragma once
+
+// The RocksDB QueueStore. Included only by storage/rocks_*.cc; everyone else uses
+// OpenRocksQueueStore (rocks_queue_store.h).
+
+#include <rocksdb/db.h>
+#include <rocksdb/statistics.h>
+#include <rocksdb/write_batch.h>
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/delivery_id.h"
+#include "storage/queue_store.h"
+#include "storage/rocks_schema.h"
+
+namespace egress::storage {
+
+class RocksQueueStore final : public QueueStore {
+ public:
+  // Takes ownership of `db` and its column family `handles` (in kFamilies order).
+  RocksQueueStore(StoreOptions options, std::unique_ptr<rocksdb::DB> db,
+                  std::vector<rocksdb::ColumnFamilyHandle*> handles,
+                  std::shared_ptr<rocksdb::Statistics> stats, uint64_t id_seed,
+                  const std::string& newest_id);
+  ~RocksQueueStore() override;
+
+  Result<EnqueueResult> Enqueue(const NewDelivery& d, int64_t now_ms) override;
+  Result<std::vector<Result<EnqueueResult>>> EnqueueBatch(const std::vector<NewDelivery>& ds,
+                                                          int64_t now_ms) override;
+  Result<Delivery> Get(const std::string& id) override;
+  Result<Delivery> Apply(const std::string& id, const StateChange& change) override;
+  Result<std::vector<Delivery>> LeaseDue(int64_t now_ms, size_t max) override;
+  Result<std::vector<std::string>> ListDestinations(const std::string& after_key,
+                                                    size_t limit) override;
+  Result<DestinationWork> PendingFor(const std::string& destination_key,
+                                     const std::string& after_id, size_t limit) override;
+  Result<ListPage> List(const ListFilter& filter) override;
+  Result<StateCounts> Counts() override;
+  Result<StateCounts> ScanCounts() override;
+  Result<size_t> PurgeFinished(int64_t now_ms, size_t max) override;
+  Status Purge(const std::string& id) override;
+  StoreStats Stats() override;
+  Status Close() override;
+
+  // Moves every in_flight delivery back to queued, due at `now_ms`. Returns how many.
+  Result<size_t> RecoverInFlight(int64_t now_ms);
+  // Checks or writes the format marker.
+  Status CheckFormat(bool fresh);
+
+ private:
+  static constexpr size_t kStripes = 64;
+
+  rocksdb::ColumnFamilyHandle* cf(Family f) const { return handles_[static_cast<size_t>(f)]; }
+  std::mutex& IdStripe(std::string_view id);
+  std::mutex& IdemStripe(std::string_view tenant, std::string_view key);
+  Status CheckOpen() const;
+
+  // Reads the record with `id`; NotFound when absent.
+  Result<Delivery> Read(std::string_view id);
+  // Adds to `batch` the record and every index entry of `d` (add) or their deletions.
+  void PutRecord(rocksdb::WriteBatch& batch, const Delivery& d);
+  void DeleteRecord(rocksdb::WriteBatch& batch, const Delivery& d);
+  void PutIndexes(rocksdb::WriteBatch& batch, const Delivery& d, int64_t count_delta);
+  void DeleteIndexes(rocksdb::WriteBatch& batch, const Delivery& d);
+  // Builds a new queued delivery from validated input.
+  Delivery MakeDelivery(const NewDelivery& in, int64_t now_ms);
+  // Looks up (tenant, key) -> id; empty when absent.
+  Result<std::string> FindIdempotent(std::string_view tenant, std::string_view key);
+  Status Write(const rocksdb::WriteOptions& w, rocksdb::WriteBatch& batch, std::string_view what);
+
+  const StoreOptions options_;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  std::shared_ptr<rocksdb::Statistics> stats_;
+  DeliveryIdGenerator ids_;
+  std::array<std::mutex, kStripes> id_stripes_;
+  std::array<std::mutex, kStripes> idem_stripes_;
+  std::mutex lease_mu_;  // one leaser at a time
+  bool closed_ = false;
+};
+
+}  // namespace egress::storage

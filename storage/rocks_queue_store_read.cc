@@ -1,0 +1,162 @@
+// The RocksQueueStore methods that only read.
+
+#include <fmt/format.h>
+
+#include "storage/delivery_codec.h"
+#include "storage/index_keys.h"
+#include "storage/rocks_queue_store_internal.h"
+
+namespace egress::storage {
+namespace {
+
+// A page scans at most this many records, so a filter that matches little cannot stall a
+// caller; the cursor then resumes where the scan stopped.
+constexpr size_t kMaxScanPerPage = 10'000;
+
+bool Matches(const ListFilter& f, const Delivery& d) {
+  return (!f.state || *f.state == d.state) && (f.tenant.empty() || f.tenant == d.tenant) &&
+         (f.platform.empty() || f.platform == d.platform) &&
+         (f.destination.empty() || f.destination == d.destination) &&
+         (f.reason_prefix.empty() || d.reason.starts_with(f.reason_prefix));
+}
+
+}  // namespace
+
+Result<Delivery> RocksQueueStore::Get(const std::string& id) {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  return Read(id);
+}
+
+Result<std::vector<std::string>> RocksQueueStore::ListDestinations(const std::string& after_key,
+                                                                   size_t limit) {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  std::vector<std::string> out;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDest)));
+  if (after_key.empty()) {
+    it->SeekToFirst();
+  } else {
+    it->Seek(DestUpperBound(after_key));
+  }
+  while (it->Valid() && out.size() < limit) {
+    out.emplace_back(DestOfIndexKey({it->key().data(), it->key().size()}));
+    it->Seek(DestUpperBound(out.back()));  // skip this destination's other deliveries
+  }
+  if (Status s = FromRocks(it->status(), "scan destinations"); !s.ok()) {
+    return s;
+  }
+  return out;
+}
+
+Result<DestinationWork> RocksQueueStore::PendingFor(const std::string& destination_key,
+                                                    const std::string& after_id, size_t limit) {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  DestinationWork work{destination_key, {}};
+  const std::string prefix = DestIndexKey(destination_key, "");
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDest)));
+  it->Seek(DestIndexKey(destination_key, after_id));
+  for (; it->Valid() && it->key().starts_with(prefix) && work.deliveries.size() < limit;
+       it->Next()) {
+    std::string_view id = IdOfDestIndexKey({it->key().data(), it->key().size()});
+    if (id <= after_id) {
+      continue;
+    }
+    Result<Delivery> d = Read(id);
+    if (!d) {
+      return d.error();
+    }
+    work.deliveries.push_back(std::move(*d));
+  }
+  if (Status s = FromRocks(it->status(), "scan destination work"); !s.ok()) {
+    return s;
+  }
+  return work;
+}
+
+Result<ListPage> RocksQueueStore::List(const ListFilter& filter) {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  ListPage page;
+  // With a state, walk that state's index; otherwise every record in id order.
+  const bool by_state = filter.state.has_value();
+  const std::string prefix = by_state ? StateKey(*filter.state, "") : std::string();
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(
+      rocksdb::ReadOptions(), cf(by_state ? Family::kState : Family::kJobs)));
+  it->Seek(prefix + filter.after_id);
+  size_t scanned = 0;
+  std::string last_id;
+  for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    std::string id = it->key().ToString().substr(prefix.size());
+    if (id <= filter.after_id) {
+      continue;
+    }
+    if (page.deliveries.size() == filter.limit || scanned == kMaxScanPerPage) {
+      page.next_cursor = last_id;
+      break;
+    }
+    ++scanned;
+    Result<Delivery> d = by_state ? Read(id) : DecodeDelivery(it->value().ToStringView());
+    if (!d) {
+      return d.error();
+    }
+    last_id = id;
+    if (Matches(filter, *d)) {
+      page.deliveries.push_back(std::move(*d));
+    }
+  }
+  if (Status s = FromRocks(it->status(), "list deliveries"); !s.ok()) {
+    return s;
+  }
+  return page;
+}
+
+Result<StateCounts> RocksQueueStore::Counts() {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  StateCounts counts{};
+  for (DeliveryState state : kAllStates) {
+    std::string value;
+    rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), cf(Family::kMeta), CountKey(state), &value);
+    if (rs.IsNotFound()) {
+      continue;
+    }
+    if (!rs.ok()) {
+      return FromRocks(rs, "read counters");
+    }
+    const int64_t n = DecodeCounter(value);
+    if (n < 0) {
+      return Status::Corruption(fmt::format("counter of {} is negative ({})", StateName(state), n));
+    }
+    counts[static_cast<size_t>(state) - 1] = static_cast<uint64_t>(n);
+  }
+  return counts;
+}
+
+Result<StateCounts> RocksQueueStore::ScanCounts() {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  StateCounts counts{};
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kJobs)));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    Result<Delivery> d = DecodeDelivery(it->value().ToStringView());
+    if (!d) {
+      return Status::Corruption(fmt::format("delivery {}: {}", it->key().ToString(),
+                                            d.error().message()));
+    }
+    ++counts[static_cast<size_t>(d->state) - 1];
+  }
+  if (Status s = FromRocks(it->status(), "scan deliveries"); !s.ok()) {
+    return s;
+  }
+  return counts;
+}
+
+}  // namespace egress::storage

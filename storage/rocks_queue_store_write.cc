@@ -1,0 +1,269 @@
+// The RocksQueueStore methods that change state. Each builds one WriteBatch.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "storage/index_keys.h"
+#include "storage/rocks_queue_store_internal.h"
+
+namespace egress::storage {
+namespace {
+
+// Locks a set of stripes in address order, so two holders never wait on each other.
+class StripeLocks {
+ public:
+  void Add(std::mutex& m) { mutexes_.push_back(&m); }
+  void LockAll() {
+    std::sort(mutexes_.begin(), mutexes_.end());
+    mutexes_.erase(std::unique(mutexes_.begin(), mutexes_.end()), mutexes_.end());
+    for (std::mutex* m : mutexes_) {
+      locks_.emplace_back(*m);
+    }
+  }
+
+ private:
+  std::vector<std::mutex*> mutexes_;
+  std::vector<std::unique_lock<std::mutex>> locks_;
+};
+
+}  // namespace
+
+Delivery RocksQueueStore::MakeDelivery(const NewDelivery& in, int64_t now_ms) {
+  Delivery d;
+  d.id = ids_.Next(now_ms);
+  d.tenant = in.tenant;
+  d.platform = in.platform;
+  d.destination = in.destination;
+  d.credential = in.credential;
+  d.payload = in.payload;
+  d.idempotency_key = in.idempotency_key;
+  d.ordering_key = in.ordering_key;
+  d.cost = in.cost;
+  d.created_ms = now_ms;
+  d.updated_ms = now_ms;
+  d.state = DeliveryState::kQueued;
+  d.next_attempt_ms = now_ms;
+  return d;
+}
+
+Result<std::string> RocksQueueStore::FindIdempotent(std::string_view tenant,
+                                                    std::string_view key) {
+  std::string id;
+  rocksdb::Status rs =
+      db_->Get(rocksdb::ReadOptions(), cf(Family::kIdem), IdemKey(tenant, key), &id);
+  if (rs.IsNotFound()) {
+    return std::string();
+  }
+  if (!rs.ok()) {
+    return FromRocks(rs, "read idempotency index");
+  }
+  return id;
+}
+
+Result<EnqueueResult> RocksQueueStore::Enqueue(const NewDelivery& in, int64_t now_ms) {
+  Result<std::vector<Result<EnqueueResult>>> batch = EnqueueBatch({in}, now_ms);
+  if (!batch) {
+    return batch.error();
+  }
+  return std::move(batch->front());
+}
+
+Result<std::vector<Result<EnqueueResult>>> RocksQueueStore::EnqueueBatch(
+    const std::vector<NewDelivery>& ds, int64_t now_ms) {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  std::vector<Result<EnqueueResult>> results;
+  results.reserve(ds.size());
+  StripeLocks locks;
+  for (const NewDelivery& in : ds) {
+    if (!in.idempotency_key.empty()) {
+      locks.Add(IdemStripe(in.tenant, in.idempotency_key));
+    }
+  }
+  locks.LockAll();
+  rocksdb::WriteBatch batch;
+  std::map<std::string, std::string> fresh_keys;  // idem key -> id, within this batch
+  for (const NewDelivery& in : ds) {
+    if (Status s = ValidateNewDelivery(in, options_); !s.ok()) {
+      results.emplace_back(std::move(s));
+      continue;
+    }
+    if (!in.idempotency_key.empty()) {
+      const std::string key = IdemKey(in.tenant, in.idempotency_key);
+      if (auto it = fresh_keys.find(key); it != fresh_keys.end()) {
+        results.emplace_back(EnqueueResult{it->second, false});
+        continue;
+      }
+      Result<std::string> existing = FindIdempotent(in.tenant, in.idempotency_key);
+      if (!existing) {
+        return existing.error();
+      }
+      if (!existing->empty()) {
+        results.emplace_back(EnqueueResult{*existing, false});
+        continue;
+      }
+    }
+    Delivery d = MakeDelivery(in, now_ms);
+    PutRecord(batch, d);
+    if (!d.idempotency_key.empty()) {
+      std::string key = IdemKey(d.tenant, d.idempotency_key);
+      batch.Put(cf(Family::kIdem), key, d.id);
+      fresh_keys.emplace(std::move(key), d.id);
+    }
+    results.emplace_back(EnqueueResult{d.id, true});
+  }
+  if (batch.Count() > 0) {
+    if (Status s = Write(SyncedWrite(), batch, "enqueue"); !s.ok()) {
+      return s;
+    }
+  }
+  return results;
+}
+
+Result<Delivery> RocksQueueStore::Apply(const std::string& id, const StateChange& change) {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  std::lock_guard<std::mutex> lock(IdStripe(id));
+  Result<Delivery> d = Read(id);
+  if (!d) {
+    return d;
+  }
+  Delivery before = *d;
+  if (Status s = ApplyChange(change, options_.history_limit, *d); !s.ok()) {
+    return s;
+  }
+  rocksdb::WriteBatch batch;
+  DeleteIndexes(batch, before);
+  PutRecord(batch, *d);
+  // Handing work out may be lost in a crash (recovery redoes it); everything else is synced.
+  const bool lease = change.to == DeliveryState::kInFlight;
+  if (Status s = Write(lease ? UnsyncedWrite() : SyncedWrite(), batch,
+                       fmt::format("update delivery {}", id));
+      !s.ok()) {
+    return s;
+  }
+  return d;
+}
+
+Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t max) {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  std::lock_guard<std::mutex> lease(lease_mu_);
+  std::vector<std::string> ids;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDue)));
+    for (it->SeekToFirst(); it->Valid() && ids.size() < max; it->Next()) {
+      int64_t due_ms = 0;
+      std::string_view id;
+      if (!ParseDueKey({it->key().data(), it->key().size()}, due_ms, id) || due_ms > now_ms) {
+        break;
+      }
+      ids.emplace_back(id);
+    }
+    if (Status s = FromRocks(it->status(), "scan due index"); !s.ok()) {
+      return s;
+    }
+  }
+  StripeLocks locks;
+  for (const std::string& id : ids) {
+    locks.Add(IdStripe(id));
+  }
+  locks.LockAll();
+  std::vector<Delivery> leased;
+  rocksdb::WriteBatch batch;
+  const StateChange change{.to = DeliveryState::kInFlight, .at_ms = now_ms};
+  for (const std::string& id : ids) {
+    Result<Delivery> d = Read(id);
+    if (!d) {
+      return d.error();
+    }
+    if (!IsWaiting(d->state) || d->next_attempt_ms > now_ms) {
+      continue;  // changed since the scan
+    }
+    Delivery before = *d;
+    if (Status s = ApplyChange(change, options_.history_limit, *d); !s.ok()) {
+      return s;
+    }
+    DeleteIndexes(batch, before);
+    PutRecord(batch, *d);
+    leased.push_back(std::move(*d));
+  }
+  if (batch.Count() > 0) {
+    if (Status s = Write(UnsyncedWrite(), batch, "lease due deliveries"); !s.ok()) {
+      return s;
+    }
+  }
+  return leased;
+}
+
+Result<size_t> RocksQueueStore::PurgeFinished(int64_t now_ms, size_t max) {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  const int64_t cutoff = now_ms - options_.retention_ms;
+  std::vector<std::string> ids;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDone)));
+    for (it->SeekToFirst(); it->Valid() && ids.size() < max; it->Next()) {
+      int64_t finished_ms = 0;
+      std::string_view id;
+      if (!ParseDueKey({it->key().data(), it->key().size()}, finished_ms, id) ||
+          finished_ms >= cutoff) {
+        break;
+      }
+      ids.emplace_back(id);
+    }
+    if (Status s = FromRocks(it->status(), "scan finished index"); !s.ok()) {
+      return s;
+    }
+  }
+  size_t purged = 0;
+  rocksdb::WriteBatch batch;
+  StripeLocks locks;
+  for (const std::string& id : ids) {
+    locks.Add(IdStripe(id));
+  }
+  locks.LockAll();
+  for (const std::string& id : ids) {
+    Result<Delivery> d = Read(id);
+    if (!d) {
+      return d.error();
+    }
+    if (d->state == DeliveryState::kDelivered || d->state == DeliveryState::kCancelled) {
+      DeleteRecord(batch, *d);
+      ++purged;
+    }
+  }
+  if (batch.Count() > 0) {
+    if (Status s = Write(SyncedWrite(), batch, "purge finished deliveries"); !s.ok()) {
+      return s;
+    }
+  }
+  return purged;
+}
+
+Status RocksQueueStore::Purge(const std::string& id) {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  std::lock_guard<std::mutex> lock(IdStripe(id));
+  Result<Delivery> d = Read(id);
+  if (!d) {
+    return d.error();
+  }
+  if (!IsTerminal(d->state)) {
+    return Status::FailedPrecondition(
+        fmt::format("delivery {} is {}; only finished deliveries can be purged", id,
+                    StateName(d->state)));
+  }
+  rocksdb::WriteBatch batch;
+  DeleteRecord(batch, *d);
+  return Write(SyncedWrite(), batch, fmt::format("purge delivery {}", id));
+}
+
+}  // namespace egress::storage

@@ -1,0 +1,48 @@
+#pragma once
+
+// RocksDB-specific pieces of the store, shared by storage/rocks_*.cc only.
+
+#include <rocksdb/merge_operator.h>
+#include <rocksdb/options.h>
+#include <rocksdb/status.h>
+
+#include <array>
+#include <memory>
+#include <string_view>
+
+#include "dispatcher/status.h"
+
+namespace egress::storage {
+
+// The column families, declared once. The order is the handle order after open.
+enum class Family : size_t { kDefault = 0, kJobs, kDue, kDest, kState, kDone, kIdem, kMeta };
+struct FamilySpec {
+  Family family;
+  const char* name;
+  const char* holds;
+};
+inline constexpr std::array<FamilySpec, 8> kFamilies = {{
+    {Family::kDefault, "default", "unused (RocksDB requires it)"},
+    {Family::kJobs, "jobs", "id -> delivery record"},
+    {Family::kDue, "due", "be64(next_attempt_ms) id -> '' for queued and deferred"},
+    {Family::kDest, "dest", "destination key \\0 id -> '' for non-terminal deliveries"},
+    {Family::kState, "state", "state byte, id -> ''"},
+    {Family::kDone, "done", "be64(finished_ms) id -> '' for delivered and cancelled"},
+    {Family::kIdem, "idem", "tenant \\0 idempotency key -> id"},
+    {Family::kMeta, "meta", "format version, per-state counters (merged)"},
+}};
+
+// Adds signed 64-bit deltas stored as 8 little-endian bytes: the per-state counters.
+std::shared_ptr<rocksdb::MergeOperator> NewCounterMergeOperator();
+std::string EncodeCounterDelta(int64_t delta);
+int64_t DecodeCounter(std::string_view bytes);
+
+// The one mapping from rocksdb::Status to ours; `what` says what was being done.
+Status FromRocks(const rocksdb::Status& s, std::string_view what);
+
+// Writes that acknowledge work to someone wait for the WAL to reach disk; others do not
+// (losing them in a machine crash only repeats work that recovery redoes anyway).
+rocksdb::WriteOptions SyncedWrite();
+rocksdb::WriteOptions UnsyncedWrite();
+
+}  // namespace egress::storage

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "dispatcher/status.h"
+#include "storage/delivery.h"
+
+namespace egress::storage {
+
+// One state change of one delivery, applied atomically by QueueStore::Apply.
+struct StateChange {
+  DeliveryState to = DeliveryState::kQueued;
+  int64_t at_ms = 0;  // wall clock of the change (Unix ms)
+  // For queued and deferred: when the delivery is due again. Default: at_ms (due now).
+  std::optional<int64_t> next_attempt_ms;
+  // Why it waits or died (`budget:slack_channel`, `retry_after`, `http_404`, ...). Required for
+  // deferred and dead; ignored and cleared for other states.
+  std::string reason;
+  // The try that led here, appended to the bounded history.
+  std::optional<Attempt> attempt;
+  // Whether `attempt` counts against the retry limit. Rate-limit waits never do.
+  bool consume_attempt = false;
+  // Replays start the attempt count again.
+  bool reset_attempts = false;
+  // When set, the change applies only if the delivery is in this state (compare-and-set);
+  // otherwise FailedPrecondition.
+  std::optional<DeliveryState> expect;
+};
+
+// OK when `from` may move to `to`; FailedPrecondition naming both states otherwise.
+Status CheckTransition(DeliveryState from, DeliveryState to);
+
+// Applies `change` to `d` after checking it: state, reason, times, attempts, history (keeping
+// at most `history_limit` newest entries). Leaves `d` untouched on error.
+Status ApplyChange(const StateChange& change, size_t history_limit, Delivery& d);
+
+}  // namespace egress::storage

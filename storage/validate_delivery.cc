@@ -1,0 +1,47 @@
+#include <fmt/format.h>
+
+#include "storage/queue_store.h"
+
+namespace egress::storage {
+namespace {
+
+Status CheckName(std::string_view field, std::string_view v, bool required, size_t max) {
+  if (required && v.empty()) {
+    return Status::InvalidArgument(fmt::format("{}: required", field));
+  }
+  if (v.size() > max) {
+    return Status::InvalidArgument(fmt::format("{}: longer than {} bytes", field, max));
+  }
+  for (char c : v) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return Status::InvalidArgument(fmt::format("{}: contains a control character", field));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateNewDelivery(const NewDelivery& d, const StoreOptions& options) {
+  const size_t max = options.max_field_bytes;
+  for (auto [field, value, required] : {std::tuple{"tenant", &d.tenant, true},
+                                        std::tuple{"platform", &d.platform, true},
+                                        std::tuple{"destination", &d.destination, true},
+                                        std::tuple{"credential", &d.credential, true},
+                                        std::tuple{"idempotency_key", &d.idempotency_key, false},
+                                        std::tuple{"ordering_key", &d.ordering_key, false}}) {
+    if (Status s = CheckName(field, *value, required, max); !s.ok()) {
+      return s;
+    }
+  }
+  if (d.payload.size() > options.max_payload_bytes) {
+    return Status::InvalidArgument(fmt::format("payload: {} bytes is over the limit of {}",
+                                               d.payload.size(), options.max_payload_bytes));
+  }
+  if (d.cost == 0) {
+    return Status::InvalidArgument("cost: must be at least 1");
+  }
+  return Status::Ok();
+}
+
+}  // namespace egress::storage

@@ -1,0 +1,80 @@
+#include "storage/coding.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "storage/index_keys.h"
+
+namespace egress::storage {
+namespace {
+
+// Verifies that varints round-trip at every length boundary.
+TEST(CodingTest, VarintRoundTrips) {
+  for (uint64_t v : std::initializer_list<uint64_t>{0ULL, 1ULL, 127ULL, 128ULL, 16383ULL, 16384ULL, (1ULL << 35) + 7,
+                     std::numeric_limits<uint64_t>::max()}) {
+    std::string buf;
+    PutVarint64(buf, v);
+    std::string_view in = buf;
+    uint64_t out = 0;
+    ASSERT_TRUE(GetVarint64(in, out));
+    EXPECT_EQ(out, v);
+    EXPECT_TRUE(in.empty());
+  }
+}
+
+// Verifies that truncated varints and lengths are refused, not over-read.
+TEST(CodingTest, RefusesTruncatedInput) {
+  std::string buf;
+  PutVarint64(buf, 1ULL << 40);
+  std::string_view in(buf.data(), buf.size() - 1);
+  uint64_t v = 0;
+  EXPECT_FALSE(GetVarint64(in, v));
+  std::string lp;
+  PutLengthPrefixed(lp, "hello");
+  std::string_view lp_in(lp.data(), lp.size() - 1);
+  std::string_view bytes;
+  EXPECT_FALSE(GetLengthPrefixed(lp_in, bytes));
+}
+
+// Verifies that zig-zag keeps negatives round-tripping.
+TEST(CodingTest, ZigZagRoundTrips) {
+  for (int64_t v : std::initializer_list<int64_t>{0LL, -1LL, 1LL, -1000LL, std::numeric_limits<int64_t>::min(),
+                    std::numeric_limits<int64_t>::max()}) {
+    EXPECT_EQ(UnZigZag(ZigZag(v)), v);
+  }
+}
+
+// Verifies that big-endian keys sort in numeric order, so the due index is schedule order.
+TEST(IndexKeysTest, DueKeysSortByTimeThenId) {
+  EXPECT_LT(DueKey(255, "B"), DueKey(256, "A"));
+  EXPECT_LT(DueKey(1'000, "A"), DueKey(1'000, "B"));
+  EXPECT_LT(DueKey(1'767'225'600'000, "Z"), DueKey(1'767'225'600'001, "0"));
+  int64_t ms = 0;
+  std::string_view id;
+  ASSERT_TRUE(ParseDueKey(DueKey(1'767'225'600'123, "01ABC"), ms, id));
+  EXPECT_EQ(ms, 1'767'225'600'123);
+  EXPECT_EQ(id, "01ABC");
+}
+
+// Verifies that a destination's keys group together and sort by id, and that the upper bound
+// of one destination is past all its keys but before a longer destination sharing its prefix.
+TEST(IndexKeysTest, DestinationKeysGroupAndOrder) {
+  const std::string a = DestIndexKey("slack\x1ft\x1f" "c\x1f" "C1", "01B");
+  const std::string b = DestIndexKey("slack\x1ft\x1f" "c\x1f" "C1", "01C");
+  const std::string longer = DestIndexKey("slack\x1ft\x1f" "c\x1f" "C10", "01A");
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, longer);
+  EXPECT_LT(b, DestUpperBound("slack\x1ft\x1f" "c\x1f" "C1"));
+  EXPECT_LT(DestUpperBound("slack\x1ft\x1f" "c\x1f" "C1"), longer);
+  EXPECT_EQ(DestOfIndexKey(a), "slack\x1ft\x1f" "c\x1f" "C1");
+  EXPECT_EQ(IdOfDestIndexKey(a), "01B");
+}
+
+// Verifies that idempotency keys of different tenants cannot collide by concatenation.
+TEST(IndexKeysTest, IdempotencyKeysSeparateTenants) {
+  EXPECT_NE(IdemKey("ab", "c"), IdemKey("a", "bc"));
+}
+
+}  // namespace
+}  // namespace egress::storage
