@@ -1,0 +1,62 @@
+#include "dispatcher/gcra_meter.h"
+
+#include <algorithm>
+
+#include "dispatcher/check.h"
+
+namespace egress::dispatcher {
+
+GcraParams GcraParams::FromBudget(const Budget& budget) {
+  EGRESS_CHECK(budget.Valid());
+  const int64_t scale_ns = budget.scale_ms * 1'000'000;
+  GcraParams params;
+  params.interval_ns = std::max<int64_t>(1, (scale_ns + budget.limit - 1) / budget.limit);
+  params.depth = budget.burst;
+  return params;
+}
+
+GcraDecision GcraEvaluate(int64_t tat_ns, const GcraParams& params, int64_t cost, int64_t now_ns) {
+  EGRESS_CHECK(cost >= 1 && cost <= 1'000'000);
+  const int64_t interval = params.interval_ns;
+  const int64_t depth = std::max(params.depth, cost);
+  const int64_t base = std::max(tat_ns, now_ns);
+  const int64_t new_tat = base + cost * interval;
+  const int64_t allow_at = new_tat - depth * interval;
+  GcraDecision decision;
+  if (now_ns < allow_at) {
+    decision.allowed = false;
+    decision.retry_after = Nanos(allow_at - now_ns);
+    decision.reset_after = Nanos(base - now_ns);
+    decision.remaining = (now_ns - (base - params.depth * interval)) / interval;
+    decision.remaining = std::max<int64_t>(0, decision.remaining);
+    decision.tat_ns = tat_ns;
+    return decision;
+  }
+  decision.allowed = true;
+  decision.remaining = (now_ns - (new_tat - params.depth * interval)) / interval;
+  decision.remaining = std::max<int64_t>(0, decision.remaining);
+  decision.reset_after = Nanos(new_tat - now_ns);
+  decision.tat_ns = new_tat;
+  return decision;
+}
+
+GcraMeter::GcraMeter(const Clock& clock, const Budget& budget)
+    : clock_(clock), params_(GcraParams::FromBudget(budget)) {}
+
+GcraDecision GcraMeter::Consume(int64_t cost) {
+  GcraDecision decision = GcraEvaluate(tat_ns_, params_, cost, ToNanos(clock_.Now()));
+  tat_ns_ = decision.tat_ns;
+  return decision;
+}
+
+Nanos GcraMeter::NextAvailable(int64_t cost) const {
+  return GcraEvaluate(tat_ns_, params_, cost, ToNanos(clock_.Now())).retry_after;
+}
+
+int64_t GcraMeter::Remaining() const {
+  const int64_t now_ns = ToNanos(clock_.Now());
+  const int64_t base = std::max(tat_ns_, now_ns);
+  return (now_ns - (base - params_.depth * params_.interval_ns)) / params_.interval_ns;
+}
+
+}  // namespace egress::dispatcher
