@@ -1,12 +1,13 @@
 // Durable enqueue throughput of the RocksDB store: every enqueue is acknowledged after its WAL
 // write is synced. Run: ./dev bench store   (or build/bench/store_bench)
 
-#include <benchmark/benchmark.h>
 #include <stdlib.h>
 
 #include <atomic>
 #include <filesystem>
 #include <string>
+
+#include <benchmark/benchmark.h>
 
 #include "storage/rocks_queue_store.h"
 

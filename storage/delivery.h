@@ -48,10 +48,10 @@ struct Attempt {
 // What the product hands us. Validated by the store (ValidateNewDelivery).
 struct NewDelivery {
   std::string tenant;
-  std::string platform;     // slack | discord | line | webhook (checked by the intake layer)
-  std::string destination;  // platform-specific: channel id, webhook URL, ...
-  std::string credential;   // name of a credential registered for the tenant
-  std::string payload;      // bytes, the platform-native body
+  std::string platform;         // slack | discord | line | webhook (checked by the intake layer)
+  std::string destination;      // platform-specific: channel id, webhook URL, ...
+  std::string credential;       // name of a credential registered for the tenant
+  std::string payload;          // bytes, the platform-native body
   std::string idempotency_key;  // optional; (tenant, key) maps to one delivery
   std::string ordering_key;     // optional; same key leaves in enqueue order
   uint32_t cost = 1;            // budget units this delivery takes

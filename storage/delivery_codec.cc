@@ -1,5 +1,7 @@
 #include "storage/delivery_codec.h"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "storage/coding.h"
@@ -28,6 +30,19 @@ enum Tag : uint64_t {
   kUpdatedMs = 15,
   kFinishedMs = 16,
   kAttempt = 17,  // repeated, nested record
+};
+
+// The text fields, in encoding order.
+constexpr std::pair<Tag, std::string Delivery::*> kTextFields[] = {
+    {kId, &Delivery::id},
+    {kTenant, &Delivery::tenant},
+    {kPlatform, &Delivery::platform},
+    {kDestination, &Delivery::destination},
+    {kCredential, &Delivery::credential},
+    {kPayload, &Delivery::payload},
+    {kIdempotencyKey, &Delivery::idempotency_key},
+    {kOrderingKey, &Delivery::ordering_key},
+    {kReason, &Delivery::reason},
 };
 
 enum AttemptTag : uint64_t {
@@ -161,17 +176,13 @@ bool DecodeScalar(uint64_t tag, std::string_view v, Delivery& d) {
 }
 
 bool DecodeField(uint64_t tag, std::string_view v, Delivery& d) {
-  std::string* text = nullptr;
+  for (const auto& [text_tag, member] : kTextFields) {
+    if (tag == text_tag) {
+      (d.*member).assign(v);
+      return true;
+    }
+  }
   switch (tag) {
-    case kId: text = &d.id; break;
-    case kTenant: text = &d.tenant; break;
-    case kPlatform: text = &d.platform; break;
-    case kDestination: text = &d.destination; break;
-    case kCredential: text = &d.credential; break;
-    case kPayload: text = &d.payload; break;
-    case kIdempotencyKey: text = &d.idempotency_key; break;
-    case kOrderingKey: text = &d.ordering_key; break;
-    case kReason: text = &d.reason; break;
     case kAttempt: {
       Attempt a;
       if (!DecodeAttempt(v, a)) {
@@ -191,8 +202,6 @@ bool DecodeField(uint64_t tag, std::string_view v, Delivery& d) {
     default:
       return true;  // a field from a newer version
   }
-  text->assign(v);
-  return true;
 }
 
 }  // namespace
@@ -201,20 +210,14 @@ std::string EncodeDelivery(const Delivery& d) {
   std::string out;
   out.reserve(d.payload.size() + 128);
   out.push_back(kFormatV1);
-  PutBytes(out, kId, d.id);
-  PutBytes(out, kTenant, d.tenant);
-  PutBytes(out, kPlatform, d.platform);
-  PutBytes(out, kDestination, d.destination);
-  PutBytes(out, kCredential, d.credential);
-  PutBytes(out, kPayload, d.payload);
-  PutBytes(out, kIdempotencyKey, d.idempotency_key);
-  PutBytes(out, kOrderingKey, d.ordering_key);
+  for (const auto& [tag, member] : kTextFields) {
+    PutBytes(out, tag, d.*member);
+  }
   PutInt(out, kCost, d.cost);
   PutInt(out, kCreatedMs, d.created_ms);
   PutInt(out, kState, static_cast<int64_t>(d.state));
   PutInt(out, kAttempts, d.attempts);
   PutInt(out, kNextAttemptMs, d.next_attempt_ms);
-  PutBytes(out, kReason, d.reason);
   PutInt(out, kUpdatedMs, d.updated_ms);
   PutInt(out, kFinishedMs, d.finished_ms);
   for (const Attempt& a : d.history) {
@@ -230,7 +233,8 @@ Result<Delivery> DecodeDelivery(std::string_view bytes) {
   }
   bytes.remove_prefix(1);
   Delivery d;
-  if (!ForEachField(bytes, [&](uint64_t tag, std::string_view v) { return DecodeField(tag, v, d); })) {
+  if (!ForEachField(bytes,
+                    [&](uint64_t tag, std::string_view v) { return DecodeField(tag, v, d); })) {
     return Status::Corruption("delivery record is truncated or has a malformed field");
   }
   if (d.id.empty()) {

@@ -34,9 +34,7 @@ std::string DestIndexKey(std::string_view destination_key, std::string_view id) 
   return key;
 }
 
-std::string_view DestOfIndexKey(std::string_view key) {
-  return key.substr(0, key.find('\0'));
-}
+std::string_view DestOfIndexKey(std::string_view key) { return key.substr(0, key.find('\0')); }
 
 std::string_view IdOfDestIndexKey(std::string_view key) {
   const size_t nul = key.find('\0');

@@ -1,9 +1,9 @@
 #include "storage/rocks_queue_store.h"
 
-#include <fmt/format.h>
-
 #include <filesystem>
 #include <random>
+
+#include <fmt/format.h>
 
 #include "storage/delivery_codec.h"
 #include "storage/index_keys.h"
@@ -22,7 +22,8 @@ Result<bool> CheckDirectory(const std::string& path) {
   if (!fs::exists(path, ec)) {
     fs::create_directories(path, ec);
     if (ec) {
-      return Status::IoError(fmt::format("cannot create store directory {}: {}", path, ec.message()));
+      return Status::IoError(
+          fmt::format("cannot create store directory {}: {}", path, ec.message()));
     }
     return true;
   }
@@ -104,8 +105,8 @@ Result<std::unique_ptr<QueueStore>> OpenRocksQueueStore(const StoreOptions& opti
       newest_id = it->key().ToString();
     }
   }
-  auto store = std::make_unique<RocksQueueStore>(options, std::move(db), std::move(handles),
-                                                 stats, std::random_device{}(), newest_id);
+  auto store = std::make_unique<RocksQueueStore>(options, std::move(db), std::move(handles), stats,
+                                                 std::random_device{}(), newest_id);
   if (Status s = store->CheckFormat(*fresh); !s.ok()) {
     return s;
   }
@@ -178,7 +179,8 @@ Status RocksQueueStore::CheckFormat(bool fresh) {
 Result<size_t> RocksQueueStore::RecoverInFlight(int64_t now_ms) {
   const std::string prefix = StateKey(DeliveryState::kInFlight, "");
   std::vector<std::string> ids;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kState)));
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kState)));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     ids.push_back(it->key().ToString().substr(prefix.size()));
   }
@@ -200,14 +202,15 @@ std::mutex& RocksQueueStore::IdStripe(std::string_view id) {
 }
 
 std::mutex& RocksQueueStore::IdemStripe(std::string_view tenant, std::string_view key) {
-  return idem_stripes_[(std::hash<std::string_view>{}(tenant) * 31 +
+  return idem_stripes_[(std::hash<std::string_view>{}(tenant)*31 +
                         std::hash<std::string_view>{}(key)) %
                        kStripes];
 }
 
 Result<Delivery> RocksQueueStore::Read(std::string_view id) {
   std::string value;
-  rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), cf(Family::kJobs), rocksdb::Slice(id.data(), id.size()), &value);
+  rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), cf(Family::kJobs),
+                                rocksdb::Slice(id.data(), id.size()), &value);
   if (rs.IsNotFound()) {
     return Status::NotFound(fmt::format("delivery {} not found", id));
   }

@@ -3,16 +3,16 @@
 // The RocksDB QueueStore. Included only by storage/rocks_*.cc; everyone else uses
 // OpenRocksQueueStore (rocks_queue_store.h).
 
-#include <rocksdb/db.h>
-#include <rocksdb/statistics.h>
-#include <rocksdb/write_batch.h>
-
 #include <array>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <rocksdb/db.h>
+#include <rocksdb/statistics.h>
+#include <rocksdb/write_batch.h>
 
 #include "storage/delivery_id.h"
 #include "storage/queue_store.h"

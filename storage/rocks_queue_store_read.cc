@@ -35,7 +35,8 @@ Result<std::vector<std::string>> RocksQueueStore::ListDestinations(const std::st
     return s;
   }
   std::vector<std::string> out;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDest)));
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDest)));
   if (after_key.empty()) {
     it->SeekToFirst();
   } else {
@@ -58,7 +59,8 @@ Result<DestinationWork> RocksQueueStore::PendingFor(const std::string& destinati
   }
   DestinationWork work{destination_key, {}};
   const std::string prefix = DestIndexKey(destination_key, "");
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDest)));
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDest)));
   it->Seek(DestIndexKey(destination_key, after_id));
   for (; it->Valid() && it->key().starts_with(prefix) && work.deliveries.size() < limit;
        it->Next()) {
@@ -86,8 +88,8 @@ Result<ListPage> RocksQueueStore::List(const ListFilter& filter) {
   // With a state, walk that state's index; otherwise every record in id order.
   const bool by_state = filter.state.has_value();
   const std::string prefix = by_state ? StateKey(*filter.state, "") : std::string();
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(
-      rocksdb::ReadOptions(), cf(by_state ? Family::kState : Family::kJobs)));
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), cf(by_state ? Family::kState : Family::kJobs)));
   it->Seek(prefix + filter.after_id);
   size_t scanned = 0;
   std::string last_id;
@@ -123,7 +125,8 @@ Result<StateCounts> RocksQueueStore::Counts() {
   StateCounts counts{};
   for (DeliveryState state : kAllStates) {
     std::string value;
-    rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), cf(Family::kMeta), CountKey(state), &value);
+    rocksdb::Status rs =
+        db_->Get(rocksdb::ReadOptions(), cf(Family::kMeta), CountKey(state), &value);
     if (rs.IsNotFound()) {
       continue;
     }
@@ -144,12 +147,13 @@ Result<StateCounts> RocksQueueStore::ScanCounts() {
     return s;
   }
   StateCounts counts{};
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kJobs)));
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kJobs)));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     Result<Delivery> d = DecodeDelivery(it->value().ToStringView());
     if (!d) {
-      return Status::Corruption(fmt::format("delivery {}: {}", it->key().ToString(),
-                                            d.error().message()));
+      return Status::Corruption(
+          fmt::format("delivery {}: {}", it->key().ToString(), d.error().message()));
     }
     ++counts[static_cast<size_t>(d->state) - 1];
   }

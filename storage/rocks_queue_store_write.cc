@@ -1,9 +1,9 @@
 // The RocksQueueStore methods that change state. Each builds one WriteBatch.
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <map>
+
+#include <fmt/format.h>
 
 #include "storage/index_keys.h"
 #include "storage/rocks_queue_store_internal.h"
@@ -48,8 +48,7 @@ Delivery RocksQueueStore::MakeDelivery(const NewDelivery& in, int64_t now_ms) {
   return d;
 }
 
-Result<std::string> RocksQueueStore::FindIdempotent(std::string_view tenant,
-                                                    std::string_view key) {
+Result<std::string> RocksQueueStore::FindIdempotent(std::string_view tenant, std::string_view key) {
   std::string id;
   rocksdb::Status rs =
       db_->Get(rocksdb::ReadOptions(), cf(Family::kIdem), IdemKey(tenant, key), &id);
@@ -156,7 +155,8 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
   std::lock_guard<std::mutex> lease(lease_mu_);
   std::vector<std::string> ids;
   {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDue)));
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDue)));
     for (it->SeekToFirst(); it->Valid() && ids.size() < max; it->Next()) {
       int64_t due_ms = 0;
       std::string_view id;
@@ -208,7 +208,8 @@ Result<size_t> RocksQueueStore::PurgeFinished(int64_t now_ms, size_t max) {
   const int64_t cutoff = now_ms - options_.retention_ms;
   std::vector<std::string> ids;
   {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDone)));
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDone)));
     for (it->SeekToFirst(); it->Valid() && ids.size() < max; it->Next()) {
       int64_t finished_ms = 0;
       std::string_view id;
@@ -257,9 +258,8 @@ Status RocksQueueStore::Purge(const std::string& id) {
     return d.error();
   }
   if (!IsTerminal(d->state)) {
-    return Status::FailedPrecondition(
-        fmt::format("delivery {} is {}; only finished deliveries can be purged", id,
-                    StateName(d->state)));
+    return Status::FailedPrecondition(fmt::format(
+        "delivery {} is {}; only finished deliveries can be purged", id, StateName(d->state)));
   }
   rocksdb::WriteBatch batch;
   DeleteRecord(batch, *d);

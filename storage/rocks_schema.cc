@@ -1,8 +1,8 @@
 #include "storage/rocks_schema.h"
 
-#include <fmt/format.h>
-
 #include <cstring>
+
+#include <fmt/format.h>
 
 namespace egress::storage {
 namespace {

@@ -2,13 +2,13 @@
 
 // RocksDB-specific pieces of the store, shared by storage/rocks_*.cc only.
 
-#include <rocksdb/merge_operator.h>
-#include <rocksdb/options.h>
-#include <rocksdb/status.h>
-
 #include <array>
 #include <memory>
 #include <string_view>
+
+#include <rocksdb/merge_operator.h>
+#include <rocksdb/options.h>
+#include <rocksdb/status.h>
 
 #include "dispatcher/status.h"
 

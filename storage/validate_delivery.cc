@@ -24,12 +24,12 @@ Status CheckName(std::string_view field, std::string_view v, bool required, size
 
 Status ValidateNewDelivery(const NewDelivery& d, const StoreOptions& options) {
   const size_t max = options.max_field_bytes;
-  for (auto [field, value, required] : {std::tuple{"tenant", &d.tenant, true},
-                                        std::tuple{"platform", &d.platform, true},
-                                        std::tuple{"destination", &d.destination, true},
-                                        std::tuple{"credential", &d.credential, true},
-                                        std::tuple{"idempotency_key", &d.idempotency_key, false},
-                                        std::tuple{"ordering_key", &d.ordering_key, false}}) {
+  for (auto [field, value, required] :
+       {std::tuple{"tenant", &d.tenant, true}, std::tuple{"platform", &d.platform, true},
+        std::tuple{"destination", &d.destination, true},
+        std::tuple{"credential", &d.credential, true},
+        std::tuple{"idempotency_key", &d.idempotency_key, false},
+        std::tuple{"ordering_key", &d.ordering_key, false}}) {
     if (Status s = CheckName(field, *value, required, max); !s.ok()) {
       return s;
     }

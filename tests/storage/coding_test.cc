@@ -1,8 +1,8 @@
 #include "storage/coding.h"
 
-#include <gtest/gtest.h>
-
 #include <limits>
+
+#include <gtest/gtest.h>
 
 #include "storage/index_keys.h"
 
@@ -11,8 +11,9 @@ namespace {
 
 // Verifies that varints round-trip at every length boundary.
 TEST(CodingTest, VarintRoundTrips) {
-  for (uint64_t v : std::initializer_list<uint64_t>{0ULL, 1ULL, 127ULL, 128ULL, 16383ULL, 16384ULL, (1ULL << 35) + 7,
-                     std::numeric_limits<uint64_t>::max()}) {
+  for (uint64_t v :
+       std::initializer_list<uint64_t>{0ULL, 1ULL, 127ULL, 128ULL, 16383ULL, 16384ULL,
+                                       (1ULL << 35) + 7, std::numeric_limits<uint64_t>::max()}) {
     std::string buf;
     PutVarint64(buf, v);
     std::string_view in = buf;
@@ -39,8 +40,9 @@ TEST(CodingTest, RefusesTruncatedInput) {
 
 // Verifies that zig-zag keeps negatives round-tripping.
 TEST(CodingTest, ZigZagRoundTrips) {
-  for (int64_t v : std::initializer_list<int64_t>{0LL, -1LL, 1LL, -1000LL, std::numeric_limits<int64_t>::min(),
-                    std::numeric_limits<int64_t>::max()}) {
+  for (int64_t v :
+       std::initializer_list<int64_t>{0LL, -1LL, 1LL, -1000LL, std::numeric_limits<int64_t>::min(),
+                                      std::numeric_limits<int64_t>::max()}) {
     EXPECT_EQ(UnZigZag(ZigZag(v)), v);
   }
 }
@@ -60,14 +62,34 @@ TEST(IndexKeysTest, DueKeysSortByTimeThenId) {
 // Verifies that a destination's keys group together and sort by id, and that the upper bound
 // of one destination is past all its keys but before a longer destination sharing its prefix.
 TEST(IndexKeysTest, DestinationKeysGroupAndOrder) {
-  const std::string a = DestIndexKey("slack\x1ft\x1f" "c\x1f" "C1", "01B");
-  const std::string b = DestIndexKey("slack\x1ft\x1f" "c\x1f" "C1", "01C");
-  const std::string longer = DestIndexKey("slack\x1ft\x1f" "c\x1f" "C10", "01A");
+  const std::string a = DestIndexKey(
+      "slack\x1ft\x1f"
+      "c\x1f"
+      "C1",
+      "01B");
+  const std::string b = DestIndexKey(
+      "slack\x1ft\x1f"
+      "c\x1f"
+      "C1",
+      "01C");
+  const std::string longer = DestIndexKey(
+      "slack\x1ft\x1f"
+      "c\x1f"
+      "C10",
+      "01A");
   EXPECT_LT(a, b);
   EXPECT_LT(b, longer);
-  EXPECT_LT(b, DestUpperBound("slack\x1ft\x1f" "c\x1f" "C1"));
-  EXPECT_LT(DestUpperBound("slack\x1ft\x1f" "c\x1f" "C1"), longer);
-  EXPECT_EQ(DestOfIndexKey(a), "slack\x1ft\x1f" "c\x1f" "C1");
+  EXPECT_LT(b, DestUpperBound("slack\x1ft\x1f"
+                              "c\x1f"
+                              "C1"));
+  EXPECT_LT(DestUpperBound("slack\x1ft\x1f"
+                           "c\x1f"
+                           "C1"),
+            longer);
+  EXPECT_EQ(DestOfIndexKey(a),
+            "slack\x1ft\x1f"
+            "c\x1f"
+            "C1");
   EXPECT_EQ(IdOfDestIndexKey(a), "01B");
 }
 

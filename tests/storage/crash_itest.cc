@@ -4,10 +4,7 @@
 
 #include <signal.h>
 #include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +13,9 @@
 #include <set>
 #include <sstream>
 #include <string>
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include "storage/rocks_queue_store.h"
 #include "tests/support/temp_dir.h"
@@ -88,7 +88,8 @@ void Verify(const std::string& store_dir, const Acked& acked) {
   ASSERT_TRUE(store.has_value()) << store.error().ToString();
   for (const auto& [id, n] : acked.enqueued) {
     auto d = (*store)->Get(id);
-    ASSERT_TRUE(d.has_value()) << "acknowledged delivery lost: " << id << " " << d.error().ToString();
+    ASSERT_TRUE(d.has_value()) << "acknowledged delivery lost: " << id << " "
+                               << d.error().ToString();
     EXPECT_EQ(d->payload.rfind("payload-" + std::to_string(n) + "-", 0), 0u) << id;
     EXPECT_EQ(d->payload.size(), ("payload-" + std::to_string(n) + "-").size() + n % 300);
     EXPECT_EQ(d->idempotency_key, "k-" + std::to_string(n));

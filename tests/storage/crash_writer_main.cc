@@ -35,7 +35,7 @@ NewDelivery Make(long n) {
 }
 
 int Run(QueueStore& store, egress::Clock& clock) {
-  for (long n = 0;; ) {
+  for (long n = 0;;) {
     const int64_t now = egress::ToUnixMillis(clock.WallNow());
     if (n % 5 == 0) {  // a batch of 10
       std::vector<NewDelivery> batch;

@@ -24,7 +24,11 @@ Delivery Sample() {
   d.next_attempt_ms = 1'767'225'660'000;
   d.reason = "retry_after";
   d.updated_ms = 1'767'225'601'000;
-  d.history.push_back(Attempt{1'767'225'600'500, 120, 429, "ratelimited", "",
+  d.history.push_back(Attempt{1'767'225'600'500,
+                              120,
+                              429,
+                              "ratelimited",
+                              "",
                               {{"retry-after", "30"}, {"x-ratelimit-remaining", "0"}}});
   d.history.push_back(Attempt{1'767'225'601'000, 0, 0, "", "connect timeout", {}});
   return d;

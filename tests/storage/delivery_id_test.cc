@@ -1,8 +1,8 @@
 #include "storage/delivery_id.h"
 
-#include <gtest/gtest.h>
-
 #include <set>
+
+#include <gtest/gtest.h>
 
 namespace egress::storage {
 namespace {

@@ -1,10 +1,10 @@
 #include "storage/rocks_queue_store.h"
 
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <fstream>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "tests/support/temp_dir.h"
 
@@ -113,8 +113,10 @@ TEST_F(RocksQueueStoreTest, LifecycleUpdatesIndexesAndCounts) {
   EXPECT_EQ((*leased)[0].state, DeliveryState::kInFlight);
   EXPECT_TRUE(store_->LeaseDue(kT0 + 1, 10)->empty());
 
-  StateChange defer{.to = DeliveryState::kDeferred, .at_ms = kT0 + 10,
-                    .next_attempt_ms = kT0 + 30'000, .reason = "retry_after",
+  StateChange defer{.to = DeliveryState::kDeferred,
+                    .at_ms = kT0 + 10,
+                    .next_attempt_ms = kT0 + 30'000,
+                    .reason = "retry_after",
                     .attempt = Attempt{.at_ms = kT0 + 10, .http_status = 429}};
   ASSERT_TRUE(store_->Apply(id, defer).has_value());
   EXPECT_TRUE(store_->LeaseDue(kT0 + 29'999, 10)->empty());
@@ -167,8 +169,10 @@ TEST_F(RocksQueueStoreTest, ListFiltersAndPaginates) {
     ids.push_back(MustEnqueue(Slack(i % 2 == 0 ? "C1" : "C2"), kT0 + i));
   }
   for (int i = 0; i < 6; ++i) {
-    ASSERT_TRUE(store_->Apply(ids[i], {.to = DeliveryState::kDead, .at_ms = kT0 + 100,
-                                       .reason = "slack:channel_not_found"})
+    ASSERT_TRUE(store_
+                    ->Apply(ids[i], {.to = DeliveryState::kDead,
+                                     .at_ms = kT0 + 100,
+                                     .reason = "slack:channel_not_found"})
                     .has_value());
   }
   ListFilter f{.state = DeliveryState::kDead, .limit = 4};
@@ -231,11 +235,13 @@ TEST_F(RocksQueueStoreTest, RetentionPurgesFinishedButKeepsDead) {
 TEST_F(RocksQueueStoreTest, ReplayDeadResetsAttempts) {
   const std::string id = MustEnqueue(Slack("C1"));
   ASSERT_EQ(store_->LeaseDue(kT0, 1)->size(), 1u);
-  ASSERT_TRUE(store_->Apply(id, {.to = DeliveryState::kDead, .at_ms = kT0, .reason = "http_500",
+  ASSERT_TRUE(store_->Apply(id, {.to = DeliveryState::kDead,
+                                 .at_ms = kT0,
+                                 .reason = "http_500",
                                  .attempt = Attempt{.at_ms = kT0, .http_status = 500},
                                  .consume_attempt = true}));
-  auto replayed = store_->Apply(
-      id, {.to = DeliveryState::kQueued, .at_ms = kT0 + 5, .reset_attempts = true});
+  auto replayed =
+      store_->Apply(id, {.to = DeliveryState::kQueued, .at_ms = kT0 + 5, .reset_attempts = true});
   ASSERT_TRUE(replayed.has_value());
   EXPECT_EQ(replayed->attempts, 0u);
   EXPECT_TRUE(replayed->reason.empty());

@@ -1,9 +1,9 @@
 #include "storage/state_machine.h"
 
-#include <gtest/gtest.h>
-
 #include <set>
 #include <utility>
+
+#include <gtest/gtest.h>
 
 namespace egress::storage {
 namespace {
@@ -12,11 +12,11 @@ using S = DeliveryState;
 
 const std::set<std::pair<S, S>>& Allowed() {
   static const auto* kAllowed = new std::set<std::pair<S, S>>{
-      {S::kQueued, S::kInFlight},     {S::kQueued, S::kDeferred},    {S::kQueued, S::kDead},
-      {S::kQueued, S::kCancelled},    {S::kInFlight, S::kDelivered}, {S::kInFlight, S::kDeferred},
-      {S::kInFlight, S::kDead},       {S::kInFlight, S::kQueued},    {S::kDeferred, S::kInFlight},
-      {S::kDeferred, S::kQueued},     {S::kDeferred, S::kDeferred},  {S::kDeferred, S::kDead},
-      {S::kDeferred, S::kCancelled},  {S::kDead, S::kQueued},
+      {S::kQueued, S::kInFlight},    {S::kQueued, S::kDeferred},    {S::kQueued, S::kDead},
+      {S::kQueued, S::kCancelled},   {S::kInFlight, S::kDelivered}, {S::kInFlight, S::kDeferred},
+      {S::kInFlight, S::kDead},      {S::kInFlight, S::kQueued},    {S::kDeferred, S::kInFlight},
+      {S::kDeferred, S::kQueued},    {S::kDeferred, S::kDeferred},  {S::kDeferred, S::kDead},
+      {S::kDeferred, S::kCancelled}, {S::kDead, S::kQueued},
   };
   return *kAllowed;
 }
@@ -73,7 +73,9 @@ TEST(StateMachineTest, HistoryIsBoundedAndExpectGuards) {
   d.id = "x";
   d.state = S::kInFlight;
   for (int i = 0; i < 5; ++i) {
-    StateChange fail{.to = S::kDeferred, .at_ms = i, .reason = "backoff",
+    StateChange fail{.to = S::kDeferred,
+                     .at_ms = i,
+                     .reason = "backoff",
                      .attempt = Attempt{.at_ms = i, .http_status = 503},
                      .consume_attempt = true};
     ASSERT_TRUE(ApplyChange(fail, 3, d).ok());

@@ -17,8 +17,8 @@ class FakeClock final : public Clock {
     return SteadyTime(std::chrono::nanoseconds(steady_ns_.load()));
   }
   WallTime WallNow() const override {
-    return WallTime(std::chrono::duration_cast<WallTime::duration>(
-        std::chrono::nanoseconds(wall_ns_.load())));
+    return WallTime(
+        std::chrono::duration_cast<WallTime::duration>(std::chrono::nanoseconds(wall_ns_.load())));
   }
 
   template <class Rep, class Period>
