@@ -178,8 +178,9 @@ uint32_t Scheduler::PopFront(Fifo& fifo) {
 void Scheduler::MakeReady(uint32_t d) {
   Dest& dest = dests_[d];
   dest.state = State::kReady;
+  dest.reason = DeferReason::kNone;
   Tenant& tenant = tenants_[dest.tenant];
-  PushBack(tenant.ready, d);
+  PushBack(tenant.ready[static_cast<size_t>(dest.platform)], d);
   if (!tenant.in_ring) {
     tenant.in_ring = true;
     tenant.turn = false;
@@ -271,19 +272,44 @@ std::optional<int64_t> Scheduler::EarliestTimer() {
   return std::nullopt;
 }
 
+int Scheduler::PickPlatform(Tenant& tenant) {
+  bool any = false;
+  for (int i = 0; i < kPlatformCount; ++i) {
+    const int p = (tenant.next_platform + i) % kPlatformCount;
+    const Fifo& fifo = tenant.ready[p];
+    if (fifo.head == kNil) {
+      continue;
+    }
+    any = true;
+    if (platform_in_flight_[p] < options_.max_in_flight_per_platform[p]) {
+      return p;
+    }
+    dests_[fifo.head].reason = DeferReason::kPlatformConcurrency;
+  }
+  return any ? -2 : -1;
+}
+
 Decision Scheduler::Next() {
   const int64_t now_ns = ToNanos(clock_.Now());
   FireTimers(now_ns);
   Decision decision;
-  while (!ring_.empty()) {
+  size_t stalled = 0;
+  while (!ring_.empty() && stalled < ring_.size()) {
     const uint32_t t = ring_.front();
     Tenant& tenant = tenants_[t];
-    if (tenant.ready.head == kNil) {
+    const int p = PickPlatform(tenant);
+    if (p == -1) {
       ring_.pop_front();
       tenant.in_ring = false;
       continue;
     }
-    const Dest& front = dests_[tenant.ready.head];
+    if (p == -2) {
+      ring_.pop_front();
+      ring_.push_back(t);
+      ++stalled;
+      continue;
+    }
+    const Dest& front = dests_[tenant.ready[p].head];
     const int64_t cost = front.has_head ? front.head_cost : 0;
     if (!tenant.turn) {
       tenant.deficit += options_.quantum * tenant.weight;
@@ -295,7 +321,9 @@ Decision Scheduler::Next() {
       ring_.push_back(t);
       continue;
     }
-    const uint32_t d = PopFront(tenant.ready);
+    stalled = 0;
+    tenant.next_platform = static_cast<uint8_t>((p + 1) % kPlatformCount);
+    const uint32_t d = PopFront(tenant.ready[p]);
     if (Evaluate(d, now_ns, decision)) {
       tenant.deficit -= cost;
       return decision;
@@ -333,12 +361,6 @@ bool Scheduler::Evaluate(uint32_t d, int64_t now_ns, Decision& decision) {
   if (dest.head_ordering != 0 && OrderingHeld(d)) {
     dest.state = State::kBlocked;
     dest.reason = DeferReason::kOrdering;
-    return false;
-  }
-  if (platform_in_flight_[platform] >= options_.max_in_flight_per_platform[platform]) {
-    dest.state = State::kPlatformWait;
-    dest.reason = DeferReason::kPlatformConcurrency;
-    PushBack(platform_waiters_[platform], d);
     return false;
   }
   if (discord_epoch_ != 0 && dest.platform == Platform::kDiscord) {
@@ -554,11 +576,6 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
   --dest.in_flight;
   --platform_in_flight_[platform];
   ReleaseOrdering(id.value, sequence, verdict.kind == VerdictKind::kDefer);
-  Fifo& waiters = platform_waiters_[platform];
-  if (waiters.head != kNil &&
-      platform_in_flight_[platform] < options_.max_in_flight_per_platform[platform]) {
-    MakeReady(PopFront(waiters));
-  }
   if (dest.state == State::kBlocked) {
     MakeReady(id.value);
   }
@@ -636,7 +653,13 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
   if (auto it = disabled_reasons_.find(id.value); it != disabled_reasons_.end()) {
     view.disabled_reason = it->second;
   }
-  if (!dest.has_head || dest.state == State::kReady || dest.state == State::kEmpty) {
+  if (!dest.has_head || dest.state == State::kEmpty) {
+    return view;
+  }
+  if (dest.state == State::kReady) {
+    if (dest.reason == DeferReason::kPlatformConcurrency) {
+      view.deferral.reason = dest.reason;
+    }
     return view;
   }
   view.deferral.reason = dest.reason;

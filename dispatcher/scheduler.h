@@ -86,8 +86,10 @@ struct DestinationView {
 //
 // Destinations waiting on time sit in a min-heap by next-eligible time; destinations waiting for
 // a shared scope (tenant egress, a token) in that scope's FIFO, released as it refills; due ones
-// in their tenant's FIFO, served by deficit round robin weighted by cost and tenant weight. Idle
-// destinations are never scanned; each decision is O(log n).
+// in their tenant's FIFO (one per platform), served by deficit round robin weighted by cost and
+// tenant weight. A platform at its in-flight cap leaves its destinations in those FIFOs, so the
+// freed slots go round the tenants too. Idle destinations are never scanned; each decision is
+// O(log n) plus O(tenants) when every platform with due work is at its cap.
 //
 // All methods run on the dispatcher loop. `clock`, `store` and `random` must outlive the
 // Scheduler. Errors: kNotFound for an unknown DestinationId, kInvalidArgument for bad input,
@@ -145,13 +147,12 @@ class Scheduler {
 
  private:
   enum class State : uint8_t {
-    kEmpty,         // no head, in no structure
-    kReady,         // in its tenant's FIFO
-    kTimer,         // in the heap under `generation`
-    kScopeWait,     // in a scope's FIFO
-    kPlatformWait,  // in its platform's FIFO
-    kBlocked,       // waits for an outcome (concurrency or ordering)
-    kDisabled,      // waits for Enable()
+    kEmpty,      // no head, in no structure
+    kReady,      // in its tenant's FIFO
+    kTimer,      // in the heap under `generation`
+    kScopeWait,  // in a scope's FIFO
+    kBlocked,    // waits for an outcome (concurrency or ordering)
+    kDisabled,   // waits for Enable()
   };
 
   struct Dest {
@@ -187,7 +188,9 @@ class Scheduler {
 
   struct Tenant {
     std::string name;
-    Fifo ready;
+    std::array<Fifo, kPlatformCount> ready;  // one per platform, so a full platform blocks
+                                             // only that platform's destinations
+    uint8_t next_platform = 0;
     int64_t deficit = 0;
     uint32_t weight = 1;
     bool in_ring = false;
@@ -217,6 +220,9 @@ class Scheduler {
   uint32_t PopFront(Fifo& fifo);
 
   void MakeReady(uint32_t d);
+  // The platform whose ready FIFO `tenant` serves next: -1 when all are empty, -2 when every
+  // non-empty one is at its platform's in-flight cap.
+  int PickPlatform(Tenant& tenant);
   void ArmTimer(uint32_t d, int64_t at_ns, DeferReason reason);
   void ArmScope(uint32_t scope, int64_t at_ns);
   void FireTimers(int64_t now_ns);
@@ -248,7 +254,6 @@ class Scheduler {
   std::unordered_map<std::string, uint32_t> tenant_index_;
   std::deque<uint32_t> ring_;
   std::array<int, kPlatformCount> platform_in_flight_{};
-  std::array<Fifo, kPlatformCount> platform_waiters_{};
   std::unordered_map<uint32_t, std::vector<HeldKey>> held_;
   std::unordered_map<uint32_t, std::string> disabled_reasons_;
   std::unordered_map<uint32_t, DiscordKeys> discord_;
