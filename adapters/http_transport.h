@@ -1,0 +1,55 @@
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "adapters/http_header.h"
+#include "adapters/ssrf_guard.h"
+#include "dispatcher/clock.h"
+#include "dispatcher/result.h"
+
+namespace egress::adapters {
+
+struct HttpRequest {
+  std::string method = "POST";
+  std::string url;  // absolute http:// or https:// URL
+  HttpHeaders headers;
+  std::string body;
+  // Whole request, connect included. Default: 15 s.
+  Millis timeout{15'000};
+  // Default: 5 s.
+  Millis connect_timeout{5'000};
+  // When set, the address the connection would use is checked before connecting (customer
+  // webhook URLs). Unset for operator-configured platform base URLs. Default: unset.
+  std::optional<SsrfPolicy> ssrf;
+};
+
+struct HttpResponse {
+  int status = 0;
+  HttpHeaders headers;  // of the final response, in arrival order
+  std::string body;     // at most TransportOptions::max_response_body bytes
+  bool body_truncated = false;
+  Millis elapsed{0};      // request start to completion
+  std::string remote_ip;  // the address actually connected to
+};
+
+// Called once per request, on the transport's loop thread. Errors:
+// TimedOut (connect or total timeout), Unavailable (refused, reset, DNS failure, empty reply,
+// TLS handshake failure), Rejected (SSRF guard refused the address, certificate invalid),
+// InvalidArgument (malformed URL, unsupported scheme), Cancelled (transport shut down).
+// Any HTTP status, including 4xx and 5xx, is a response, not an error.
+using HttpCallback = std::function<void(Result<HttpResponse>)>;
+
+// Sends HTTP requests. All methods run on the transport's loop thread.
+class HttpTransport {
+ public:
+  virtual ~HttpTransport() = default;
+  virtual void Send(HttpRequest request, HttpCallback done) = 0;
+  // Requests started and not yet completed.
+  virtual size_t InFlight() const = 0;
+  // Fails every request in flight with Cancelled (their callbacks are posted, not run inline).
+  virtual void CancelAll() = 0;
+};
+
+}  // namespace egress::adapters
