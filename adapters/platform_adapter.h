@@ -1,0 +1,65 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "adapters/http_transport.h"
+#include "dispatcher/delivery_outcome.h"
+#include "dispatcher/rate_limit_observation.h"
+#include "dispatcher/result.h"
+#include "storage/delivery.h"
+
+namespace egress::adapters {
+
+// A tenant's credential as the adapters need it. Secrets never appear in logs or responses.
+struct Credential {
+  std::string name;      // as registered for the tenant
+  std::string platform;  // slack | discord | line | webhook
+  std::string token;     // Slack/Discord bot token, LINE channel access token
+  // Webhook signing secrets, "whsec_..."; during a rotation several, all used to sign.
+  std::vector<std::string> secrets;
+};
+
+// Where each platform lives and what it may reach. From the config ([platforms.*]).
+struct PlatformEndpoints {
+  std::string slack_base_url = "https://slack.com";
+  std::string discord_base_url = "https://discord.com";
+  std::string line_base_url = "https://api.line.me";
+  // Customer webhook URLs are checked by the SSRF guard with this policy.
+  SsrfPolicy webhook_ssrf;
+};
+
+// What one attempt taught, ready for the pacing engine and the store.
+struct AttemptReport {
+  dispatcher::DeliveryOutcome outcome;          // for Scheduler::OnOutcome / Classify
+  dispatcher::RateLimitObservation observation;  // for Scheduler::Observe
+  storage::Attempt attempt;                      // for the delivery's history
+  // The destination can never work as configured (webhook 410, Discord unknown webhook 10015,
+  // Slack channel_is_archived): disable it with this reason; its deliveries defer.
+  std::optional<std::string> disable_destination;
+  // The credential is invalid (Discord or Slack 401 / invalid_auth): its deliveries defer.
+  std::optional<std::string> invalidate_credential;
+  // The platform's id for what was posted: Slack `ts`, Discord message id, LINE request id.
+  std::string platform_ref;
+};
+
+// Turns a delivery into an HTTP request and the response into an AttemptReport. Pure: no I/O,
+// no clock (times are passed in); safe to call from the dispatcher loop.
+class PlatformAdapter {
+ public:
+  virtual ~PlatformAdapter() = default;
+
+  // InvalidArgument naming the problem when the delivery cannot be sent as it is (payload not
+  // JSON, destination malformed); such a delivery is dead, not retried.
+  virtual Result<HttpRequest> BuildRequest(const storage::Delivery& delivery,
+                                           const Credential& credential,
+                                           WallTime now) const = 0;
+
+  // `response` is the transport's result: a response of any status, or a transport error.
+  virtual AttemptReport Interpret(const storage::Delivery& delivery,
+                                  const Result<HttpResponse>& response,
+                                  WallTime received_at) const = 0;
+};
+
+}  // namespace egress::adapters
