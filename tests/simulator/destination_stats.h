@@ -1,0 +1,85 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "dispatcher/clock.h"
+
+namespace egress::sim {
+
+// Counters of one destination (a Slack token+channel, a Discord bucket or webhook, a LINE
+// channel, a webhook receiver). Field meanings are documented in docs/simulator.md.
+struct DestinationCounters {
+  int64_t requests = 0;              // every request routed to the destination
+  int64_t accepted = 0;              // requests the platform processed (message created)
+  int64_t rate_limited = 0;          // 429s sent (including ok:false rate_limited)
+  int64_t early = 0;                 // arrived before a previously given Retry-After/reset
+  int64_t duplicates = 0;            // an idempotency identity accepted a second time
+  int64_t duplicates_prevented = 0;  // a repeat the platform deduplicated (nonce, retry key)
+  int64_t order_violations = 0;      // a payload "seq" lower than the last accepted one
+  int64_t payloads = 0;              // accepted payload units (LINE multicast: recipients)
+  int64_t errors = 0;                // other non-2xx answers (401, 404, 409, 5xx, ...)
+  int64_t faults = 0;                // answers replaced by a configured fault
+  int64_t signature_failures = 0;    // webhook signatures that did not verify
+
+  void Add(const DestinationCounters& other);
+};
+
+// Per-destination bookkeeping: counters, "not before" times handed out to senders, accepted
+// idempotency identities and the last accepted sequence per ordering key. Not thread-safe: the
+// Simulator serialises access. Time comes from the caller.
+class StatsBook {
+ public:
+  // Counts a request to `dest` at `now`; counts it early when `now` is before a time handed out
+  // for `dest` or for `scope` (a wider key such as a Slack workspace or a Discord bot token).
+  DestinationCounters& OnRequest(const std::string& dest, SteadyTime now,
+                                 std::string_view scope = {});
+
+  // Records that senders were told not to come back to `key` (a destination or scope) before
+  // `until`. A later time replaces an earlier one.
+  void SetNotBefore(const std::string& key, SteadyTime until);
+
+  // Remembers an accepted identity (`kind` separates namespaces, e.g. "nonce", "msg_id") for
+  // `dest`. Returns true when it was already accepted within `ttl` (the caller decides whether
+  // that is a duplicate or a prevented duplicate). An expired entry is replaced.
+  bool SeenAccepted(const std::string& dest, std::string_view kind, std::string_view identity,
+                    SteadyTime now, std::chrono::nanoseconds ttl);
+
+  // The value stored with an identity by RememberValue, if any and not expired.
+  std::optional<std::string> AcceptedValue(const std::string& dest, std::string_view kind,
+                                           std::string_view identity, SteadyTime now,
+                                           std::chrono::nanoseconds ttl) const;
+  void RememberValue(const std::string& dest, std::string_view kind, std::string_view identity,
+                     std::string value, SteadyTime now);
+
+  // Checks an accepted payload's sequence number against the last one of `ordering_key`; counts
+  // an order violation on `dest` when it went backwards. Returns true when in order.
+  bool CheckOrder(const std::string& dest, const std::string& ordering_key, int64_t seq);
+
+  DestinationCounters& Counters(const std::string& dest) { return counters_[dest]; }
+  const std::map<std::string, DestinationCounters>& all() const { return counters_; }
+  DestinationCounters Totals() const;
+
+  // {"destinations":{dest:{...}},"totals":{...}}.
+  std::string ToJson() const;
+
+  void Clear();
+
+ private:
+  struct Entry {
+    SteadyTime at;
+    std::string value;
+  };
+
+  std::map<std::string, DestinationCounters> counters_;
+  std::unordered_map<std::string, SteadyTime> not_before_;
+  std::unordered_map<std::string, Entry> identities_;
+  std::unordered_map<std::string, int64_t> last_seq_;
+};
+
+}  // namespace egress::sim

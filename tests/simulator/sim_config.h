@@ -1,0 +1,128 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dispatcher/result.h"
+
+namespace egress::sim {
+
+// What the simulator does and how strict it is. Every field has a default, so "{}" is a valid
+// configuration. The JSON form (docs/simulator.md) uses the field names below.
+
+// Faults injected on a platform or a webhook receiver, applied before its own logic.
+struct FaultPlan {
+  // The first N requests get a connection reset and no response; -1 resets every request.
+  int reset_first = 0;
+  // The next N requests are answered `storm_status` (a 5xx storm). Default status 503.
+  int storm_first = 0;
+  int storm_status = 503;
+  // When true the storm requests are processed (counted accepted) before the storm status is
+  // returned: the duplicate trap of Slack's internal_error or LINE's 500-after-delivery.
+  bool storm_after_accept = false;
+  // Every request (after resets and storm) is answered `status` (e.g. 410, 429, 503); 0 = off.
+  int status = 0;
+  // Body for storm and status answers; default {"error":"simulated fault"}.
+  std::string body;
+  // Retry-After sent with storm and status answers: seconds (-1 = none), as an IMF-fixdate
+  // `retry_after_s` ahead when `retry_after_date`, or `retry_after_raw` verbatim when not empty.
+  int retry_after_s = -1;
+  bool retry_after_date = false;
+  std::string retry_after_raw;
+  // Every response is held back this long (slow receiver).
+  int delay_ms = 0;
+};
+
+struct SlackConfig {
+  // Per (token, channel) chat.postMessage: 1/s with a burst of 3.
+  double channel_rate_per_s = 1.0;
+  double channel_burst = 3.0;
+  // Per token (workspace): 600/min with a burst of 50.
+  double workspace_rate_per_s = 10.0;
+  double workspace_burst = 50.0;
+  // Over a limit: "429" (429 + Retry-After + ratelimited), "429_no_retry_after", or "ok_false"
+  // (HTTP 200 {"ok":false,"error":"rate_limited"}).
+  std::string rate_limit_mode = "429";
+  // Retry-After to hand out and enforce; 0 = the limiter's own wait rounded up to seconds.
+  int retry_after_s = 0;
+  std::vector<std::string> invalid_tokens;     // -> invalid_auth
+  std::vector<std::string> missing_channels;   // -> channel_not_found
+  std::vector<std::string> archived_channels;  // -> is_archived
+  // Incoming webhooks (/services/...): per URL.
+  double hook_rate_per_s = 1.0;
+  double hook_burst = 3.0;
+  std::vector<std::string> archived_hooks;  // -> 410 channel_is_archived
+  std::vector<std::string> removed_hooks;   // -> 404 no_service
+  FaultPlan faults;
+};
+
+struct DiscordConfig {
+  // Bot channel-message bucket per channel: 5 per 5 s.
+  int bucket_limit = 5;
+  int64_t bucket_window_ms = 5000;
+  // Webhook bucket per webhook (or one shared by all webhooks): 5 per 2 s.
+  int webhook_limit = 5;
+  int64_t webhook_window_ms = 2000;
+  bool webhooks_share_bucket = false;
+  // Per bot token, all routes: 50/s.
+  int global_per_s = 50;
+  // X-RateLimit-Bucket value; with hash_change_every = N > 0 it changes every N requests.
+  std::string bucket_hash = "a06de45e2b5c7f3d";
+  int hash_change_every = 0;
+  // Every Nth request of a bucket gets a shared-scope 429 (not the sender's fault); 0 = off.
+  int shared_429_every = 0;
+  double shared_retry_after_s = 30.0;
+  // No X-RateLimit-* headers on any response.
+  bool omit_headers = false;
+  // How long a nonce with enforce_nonce returns the existing message.
+  int64_t nonce_window_s = 300;
+  std::vector<std::string> bot_tokens;        // if not empty, other tokens get 401
+  std::vector<std::string> invalid_tokens;    // always 401
+  std::vector<std::string> unknown_webhooks;  // webhook ids answered 404 / 10015
+  FaultPlan faults;
+};
+
+struct LineConfig {
+  // Per channel token and endpoint.
+  int rate_per_s = 2000;
+  // Recipients per month per channel token; -1 = unlimited.
+  int64_t monthly_quota = -1;
+  int64_t retry_key_ttl_s = 86400;
+  std::vector<std::string> invalid_tokens;  // -> 401
+  FaultPlan faults;
+};
+
+struct HookConfig {
+  // Standard Webhooks "whsec_..." secrets; empty = signatures are not checked.
+  std::vector<std::string> secrets;
+  int64_t tolerance_s = 300;
+  // Per receiver; rate <= 0 = unlimited.
+  double rate_per_s = 0.0;
+  double burst = 1.0;
+  // Retry-After on the receiver's own 429s: "seconds" or "date".
+  std::string retry_after_format = "seconds";
+  FaultPlan faults;
+};
+
+struct SimConfig {
+  SlackConfig slack;
+  DiscordConfig discord;
+  LineConfig line;
+  HookConfig hook_defaults;
+  std::map<std::string, HookConfig> hooks;  // by name; each starts from hook_defaults
+
+  const HookConfig& HookFor(const std::string& name) const;
+};
+
+// Parses the JSON form. InvalidArgument naming the key for malformed JSON, wrong types and
+// unknown keys.
+Result<SimConfig> ParseSimConfig(std::string_view json_text);
+
+// Applies `patch` to `base` as a JSON merge patch (RFC 7396) and returns the merged text.
+// InvalidArgument when either is not a JSON object.
+Result<std::string> MergeSimConfigJson(std::string_view base, std::string_view patch);
+
+}  // namespace egress::sim

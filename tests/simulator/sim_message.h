@@ -1,0 +1,40 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace egress::sim {
+
+// One HTTP request as the platform simulations see it: no Beast types, so the platform logic
+// is testable without sockets.
+struct SimRequest {
+  std::string method;                                        // "POST"
+  std::string path;                                          // "/api/chat.postMessage" (no query)
+  std::string query;                                         // "wait=true" (no '?')
+  std::vector<std::pair<std::string, std::string>> headers;  // names lower-case
+  std::string body;
+
+  // The first header named `name` (lower-case), or empty.
+  std::string_view Header(std::string_view name) const;
+  // True when the query has `key=value`.
+  bool QueryHas(std::string_view key, std::string_view value) const;
+};
+
+// The answer. `reset_connection` closes the socket without a response (RST); `delay_ms` holds
+// the response back that long.
+struct SimResponse {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::string content_type = "application/json";
+  int delay_ms = 0;
+  bool reset_connection = false;
+
+  void SetHeader(std::string name, std::string value);
+};
+
+SimResponse JsonResponse(int status, std::string body);
+
+}  // namespace egress::sim

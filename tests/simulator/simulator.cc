@@ -1,0 +1,135 @@
+#include "tests/simulator/simulator.h"
+
+#include <string_view>
+
+namespace egress::sim {
+namespace {
+
+constexpr std::string_view kDiscordChannels = "/api/v10/channels/";
+constexpr std::string_view kDiscordWebhooks = "/api/v10/webhooks/";
+constexpr std::string_view kLine = "/v2/bot/message/";
+constexpr std::string_view kHooks = "/hooks/";
+constexpr std::string_view kSlackHooks = "/services/";
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+SimResponse NotFound() { return JsonResponse(404, R"({"error":"no such simulated endpoint"})"); }
+
+}  // namespace
+
+Result<std::unique_ptr<Simulator>> Simulator::Create(const Clock& clock, std::string config_json) {
+  if (config_json.empty()) {
+    config_json = "{}";
+  }
+  Result<SimConfig> config = ParseSimConfig(config_json);
+  if (!config.has_value()) {
+    return config.error();
+  }
+  return std::unique_ptr<Simulator>(
+      new Simulator(clock, std::move(*config), std::move(config_json)));
+}
+
+Simulator::Simulator(const Clock& clock, SimConfig config, std::string config_json)
+    : clock_(clock), config_(std::move(config)), config_json_(std::move(config_json)) {}
+
+SimResponse Simulator::Handle(const SimRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (StartsWith(req.path, "/_sim/")) {
+    return HandleControl(req);
+  }
+  if (req.method != "POST") {
+    return JsonResponse(405, R"({"error":"simulated platforms take POST"})");
+  }
+  return HandlePlatform(req);
+}
+
+std::string Simulator::StatsJson() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_.ToJson();
+}
+
+SimResponse Simulator::HandleControl(const SimRequest& req) {
+  if (req.path == "/_sim/stats" && req.method == "GET") {
+    return JsonResponse(200, stats_.ToJson());
+  }
+  if (req.path == "/_sim/config" && req.method == "GET") {
+    return JsonResponse(200, config_json_);
+  }
+  if (req.path == "/_sim/config" && req.method == "POST") {
+    return Reconfigure(req.body);
+  }
+  if (req.path == "/_sim/reset" && req.method == "POST") {
+    stats_.Clear();
+    ClearLimits();
+    line_.Clear();
+    return JsonResponse(200, R"({"ok":true})");
+  }
+  return NotFound();
+}
+
+SimResponse Simulator::Reconfigure(const std::string& patch) {
+  Result<std::string> merged = MergeSimConfigJson(config_json_, patch);
+  if (!merged.has_value()) {
+    return JsonResponse(400, nlohmann::json({{"error", merged.error().message()}}).dump());
+  }
+  Result<SimConfig> config = ParseSimConfig(*merged);
+  if (!config.has_value()) {
+    return JsonResponse(400, nlohmann::json({{"error", config.error().message()}}).dump());
+  }
+  config_ = std::move(*config);
+  config_json_ = std::move(*merged);
+  ClearLimits();
+  return JsonResponse(200, config_json_);
+}
+
+void Simulator::ClearLimits() {
+  faults_.Clear();
+  slack_.ClearLimits();
+  discord_.ClearLimits();
+  line_.ClearLimits();
+  hooks_.ClearLimits();
+}
+
+SimResponse Simulator::HandlePlatform(const SimRequest& req) {
+  SimContext ctx{clock_, config_, stats_, faults_};
+  std::string_view path = req.path;
+  if (path == "/api/chat.postMessage") {
+    return slack_.PostMessage(ctx, req);
+  }
+  if (StartsWith(path, kSlackHooks) && path.size() > kSlackHooks.size()) {
+    return slack_.IncomingWebhook(ctx, req);
+  }
+  if (StartsWith(path, kDiscordChannels)) {
+    std::string_view rest = path.substr(kDiscordChannels.size());
+    size_t slash = rest.find('/');
+    if (slash != std::string_view::npos && slash > 0 && rest.substr(slash) == "/messages") {
+      return discord_.CreateMessage(ctx, req, std::string(rest.substr(0, slash)));
+    }
+    return NotFound();
+  }
+  if (StartsWith(path, kDiscordWebhooks)) {
+    std::string_view rest = path.substr(kDiscordWebhooks.size());
+    size_t slash = rest.find('/');
+    if (slash != std::string_view::npos && slash > 0 && slash + 1 < rest.size() &&
+        rest.find('/', slash + 1) == std::string_view::npos) {
+      return discord_.ExecuteWebhook(ctx, req, std::string(rest.substr(0, slash)));
+    }
+    return NotFound();
+  }
+  if (StartsWith(path, kLine)) {
+    std::string endpoint(path.substr(kLine.size()));
+    if (endpoint == "push" || endpoint == "multicast" || endpoint == "reply") {
+      return line_.Send(ctx, req, endpoint);
+    }
+    return NotFound();
+  }
+  if (StartsWith(path, kHooks) && path.size() > kHooks.size() &&
+      path.find('/', kHooks.size()) == std::string_view::npos) {
+    return hooks_.Receive(ctx, req, std::string(path.substr(kHooks.size())));
+  }
+  return NotFound();
+}
+
+}  // namespace egress::sim

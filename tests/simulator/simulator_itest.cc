@@ -1,0 +1,208 @@
+// Starts the real relay-egress-sim binary on a loopback port and talks HTTP/1.1 to it: one
+// keep-alive connection carries Slack, Discord, LINE, webhook and control requests; a
+// configured connection reset is seen as one.
+
+#include <signal.h>
+#include <spawn.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+extern char** environ;
+
+namespace egress::sim {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+
+std::string SimulatorPath() {
+  if (const char* dir = std::getenv("EGRESS_BIN_DIR"); dir != nullptr && *dir != '\0') {
+    return std::string(dir) + "/../relay-egress-sim";
+  }
+  return "../relay-egress-sim";  // ctest runs in build/tests
+}
+
+// The child process: started with port 0, reports "listening 127.0.0.1:PORT" on stdout.
+class SimProcess {
+ public:
+  ~SimProcess() { Stop(); }
+
+  // Returns the port, or 0 when the binary did not start or report.
+  int Start() {
+    int fds[2];
+    if (pipe(fds) != 0) {
+      return 0;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    const std::string path = SimulatorPath();
+    char* argv[] = {const_cast<char*>(path.c_str()), const_cast<char*>("--listen"),
+                    const_cast<char*>("127.0.0.1"),  const_cast<char*>("--port"),
+                    const_cast<char*>("0"),          nullptr};
+    int rc = posix_spawn(&pid_, path.c_str(), &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(fds[1]);
+    if (rc != 0) {
+      close(fds[0]);
+      pid_ = -1;
+      return 0;
+    }
+    // Bounded: the child either prints its line or exits (EOF) on a bad start.
+    FILE* out = fdopen(fds[0], "r");
+    char line[128] = {0};
+    bool got = std::fgets(line, sizeof line, out) != nullptr;
+    std::fclose(out);
+    int port = 0;
+    if (got && std::sscanf(line, "listening 127.0.0.1:%d", &port) != 1) {
+      port = 0;
+    }
+    return port;
+  }
+
+  void Stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      pid_ = -1;
+    }
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// A blocking keep-alive client for one connection to 127.0.0.1.
+class Client {
+ public:
+  explicit Client(int port) : socket_(ioc_) {
+    beast::error_code ec;
+    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+    EXPECT_FALSE(ec) << ec.message();
+  }
+
+  // Returns the response; status 0 when the connection failed (e.g. was reset).
+  http::response<http::string_body> Send(
+      http::verb verb, const std::string& target, const std::string& body,
+      std::initializer_list<std::pair<std::string, std::string>> headers = {}) {
+    http::request<http::string_body> req{verb, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.keep_alive(true);
+    for (const auto& [name, value] : headers) {
+      req.set(name, value);
+    }
+    req.body() = body;
+    req.prepare_payload();
+    http::response<http::string_body> res;
+    beast::error_code ec;
+    http::write(socket_, req, ec);
+    if (!ec) {
+      http::read(socket_, buffer_, res, ec);
+    }
+    if (ec) {
+      last_error_ = ec;
+      res.result(0);
+    }
+    return res;
+  }
+
+  beast::error_code last_error() const { return last_error_; }
+
+ private:
+  asio::io_context ioc_;
+  tcp::socket socket_;
+  beast::flat_buffer buffer_;
+  beast::error_code last_error_;
+};
+
+// Verifies the binary serves all four platforms and the control endpoints over one loopback
+// keep-alive connection, and that stats reflect what was sent.
+TEST(SimulatorITest, ServesPlatformsOverLoopback) {
+  SimProcess process;
+  int port = process.Start();
+  ASSERT_GT(port, 0) << "could not start " << SimulatorPath();
+  Client client(port);
+
+  auto config = client.Send(http::verb::post, "/_sim/config",
+                            R"({"slack":{"channel_burst":1,"retry_after_s":30},
+                                "hooks":{"bye":{"faults":{"reset_first":1}}}})");
+  ASSERT_EQ(config.result_int(), 200) << config.body();
+
+  auto slack_headers = {std::pair<std::string, std::string>{"Authorization", "Bearer xoxb-1"}};
+  auto ok = client.Send(http::verb::post, "/api/chat.postMessage",
+                        R"({"channel":"C1","text":"hi"})", slack_headers);
+  EXPECT_EQ(ok.result_int(), 200);
+  EXPECT_EQ(nlohmann::json::parse(ok.body())["ok"], true);
+  auto limited = client.Send(http::verb::post, "/api/chat.postMessage",
+                             R"({"channel":"C1","text":"hi"})", slack_headers);
+  EXPECT_EQ(limited.result_int(), 429);
+  EXPECT_EQ(limited[http::field::retry_after], "30");
+
+  auto discord = client.Send(http::verb::post, "/api/v10/channels/42/messages",
+                             R"({"content":"x"})", {{"Authorization", "Bot b1"}});
+  EXPECT_EQ(discord.result_int(), 200);
+  EXPECT_EQ(discord["X-RateLimit-Limit"], "5");
+
+  auto line = client.Send(http::verb::post, "/v2/bot/message/push",
+                          R"({"to":"U1","messages":[{"type":"text","text":"a"}]})",
+                          {{"Authorization", "Bearer ch1"}});
+  EXPECT_EQ(line.result_int(), 200);
+  EXPECT_FALSE(line["X-Line-Request-Id"].empty());
+
+  auto hook = client.Send(http::verb::post, "/hooks/h1", "{}", {{"webhook-id", "msg_1"}});
+  EXPECT_EQ(hook.result_int(), 200);
+
+  auto stats = client.Send(http::verb::get, "/_sim/stats", "");
+  ASSERT_EQ(stats.result_int(), 200);
+  nlohmann::json doc = nlohmann::json::parse(stats.body());
+  EXPECT_EQ(doc["destinations"]["slack:xoxb-1:C1"]["requests"], 2);
+  EXPECT_EQ(doc["destinations"]["slack:xoxb-1:C1"]["rate_limited"], 1);
+  EXPECT_EQ(doc["totals"]["accepted"], 4);
+
+  // A configured reset closes the connection without an answer.
+  Client second(port);
+  auto reset = second.Send(http::verb::post, "/hooks/bye", "{}");
+  EXPECT_EQ(reset.result_int(), 0);
+  EXPECT_TRUE(second.last_error());
+
+  auto cleared = client.Send(http::verb::post, "/_sim/reset", "");
+  EXPECT_EQ(cleared.result_int(), 200);
+  process.Stop();
+}
+
+// Verifies the binary refuses to bind anything but loopback.
+TEST(SimulatorITest, RefusesNonLoopbackAddress) {
+  const std::string path = SimulatorPath();
+  char* argv[] = {const_cast<char*>(path.c_str()), const_cast<char*>("--listen"),
+                  const_cast<char*>("0.0.0.0"), nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, path.c_str(), nullptr, nullptr, argv, environ), 0) << path;
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+}
+
+}  // namespace
+}  // namespace egress::sim
