@@ -46,8 +46,7 @@ DeliveryIdGenerator::DeliveryIdGenerator(uint64_t seed, std::string_view floor)
   unsigned __int128 v = 0;
   if (Decode(floor, v)) {
     last_ms_ = static_cast<int64_t>(static_cast<uint64_t>(v >> 80));
-    hi_ = static_cast<uint16_t>(v >> 64);
-    lo_ = static_cast<uint64_t>(v);
+    counter_ = static_cast<uint16_t>(v >> 64);
   }
 }
 
@@ -63,20 +62,21 @@ std::string DeliveryIdGenerator::Next(int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   if (now_ms > last_ms_) {
     last_ms_ = now_ms;
-    hi_ = static_cast<uint16_t>(NextRandom() & 0x7fff);  // leaves room to count up
-    lo_ = NextRandom();
-  } else if (++lo_ == 0) {
-    // Same (or earlier) millisecond: count up within the last id's millisecond.
-    if (++hi_ == 0) {
-      ++last_ms_;
-    }
+    counter_ = 0;
+  } else if (++counter_ == 0) {
+    ++last_ms_;  // 65,536 ids in one millisecond: borrow the next one
   }
-  return Encode(static_cast<uint64_t>(last_ms_), hi_, lo_);
+  return Encode(static_cast<uint64_t>(last_ms_), counter_, NextRandom());
 }
 
 bool IsDeliveryId(std::string_view id) {
   unsigned __int128 v = 0;
   return Decode(id, v);
+}
+
+uint64_t DeliveryIdSequence(std::string_view id) {
+  unsigned __int128 v = 0;
+  return Decode(id, v) ? static_cast<uint64_t>(v >> 64) : 0;
 }
 
 int64_t DeliveryIdMillis(std::string_view id) {

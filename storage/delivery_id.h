@@ -7,9 +7,10 @@
 
 namespace egress::storage {
 
-// Makes delivery ids: 26-character ULIDs (48-bit Unix ms, 80 random bits, Crockford base32).
-// Ids from one generator are strictly increasing as strings, even when the clock stalls or
-// steps back, so they sort in enqueue order. Thread-safe.
+// Makes delivery ids: 26-character ULID-shaped strings (Crockford base32 of 128 bits: 48-bit
+// Unix ms, a 16-bit counter within the millisecond, 64 random bits). Ids from one generator are
+// strictly increasing as strings, even when the clock stalls or steps back, so they sort in
+// enqueue order, and so do their top 64 bits (DeliveryIdSequence). Thread-safe.
 class DeliveryIdGenerator {
  public:
   // `seed` feeds the random part. `floor`, when not empty, is an id every new id must exceed
@@ -24,9 +25,8 @@ class DeliveryIdGenerator {
   std::mutex mu_;
   uint64_t rng_state_;
   int64_t last_ms_ = 0;
-  // The 80 random bits of the last id: hi_ holds 16, lo_ 64.
-  uint16_t hi_ = 0;
-  uint64_t lo_ = 0;
+  uint16_t counter_ = 0;  // ids made in last_ms_, minus one
+
 };
 
 // True when `id` has the shape of a delivery id (26 Crockford base32 characters).
@@ -34,5 +34,8 @@ bool IsDeliveryId(std::string_view id);
 
 // The Unix ms encoded in a delivery id, or -1 when it is not one.
 int64_t DeliveryIdMillis(std::string_view id);
+
+// The id's top 64 bits (ms and counter): ordered like the ids themselves. 0 when not an id.
+uint64_t DeliveryIdSequence(std::string_view id);
 
 }  // namespace egress::storage

@@ -11,11 +11,14 @@ namespace {
 TEST(DeliveryIdTest, StrictlyIncreasingThroughClockSteps) {
   DeliveryIdGenerator gen(42, "");
   std::string last;
+  uint64_t last_sequence = 0;
   for (int64_t ms : {1000, 1000, 1000, 999, 500, 1001, 1001, 2000}) {
     std::string id = gen.Next(ms);
     EXPECT_TRUE(IsDeliveryId(id)) << id;
     EXPECT_GT(id, last);
+    EXPECT_GT(DeliveryIdSequence(id), last_sequence);
     last = id;
+    last_sequence = DeliveryIdSequence(id);
   }
 }
 
@@ -32,8 +35,13 @@ TEST(DeliveryIdTest, RespectsFloorAfterRestart) {
 TEST(DeliveryIdTest, UniqueWithinOneMillisecond) {
   DeliveryIdGenerator gen(7, "");
   std::set<std::string> seen;
-  for (int i = 0; i < 10'000; ++i) {
+  for (int i = 0; i < 70'000; ++i) {  // more than the 16-bit counter holds
     ASSERT_TRUE(seen.insert(gen.Next(1'767'225'600'000)).second);
+  }
+  uint64_t last_sequence = 0;
+  for (const std::string& id : seen) {
+    ASSERT_GT(DeliveryIdSequence(id), last_sequence);
+    last_sequence = DeliveryIdSequence(id);
   }
   EXPECT_EQ(DeliveryIdMillis(*seen.begin()), 1'767'225'600'000);
   EXPECT_FALSE(IsDeliveryId("not-an-id"));
