@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/simulator/json_text.h"
+
 namespace egress::sim {
 namespace {
 
@@ -125,7 +127,7 @@ std::string StatsBook::ToJson() const {
     dests[dest] = ToJsonObject(c);
   }
   nlohmann::json out = {{"destinations", dests}, {"totals", ToJsonObject(Totals())}};
-  return out.dump();
+  return JsonText(out);
 }
 
 void StatsBook::Clear() {

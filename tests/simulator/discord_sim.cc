@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "tests/simulator/json_text.h"
+
 namespace egress::sim {
 namespace {
 
@@ -68,11 +70,11 @@ std::string DiscordSim::NewMessage(const std::string& channel, const nlohmann::j
   nlohmann::json msg = {{"id", std::to_string(kSnowflakeBase + next_id_++)},
                         {"type", 0},
                         {"channel_id", channel},
-                        {"content", body.value("content", "")}};
+                        {"content", StringField(body, "content")}};
   if (auto it = body.find("nonce"); it != body.end()) {
     msg["nonce"] = *it;
   }
-  return msg.dump();
+  return JsonText(msg);
 }
 
 SimResponse DiscordSim::CreateMessage(SimContext& ctx, const SimRequest& req,
@@ -109,32 +111,54 @@ SimResponse DiscordSim::ExecuteWebhook(SimContext& ctx, const SimRequest& req,
   return Send(ctx, req, route, "webhook-channel-" + id, req.QueryHas("wait", "true"));
 }
 
+std::optional<SimResponse> DiscordSim::CheckGlobal(SimContext& ctx, const Route& route) {
+  if (route.author.empty()) {
+    return std::nullopt;
+  }
+  SteadyTime now = ctx.clock.Now();
+  FixedWindow::Outcome g =
+      Window(globals_, route.author, ctx.config.discord.global_per_s, 1000).Peek(now);
+  if (g.allowed) {
+    return std::nullopt;
+  }
+  ++ctx.stats.Counters(route.dest).rate_limited;
+  ctx.stats.SetNotBefore("discord:bot:" + route.author, now + g.reset_after);
+  SimResponse r = RateLimitBody("You are being rate limited.", g.reset_after, true);
+  r.SetHeader("X-RateLimit-Global", "true");
+  r.SetHeader("X-RateLimit-Scope", "global");
+  return r;
+}
+
+SimResponse DiscordSim::BucketLimited(SimContext& ctx, const Route& route,
+                                      const FixedWindow::Outcome& o, std::string_view scope,
+                                      std::chrono::nanoseconds wait, const std::string& hash) {
+  ++ctx.stats.Counters(route.dest).rate_limited;
+  ctx.stats.SetNotBefore(route.dest, ctx.clock.Now() + wait);
+  SimResponse r = RateLimitBody(
+      scope == "shared" ? "The resource is being rate limited." : "You are being rate limited.",
+      wait, false);
+  if (!ctx.config.discord.omit_headers) {
+    AddBucketHeaders(r, o, hash, ctx.clock.WallNow());
+  }
+  r.SetHeader("X-RateLimit-Scope", std::string(scope));
+  return r;
+}
+
 SimResponse DiscordSim::Send(SimContext& ctx, const SimRequest& req, const Route& route,
                              const std::string& channel, bool want_body) {
   const DiscordConfig& cfg = ctx.config.discord;
   SteadyTime now = ctx.clock.Now();
-  WallTime wall = ctx.clock.WallNow();
-  DestinationCounters& c = ctx.stats.Counters(route.dest);
   FaultDecision fault;
   if (auto r = StartFault(ctx, route.dest, cfg.faults, fault)) {
     return std::move(*r);
   }
   nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
-    ++c.errors;
+    ++ctx.stats.Counters(route.dest).errors;
     return JsonResponse(400, R"({"message":"Cannot send an empty message","code":50006})");
   }
-  const std::string scope = "discord:bot:" + route.author;
-  if (!route.author.empty()) {
-    FixedWindow::Outcome g = Window(globals_, route.author, cfg.global_per_s, 1000).Peek(now);
-    if (!g.allowed) {
-      ++c.rate_limited;
-      ctx.stats.SetNotBefore(scope, now + g.reset_after);
-      SimResponse r = RateLimitBody("You are being rate limited.", g.reset_after, true);
-      r.SetHeader("X-RateLimit-Global", "true");
-      r.SetHeader("X-RateLimit-Scope", "global");
-      return r;
-    }
+  if (auto r = CheckGlobal(ctx, route)) {
+    return std::move(*r);
   }
   int64_t n = ++bucket_requests_[route.bucket_key];
   std::string hash = BucketHash(ctx, n);
@@ -142,25 +166,11 @@ SimResponse DiscordSim::Send(SimContext& ctx, const SimRequest& req, const Route
   if (cfg.shared_429_every > 0 && n % cfg.shared_429_every == 0) {
     auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::duration<double>(cfg.shared_retry_after_s));
-    ++c.rate_limited;
-    ctx.stats.SetNotBefore(route.dest, now + wait);
-    SimResponse r = RateLimitBody("The resource is being rate limited.", wait, false);
-    if (!cfg.omit_headers) {
-      AddBucketHeaders(r, bucket.Peek(now), hash, wall);
-    }
-    r.SetHeader("X-RateLimit-Scope", "shared");
-    return r;
+    return BucketLimited(ctx, route, bucket.Peek(now), "shared", wait, hash);
   }
   FixedWindow::Outcome o = bucket.Take(now);
   if (!o.allowed) {
-    ++c.rate_limited;
-    ctx.stats.SetNotBefore(route.dest, now + o.reset_after);
-    SimResponse r = RateLimitBody("You are being rate limited.", o.reset_after, false);
-    if (!cfg.omit_headers) {
-      AddBucketHeaders(r, o, hash, wall);
-    }
-    r.SetHeader("X-RateLimit-Scope", "user");
-    return r;
+    return BucketLimited(ctx, route, o, "user", o.reset_after, hash);
   }
   if (!route.author.empty()) {
     Window(globals_, route.author, cfg.global_per_s, 1000).Take(now);
@@ -168,35 +178,42 @@ SimResponse DiscordSim::Send(SimContext& ctx, const SimRequest& req, const Route
   if (o.remaining == 0 && !cfg.omit_headers) {
     ctx.stats.SetNotBefore(route.dest, now + o.reset_after);
   }
-  SimResponse r;
-  std::optional<std::string> nonce;
-  if (auto it = body.find("nonce"); it != body.end()) {
-    nonce = it->is_string() ? it->get<std::string>() : it->dump();
-  }
-  const std::chrono::nanoseconds window = std::chrono::seconds(cfg.nonce_window_s);
-  std::optional<std::string> existing;
-  if (nonce) {
-    existing = ctx.stats.AcceptedValue(scope, "nonce", *nonce, now, window);
-  }
-  if (existing && body.value("enforce_nonce", false)) {
-    ++c.duplicates_prevented;
-    r = JsonResponse(200, *existing);
-  } else {
-    if (existing) {
-      ++c.duplicates;
-    }
-    std::string msg = NewMessage(channel, body);
-    if (nonce) {
-      ctx.stats.RememberValue(scope, "nonce", *nonce, msg, now);
-    }
-    RecordAccepted(ctx, route.dest, body, 1);
-    r = want_body ? JsonResponse(200, std::move(msg)) : JsonResponse(204, "");
-  }
+  SimResponse r = Deliver(ctx, body, route, channel, want_body);
   if (!cfg.omit_headers) {
-    AddBucketHeaders(r, o, hash, wall);
+    AddBucketHeaders(r, o, hash, ctx.clock.WallNow());
   }
   FinishFault(ctx, route.dest, std::move(fault), r);
   return r;
+}
+
+SimResponse DiscordSim::Deliver(SimContext& ctx, const nlohmann::json& body, const Route& route,
+                                const std::string& channel, bool want_body) {
+  SteadyTime now = ctx.clock.Now();
+  DestinationCounters& c = ctx.stats.Counters(route.dest);
+  // Nonces are remembered per author (bot token; all webhooks share the empty author).
+  const std::string author = "discord:bot:" + route.author;
+  std::optional<std::string> nonce;
+  if (auto it = body.find("nonce"); it != body.end()) {
+    nonce = it->is_string() ? it->get<std::string>() : JsonText(*it);
+  }
+  std::optional<std::string> existing;
+  if (nonce) {
+    existing = ctx.stats.AcceptedValue(author, "nonce", *nonce, now,
+                                       std::chrono::seconds(ctx.config.discord.nonce_window_s));
+  }
+  if (existing && BoolField(body, "enforce_nonce")) {
+    ++c.duplicates_prevented;
+    return JsonResponse(200, *existing);
+  }
+  if (existing) {
+    ++c.duplicates;
+  }
+  std::string msg = NewMessage(channel, body);
+  if (nonce) {
+    ctx.stats.RememberValue(author, "nonce", *nonce, msg, now);
+  }
+  RecordAccepted(ctx, route.dest, body, 1);
+  return want_body ? JsonResponse(200, std::move(msg)) : JsonResponse(204, "");
 }
 
 }  // namespace egress::sim

@@ -1,7 +1,10 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "tests/simulator/fixed_window.h"
@@ -32,6 +35,15 @@ class DiscordSim {
 
   SimResponse Send(SimContext& ctx, const SimRequest& req, const Route& route,
                    const std::string& channel, bool want_body);
+  // The per-bot global limit; the 429 to send when it is exhausted.
+  std::optional<SimResponse> CheckGlobal(SimContext& ctx, const Route& route);
+  // A 429 of `scope` "user" or "shared" for the route's bucket.
+  SimResponse BucketLimited(SimContext& ctx, const Route& route, const FixedWindow::Outcome& o,
+                            std::string_view scope, std::chrono::nanoseconds wait,
+                            const std::string& hash);
+  // Nonce handling and the message itself, once every limit passed.
+  SimResponse Deliver(SimContext& ctx, const nlohmann::json& body, const Route& route,
+                      const std::string& channel, bool want_body);
   FixedWindow& Window(std::unordered_map<std::string, FixedWindow>& map, const std::string& key,
                       int limit, int64_t window_ms);
   std::string BucketHash(const SimContext& ctx, int64_t request_number) const;

@@ -12,6 +12,9 @@ SimResponse FaultResponse(int status, const FaultPlan& plan, WallTime wall_now,
                           std::optional<int>& retry_after_s) {
   SimResponse r = JsonResponse(
       status, plan.body.empty() ? std::string(R"({"error":"simulated fault"})") : plan.body);
+  for (const auto& [name, value] : plan.headers) {
+    r.SetHeader(name, value);
+  }
   if (!plan.retry_after_raw.empty()) {
     r.SetHeader("Retry-After", plan.retry_after_raw);
   } else if (plan.retry_after_s >= 0) {

@@ -44,6 +44,16 @@ TEST(FaultBookTest, RetryAfterForms) {
   EXPECT_FALSE(raw.retry_after_s.has_value());
 }
 
+// Verifies configured extra headers ride on fault answers (a redirect, IETF RateLimit fields).
+TEST(FaultBookTest, ExtraHeaders) {
+  FakeClock clock;
+  FaultBook book;
+  FaultPlan plan{.status = 301, .headers = {{"Location", "http://127.0.0.1:1/elsewhere"}}};
+  FaultDecision d = book.Decide("d", plan, clock.WallNow());
+  EXPECT_EQ(d.replacement->status, 301);
+  EXPECT_EQ(HeaderOf(*d.replacement, "Location"), "http://127.0.0.1:1/elsewhere");
+}
+
 // Verifies a plan with only a delay passes every request through, slowed.
 TEST(FaultBookTest, DelayOnly) {
   FakeClock clock;

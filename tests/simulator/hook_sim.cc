@@ -5,6 +5,7 @@
 
 #include "adapters/webhook_signature.h"
 #include "tests/simulator/http_date_format.h"
+#include "tests/simulator/json_text.h"
 
 namespace egress::sim {
 namespace {
@@ -51,7 +52,7 @@ SimResponse HookSim::Receive(SimContext& ctx, const SimRequest& req, const std::
   if (Status s = CheckSignature(cfg, req, ctx.clock.WallNow()); !s.ok()) {
     ++c.signature_failures;
     ++c.errors;
-    return JsonResponse(401, nlohmann::json({{"error", s.ToString()}}).dump());
+    return JsonResponse(401, JsonText({{"error", s.ToString()}}));
   }
   std::chrono::nanoseconds wait(0);
   bool parked_already = false;

@@ -5,16 +5,23 @@
 
 #include <fmt/format.h>
 
+#include "tests/simulator/json_text.h"
+
 namespace egress::sim {
 namespace {
 
 constexpr std::string_view kRateLimited = R"({"message":"Too Many Requests"})";
 constexpr std::string_view kMonthlyLimit = R"({"message":"You have reached your monthly limit."})";
+constexpr std::string_view kUnauthorized =
+    R"({"message":"Authentication failed. Confirm that the access token in the authorization )"
+    R"(header is valid."})";
+constexpr std::string_view kBadRetryKey =
+    R"({"message":"The value for the 'X-Line-Retry-Key' header is invalid"})";
 
 SimResponse BadRequest(std::string_view message, std::string_view property) {
   nlohmann::json body = {{"message", "The request body has 1 error(s)"},
                          {"details", {{{"message", message}, {"property", property}}}}};
-  return JsonResponse(400, body.dump());
+  return JsonResponse(400, JsonText(body));
 }
 
 // Recipients addressed by a valid body, or 0 with `error` set.
@@ -85,9 +92,7 @@ SimResponse LineSim::Process(SimContext& ctx, const SimRequest& req, const std::
   DestinationCounters& c = ctx.stats.OnRequest(dest, now);
   if (token.empty() || Contains(cfg.invalid_tokens, token)) {
     ++c.errors;
-    return JsonResponse(
-        401,
-        R"({"message":"Authentication failed. Confirm that the access token in the authorization header is valid."})");
+    return JsonResponse(401, std::string(kUnauthorized));
   }
   FaultDecision fault;
   if (auto r = StartFault(ctx, dest, cfg.faults, fault)) {
@@ -96,8 +101,7 @@ SimResponse LineSim::Process(SimContext& ctx, const SimRequest& req, const std::
   std::string retry_key(req.Header("x-line-retry-key"));
   if (!retry_key.empty() && (endpoint == "reply" || !IsRetryKeyFormat(retry_key))) {
     ++c.errors;
-    return JsonResponse(400,
-                        R"({"message":"The value for the 'X-Line-Retry-Key' header is invalid"})");
+    return JsonResponse(400, std::string(kBadRetryKey));
   }
   nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
   SimResponse error;
@@ -106,29 +110,13 @@ SimResponse LineSim::Process(SimContext& ctx, const SimRequest& req, const std::
     ++c.errors;
     return body.is_object() ? error : BadRequest("The request body is not JSON", "");
   }
-  auto it = windows_.find(token + " " + endpoint);
-  if (it == windows_.end()) {
-    it = windows_
-             .emplace(token + " " + endpoint, FixedWindow(cfg.rate_per_s, std::chrono::seconds(1)))
-             .first;
-  }
-  if (!it->second.Take(now).allowed) {
+  if (!Window(token + " " + endpoint, cfg.rate_per_s).Take(now).allowed) {
     ++c.rate_limited;
     return JsonResponse(429, std::string(kRateLimited));
   }
-  const std::chrono::nanoseconds ttl = std::chrono::seconds(cfg.retry_key_ttl_s);
   if (!retry_key.empty()) {
-    if (auto accepted = ctx.stats.AcceptedValue(dest, "retry_key", retry_key, now, ttl)) {
-      ++c.duplicates_prevented;
-      size_t split = accepted->find('\n');
-      nlohmann::json conflict = {{"message", "The retry key is already accepted"}};
-      std::string sent = accepted->substr(split + 1);
-      if (!sent.empty()) {
-        conflict["sentMessages"] = nlohmann::json::parse(sent, nullptr, false);
-      }
-      SimResponse r = JsonResponse(409, conflict.dump());
-      r.SetHeader("X-Line-Accepted-Request-Id", accepted->substr(0, split));
-      return r;
+    if (auto conflict = Conflict(ctx, dest, retry_key)) {
+      return std::move(*conflict);
     }
   }
   int64_t& used = monthly_used_[token];
@@ -137,10 +125,47 @@ SimResponse LineSim::Process(SimContext& ctx, const SimRequest& req, const std::
     return JsonResponse(429, std::string(kMonthlyLimit));
   }
   used += recipients;
+  SimResponse r = Accept(ctx, dest, body, endpoint, recipients, retry_key, request_id);
+  FinishFault(ctx, dest, std::move(fault), r);
+  return r;
+}
+
+FixedWindow& LineSim::Window(const std::string& key, int rate_per_s) {
+  auto it = windows_.find(key);
+  if (it == windows_.end()) {
+    it = windows_.emplace(key, FixedWindow(rate_per_s, std::chrono::seconds(1))).first;
+  }
+  return it->second;
+}
+
+std::optional<SimResponse> LineSim::Conflict(SimContext& ctx, const std::string& dest,
+                                             const std::string& retry_key) {
+  const std::chrono::nanoseconds ttl = std::chrono::seconds(ctx.config.line.retry_key_ttl_s);
+  auto accepted = ctx.stats.AcceptedValue(dest, "retry_key", retry_key, ctx.clock.Now(), ttl);
+  if (!accepted) {
+    return std::nullopt;
+  }
+  ++ctx.stats.Counters(dest).duplicates_prevented;
+  // Stored as "<request id>\n<sentMessages JSON or empty>".
+  size_t split = accepted->find('\n');
+  nlohmann::json conflict = {{"message", "The retry key is already accepted"}};
+  std::string sent = accepted->substr(split + 1);
+  if (!sent.empty()) {
+    conflict["sentMessages"] = nlohmann::json::parse(sent, nullptr, false);
+  }
+  SimResponse r = JsonResponse(409, JsonText(conflict));
+  r.SetHeader("X-Line-Accepted-Request-Id", accepted->substr(0, split));
+  return r;
+}
+
+SimResponse LineSim::Accept(SimContext& ctx, const std::string& dest, const nlohmann::json& body,
+                            const std::string& endpoint, int64_t recipients,
+                            const std::string& retry_key, const std::string& request_id) {
+  SteadyTime now = ctx.clock.Now();
   nlohmann::json sent = nlohmann::json::array();
-  size_t messages =
-      body.contains("messages") && body["messages"].is_array() ? body["messages"].size() : 1;
-  for (size_t i = 0; i < messages; ++i) {
+  auto messages = body.find("messages");
+  size_t count = messages != body.end() && messages->is_array() ? messages->size() : 1;
+  for (size_t i = 0; i < count; ++i) {
     int64_t id = 480'000'000'000'000 + next_message_++;
     sent.push_back({{"id", std::to_string(id)}, {"quoteToken", fmt::format("q{}", id)}});
   }
@@ -148,17 +173,14 @@ SimResponse LineSim::Process(SimContext& ctx, const SimRequest& req, const std::
     // A key seen before but expired (older than the TTL) is accepted again: a duplicate.
     if (ctx.stats.SeenAccepted(dest, "retry_key_ever", retry_key, now,
                                std::chrono::hours(24 * 365))) {
-      ++c.duplicates;
+      ++ctx.stats.Counters(dest).duplicates;
     }
     ctx.stats.RememberValue(dest, "retry_key", retry_key,
-                            request_id + "\n" + (endpoint == "push" ? sent.dump() : ""), now);
+                            request_id + "\n" + (endpoint == "push" ? JsonText(sent) : ""), now);
   }
   RecordAccepted(ctx, dest, body, recipients);
-  SimResponse r =
-      JsonResponse(200, endpoint == "multicast" ? std::string("{}")
-                                                : nlohmann::json({{"sentMessages", sent}}).dump());
-  FinishFault(ctx, dest, std::move(fault), r);
-  return r;
+  return JsonResponse(
+      200, endpoint == "multicast" ? std::string("{}") : JsonText({{"sentMessages", sent}}));
 }
 
 }  // namespace egress::sim

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -25,6 +26,13 @@ class LineSim {
   SimResponse Process(SimContext& ctx, const SimRequest& req, const std::string& endpoint,
                       const std::string& request_id);
   std::string NewRequestId();
+  FixedWindow& Window(const std::string& key, int rate_per_s);
+  // The 409 for a retry key accepted within its TTL.
+  std::optional<SimResponse> Conflict(SimContext& ctx, const std::string& dest,
+                                      const std::string& retry_key);
+  SimResponse Accept(SimContext& ctx, const std::string& dest, const nlohmann::json& body,
+                     const std::string& endpoint, int64_t recipients, const std::string& retry_key,
+                     const std::string& request_id);
 
   std::unordered_map<std::string, FixedWindow> windows_;
   std::unordered_map<std::string, int64_t> monthly_used_;

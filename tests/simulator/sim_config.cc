@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/simulator/json_text.h"
+
 namespace egress::sim {
 namespace {
 
@@ -80,6 +82,17 @@ class ObjectReader {
         return false;
       }
       out = v.get<std::string>();
+    } else if constexpr (std::is_same_v<T, std::map<std::string, std::string>>) {
+      if (!v.is_object()) {
+        return false;
+      }
+      out.clear();
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        if (!it->is_string()) {
+          return false;
+        }
+        out[it.key()] = it->template get<std::string>();
+      }
     } else {
       static_assert(std::is_same_v<T, std::vector<std::string>>);
       if (!v.is_array()) {
@@ -117,6 +130,7 @@ void ReadFaults(const json& parent, const std::string& path, FaultPlan& f, std::
   r.Read("retry_after_s", f.retry_after_s);
   r.Read("retry_after_date", f.retry_after_date);
   r.Read("retry_after_raw", f.retry_after_raw);
+  r.Read("headers", f.headers);
   r.Read("delay_ms", f.delay_ms);
   r.Finish();
 }
@@ -250,7 +264,7 @@ Result<std::string> MergeSimConfigJson(std::string_view base, std::string_view p
     return Status::InvalidArgument("config patch is not a JSON object");
   }
   merged.merge_patch(change);
-  return merged.dump();
+  return JsonText(merged);
 }
 
 }  // namespace egress::sim

@@ -32,6 +32,9 @@ struct FaultPlan {
   int retry_after_s = -1;
   bool retry_after_date = false;
   std::string retry_after_raw;
+  // Extra headers on storm and status answers, e.g. {"Location": "..."} with a 301,
+  // {"webhook-delivery": "abort-message"}, or {"RateLimit": "\"default\";r=0;t=20"}.
+  std::map<std::string, std::string> headers;
   // Every response is held back this long (slow receiver).
   int delay_ms = 0;
 };

@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "tests/simulator/json_text.h"
+
 namespace egress::sim {
 namespace {
 
@@ -72,11 +74,11 @@ SimResponse Simulator::HandleControl(const SimRequest& req) {
 SimResponse Simulator::Reconfigure(const std::string& patch) {
   Result<std::string> merged = MergeSimConfigJson(config_json_, patch);
   if (!merged.has_value()) {
-    return JsonResponse(400, nlohmann::json({{"error", merged.error().message()}}).dump());
+    return JsonResponse(400, JsonText({{"error", merged.error().message()}}));
   }
   Result<SimConfig> config = ParseSimConfig(*merged);
   if (!config.has_value()) {
-    return JsonResponse(400, nlohmann::json({{"error", config.error().message()}}).dump());
+    return JsonResponse(400, JsonText({{"error", config.error().message()}}));
   }
   config_ = std::move(*config);
   config_json_ = std::move(*merged);

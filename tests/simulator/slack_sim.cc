@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "tests/simulator/json_text.h"
+
 namespace egress::sim {
 namespace {
 
@@ -124,8 +126,8 @@ SimResponse SlackSim::PostMessage(SimContext& ctx, const SimRequest& req) {
   nlohmann::json out = {{"ok", true},
                         {"channel", channel},
                         {"ts", ts},
-                        {"message", {{"text", body.value("text", "")}, {"ts", ts}}}};
-  SimResponse r = JsonResponse(200, out.dump());
+                        {"message", {{"text", StringField(body, "text")}, {"ts", ts}}}};
+  SimResponse r = JsonResponse(200, JsonText(out));
   FinishFault(ctx, dest, std::move(fault), r);
   return r;
 }
