@@ -49,4 +49,18 @@ std::string DestinationKeyOf(std::string_view platform, std::string_view tenant,
   return key;
 }
 
+bool SplitDestinationKey(std::string_view key, DestinationParts& parts) {
+  std::string* fields[] = {&parts.platform, &parts.tenant, &parts.credential};
+  for (std::string* field : fields) {
+    const size_t sep = key.find('\x1f');
+    if (sep == std::string_view::npos) {
+      return false;
+    }
+    field->assign(key.substr(0, sep));
+    key.remove_prefix(sep + 1);
+  }
+  parts.destination.assign(key);
+  return true;
+}
+
 }  // namespace egress::storage

@@ -88,4 +88,10 @@ inline std::string DestinationKeyOf(const Delivery& d) {
   return DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination);
 }
 
+// The inverse of DestinationKeyOf; false when `key` is not one.
+struct DestinationParts {
+  std::string platform, tenant, credential, destination;
+};
+bool SplitDestinationKey(std::string_view key, DestinationParts& parts);
+
 }  // namespace egress::storage

@@ -68,4 +68,10 @@ std::string CountKey(DeliveryState state) {
   return key;
 }
 
+std::string BacklogKey(std::string_view tenant) {
+  std::string key = "backlog/";
+  key.append(tenant);
+  return key;
+}
+
 }  // namespace egress::storage

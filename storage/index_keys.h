@@ -36,5 +36,7 @@ std::string IdemKey(std::string_view tenant, std::string_view key);
 
 // meta: exact count of deliveries in one state (a merged signed 64-bit counter).
 std::string CountKey(DeliveryState state);
+// meta: exact count of one tenant's non-terminal deliveries (merged counter).
+std::string BacklogKey(std::string_view tenant);
 
 }  // namespace egress::storage

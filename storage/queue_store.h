@@ -108,6 +108,9 @@ class QueueStore {
   // Exact counts per state, read without scanning.
   virtual Result<StateCounts> Counts() = 0;
 
+  // Non-terminal deliveries (queued, in_flight, deferred) of one tenant, read without scanning.
+  virtual Result<uint64_t> TenantBacklog(const std::string& tenant) = 0;
+
   // Counts per state found by scanning every record: a consistency check for tests and `fsck`.
   virtual Result<StateCounts> ScanCounts() = 0;
 

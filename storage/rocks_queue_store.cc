@@ -237,6 +237,9 @@ void RocksQueueStore::PutIndexes(rocksdb::WriteBatch& batch, const Delivery& d,
     batch.Put(cf(Family::kDone), DoneKey(d.finished_ms, d.id), "");
   }
   batch.Merge(cf(Family::kMeta), CountKey(d.state), EncodeCounterDelta(count_delta));
+  if (!IsTerminal(d.state)) {
+    batch.Merge(cf(Family::kMeta), BacklogKey(d.tenant), EncodeCounterDelta(count_delta));
+  }
 }
 
 void RocksQueueStore::DeleteIndexes(rocksdb::WriteBatch& batch, const Delivery& d) {
@@ -251,6 +254,9 @@ void RocksQueueStore::DeleteIndexes(rocksdb::WriteBatch& batch, const Delivery& 
     batch.Delete(cf(Family::kDone), DoneKey(d.finished_ms, d.id));
   }
   batch.Merge(cf(Family::kMeta), CountKey(d.state), EncodeCounterDelta(-1));
+  if (!IsTerminal(d.state)) {
+    batch.Merge(cf(Family::kMeta), BacklogKey(d.tenant), EncodeCounterDelta(-1));
+  }
 }
 
 void RocksQueueStore::PutRecord(rocksdb::WriteBatch& batch, const Delivery& d) {

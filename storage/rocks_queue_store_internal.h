@@ -41,6 +41,7 @@ class RocksQueueStore final : public QueueStore {
                                      const std::string& after_id, size_t limit) override;
   Result<ListPage> List(const ListFilter& filter) override;
   Result<StateCounts> Counts() override;
+  Result<uint64_t> TenantBacklog(const std::string& tenant) override;
   Result<StateCounts> ScanCounts() override;
   Result<size_t> PurgeFinished(int64_t now_ms, size_t max) override;
   Status Purge(const std::string& id) override;

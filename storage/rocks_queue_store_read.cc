@@ -142,6 +142,23 @@ Result<StateCounts> RocksQueueStore::Counts() {
   return counts;
 }
 
+Result<uint64_t> RocksQueueStore::TenantBacklog(const std::string& tenant) {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  std::string value;
+  rocksdb::Status rs =
+      db_->Get(rocksdb::ReadOptions(), cf(Family::kMeta), BacklogKey(tenant), &value);
+  if (rs.IsNotFound()) {
+    return uint64_t{0};
+  }
+  if (!rs.ok()) {
+    return FromRocks(rs, "read tenant backlog");
+  }
+  const int64_t n = DecodeCounter(value);
+  return n < 0 ? uint64_t{0} : static_cast<uint64_t>(n);
+}
+
 Result<StateCounts> RocksQueueStore::ScanCounts() {
   if (Status s = CheckOpen(); !s.ok()) {
     return s;

@@ -134,7 +134,24 @@ TEST_F(RocksQueueStoreTest, LifecycleUpdatesIndexesAndCounts) {
                 CountOf(counts, DeliveryState::kDeferred),
             0u);
   EXPECT_TRUE(store_->ListDestinations("", 10)->empty());
+  EXPECT_EQ(*store_->TenantBacklog("acme"), 0u);
   ExpectCountsMatchScan();
+}
+
+// Verifies that a tenant's backlog counts its non-terminal deliveries only.
+TEST_F(RocksQueueStoreTest, TenantBacklogCountsWaitingWork) {
+  const std::string a = MustEnqueue(Slack("C1"));
+  MustEnqueue(Slack("C1"));
+  NewDelivery other = Slack("C1");
+  other.tenant = "globex";
+  MustEnqueue(other);
+  EXPECT_EQ(*store_->TenantBacklog("acme"), 2u);
+  ASSERT_EQ(store_->LeaseDue(kT0, 1)->size(), 1u);
+  EXPECT_EQ(*store_->TenantBacklog("acme"), 2u);  // in flight still counts
+  ASSERT_TRUE(store_->Apply(a, {.to = DeliveryState::kDelivered, .at_ms = kT0}));
+  EXPECT_EQ(*store_->TenantBacklog("acme"), 1u);
+  EXPECT_EQ(*store_->TenantBacklog("globex"), 1u);
+  EXPECT_EQ(*store_->TenantBacklog("nobody"), 0u);
 }
 
 // Verifies that work is found per destination in enqueue order, and destinations are listed
