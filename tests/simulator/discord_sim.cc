@@ -175,11 +175,13 @@ SimResponse DiscordSim::Send(SimContext& ctx, const SimRequest& req, const Route
   if (!route.author.empty()) {
     Window(globals_, route.author, cfg.global_per_s, 1000).Take(now);
   }
-  if (o.remaining == 0 && !cfg.omit_headers) {
+  // An unlimited bucket (limit 0) sends no bucket headers, so it never asks anyone to wait.
+  const bool headers = !cfg.omit_headers && route.limit > 0;
+  if (o.remaining == 0 && headers) {
     ctx.stats.SetNotBefore(route.dest, now + o.reset_after);
   }
   SimResponse r = Deliver(ctx, body, route, channel, want_body);
-  if (!cfg.omit_headers) {
+  if (headers) {
     AddBucketHeaders(r, o, hash, ctx.clock.WallNow());
   }
   FinishFault(ctx, route.dest, std::move(fault), r);

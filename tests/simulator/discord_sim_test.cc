@@ -76,6 +76,8 @@ TEST(DiscordSimTest, NonceDedupe) {
   sim->Handle(CreateMessage("1", R"({"content":"x","nonce":"n2"})"));
   sim->Handle(CreateMessage("1", R"({"content":"x","nonce":"n2"})"));
   nlohmann::json stats = StatsOf(*sim, "discord:channel:1");
+  EXPECT_EQ(stats["early"], 0);  // an unlimited bucket never asks for a wait
+  EXPECT_EQ(HeaderOf(a, "X-RateLimit-Remaining"), "");
   EXPECT_EQ(stats["accepted"], 3);
   EXPECT_EQ(stats["duplicates_prevented"], 1);
   EXPECT_EQ(stats["duplicates"], 1);
