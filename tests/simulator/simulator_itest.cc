@@ -2,6 +2,7 @@
 // keep-alive connection carries Slack, Discord, LINE, webhook and control requests; a
 // configured connection reset is seen as one.
 
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <unistd.h>
@@ -38,7 +39,11 @@ std::string SimulatorPath() {
   if (const char* dir = std::getenv("EGRESS_BIN_DIR"); dir != nullptr && *dir != '\0') {
     return std::string(dir) + "/../relay-egress-sim";
   }
-  return "../relay-egress-sim";  // ctest runs in build/tests
+  // Without the variable: next to this test binary's directory (build/tests/..).
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string("./x");
+  return dir.substr(0, dir.rfind('/')) + "/../relay-egress-sim";
 }
 
 // The child process: started with port 0, reports "listening 127.0.0.1:PORT" on stdout.
@@ -68,7 +73,12 @@ class SimProcess {
       pid_ = -1;
       return 0;
     }
-    // Bounded: the child either prints its line or exits (EOF) on a bad start.
+    // Bounded: wait at most 10 s for the line (or EOF when the child exits on a bad start).
+    pollfd ready{.fd = fds[0], .events = POLLIN, .revents = 0};
+    if (poll(&ready, 1, 10'000) != 1) {
+      close(fds[0]);
+      return 0;
+    }
     FILE* out = fdopen(fds[0], "r");
     char line[128] = {0};
     bool got = std::fgets(line, sizeof line, out) != nullptr;
