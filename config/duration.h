@@ -1,0 +1,20 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "dispatcher/clock.h"
+#include "dispatcher/result.h"
+
+namespace egress::config {
+
+// Parses a config duration: a non-negative integer followed by a unit, `ms`, `s`, `m` or `h`
+// ("250ms", "5s", "30m", "2h", "0s"). No sign, spaces, fractions or compound forms.
+// InvalidArgument naming the problem (empty, negative, missing number, unknown or missing unit,
+// too large for 64-bit milliseconds); the message does not repeat the field name.
+Result<Millis> ParseDuration(std::string_view text);
+
+// The shortest exact form ParseDuration reads back: "0s", "250ms", "5s", "30m", "2h".
+std::string FormatDuration(Millis duration);
+
+}  // namespace egress::config
