@@ -1,0 +1,48 @@
+#pragma once
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "adapters/curl_transport.h"
+#include "config/platform_config.h"
+#include "config/server_options.h"
+#include "config/tenant_config.h"
+#include "dispatcher/budget.h"
+#include "dispatcher/scope_path.h"
+
+namespace egress::config {
+
+// Everything relay-egress reads from its configuration: the main file over the shipped platform
+// profiles over built-in defaults (see LoadConfig and docs/configuration.md). Plain data; holds
+// secrets (admin token, credentials): never log a Config as a whole. config_mapping.h turns it
+// into the option structs of the service's parts.
+struct Config {
+  ServerOptions server;
+  // Indexed by dispatcher::Platform (slack, discord, line, webhook).
+  std::array<PlatformConfig, dispatcher::kPlatformCount> platforms;
+  // Deployment default of each budget, indexed by dispatcher::BudgetName ([budgets.<name>]).
+  std::array<dispatcher::Budget, dispatcher::kBudgetNameCount> budgets;
+  // The outbound HTTP client ([transport]).
+  adapters::TransportOptions transport;
+  // By tenant id ([tenants.<tenant>]).
+  std::map<std::string, TenantConfig> tenants;
+  // The files read, in the order applied (profiles first, the main file last).
+  std::vector<std::string> sources;
+
+  PlatformConfig& platform(dispatcher::Platform p) { return platforms[static_cast<size_t>(p)]; }
+  const PlatformConfig& platform(dispatcher::Platform p) const {
+    return platforms[static_cast<size_t>(p)];
+  }
+  dispatcher::Budget& budget(dispatcher::BudgetName b) { return budgets[static_cast<size_t>(b)]; }
+  const dispatcher::Budget& budget(dispatcher::BudgetName b) const {
+    return budgets[static_cast<size_t>(b)];
+  }
+};
+
+// The built-in defaults, before any file: the real platforms' base URLs, RetryPolicy's and
+// SchedulerOptions' defaults, DefaultBudget() for every budget, no tenants.
+Config DefaultConfig();
+
+}  // namespace egress::config

@@ -1,0 +1,52 @@
+#include "config/config_mapping.h"
+
+namespace egress::config {
+
+using dispatcher::Platform;
+
+dispatcher::SchedulerOptions ToSchedulerOptions(const Config& config) {
+  dispatcher::SchedulerOptions options;
+  for (int i = 0; i < dispatcher::kPlatformCount; ++i) {
+    const PlatformConfig& platform = config.platforms[i];
+    options.retry[i] = platform.retry;
+    options.max_in_flight_per_destination[i] = platform.max_in_flight_per_destination;
+    options.max_in_flight_per_platform[i] = platform.max_in_flight_per_platform;
+  }
+  return options;
+}
+
+adapters::PlatformEndpoints ToPlatformEndpoints(const Config& config) {
+  adapters::PlatformEndpoints endpoints;
+  endpoints.slack_base_url = config.platform(Platform::kSlack).base_url;
+  endpoints.discord_base_url = config.platform(Platform::kDiscord).base_url;
+  endpoints.line_base_url = config.platform(Platform::kLine).base_url;
+  endpoints.webhook_ssrf.allow_private_networks =
+      config.platform(Platform::kWebhook).allow_private_networks;
+  return endpoints;
+}
+
+adapters::TransportOptions ToTransportOptions(const Config& config) { return config.transport; }
+
+storage::StoreOptions ToStoreOptions(const Config& config) {
+  storage::StoreOptions options;
+  options.path = config.server.data_dir;
+  options.max_payload_bytes = config.server.max_payload_bytes;
+  return options;
+}
+
+Status ApplyBudgetDefaults(const Config& config, dispatcher::BudgetTable& table) {
+  for (int i = 0; i < dispatcher::kBudgetNameCount; ++i) {
+    Status status = table.SetDefault(static_cast<dispatcher::BudgetName>(i), config.budgets[i]);
+    if (!status.ok()) {
+      return status;
+    }
+  }
+  return Status::Ok();
+}
+
+void ApplyTimeouts(const PlatformConfig& platform, adapters::HttpRequest& request) {
+  request.connect_timeout = platform.connect_timeout;
+  request.timeout = platform.timeout;
+}
+
+}  // namespace egress::config

@@ -1,0 +1,26 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace egress::config {
+
+// The service's own settings ([server] in config). Plain data; see docs/configuration.md.
+struct ServerOptions {
+  // host:port the HTTP API listens on (IPv6 hosts in brackets). Default: "127.0.0.1:8686".
+  std::string listen = "127.0.0.1:8686";
+  // The store directory, created when missing. Default: "./var/data".
+  std::string data_dir = "./var/data";
+  // The X-Admin-Token of the admin API; RELAY_EGRESS_ADMIN_TOKEN overrides the file. A secret:
+  // never log it. Default: empty, which turns the admin API off (every call gets 401).
+  std::string admin_token;
+  // Largest delivery payload accepted by intake (413 beyond). Default: 1 MiB.
+  size_t max_payload_bytes = 1 << 20;
+  // Most deliveries in one POST /v1/deliveries/batch. Default: 1000.
+  size_t batch_max_items = 1000;
+  // Undelivered deliveries a tenant may hold before intake answers 429. Default: 100000.
+  uint64_t tenant_backlog_watermark = 100'000;
+};
+
+}  // namespace egress::config

@@ -1,0 +1,80 @@
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "config/toml_sections.h"
+
+namespace egress::config {
+namespace {
+
+using dispatcher::BudgetName;
+using dispatcher::Platform;
+
+// The platform whose profile sets a budget; nullopt for tenant-wide budgets (main file only).
+std::optional<Platform> ProfileOf(BudgetName name) {
+  switch (name) {
+    case BudgetName::kWebhookDestination:
+      return Platform::kWebhook;
+    case BudgetName::kSlackWorkspace:
+    case BudgetName::kSlackChannel:
+      return Platform::kSlack;
+    case BudgetName::kDiscordGlobal:
+    case BudgetName::kDiscordRoute:
+      return Platform::kDiscord;
+    case BudgetName::kLineChannel:
+      return Platform::kLine;
+    case BudgetName::kTenantEgress:
+    case BudgetName::kTenantIntake:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string KnownBudgets() {
+  std::string names;
+  for (int i = 0; i < dispatcher::kBudgetNameCount; ++i) {
+    names += (i == 0 ? "" : ", ");
+    names += dispatcher::BudgetNameString(static_cast<BudgetName>(i));
+  }
+  return names;
+}
+
+Status ReadBudget(const TomlFields& fields, dispatcher::Budget& out) {
+  Status status = fields.CheckKeys({"limit", "scale_ms", "burst"});
+  if (!status.ok()) {
+    return status;
+  }
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  dispatcher::Budget budget = out;
+  if (status = fields.ReadInt("limit", 1, kMax, budget.limit); !status.ok()) {
+    return status;
+  }
+  if (status = fields.ReadInt("scale_ms", 1, kMax, budget.scale_ms); !status.ok()) {
+    return status;
+  }
+  if (status = fields.ReadInt("burst", 1, kMax, budget.burst); !status.ok()) {
+    return status;
+  }
+  out = budget;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ReadBudgetsSection(const TomlFields& budgets, std::optional<Platform> only, Config& out) {
+  return budgets.ForEachTable([&](std::string_view name, const TomlFields& fields) -> Status {
+    std::optional<BudgetName> budget = dispatcher::ParseBudgetName(name);
+    if (!budget.has_value()) {
+      return budgets.Error(fields.table(), fields.prefix(),
+                           fmt::format("unknown budget (known: {})", KnownBudgets()));
+    }
+    if (only.has_value() && ProfileOf(*budget) != only) {
+      return budgets.Error(fields.table(), fields.prefix(),
+                           fmt::format("the {} profile may set only its own platform's budgets",
+                                       dispatcher::PlatformString(*only)));
+    }
+    return ReadBudget(fields, out.budget(*budget));
+  });
+}
+
+}  // namespace egress::config

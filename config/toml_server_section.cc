@@ -1,0 +1,90 @@
+#include <limits>
+
+#include "config/listen_address.h"
+#include "config/toml_sections.h"
+
+namespace egress::config {
+namespace {
+
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+
+}  // namespace
+
+Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
+  Status status = server.CheckKeys({"listen", "data_dir", "admin_token", "max_payload_bytes",
+                                    "batch_max_items", "tenant_backlog_watermark"});
+  if (!status.ok()) {
+    return status;
+  }
+  std::string listen = out.listen;
+  if (status = server.ReadString("listen", listen); !status.ok()) {
+    return status;
+  }
+  if (Result<ListenAddress> parsed = ParseListenAddress(listen); !parsed) {
+    return server.Error(*server.table().get("listen"), server.Field("listen"),
+                        parsed.error().message());
+  }
+  out.listen = listen;
+  if (status = server.ReadString("data_dir", out.data_dir); !status.ok()) {
+    return status;
+  }
+  if (out.data_dir.empty()) {
+    return server.Error(*server.table().get("data_dir"), server.Field("data_dir"),
+                        "must not be empty");
+  }
+  if (status = server.ReadSecret("admin_token", out.admin_token); !status.ok()) {
+    return status;
+  }
+  int64_t payload = static_cast<int64_t>(out.max_payload_bytes);
+  int64_t batch = static_cast<int64_t>(out.batch_max_items);
+  int64_t watermark = static_cast<int64_t>(out.tenant_backlog_watermark);
+  // The store keeps a payload in one record; 64 MiB is far past any platform's own cap.
+  if (status = server.ReadInt("max_payload_bytes", 1, 64 << 20, payload); !status.ok()) {
+    return status;
+  }
+  if (status = server.ReadInt("batch_max_items", 1, 100'000, batch); !status.ok()) {
+    return status;
+  }
+  if (status = server.ReadInt("tenant_backlog_watermark", 1, kMaxInt, watermark); !status.ok()) {
+    return status;
+  }
+  out.max_payload_bytes = static_cast<size_t>(payload);
+  out.batch_max_items = static_cast<size_t>(batch);
+  out.tenant_backlog_watermark = static_cast<uint64_t>(watermark);
+  return Status::Ok();
+}
+
+Status ReadTransportSection(const TomlFields& transport, adapters::TransportOptions& out) {
+  Status status = transport.CheckKeys({"max_host_connections", "max_total_connections",
+                                       "max_response_body", "ca_file", "ca_path", "user_agent"});
+  if (!status.ok()) {
+    return status;
+  }
+  int64_t per_host = out.max_host_connections;
+  int64_t total = out.max_total_connections;
+  int64_t body = static_cast<int64_t>(out.max_response_body);
+  if (status = transport.ReadInt("max_host_connections", 1, 10'000, per_host); !status.ok()) {
+    return status;
+  }
+  if (status = transport.ReadInt("max_total_connections", 1, 100'000, total); !status.ok()) {
+    return status;
+  }
+  if (status = transport.ReadInt("max_response_body", 1, 64 << 20, body); !status.ok()) {
+    return status;
+  }
+  if (status = transport.ReadString("ca_file", out.ca_file); !status.ok()) {
+    return status;
+  }
+  if (status = transport.ReadString("ca_path", out.ca_path); !status.ok()) {
+    return status;
+  }
+  if (status = transport.ReadString("user_agent", out.user_agent); !status.ok()) {
+    return status;
+  }
+  out.max_host_connections = static_cast<long>(per_host);
+  out.max_total_connections = static_cast<long>(total);
+  out.max_response_body = static_cast<size_t>(body);
+  return Status::Ok();
+}
+
+}  // namespace egress::config

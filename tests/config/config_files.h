@@ -1,0 +1,63 @@
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "config/load_config.h"
+#include "tests/support/temp_dir.h"
+
+namespace egress::config {
+
+// The repository root, found from this file's path (tests/config/config_files.h).
+inline std::string SourceRootForTest() {
+  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string();
+}
+
+// A main config file and a profiles/ directory beside it, in a fresh temp dir. The four
+// profiles start empty, so only built-in defaults and what a test writes apply.
+class ConfigFiles {
+ public:
+  ConfigFiles() {
+    std::filesystem::create_directories(dir_.Sub("profiles"));
+    for (const char* name : {"slack", "discord", "line", "webhook"}) {
+      WriteProfile(name, "");
+    }
+  }
+
+  std::string main_path() const { return dir_.Sub("relay-egress.toml"); }
+  std::string profile_path(std::string_view platform) const {
+    return dir_.Sub("profiles/" + std::string(platform) + ".toml");
+  }
+  const TempDir& dir() const { return dir_; }
+
+  void WriteProfile(std::string_view platform, const std::string& text) const {
+    Write(profile_path(platform), text);
+  }
+  static void Write(const std::string& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+  }
+
+  // Writes the main file and loads it with a fixed environment (nothing set unless given).
+  Result<Config> Load(const std::string& main_text,
+                      std::map<std::string, std::string> env = {}) const {
+    Write(main_path(), main_text);
+    LoadOptions options;
+    options.getenv = [env = std::move(env)](std::string_view name) -> std::optional<std::string> {
+      auto it = env.find(std::string(name));
+      if (it == env.end()) {
+        return std::nullopt;
+      }
+      return it->second;
+    };
+    return LoadConfig(main_path(), options);
+  }
+
+ private:
+  TempDir dir_;
+};
+
+}  // namespace egress::config
