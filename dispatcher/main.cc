@@ -5,11 +5,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <toml++/toml.h>
-
 #include <cstdio>
 #include <string>
+#include <utility>
 
+#include "config/listen_address.h"
+#include "config/load_config.h"
 #include "dispatcher/clock.h"
 #include "storage/rocks_queue_store.h"
 
@@ -21,21 +22,36 @@ constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;
 constexpr int kExitUnavailable = 3;
 
-// Reads server.data_dir from the config file; the flag wins when given.
-bool ResolveDataDir(const std::string& config_path, std::string& data_dir) {
-  if (!data_dir.empty() || config_path.empty()) {
-    return true;
+// What the command line says about configuration.
+struct ConfigFlags {
+  std::string config_path;
+  std::string profiles_dir;
+  std::string listen;
+  std::string data_dir;
+};
+
+// The config file over the shipped profiles (built-in defaults without --config), then
+// --listen and --data-dir on top. Errors are "file:line: field: problem" (config/load_config.h).
+egress::Result<egress::config::Config> ResolveConfig(const ConfigFlags& flags) {
+  egress::config::Config config = egress::config::DefaultConfig();
+  if (!flags.config_path.empty()) {
+    auto loaded =
+        egress::config::LoadConfig(flags.config_path, {.profiles_dir = flags.profiles_dir});
+    if (!loaded) {
+      return loaded.error();
+    }
+    config = std::move(*loaded);
   }
-  // Debian's toml++ is built with exceptions: convert at this edge.
-  try {
-    toml::table parsed = toml::parse_file(config_path);
-    data_dir = parsed["server"]["data_dir"].value_or(std::string("./var/data"));
-    return true;
-  } catch (const toml::parse_error& err) {
-    std::fprintf(stderr, "%s:%u: %s\n", config_path.c_str(), err.source().begin.line,
-                 std::string(err.description()).c_str());
-    return false;
+  if (!flags.listen.empty()) {
+    if (auto parsed = egress::config::ParseListenAddress(flags.listen); !parsed) {
+      return egress::Status::InvalidArgument("--listen: " + parsed.error().message());
+    }
+    config.server.listen = flags.listen;
   }
+  if (!flags.data_dir.empty()) {
+    config.server.data_dir = flags.data_dir;
+  }
+  return config;
 }
 
 void PrintCounts(const egress::storage::StateCounts& counts) {
@@ -72,22 +88,36 @@ int OpenAndReport(const std::string& data_dir, bool serve) {
 int main(int argc, char** argv) {
   CLI::App app{"relay-egress: durable, rate-limit-aware delivery to Slack, Discord, LINE and webhooks"};
   app.require_subcommand(1);
-  std::string config_path;
-  std::string data_dir;
+  ConfigFlags flags;
+  bool check_config = false;
   auto* serve = app.add_subcommand("serve", "Run the worker service");
-  serve->add_option("--config", config_path, "TOML config file")->check(CLI::ExistingFile);
-  serve->add_option("--data-dir", data_dir, "Store directory (overrides server.data_dir)");
+  auto* serve_config = serve->add_option("--config", flags.config_path, "TOML config file")
+                            ->check(CLI::ExistingFile);
+  serve->add_option("--profiles-dir", flags.profiles_dir,
+                    "Platform profiles (default: profiles/ next to the config file)");
+  serve->add_option("--listen", flags.listen, "host:port (overrides server.listen)");
+  serve->add_option("--data-dir", flags.data_dir, "Store directory (overrides server.data_dir)");
+  serve->add_flag("--check-config", check_config, "Validate the config and exit")
+      ->needs(serve_config);
   auto* stats = app.add_subcommand("stats", "Print delivery counts by state");
-  stats->add_option("--config", config_path, "TOML config file")->check(CLI::ExistingFile);
-  stats->add_option("--data-dir", data_dir, "Store directory (overrides server.data_dir)");
+  stats->add_option("--config", flags.config_path, "TOML config file")->check(CLI::ExistingFile);
+  stats->add_option("--profiles-dir", flags.profiles_dir,
+                    "Platform profiles (default: profiles/ next to the config file)");
+  stats->add_option("--data-dir", flags.data_dir, "Store directory (overrides server.data_dir)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
-  if (!ResolveDataDir(config_path, data_dir)) {
+  auto config = ResolveConfig(flags);
+  if (!config) {
+    std::fprintf(stderr, "%s\n", config.error().message().c_str());
     return kExitUsage;
   }
-  return OpenAndReport(data_dir, serve->parsed());
+  if (check_config) {
+    fmt::print("{}: OK\n", flags.config_path);
+    return kExitOk;
+  }
+  return OpenAndReport(config->server.data_dir, serve->parsed());
 }
