@@ -168,6 +168,11 @@ SimResponse DiscordSim::Send(SimContext& ctx, const SimRequest& req, const Route
         std::chrono::duration<double>(cfg.shared_retry_after_s));
     return BucketLimited(ctx, route, bucket.Peek(now), "shared", wait, hash);
   }
+  if (cfg.sublimit_429_every > 0 && n % cfg.sublimit_429_every == 0) {
+    auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::duration<double>(cfg.sublimit_retry_after_s));
+    return BucketLimited(ctx, route, bucket.Peek(now), "user", wait, hash);
+  }
   FixedWindow::Outcome o = bucket.Take(now);
   if (!o.allowed) {
     return BucketLimited(ctx, route, o, "user", o.reset_after, hash);

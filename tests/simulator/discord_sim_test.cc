@@ -119,5 +119,19 @@ TEST(DiscordSimTest, SharedScopeAndHashChanges) {
   EXPECT_EQ(HeaderOf(shared, "X-RateLimit-Bucket"), "h-1");
 }
 
+// Verifies the sublimit mode: a user-scope 429 while the bucket still shows Remaining > 0.
+TEST(DiscordSimTest, SublimitWhileRemaining) {
+  FakeClock clock;
+  auto sim = MakeSimulator(clock, R"({"discord":{"bucket_limit":10,"sublimit_429_every":2,
+      "sublimit_retry_after_s":1.5}})");
+  EXPECT_EQ(sim->Handle(CreateMessage("1")).status, 200);
+  SimResponse sub = sim->Handle(CreateMessage("1"));
+  EXPECT_EQ(sub.status, 429);
+  EXPECT_EQ(HeaderOf(sub, "X-RateLimit-Scope"), "user");
+  EXPECT_EQ(HeaderOf(sub, "X-RateLimit-Remaining"), "9");
+  EXPECT_EQ(HeaderOf(sub, "Retry-After"), "2");
+  EXPECT_DOUBLE_EQ(BodyOf(sub)["retry_after"].get<double>(), 1.5);
+}
+
 }  // namespace
 }  // namespace egress::sim

@@ -171,6 +171,8 @@ void ReadDiscord(const json& j, DiscordConfig& c, std::string& error) {
   r.Read("hash_change_every", c.hash_change_every);
   r.Read("shared_429_every", c.shared_429_every);
   r.Read("shared_retry_after_s", c.shared_retry_after_s);
+  r.Read("sublimit_429_every", c.sublimit_429_every);
+  r.Read("sublimit_retry_after_s", c.sublimit_retry_after_s);
   r.Read("omit_headers", c.omit_headers);
   r.Read("nonce_window_s", c.nonce_window_s);
   r.Read("bot_tokens", c.bot_tokens);

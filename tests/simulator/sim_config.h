@@ -78,6 +78,9 @@ struct DiscordConfig {
   // Every Nth request of a bucket gets a shared-scope 429 (not the sender's fault); 0 = off.
   int shared_429_every = 0;
   double shared_retry_after_s = 30.0;
+  // Every Nth request of a bucket gets a sublimit 429: Scope user while Remaining > 0; 0 = off.
+  int sublimit_429_every = 0;
+  double sublimit_retry_after_s = 2.0;
   // No X-RateLimit-* headers on any response.
   bool omit_headers = false;
   // How long a nonce with enforce_nonce returns the existing message.
