@@ -1,0 +1,78 @@
+// `relay-egress serve --check-config` as a real process: exit codes and the stderr message.
+
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include "tests/config/config_files.h"
+
+namespace egress::config {
+namespace {
+
+// relay-egress sits in the build root, one level above this binary (tests/).
+std::string RelayEgressBinary() {
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path() /
+          "relay-egress")
+      .string();
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+RunResult RunRelayEgress(const std::string& args) {
+  RunResult result;
+  FILE* pipe = popen((RelayEgressBinary() + " " + args + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) {
+    return result;
+  }
+  std::array<char, 512> buffer;
+  size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+    result.output.append(buffer.data(), n);
+  }
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string ShippedProfiles() { return SourceRootForTest() + "/config/profiles"; }
+
+// Verifies the shipped default config passes and exits 0.
+TEST(CheckConfigTest, ShippedConfigIsValid) {
+  RunResult run = RunRelayEgress("serve --check-config --config " + SourceRootForTest() +
+                                 "/config/relay-egress.toml");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("relay-egress.toml: OK"), std::string::npos) << run.output;
+}
+
+// Verifies an invalid file exits 2 with exactly "file:line: field: problem".
+TEST(CheckConfigTest, InvalidConfigExitsNonZeroWithMessage) {
+  ConfigFiles files;
+  ConfigFiles::Write(files.main_path(), "[budgets.slack_channel]\nlimit = 0\n");
+  RunResult run = RunRelayEgress("serve --check-config --config " + files.main_path() +
+                                 " --profiles-dir " + ShippedProfiles());
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.output,
+            files.main_path() + ":2: budgets.slack_channel.limit: must be a positive integer\n");
+}
+
+// Verifies --listen is checked too, and --check-config needs --config.
+TEST(CheckConfigTest, BadListenFlagAndMissingConfig) {
+  RunResult listen = RunRelayEgress("serve --check-config --config " + SourceRootForTest() +
+                                    "/config/relay-egress.toml --listen 8686");
+  EXPECT_EQ(listen.exit_code, 2);
+  EXPECT_EQ(listen.output, "--listen: expected host:port, e.g. \"127.0.0.1:8686\"\n");
+  RunResult no_config = RunRelayEgress("serve --check-config");
+  EXPECT_NE(no_config.exit_code, 0);
+}
+
+}  // namespace
+}  // namespace egress::config
