@@ -99,7 +99,13 @@ struct Fleet {
   void Offer(DestinationId id) {
     WorkItem item;
     item.sequence = ++sequence;
-    item.id = "01J0000000000000000000" + std::to_string(item.sequence % 10000);
+    // A 26-character ULID-shaped id, as the store makes (storage/delivery_id.h).
+    item.id.assign(26, '0');  // one allocation, as a store's id string has
+    item.id[1] = '1';
+    item.id[2] = 'J';
+    for (uint64_t n = item.sequence % 10000, i = 25; n > 0; n /= 10, --i) {
+      item.id[i] = static_cast<char>('0' + n % 10);
+    }
     Check(scheduler.Offer(id, std::move(item)));
   }
 

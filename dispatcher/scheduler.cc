@@ -10,11 +10,12 @@ namespace {
 
 constexpr uint32_t kNil = ScopeTable::kNil;
 
-uint64_t OrderingHash(const std::string& key) {
+uint32_t OrderingHash(const std::string& key) {
   if (key.empty()) {
     return 0;
   }
-  const uint64_t h = std::hash<std::string>{}(key);
+  const uint64_t wide = std::hash<std::string>{}(key);
+  const auto h = static_cast<uint32_t>(wide ^ (wide >> 32));
   return h == 0 ? 1 : h;
 }
 
@@ -55,8 +56,7 @@ Result<DestinationId> Scheduler::AddDestination(const DestinationSpec& spec) {
   const uint32_t tenant = TenantIndex(spec.tenant);
   uint32_t d;
   if (free_dests_.empty()) {
-    d = static_cast<uint32_t>(dests_.size());
-    dests_.emplace_back();
+    d = static_cast<uint32_t>(dests_.Grow());
   } else {
     d = free_dests_.back();
     free_dests_.pop_back();
@@ -98,7 +98,7 @@ Status Scheduler::RemoveDestination(DestinationId id) {
     scopes_.Release(dest.scopes[i]);
   }
   dest.live = false;
-  dest.head_id = std::string();
+  ClearHeadId(id.value);
   held_.erase(id.value);
   disabled_reasons_.erase(id.value);
   discord_.erase(id.value);
@@ -119,9 +119,14 @@ Status Scheduler::Offer(DestinationId id, WorkItem&& item) {
   if (dest.has_head && item.sequence >= dest.head_sequence) {
     return Status::AlreadyExists("destination already holds an earlier head");
   }
-  dest.head_id = std::move(item.id);
+  ClearHeadId(id.value);
+  const IdForm form = PackedId::Pack(item.id, dest.head_id);
+  dest.head_form = static_cast<uint8_t>(form);
+  if (form == IdForm::kLong) {
+    long_ids_[id.value] = std::move(item.id);
+  }
   dest.head_sequence = item.sequence;
-  dest.head_cost = item.cost;
+  dest.head_cost = static_cast<uint32_t>(item.cost);
   dest.head_ordering = OrderingHash(item.ordering_key);
   dest.head_not_before_ns = ToNanos(item.not_before);
   dest.head_wait_reason = item.wait_reason;
@@ -144,7 +149,7 @@ Status Scheduler::Withdraw(DestinationId id) {
   }
   ReleaseOrdering(id.value, dest.head_sequence, false);
   dest.has_head = false;
-  dest.head_id = std::string();
+  ClearHeadId(id.value);
   if (dest.state == State::kTimer || dest.state == State::kBlocked ||
       dest.state == State::kDisabled) {
     ++dest.generation;
@@ -234,7 +239,7 @@ void Scheduler::ReleaseScopeWaiters(uint32_t scope, int64_t now_ns) {
     return;
   }
   int64_t release = 1;
-  Result<MeterView> view = store_.Inspect(slot.key, slot.params, FromNanos(now_ns));
+  Result<MeterView> view = store_.Inspect(slot.key, scopes_.params(scope), FromNanos(now_ns));
   if (view.has_value() && view->park != ParkKind::kNone) {
     ArmScope(scope, ToNanos(view->parked_until));
     return;
@@ -249,7 +254,7 @@ void Scheduler::ReleaseScopeWaiters(uint32_t scope, int64_t now_ns) {
   slot.wait_head = fifo.head;
   slot.wait_tail = fifo.tail;
   if (fifo.head != kNil) {
-    ArmScope(scope, now_ns + slot.params.interval_ns);
+    ArmScope(scope, now_ns + scopes_.params(scope).interval_ns);
   }
 }
 
@@ -368,8 +373,8 @@ bool Scheduler::Evaluate(uint32_t d, int64_t now_ns, Decision& decision) {
   }
   std::array<Charge, kMaxScopes> charges;
   for (uint8_t i = 0; i < dest.scope_count; ++i) {
-    const ScopeTable::Slot& slot = scopes_.at(dest.scopes[i]);
-    charges[i] = Charge{slot.key, slot.params, dest.head_cost};
+    const uint32_t scope = dest.scopes[i];
+    charges[i] = Charge{scopes_.at(scope).key, scopes_.params(scope), dest.head_cost};
   }
   Result<TakeResult> taken =
       store_.TakeAll(std::span<const Charge>(charges.data(), dest.scope_count), FromNanos(now_ns));
@@ -409,7 +414,7 @@ void Scheduler::Deny(uint32_t d, const TakeResult& result, int64_t now_ns) {
   } else if (result.park == ParkKind::kRemainingZero) {
     reason = DeferReason::kRemainingZero;
   }
-  dest.reason_budget = slot.name;
+  dest.reason_budget = scopes_.name(scope);
   const int64_t at_ns = now_ns + std::max<int64_t>(1, result.retry_after.count());
   if (slot.refs <= 1) {
     ArmTimer(d, at_ns, reason);
@@ -441,10 +446,25 @@ void Scheduler::DispatchHead(uint32_t d, Decision& decision) {
   }
   decision.kind = Decision::Kind::kDispatch;
   decision.destination = DestinationId{d};
-  decision.delivery_id = std::move(dest.head_id);
+  if (static_cast<IdForm>(dest.head_form) == IdForm::kLong) {
+    auto it = long_ids_.find(d);
+    decision.delivery_id = std::move(it->second);
+    long_ids_.erase(it);
+  } else {
+    decision.delivery_id = dest.head_id.Unpack(static_cast<IdForm>(dest.head_form));
+  }
+  dest.head_form = static_cast<uint8_t>(IdForm::kNone);
   decision.sequence = dest.head_sequence;
   dest.has_head = false;
   dest.reason = DeferReason::kNone;
+}
+
+void Scheduler::ClearHeadId(uint32_t d) {
+  Dest& dest = dests_[d];
+  if (static_cast<IdForm>(dest.head_form) == IdForm::kLong) {
+    long_ids_.erase(d);
+  }
+  dest.head_form = static_cast<uint8_t>(IdForm::kNone);
 }
 
 void Scheduler::RekeyDiscord(uint32_t d) {
@@ -458,14 +478,15 @@ void Scheduler::RekeyDiscord(uint32_t d) {
   const ScopeKey leaf = DiscordLeafKey(base, it->second.major);
   Dest& dest = dests_[d];
   const uint32_t old_scope = dest.scopes[dest.leaf_index];
-  const ScopeTable::Slot old_slot = scopes_.at(old_scope);
-  if (old_slot.key == leaf) {
+  if (scopes_.at(old_scope).key == leaf) {
     return;
   }
+  const Budget old_budget = scopes_.budget(old_scope);
+  const bool old_learned = scopes_.learned(old_scope);
   const uint32_t new_scope =
-      scopes_.Acquire(leaf, BudgetName::kDiscordRoute, dest.tenant, old_slot.budget);
-  if (old_slot.learned && !scopes_.at(new_scope).learned) {
-    scopes_.SetBudget(new_scope, old_slot.budget, true);
+      scopes_.Acquire(leaf, BudgetName::kDiscordRoute, dest.tenant, old_budget);
+  if (old_learned && !scopes_.learned(new_scope)) {
+    scopes_.SetBudget(new_scope, old_budget, true);
   }
   scopes_.Release(old_scope);
   dest.scopes[dest.leaf_index] = new_scope;
@@ -520,7 +541,7 @@ Status Scheduler::Observe(DestinationId id, const RateLimitObservation& observat
   }
   if (observation.limit.has_value() && *observation.limit > 0) {
     const uint32_t leaf = dest.scopes[dest.leaf_index];
-    Budget learned = scopes_.at(leaf).budget;
+    Budget learned = scopes_.budget(leaf);
     learned.limit = *observation.limit;
     learned.burst = 1;
     if (observation.window.has_value() && observation.window->count() > 0) {
@@ -623,10 +644,10 @@ Status Scheduler::SetTenantBudgets(const std::string& tenant,
     return status;
   }
   const uint32_t t = TenantIndex(tenant);
-  std::vector<ScopeTable::Slot>& slots = scopes_.slots();
-  for (uint32_t i = 0; i < slots.size(); ++i) {
-    if (slots[i].refs > 0 && slots[i].tenant == t && !slots[i].learned) {
-      scopes_.SetBudget(i, budgets_.Effective(tenant, slots[i].name), false);
+  for (uint32_t i = 0; i < scopes_.slot_limit(); ++i) {
+    const ScopeTable::Slot& slot = scopes_.at(i);
+    if (slot.refs > 0 && slot.tenant == t && slot.learned == 0) {
+      scopes_.SetBudget(i, budgets_.Effective(tenant, scopes_.name(i)), false);
     }
   }
   return Status::Ok();
@@ -683,9 +704,8 @@ Result<Budget> Scheduler::EffectiveBudget(DestinationId id, BudgetName budget) c
   }
   const Dest& dest = **found;
   for (uint8_t i = 0; i < dest.scope_count; ++i) {
-    const ScopeTable::Slot& slot = scopes_.at(dest.scopes[i]);
-    if (slot.name == budget) {
-      return slot.budget;
+    if (scopes_.name(dest.scopes[i]) == budget) {
+      return scopes_.budget(dest.scopes[i]);
     }
   }
   return Status::NotFound(std::string(BudgetNameString(budget)) + " is not on the path");

@@ -11,9 +11,11 @@
 
 #include "dispatcher/budget_store.h"
 #include "dispatcher/budget_table.h"
+#include "dispatcher/chunked_vector.h"
 #include "dispatcher/clock.h"
 #include "dispatcher/defer_reason.h"
 #include "dispatcher/delivery_outcome.h"
+#include "dispatcher/packed_id.h"
 #include "dispatcher/random.h"
 #include "dispatcher/rate_limit_observation.h"
 #include "dispatcher/result.h"
@@ -134,6 +136,11 @@ class Scheduler {
                           const std::vector<std::pair<BudgetName, Budget>>& overrides);
   // The tenant's share in deficit round robin. Default: 1. kInvalidArgument for 0.
   Status SetTenantWeight(const std::string& tenant, uint32_t weight);
+  // Replaces the deployment default of one budget (from the config); call before any
+  // destination is added. kInvalidArgument for a non-positive field.
+  Status SetDefaultBudget(BudgetName name, const Budget& budget) {
+    return budgets_.SetDefault(name, budget);
+  }
 
   Result<DestinationView> Inspect(DestinationId id) const;
   // The effective budget of scope `budget` on the destination's path; kNotFound if not on it.
@@ -155,17 +162,20 @@ class Scheduler {
     kDisabled,   // waits for Enable()
   };
 
+  // 88 bytes: this and its heap entry are most of what an idle destination costs.
   struct Dest {
-    std::string head_id;
+    PackedId head_id;  // the text is in long_ids_ when head_form is kLong
     uint64_t head_sequence = 0;
-    int64_t head_cost = 1;
-    uint64_t head_ordering = 0;  // hash of the ordering key, 0 for none
     int64_t head_not_before_ns = 0;
-    int64_t until_ns = 0;  // while kTimer: the wake-up
+    int64_t until_ns = 0;  // while kTimer or kScopeWait: the wake-up
     std::array<uint32_t, kMaxScopes> scopes{};
     uint32_t tenant = 0;
     uint32_t generation = 0;
     uint32_t link = ScopeTable::kNil;  // next in whichever FIFO holds it
+    uint32_t head_cost = 1;
+    // 32-bit hash of the ordering key, 0 for none. Two keys of one destination that collide
+    // are serialized together: stricter, never looser.
+    uint32_t head_ordering = 0;
     uint16_t in_flight = 0;
     uint8_t scope_count = 0;
     uint8_t credential_index = 0;
@@ -176,10 +186,12 @@ class Scheduler {
     DeferReason reason = DeferReason::kNone;
     DeferReason head_wait_reason = DeferReason::kScheduled;
     BudgetName reason_budget = BudgetName::kTenantEgress;
-    bool has_head = false;
-    bool disabled = false;
-    bool live = false;
+    uint8_t head_form : 2 = 0;  // IdForm
+    bool has_head : 1 = false;
+    bool disabled : 1 = false;
+    bool live : 1 = false;
   };
+  static_assert(sizeof(Dest) <= 88);
 
   struct Fifo {
     uint32_t head = ScopeTable::kNil;
@@ -199,7 +211,7 @@ class Scheduler {
 
   // Ordering keys of one destination held by a delivery in flight or awaiting its retry.
   struct HeldKey {
-    uint64_t ordering = 0;
+    uint32_t ordering = 0;
     uint64_t sequence = 0;
     bool retrying = false;
   };
@@ -235,6 +247,7 @@ class Scheduler {
   bool OrderingHeld(uint32_t d) const;
   void Deny(uint32_t d, const TakeResult& result, int64_t now_ns);
   void DispatchHead(uint32_t d, Decision& decision);
+  void ClearHeadId(uint32_t d);
   void RekeyDiscord(uint32_t d);
   void ReleaseOrdering(uint32_t d, uint64_t sequence, bool retrying);
   void ParkScope(const Dest& dest, uint8_t index, Millis wait, ParkKind kind);
@@ -247,7 +260,7 @@ class Scheduler {
   BudgetTable budgets_;
   ScopeTable scopes_;
   TimerHeap timers_;
-  std::vector<Dest> dests_;
+  ChunkedVector<Dest> dests_;
   std::vector<uint32_t> free_dests_;
   size_t live_count_ = 0;
   std::vector<Tenant> tenants_;
@@ -256,6 +269,7 @@ class Scheduler {
   std::array<int, kPlatformCount> platform_in_flight_{};
   std::unordered_map<uint32_t, std::vector<HeldKey>> held_;
   std::unordered_map<uint32_t, std::string> disabled_reasons_;
+  std::unordered_map<uint32_t, std::string> long_ids_;  // heads whose id packs in no other form
   std::unordered_map<uint32_t, DiscordKeys> discord_;
   std::unordered_map<ScopeKey, ScopeKey> discord_buckets_;  // route hash → bucket hash
   uint64_t discord_epoch_ = 0;
