@@ -1,9 +1,11 @@
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
 #include "dispatcher/budget.h"
+#include "dispatcher/check.h"
 #include "dispatcher/clock.h"
 
 namespace egress::dispatcher {
@@ -37,7 +39,32 @@ struct GcraDecision {
 // stored theoretical arrival time (0 for a fresh key), `now_ns` the current steady time. Never
 // sleeps; the caller stores `tat_ns` of the result. A cost above `params.depth` is allowed only
 // through an empty meter. `cost` must be in [1, 1'000'000].
-GcraDecision GcraEvaluate(int64_t tat_ns, const GcraParams& params, int64_t cost, int64_t now_ns);
+// Inline: it runs once per scope of every scheduling decision.
+inline GcraDecision GcraEvaluate(int64_t tat_ns, const GcraParams& params, int64_t cost,
+                                 int64_t now_ns) {
+  EGRESS_CHECK(cost >= 1 && cost <= 1'000'000);
+  const int64_t interval = params.interval_ns;
+  const int64_t depth = std::max(params.depth, cost);
+  const int64_t base = std::max(tat_ns, now_ns);
+  const int64_t new_tat = base + cost * interval;
+  const int64_t allow_at = new_tat - depth * interval;
+  GcraDecision decision;
+  if (now_ns < allow_at) {
+    decision.allowed = false;
+    decision.retry_after = Nanos(allow_at - now_ns);
+    decision.reset_after = Nanos(base - now_ns);
+    decision.remaining = (now_ns - (base - params.depth * interval)) / interval;
+    decision.remaining = std::max<int64_t>(0, decision.remaining);
+    decision.tat_ns = tat_ns;
+    return decision;
+  }
+  decision.allowed = true;
+  decision.remaining = (now_ns - (new_tat - params.depth * interval)) / interval;
+  decision.remaining = std::max<int64_t>(0, decision.remaining);
+  decision.reset_after = Nanos(new_tat - now_ns);
+  decision.tat_ns = new_tat;
+  return decision;
+}
 
 // Nanoseconds since the steady clock's epoch, the unit meters store.
 inline int64_t ToNanos(SteadyTime t) {

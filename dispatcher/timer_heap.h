@@ -6,7 +6,7 @@
 
 namespace egress::dispatcher {
 
-// A binary min-heap of (time, id, generation) wake-ups, O(log n) per push and pop. Entries are
+// A 4-ary min-heap of (time, id, generation) wake-ups, O(log n) per push and pop. Entries are
 // never removed early: the owner bumps its generation and drops stale entries when they surface.
 // Not thread-safe: all methods run on the dispatcher loop.
 class TimerHeap {
