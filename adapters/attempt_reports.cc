@@ -1,0 +1,173 @@
+#include "adapters/attempt_reports.h"
+
+#include <algorithm>
+
+namespace egress::adapters {
+namespace {
+
+using dispatcher::RateLimitScope;
+using dispatcher::TransportResult;
+
+constexpr size_t kMaxHeadersKept = 32;
+constexpr size_t kMaxHeaderValue = 256;
+// CheckDestination's wording for a refused address (ssrf_guard.cc).
+constexpr std::string_view kSsrfRefusalPrefix = "refusing ";
+
+bool StartsWithIgnoreCase(std::string_view text, std::string_view prefix) {
+  return text.size() >= prefix.size() && EqualsIgnoreCase(text.substr(0, prefix.size()), prefix);
+}
+
+std::string Lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) {
+    return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  });
+  return out;
+}
+
+RateLimitScope ScopeOf(std::optional<RateLimitHeaders::Scope> scope) {
+  if (!scope.has_value()) {
+    return RateLimitScope::kUnknown;
+  }
+  switch (*scope) {
+    case RateLimitHeaders::Scope::kUser:
+      return RateLimitScope::kUser;
+    case RateLimitHeaders::Scope::kGlobal:
+      return RateLimitScope::kGlobal;
+    case RateLimitHeaders::Scope::kShared:
+      return RateLimitScope::kShared;
+  }
+  return RateLimitScope::kUnknown;
+}
+
+}  // namespace
+
+AttemptReport ReportTransportError(const Status& error, WallTime received_at) {
+  AttemptReport report;
+  report.attempt.at_ms = ToUnixMillis(received_at);
+  report.attempt.detail = Printable(error.ToString(), 300);
+  switch (error.code()) {
+    case Status::Code::kTimedOut:
+      report.outcome.transport = TransportResult::kTimeout;
+      break;
+    case Status::Code::kCancelled:
+      report.outcome.transport = TransportResult::kCancelled;
+      break;
+    case Status::Code::kRejected:
+      report.outcome.transport = TransportResult::kConnectError;
+      MarkPermanent(report, StartsWithIgnoreCase(error.message(), kSsrfRefusalPrefix)
+                                ? "ssrf_refused"
+                                : "tls_rejected");
+      break;
+    case Status::Code::kInvalidArgument:
+      report.outcome.transport = TransportResult::kConnectError;
+      MarkPermanent(report, "invalid_url");
+      break;
+    default:
+      report.outcome.transport = TransportResult::kConnectError;
+      break;
+  }
+  return report;
+}
+
+AttemptReport ReportResponse(const HttpResponse& response, WallTime received_at,
+                             RateLimitHeaders* parsed) {
+  AttemptReport report;
+  const int status = response.status;
+  report.outcome.transport = TransportResult::kResponse;
+  report.outcome.http_status = status;
+  const Millis elapsed = std::max(Millis(0), response.elapsed);
+  report.attempt.at_ms = ToUnixMillis(received_at) - elapsed.count();
+  report.attempt.duration_ms = elapsed.count();
+  report.attempt.http_status = status;
+  report.attempt.rate_limit_headers = RateLimitHeadersSeen(response.headers);
+  if (response.body_truncated) {
+    report.attempt.detail = "response body truncated";
+  }
+  RateLimitHeaders headers = ParseRateLimitHeaders(response.headers, status, received_at);
+  report.observation = ObservationFrom(headers);
+  if ((status == 429 || status >= 500) && headers.retry_after.has_value()) {
+    report.outcome.retry_after = headers.retry_after;
+    report.observation.retry_after = headers.retry_after;
+  }
+  if (parsed != nullptr) {
+    *parsed = std::move(headers);
+  }
+  return report;
+}
+
+dispatcher::RateLimitObservation ObservationFrom(const RateLimitHeaders& headers) {
+  dispatcher::RateLimitObservation obs;
+  obs.limit = headers.limit;
+  if (headers.policy_window.has_value() && headers.policy_quota.has_value() &&
+      headers.limit == headers.policy_quota) {
+    obs.window = std::chrono::duration_cast<Millis>(*headers.policy_window);
+  }
+  obs.remaining = headers.remaining;
+  if (headers.reset_after.has_value()) {
+    obs.reset_after = headers.reset_after;
+  } else if (headers.reset_at.has_value()) {
+    Millis delta = std::chrono::duration_cast<Millis>(*headers.reset_at - headers.received_at);
+    obs.reset_after = std::clamp(delta, Millis(0), Millis(kMaxRateLimitWait));
+  }
+  obs.global = headers.global;
+  obs.scope = ScopeOf(headers.scope);
+  obs.bucket = headers.bucket.value_or("");
+  return obs;
+}
+
+bool IsRateLimitHeaderName(std::string_view name) {
+  return EqualsIgnoreCase(name, "retry-after") || StartsWithIgnoreCase(name, "x-ratelimit-") ||
+         StartsWithIgnoreCase(name, "ratelimit") || StartsWithIgnoreCase(name, "x-line-");
+}
+
+std::vector<std::pair<std::string, std::string>> RateLimitHeadersSeen(const HttpHeaders& headers) {
+  std::vector<std::pair<std::string, std::string>> seen;
+  for (const HttpHeader& h : headers) {
+    if (seen.size() >= kMaxHeadersKept) {
+      break;
+    }
+    if (IsRateLimitHeaderName(h.name)) {
+      seen.emplace_back(Lower(h.name), Printable(TrimOws(h.value), kMaxHeaderValue));
+    }
+  }
+  return seen;
+}
+
+std::optional<std::string_view> FindHeader(const HttpHeaders& headers, std::string_view name) {
+  for (const HttpHeader& h : headers) {
+    if (EqualsIgnoreCase(h.name, name)) {
+      return TrimOws(h.value);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string Printable(std::string_view text, size_t max_bytes) {
+  std::string out(text.substr(0, max_bytes));
+  for (char& c : out) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f) {
+      c = '?';
+    }
+  }
+  return out;
+}
+
+void MarkThrottled(AttemptReport& report, std::optional<Millis> wait, std::string platform_error) {
+  report.outcome.throttled = true;
+  report.outcome.retry_after = wait;
+  report.observation.retry_after = wait;
+  report.outcome.platform_error = platform_error;
+  report.attempt.platform_error = std::move(platform_error);
+}
+
+void MarkPermanent(AttemptReport& report, std::string platform_error) {
+  report.outcome.permanent = true;
+  report.outcome.platform_error = platform_error;
+  report.attempt.platform_error = std::move(platform_error);
+}
+
+std::string HttpErrorCode(int status) { return "http_" + std::to_string(status); }
+
+}  // namespace egress::adapters

@@ -1,0 +1,39 @@
+#pragma once
+
+// nlohmann::json helpers for the adapters' .cc files only; keep this header out of other headers
+// (STYLE.md 2.3). Nothing here throws: parsing uses json::parse(text, nullptr, false).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "dispatcher/result.h"
+
+namespace egress::adapters {
+
+// `text` parsed as a JSON object. InvalidArgument "<what> is not a JSON object" otherwise.
+Result<nlohmann::json> ParseJsonObject(std::string_view text, std::string_view what);
+
+// `text` parsed as JSON of any kind, or nullopt for garbage (a platform's response body).
+std::optional<nlohmann::json> ParseJsonLenient(std::string_view text);
+
+// The field `key` of `object` when it is a string (nullopt when absent, of another type, or
+// `object` is not an object).
+std::optional<std::string> StringField(const nlohmann::json& object, std::string_view key);
+
+// The field `key` when it is a number (integer or float).
+std::optional<double> NumberField(const nlohmann::json& object, std::string_view key);
+
+// The field `key` when it is an integer.
+std::optional<int64_t> IntegerField(const nlohmann::json& object, std::string_view key);
+
+// The field `key` when it is a boolean.
+std::optional<bool> BoolField(const nlohmann::json& object, std::string_view key);
+
+// `object` serialised compactly. Invalid UTF-8 in strings is replaced, never thrown.
+std::string DumpJson(const nlohmann::json& object);
+
+}  // namespace egress::adapters
