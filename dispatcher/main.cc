@@ -1,17 +1,18 @@
-// The relay-egress binary. Today: `serve` opens the durable store (recovering in-flight work)
-// and reports what it holds; `stats` prints counts by state. The HTTP intake, the dispatcher
-// loop and the operator CLI are built in later steps (see docs/architecture.md).
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
+// The relay-egress binary: `serve` runs the worker service (docs/architecture.md); `stats`
+// prints the store's counts by state without a running service.
 
 #include <cstdio>
 #include <string>
 #include <utility>
 
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "config/config_mapping.h"
 #include "config/listen_address.h"
 #include "config/load_config.h"
 #include "dispatcher/clock.h"
+#include "dispatcher/service/serve.h"
 #include "storage/rocks_queue_store.h"
 
 namespace {
@@ -60,7 +61,7 @@ void PrintCounts(const egress::storage::StateCounts& counts) {
   }
 }
 
-int OpenAndReport(const std::string& data_dir, bool serve) {
+int PrintStats(const std::string& data_dir) {
   egress::SystemClock clock;
   auto store = egress::storage::OpenRocksQueueStore({.path = data_dir},
                                                     egress::ToUnixMillis(clock.WallNow()));
@@ -73,26 +74,48 @@ int OpenAndReport(const std::string& data_dir, bool serve) {
     std::fprintf(stderr, "relay-egress: %s\n", counts.error().ToString().c_str());
     return kExitUnavailable;
   }
-  fmt::print("store {} (in-flight work recovered):\n", data_dir);
+  fmt::print("store {}:\n", data_dir);
   PrintCounts(*counts);
-  if (serve) {
-    fmt::print(
-        "relay-egress: the durable store is ready; HTTP intake and dispatch are not built yet "
-        "(see docs/architecture.md), so serve stops here.\n");
-  }
   return (*store)->Close().ok() ? kExitOk : kExitUnavailable;
+}
+
+// Builds every part's options from the loaded config.
+egress::service::ServiceOptions ToServiceOptions(const egress::config::Config& c) {
+  namespace config = egress::config;
+  egress::service::ServiceOptions o;
+  o.http.listen = c.server.listen;
+  o.admin_token = c.server.admin_token;
+  o.store = config::ToStoreOptions(c);
+  o.scheduler = config::ToSchedulerOptions(c);
+  for (int i = 0; i < egress::dispatcher::kBudgetNameCount; ++i) {
+    const auto name = static_cast<egress::dispatcher::BudgetName>(i);
+    o.budget_defaults.emplace_back(name, c.budget(name));
+  }
+  o.endpoints = config::ToPlatformEndpoints(c);
+  o.transport = config::ToTransportOptions(c);
+  o.intake.max_payload_bytes = c.server.max_payload_bytes;
+  o.intake.max_batch_items = c.server.batch_max_items;
+  o.backlog_watermark = c.server.tenant_backlog_watermark;
+  for (const auto& [tenant, t] : c.tenants) {
+    o.tenant_weights.emplace_back(tenant, t.weight);
+    for (const auto& [name, credential] : t.credentials) {
+      o.credentials.emplace_back(tenant, credential);
+    }
+  }
+  return o;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"relay-egress: durable, rate-limit-aware delivery to Slack, Discord, LINE and webhooks"};
+  CLI::App app{
+      "relay-egress: durable, rate-limit-aware delivery to Slack, Discord, LINE and webhooks"};
   app.require_subcommand(1);
   ConfigFlags flags;
   bool check_config = false;
   auto* serve = app.add_subcommand("serve", "Run the worker service");
   auto* serve_config = serve->add_option("--config", flags.config_path, "TOML config file")
-                            ->check(CLI::ExistingFile);
+                           ->check(CLI::ExistingFile);
   serve->add_option("--profiles-dir", flags.profiles_dir,
                     "Platform profiles (default: profiles/ next to the config file)");
   serve->add_option("--listen", flags.listen, "host:port (overrides server.listen)");
@@ -119,5 +142,8 @@ int main(int argc, char** argv) {
     fmt::print("{}: OK\n", flags.config_path);
     return kExitOk;
   }
-  return OpenAndReport(config->server.data_dir, serve->parsed());
+  if (serve->parsed()) {
+    return egress::service::RunService(ToServiceOptions(*config));
+  }
+  return PrintStats(config->server.data_dir);
 }

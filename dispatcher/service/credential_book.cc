@@ -1,0 +1,21 @@
+#include "dispatcher/service/credential_book.h"
+
+namespace egress::service {
+
+void CredentialBook::Put(const std::string& tenant, adapters::Credential credential) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string name = credential.name;
+  credentials_[{tenant, std::move(name)}] = std::move(credential);
+}
+
+std::optional<adapters::Credential> CredentialBook::Find(const std::string& tenant,
+                                                         const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = credentials_.find({tenant, name});
+  if (it == credentials_.end()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+}  // namespace egress::service

@@ -1,0 +1,442 @@
+#include "dispatcher/service/delivery_loop.h"
+
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+
+#include "storage/delivery_id.h"
+
+namespace egress::service {
+namespace {
+
+namespace asio = boost::asio;
+using dispatcher::Decision;
+using dispatcher::Verdict;
+using dispatcher::VerdictKind;
+using storage::Delivery;
+using storage::DeliveryState;
+
+std::optional<dispatcher::Platform> PlatformOf(std::string_view name) {
+  for (auto p : {dispatcher::Platform::kSlack, dispatcher::Platform::kDiscord,
+                 dispatcher::Platform::kLine, dispatcher::Platform::kWebhook}) {
+    if (dispatcher::PlatformString(p) == name) {
+      return p;
+    }
+  }
+  return std::nullopt;
+}
+
+constexpr size_t kDestinationPage = 1000;
+
+}  // namespace
+
+DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::thread_pool& storage,
+                           storage::QueueStore& store, dispatcher::Scheduler& scheduler,
+                           adapters::HttpTransport& transport, AdapterLookup adapters,
+                           const CredentialBook& credentials, const Clock& clock, Metrics& metrics)
+    : io_(io),
+      storage_(storage),
+      store_(store),
+      scheduler_(scheduler),
+      transport_(transport),
+      adapters_(std::move(adapters)),
+      credentials_(credentials),
+      clock_(clock),
+      metrics_(metrics),
+      timer_(io),
+      alive_(std::make_shared<bool>(true)) {}
+
+void DeliveryLoop::Start() {
+  // Page through the destinations with work on the storage pool, registering each on the loop.
+  auto page = std::make_shared<std::function<void(std::string)>>();
+  *page = [this, alive = alive_, page](std::string after) {
+    asio::post(storage_, [this, alive, page, after] {
+      auto keys = store_.ListDestinations(after, kDestinationPage);
+      asio::post(io_, [this, alive, page, keys = std::move(keys)] {
+        if (!*alive || !keys || keys->empty()) {
+          return;
+        }
+        for (const std::string& key : *keys) {
+          if (Dest* dest = Ensure(key)) {
+            Fetch(*dest);
+          }
+        }
+        if (keys->size() == kDestinationPage) {
+          (*page)(keys->back());
+        }
+      });
+    });
+  };
+  (*page)("");
+}
+
+DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
+  if (auto it = dests_.find(key); it != dests_.end()) {
+    return &it->second;
+  }
+  storage::DestinationParts parts;
+  std::optional<dispatcher::Platform> platform;
+  if (!storage::SplitDestinationKey(key, parts) || !(platform = PlatformOf(parts.platform))) {
+    return nullptr;  // intake validates platforms; an old record of a removed one waits
+  }
+  auto id = scheduler_.AddDestination({.tenant = parts.tenant,
+                                       .platform = *platform,
+                                       .credential = parts.tenant + "/" + parts.credential,
+                                       .target = parts.destination});
+  if (!id) {
+    return nullptr;
+  }
+  Dest& dest = dests_[key];
+  dest.id = *id;
+  dest.key = key;
+  keys_by_id_[id->value] = key;
+  metrics_.Set("relay_egress_destinations", {}, static_cast<double>(dests_.size()));
+  return &dest;
+}
+
+void DeliveryLoop::Notify(const Delivery& d) {
+  Dest* dest = Ensure(storage::DestinationKeyOf(d));
+  if (dest == nullptr) {
+    return;
+  }
+  if (dest->fetching) {
+    dest->dirty = true;
+  } else if (!dest->has_head || d.id < dest->head_id) {
+    Fetch(*dest);
+  }
+}
+
+void DeliveryLoop::Fetch(Dest& dest) {
+  if (dest.fetching) {
+    dest.dirty = true;
+    return;
+  }
+  dest.fetching = true;
+  dest.dirty = false;
+  // The head is the first delivery not in flight; read past the ones that are.
+  const size_t limit = 1 + std::count_if(in_flight_.begin(), in_flight_.end(), [&](const auto& kv) {
+                         return kv.second.dest_key == dest.key;
+                       });
+  asio::post(storage_, [this, alive = alive_, key = dest.key, limit] {
+    auto work = store_.PendingFor(key, "", limit);
+    asio::post(io_, [this, alive, key, work = std::move(work)]() mutable {
+      if (*alive) {
+        OnFetched(key, std::move(work));
+      }
+    });
+  });
+}
+
+void DeliveryLoop::OnFetched(const std::string& key, Result<storage::DestinationWork> work) {
+  auto it = dests_.find(key);
+  if (it == dests_.end()) {
+    return;
+  }
+  Dest& dest = it->second;
+  dest.fetching = false;
+  if (work) {
+    for (const Delivery& d : work->deliveries) {
+      if (d.state != DeliveryState::kInFlight && in_flight_.count(d.id) == 0) {
+        OfferHead(dest, d);
+        break;
+      }
+    }
+  }
+  if (dest.dirty || !work) {
+    Fetch(dest);  // TODO(egress): back off when the store keeps failing
+  }
+  SchedulePump();
+}
+
+void DeliveryLoop::OfferHead(Dest& dest, const Delivery& d) {
+  if (dest.has_head && dest.head_id <= d.id) {
+    return;
+  }
+  dispatcher::WorkItem item;
+  item.id = d.id;
+  item.sequence = storage::DeliveryIdSequence(d.id);
+  item.cost = d.cost;
+  item.ordering_key = d.ordering_key;
+  const int64_t wait_ms = d.next_attempt_ms - WallMs();
+  item.not_before = clock_.Now() + Millis(std::max<int64_t>(0, wait_ms));
+  if (d.state == DeliveryState::kDeferred) {
+    item.wait_reason = d.reason.starts_with("backoff") ? dispatcher::DeferReason::kBackoff
+                                                       : dispatcher::DeferReason::kRetryAfter;
+  }
+  if (scheduler_.Offer(dest.id, std::move(item)).ok()) {
+    dest.has_head = true;
+    dest.head_id = d.id;
+  }
+}
+
+void DeliveryLoop::SchedulePump() {
+  if (pump_scheduled_ || draining_) {
+    return;
+  }
+  pump_scheduled_ = true;
+  asio::post(io_, [this, alive = alive_] {
+    if (*alive) {
+      pump_scheduled_ = false;
+      Pump();
+    }
+  });
+}
+
+void DeliveryLoop::Pump() {
+  while (!draining_) {
+    Decision decision = scheduler_.Next();
+    if (decision.kind == Decision::Kind::kDispatch) {
+      Dispatch(decision);
+      continue;
+    }
+    if (decision.kind == Decision::Kind::kWait) {
+      timer_.expires_at(decision.wake_at);
+      timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+        if (!ec && *alive) {
+          Pump();
+        }
+      });
+    } else {
+      timer_.cancel();
+    }
+    return;
+  }
+}
+
+void DeliveryLoop::Dispatch(const Decision& decision) {
+  auto key_it = keys_by_id_.find(decision.destination.value);
+  if (key_it == keys_by_id_.end()) {
+    return;
+  }
+  const std::string key = key_it->second;
+  Dest& dest = dests_.at(key);
+  dest.has_head = false;
+  dest.head_id.clear();
+  in_flight_[decision.delivery_id] = {key, decision.sequence};
+  const uint64_t sequence = decision.sequence;
+  const std::string id = decision.delivery_id;
+  const int64_t now_ms = WallMs();
+  asio::post(storage_, [this, alive = alive_, key, id, sequence, now_ms] {
+    storage::StateChange lease{.to = DeliveryState::kInFlight, .at_ms = now_ms};
+    auto leased = store_.Get(id);
+    if (leased && storage::IsWaiting(leased->state)) {
+      lease.expect = leased->state;
+      leased = store_.Apply(id, lease);
+    } else if (leased) {
+      leased = Status::FailedPrecondition(
+          fmt::format("delivery {} is {}", id, storage::StateName(leased->state)));
+    }
+    asio::post(io_, [this, alive, key, id, sequence, leased = std::move(leased)]() mutable {
+      if (!*alive) {
+        return;
+      }
+      if (auto it = dests_.find(key); it != dests_.end()) {
+        Fetch(it->second);  // the next head, now that this one is leased
+      }
+      if (!leased) {
+        // Cancelled or changed meanwhile: release the scheduler's slot, nothing to persist.
+        in_flight_.erase(id);
+        dispatcher::DeliveryOutcome aborted{.transport = dispatcher::TransportResult::kCancelled};
+        scheduler_.OnOutcome(dests_.at(key).id, sequence, aborted, {}).status().IgnoreError();
+        SchedulePump();
+        CheckDrained();
+        return;
+      }
+      Send(key, sequence, std::move(*leased));
+    });
+  });
+}
+
+void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
+  auto adapter = adapters_(d.platform);
+  auto credential = credentials_.Find(d.tenant, d.credential);
+  Result<adapters::HttpRequest> request = Status::NotFound("no adapter");
+  if (!adapter) {
+    request = adapter.error();
+  } else if (!credential) {
+    request = Status::NotFound(
+        fmt::format("credential {} of tenant {} is not registered", d.credential, d.tenant));
+  } else {
+    request = (*adapter)->BuildRequest(d, *credential, clock_.WallNow());
+  }
+  if (!request) {
+    // The delivery cannot be sent as it is: dead, with the reason, nothing sent.
+    Verdict dead{.kind = VerdictKind::kDead,
+                 .dead_reason = "unsendable: " + request.error().message()};
+    dispatcher::DeliveryOutcome outcome{.permanent = true, .platform_error = "unsendable"};
+    scheduler_.OnOutcome(dests_.at(key).id, sequence, outcome, {}).status().IgnoreError();
+    Finish(key, sequence, d, dead, std::nullopt);
+    return;
+  }
+  const adapters::PlatformAdapter* a = *adapter;
+  transport_.Send(std::move(*request), [this, alive = alive_, key, sequence, d = std::move(d),
+                                        a](Result<adapters::HttpResponse> r) mutable {
+    if (*alive) {
+      OnResponse(key, sequence, d, *a, std::move(r));
+    }
+  });
+}
+
+void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const Delivery& d,
+                              const adapters::PlatformAdapter& adapter,
+                              Result<adapters::HttpResponse> r) {
+  adapters::AttemptReport report = adapter.Interpret(d, r, clock_.WallNow());
+  Dest& dest = dests_.at(key);
+  scheduler_.Observe(dest.id, report.observation).IgnoreError();  // bad observations are dropped
+  dest.last_headers = report.attempt.rate_limit_headers;
+  dest.last_response_ms = report.attempt.at_ms;
+  const dispatcher::AttemptInfo info{static_cast<int>(d.attempts), FromUnixMillis(d.created_ms)};
+  Result<Verdict> verdict = scheduler_.OnOutcome(dest.id, sequence, report.outcome, info);
+  // A destination (or credential) that can never work as configured is disabled; its
+  // deliveries wait, deferred with the reason, for an operator to fix and re-enable it.
+  std::optional<std::string> disabled = report.disable_destination;
+  if (report.invalidate_credential) {
+    disabled = "credential_invalid: " + *report.invalidate_credential;
+  }
+  if (disabled) {
+    scheduler_.Disable(dest.id, *disabled).IgnoreError();
+    if (verdict) {
+      verdict->kind = VerdictKind::kDefer;
+      verdict->consumes_attempt = false;
+      verdict->next_attempt = clock_.Now();
+      verdict->deferral = {.reason = dispatcher::DeferReason::kDestinationDisabled,
+                           .detail = *disabled};
+    }
+  }
+  const std::string platform = d.platform;
+  if (report.outcome.http_status == 429) {
+    metrics_.Inc("relay_egress_platform_429_total", {{"platform", platform}});
+  }
+  if (report.observation.remaining) {
+    metrics_.Set("relay_egress_platform_remaining", {{"destination", key}},
+                 static_cast<double>(*report.observation.remaining));
+    if (report.observation.limit && *report.observation.limit > 0) {
+      metrics_.Observe("relay_egress_bucket_fill_ratio", {{"platform", platform}},
+                       1.0 - static_cast<double>(*report.observation.remaining) /
+                                 static_cast<double>(*report.observation.limit));
+    }
+  }
+  metrics_.Observe("relay_egress_attempt_duration_seconds", {{"platform", platform}},
+                   static_cast<double>(report.attempt.duration_ms) / 1000.0);
+  if (!verdict) {
+    // Out of protocol (should not happen): keep the delivery, retry it after a minute.
+    Verdict retry{.kind = VerdictKind::kDefer, .next_attempt = clock_.Now() + Millis(60'000)};
+    retry.deferral.reason = dispatcher::DeferReason::kBackoff;
+    retry.deferral.detail = verdict.error().message();
+    Finish(key, sequence, d, retry, report.attempt);
+    return;
+  }
+  if (report.outcome.throttled || report.outcome.http_status == 429) {
+    metrics_.Inc(
+        "relay_egress_throttles_total",
+        {{"tenant", d.tenant}, {"platform", platform}, {"reason", verdict->deferral.ToString()}});
+  }
+  Finish(key, sequence, d, *verdict, report.attempt);
+}
+
+void DeliveryLoop::Finish(const std::string& key, uint64_t sequence, const Delivery& d,
+                          const Verdict& verdict, std::optional<storage::Attempt> attempt) {
+  (void)sequence;
+  in_flight_.erase(d.id);
+  storage::StateChange change{.at_ms = WallMs(), .attempt = std::move(attempt)};
+  change.consume_attempt = verdict.consumes_attempt;
+  change.expect = DeliveryState::kInFlight;
+  std::string outcome;
+  switch (verdict.kind) {
+    case VerdictKind::kDelivered:
+      change.to = DeliveryState::kDelivered;
+      outcome = "delivered";
+      break;
+    case VerdictKind::kDead:
+      change.to = DeliveryState::kDead;
+      change.reason = verdict.dead_reason.empty() ? "dead" : verdict.dead_reason;
+      outcome = "dead";
+      break;
+    case VerdictKind::kDefer: {
+      change.to = DeliveryState::kDeferred;
+      change.reason = verdict.deferral.ToString();
+      const auto wait = std::chrono::duration_cast<Millis>(verdict.next_attempt - clock_.Now());
+      change.next_attempt_ms = change.at_ms + std::max<int64_t>(0, wait.count());
+      outcome = "deferred";
+      metrics_.Inc("relay_egress_deferrals_total",
+                   {{"tenant", d.tenant}, {"platform", d.platform}, {"reason", change.reason}});
+      break;
+    }
+  }
+  metrics_.Inc("relay_egress_deliveries_total", {{"platform", d.platform}, {"outcome", outcome}});
+  Persist(key, d, std::move(change));
+  SchedulePump();
+}
+
+void DeliveryLoop::Persist(const std::string& key, const Delivery& d, storage::StateChange change) {
+  ++persisting_;
+  asio::post(storage_, [this, alive = alive_, key, id = d.id, change = std::move(change)] {
+    auto stored = store_.Apply(id, change);
+    asio::post(io_, [this, alive, key, stored = std::move(stored)] {
+      if (!*alive) {
+        return;
+      }
+      --persisting_;
+      auto it = dests_.find(key);
+      if (it != dests_.end() && stored && stored->state == DeliveryState::kDeferred) {
+        // An earlier delivery is waiting again: it becomes the head (order is kept).
+        if (!it->second.has_head || stored->id < it->second.head_id) {
+          Fetch(it->second);
+        }
+      } else if (it != dests_.end() && !it->second.has_head) {
+        Fetch(it->second);
+      }
+      SchedulePump();
+      CheckDrained();
+    });
+  });
+}
+
+void DeliveryLoop::Drain(std::function<void()> done) {
+  draining_ = true;
+  timer_.cancel();
+  drained_ = std::move(done);
+  CheckDrained();
+}
+
+void DeliveryLoop::CheckDrained() {
+  if (draining_ && in_flight_.empty() && persisting_ == 0 && drained_) {
+    auto done = std::move(drained_);
+    drained_ = nullptr;
+    *alive_ = false;
+    done();
+  }
+}
+
+bool DeliveryLoop::Enable(const std::string& destination_key) {
+  auto it = dests_.find(destination_key);
+  if (it == dests_.end()) {
+    return false;
+  }
+  scheduler_.Enable(it->second.id).IgnoreError();
+  SchedulePump();
+  return true;
+}
+
+std::vector<DestinationInfo> DeliveryLoop::Destinations() const {
+  std::vector<DestinationInfo> out;
+  for (const auto& [key, dest] : dests_) {
+    DestinationInfo info;
+    storage::DestinationParts parts;
+    if (!storage::SplitDestinationKey(key, parts)) {
+      continue;
+    }
+    info.platform = parts.platform;
+    info.tenant = parts.tenant;
+    info.credential = parts.credential;
+    info.destination = parts.destination;
+    if (auto view = scheduler_.Inspect(dest.id)) {
+      info.view = *view;
+    }
+    info.last_headers = dest.last_headers;
+    info.last_response_ms = dest.last_response_ms;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+}  // namespace egress::service

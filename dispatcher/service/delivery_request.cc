@@ -1,0 +1,193 @@
+#include "dispatcher/service/delivery_request.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+namespace egress::service {
+namespace {
+
+using nlohmann::json;
+
+ApiError Bad(std::string field, std::string problem, int status = 400,
+             std::string code = "invalid_request") {
+  return ApiError{status, std::move(code), fmt::format("{}: {}", field, problem), field};
+}
+
+bool AllDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool IsHttpUrl(std::string_view s) {
+  const size_t scheme_end = s.find("://");
+  if (scheme_end == std::string_view::npos) {
+    return false;
+  }
+  const std::string_view scheme = s.substr(0, scheme_end);
+  const std::string_view rest = s.substr(scheme_end + 3);
+  return (scheme == "http" || scheme == "https") && !rest.empty() && rest.front() != '/' &&
+         rest.find_first_of(" \t\r\n") == std::string_view::npos;
+}
+
+// Reads an optional string field; false (with `err`) when present but not a string.
+bool OptionalString(const json& body, const char* field, std::string& out, ApiError& err) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) {
+    return true;
+  }
+  if (!it->is_string()) {
+    err = Bad(field, "must be a string");
+    return false;
+  }
+  out = it->get<std::string>();
+  return true;
+}
+
+bool RequiredString(const json& body, const char* field, std::string& out, ApiError& err) {
+  if (!OptionalString(body, field, out, err)) {
+    return false;
+  }
+  if (out.empty()) {
+    err = Bad(field, "required");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string CheckDestinationShape(std::string_view platform, std::string_view d) {
+  if (platform == "slack") {
+    const bool channel =
+        !d.empty() && d.size() <= 64 && std::all_of(d.begin(), d.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) != 0;
+        });
+    return channel || (IsHttpUrl(d) && d.starts_with("https://"))
+               ? ""
+               : "must be a Slack channel id (e.g. C0123456789) or an https incoming-webhook URL";
+  }
+  if (platform == "discord") {
+    if (d.starts_with("channels/") && AllDigits(d.substr(9))) {
+      return "";
+    }
+    if (d.starts_with("webhooks/")) {
+      std::string_view rest = d.substr(9);
+      const size_t slash = rest.find('/');
+      if (slash != std::string_view::npos && AllDigits(rest.substr(0, slash)) &&
+          slash + 1 < rest.size() && rest.substr(slash + 1).find('/') == std::string_view::npos) {
+        return "";
+      }
+    }
+    return "must be channels/<id> or webhooks/<id>/<token>";
+  }
+  if (platform == "line") {
+    const bool ok = d.size() == 33 && (d[0] == 'U' || d[0] == 'C' || d[0] == 'R') &&
+                    std::all_of(d.begin() + 1, d.end(), [](char c) {
+                      return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+                    });
+    return ok ? "" : "must be a LINE user, group or room id (U, C or R and 32 hex digits)";
+  }
+  if (platform == "webhook") {
+    return IsHttpUrl(d) ? "" : "must be an absolute http(s) URL";
+  }
+  return "unknown platform";
+}
+
+tl::expected<storage::NewDelivery, ApiError> ParseDeliveryRequest(const json& body,
+                                                                  const IntakeLimits& limits) {
+  if (!body.is_object()) {
+    return tl::unexpected(ApiError{400, "invalid_request", "body: must be a JSON object"});
+  }
+  storage::NewDelivery d;
+  ApiError err;
+  if (!RequiredString(body, "tenant", d.tenant, err) ||
+      !RequiredString(body, "platform", d.platform, err)) {
+    return tl::unexpected(err);
+  }
+  if (d.platform != "slack" && d.platform != "discord" && d.platform != "line" &&
+      d.platform != "webhook") {
+    return tl::unexpected(
+        Bad("platform",
+            fmt::format("unknown platform '{}' (slack, discord, line, webhook)", d.platform), 422,
+            "unknown_platform"));
+  }
+  if (!RequiredString(body, "destination", d.destination, err) ||
+      !RequiredString(body, "credential", d.credential, err) ||
+      !OptionalString(body, "idempotency_key", d.idempotency_key, err) ||
+      !OptionalString(body, "ordering_key", d.ordering_key, err)) {
+    return tl::unexpected(err);
+  }
+  if (std::string problem = CheckDestinationShape(d.platform, d.destination); !problem.empty()) {
+    return tl::unexpected(Bad("destination", problem, 422, "invalid_destination"));
+  }
+  auto payload = body.find("payload");
+  if (payload == body.end() || !payload->is_object()) {
+    return tl::unexpected(Bad("payload", "required, a JSON object (the platform's native body)"));
+  }
+  d.payload = payload->dump();
+  if (d.payload.size() > limits.max_payload_bytes) {
+    return tl::unexpected(Bad(
+        "payload",
+        fmt::format("{} bytes is over the limit of {}", d.payload.size(), limits.max_payload_bytes),
+        413, "payload_too_large"));
+  }
+  if (auto cost = body.find("cost"); cost != body.end() && !cost->is_null()) {
+    if (!cost->is_number_integer() || cost->get<int64_t>() < 1 ||
+        cost->get<int64_t>() > limits.max_cost) {
+      return tl::unexpected(
+          Bad("cost", fmt::format("must be an integer from 1 to {}", limits.max_cost)));
+    }
+    d.cost = static_cast<uint32_t>(cost->get<int64_t>());
+  }
+  return d;
+}
+
+json DeliveryToJson(const storage::Delivery& d, bool with_payload) {
+  json j = {{"id", d.id},
+            {"tenant", d.tenant},
+            {"platform", d.platform},
+            {"destination", d.destination},
+            {"credential", d.credential},
+            {"state", std::string(storage::StateName(d.state))},
+            {"attempts", d.attempts},
+            {"cost", d.cost},
+            {"created_ms", d.created_ms},
+            {"updated_ms", d.updated_ms}};
+  if (!d.idempotency_key.empty()) {
+    j["idempotency_key"] = d.idempotency_key;
+  }
+  if (!d.ordering_key.empty()) {
+    j["ordering_key"] = d.ordering_key;
+  }
+  if (storage::IsWaiting(d.state)) {
+    j["next_attempt_ms"] = d.next_attempt_ms;
+  }
+  if (!d.reason.empty()) {
+    j["reason"] = d.reason;
+  }
+  if (d.finished_ms != 0) {
+    j["finished_ms"] = d.finished_ms;
+  }
+  json history = json::array();
+  for (const storage::Attempt& a : d.history) {
+    json headers = json::object();
+    for (const auto& [name, value] : a.rate_limit_headers) {
+      headers[name] = value;
+    }
+    history.push_back({{"at_ms", a.at_ms},
+                       {"duration_ms", a.duration_ms},
+                       {"http_status", a.http_status},
+                       {"platform_error", a.platform_error},
+                       {"detail", a.detail},
+                       {"rate_limit_headers", headers}});
+  }
+  j["attempts_history"] = std::move(history);
+  if (with_payload) {
+    json payload = json::parse(d.payload, nullptr, false);
+    j["payload"] = payload.is_discarded() ? json(d.payload) : payload;
+  }
+  return j;
+}
+
+}  // namespace egress::service

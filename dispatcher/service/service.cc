@@ -1,0 +1,141 @@
+#include "dispatcher/service/service.h"
+
+#include <random>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "dispatcher/service/api_handlers.h"
+#include "storage/rocks_queue_store.h"
+
+namespace egress::service {
+
+namespace asio = boost::asio;
+
+Service::Service(asio::io_context& io, const Clock& clock, ServiceOptions options)
+    : io_(io), clock_(clock), options_(std::move(options)), random_(std::random_device{}()) {}
+
+Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Clock& clock,
+                                                ServiceOptions options) {
+  std::unique_ptr<Service> s(new Service(io, clock, std::move(options)));
+  const ServiceOptions& o = s->options_;
+  auto store = storage::OpenRocksQueueStore(o.store, ToUnixMillis(clock.WallNow()));
+  if (!store) {
+    return store.error();
+  }
+  s->store_ = std::move(*store);
+  s->storage_pool_ = std::make_unique<asio::thread_pool>(std::max<size_t>(1, o.storage_threads));
+  s->scheduler_ =
+      std::make_unique<dispatcher::Scheduler>(clock, s->budget_store_, s->random_, o.scheduler);
+  for (const auto& [name, budget] : o.budget_defaults) {
+    if (Status st = s->scheduler_->SetDefaultBudget(name, budget); !st.ok()) {
+      return st;
+    }
+  }
+  for (const auto& [tenant, weight] : o.tenant_weights) {
+    if (Status st = s->scheduler_->SetTenantWeight(tenant, weight); !st.ok()) {
+      return st;
+    }
+  }
+  for (const auto& [tenant, credential] : o.credentials) {
+    s->credentials_.Put(tenant, credential);
+  }
+  dispatcher::Budget intake = dispatcher::DefaultBudget(dispatcher::BudgetName::kTenantIntake);
+  for (const auto& [name, budget] : o.budget_defaults) {
+    if (name == dispatcher::BudgetName::kTenantIntake) {
+      intake = budget;
+    }
+  }
+  s->intake_limiter_ = std::make_unique<IntakeLimiter>(clock, intake);
+  s->transport_ = adapters::NewCurlTransport(io, clock, o.transport);
+  s->adapters_ = std::make_unique<adapters::AdapterRegistry>(o.endpoints);
+  const adapters::AdapterRegistry* registry = s->adapters_.get();
+  s->loop_ = std::make_unique<DeliveryLoop>(
+      io, *s->storage_pool_, *s->store_, *s->scheduler_, *s->transport_,
+      [registry](std::string_view p) { return registry->Find(p); }, s->credentials_, clock,
+      s->metrics_);
+  Service* self = s.get();
+  auto server = HttpServer::Start(io, o.http, [self](HttpRequest&& req, Respond respond) {
+    Route(*self, std::move(req), std::move(respond));
+  });
+  if (!server) {
+    return server.error();
+  }
+  s->server_ = std::move(*server);
+  s->loop_->Start();
+  return s;
+}
+
+Service::~Service() {
+  if (server_) {
+    server_->StopAccepting();
+  }
+  if (storage_pool_) {
+    storage_pool_->join();
+  }
+  loop_.reset();
+  transport_.reset();
+  if (store_) {
+    // Nowhere to report at this point; Shutdown() reports a failed close.
+    store_->Close().IgnoreError();
+  }
+}
+
+void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
+  accepting_ = false;
+  server_->StopAccepting();
+  auto finished = std::make_shared<bool>(false);
+  auto timer = std::make_shared<asio::steady_timer>(io_, grace);
+  auto finish = [this, finished, timer, done = std::move(done)] {
+    if (*finished) {
+      return;
+    }
+    *finished = true;
+    timer->cancel();
+    transport_->CancelAll();
+    storage_pool_->join();
+    done(store_->Close());
+  };
+  timer->async_wait([finish](const boost::system::error_code& ec) {
+    if (!ec) {
+      finish();  // grace over: in-flight attempts are cancelled, recovery redoes them
+    }
+  });
+  loop_->Drain(finish);
+}
+
+Status Service::SetTenantOverrides(
+    const std::string& tenant,
+    const std::vector<std::pair<dispatcher::BudgetName, dispatcher::Budget>>& overrides) {
+  if (Status st = scheduler_->SetTenantBudgets(tenant, overrides); !st.ok()) {
+    return st;
+  }
+  std::optional<dispatcher::Budget> intake;
+  for (const auto& [name, budget] : overrides) {
+    if (name == dispatcher::BudgetName::kTenantIntake) {
+      intake = budget;
+    }
+  }
+  intake_limiter_->SetBudget(tenant, intake);
+  overrides_[tenant] = overrides;
+  return Status::Ok();
+}
+
+std::pair<dispatcher::Budget, bool> Service::EffectiveBudget(const std::string& tenant,
+                                                             dispatcher::BudgetName name) const {
+  if (auto it = overrides_.find(tenant); it != overrides_.end()) {
+    for (const auto& [n, budget] : it->second) {
+      if (n == name) {
+        return {budget, true};
+      }
+    }
+  }
+  for (const auto& [n, budget] : options_.budget_defaults) {
+    if (n == name) {
+      return {budget, false};
+    }
+  }
+  return {dispatcher::DefaultBudget(name), false};
+}
+
+}  // namespace egress::service

@@ -1,0 +1,108 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "adapters/adapter_registry.h"
+#include "adapters/curl_transport.h"
+#include "dispatcher/memory_budget_store.h"
+#include "dispatcher/random.h"
+#include "dispatcher/scheduler.h"
+#include "dispatcher/service/credential_book.h"
+#include "dispatcher/service/delivery_loop.h"
+#include "dispatcher/service/delivery_request.h"
+#include "dispatcher/service/http_server.h"
+#include "dispatcher/service/intake_limiter.h"
+#include "dispatcher/service/metrics.h"
+#include "storage/queue_store.h"
+
+namespace egress::service {
+
+struct ServiceOptions {
+  HttpServerOptions http;
+  std::string admin_token;  // required by /api/admin; empty refuses every admin call
+  storage::StoreOptions store;
+  dispatcher::SchedulerOptions scheduler;
+  std::vector<std::pair<dispatcher::BudgetName, dispatcher::Budget>> budget_defaults;
+  adapters::PlatformEndpoints endpoints;
+  adapters::TransportOptions transport;
+  IntakeLimits intake;
+  // A tenant with this many unfinished deliveries gets 429 at intake. Default: 100,000.
+  uint64_t backlog_watermark = 100'000;
+  // Tenants' credentials from the config: (tenant, credential).
+  std::vector<std::pair<std::string, adapters::Credential>> credentials;
+  std::vector<std::pair<std::string, uint32_t>> tenant_weights;
+  // Threads for blocking store calls; several let concurrent intakes share one fsync.
+  // Default: 4.
+  size_t storage_threads = 4;
+};
+
+// The worker service: owns the store, the pacing engine, the transport, the delivery loop and
+// the HTTP API, all driven by one loop thread (`io`) plus a storage thread pool.
+// Shutdown order (STYLE 2.4): stop intake, let in-flight attempts finish, stop the loop's work,
+// close the store. Construct, run and destroy on the thread running `io`.
+class Service {
+ public:
+  // Opens the store (recovering in-flight work), binds the listener and starts pacing.
+  static Result<std::unique_ptr<Service>> Start(boost::asio::io_context& io, const Clock& clock,
+                                                ServiceOptions options);
+  ~Service();
+
+  boost::asio::ip::tcp::endpoint endpoint() const { return server_->endpoint(); }
+  // Stops intake, waits for in-flight attempts (at most `grace`), cancels the rest, closes the
+  // store, then calls `done` on the loop.
+  void Shutdown(Millis grace, std::function<void(Status)> done);
+
+  // Pieces the API handlers use.
+  storage::QueueStore& store() { return *store_; }
+  boost::asio::thread_pool& storage_pool() { return *storage_pool_; }
+  DeliveryLoop& loop() { return *loop_; }
+  dispatcher::Scheduler& scheduler() { return *scheduler_; }
+  IntakeLimiter& intake_limiter() { return *intake_limiter_; }
+  CredentialBook& credentials() { return credentials_; }
+  Metrics& metrics() { return metrics_; }
+  const ServiceOptions& options() const { return options_; }
+  const Clock& clock() const { return clock_; }
+  boost::asio::io_context& io() { return io_; }
+  bool accepting() const { return accepting_; }
+
+  // Replaces a tenant's operator overrides (all budgets at once; empty clears them).
+  Status SetTenantOverrides(
+      const std::string& tenant,
+      const std::vector<std::pair<dispatcher::BudgetName, dispatcher::Budget>>& overrides);
+  // The budget in force for the tenant, and whether an override set it.
+  std::pair<dispatcher::Budget, bool> EffectiveBudget(const std::string& tenant,
+                                                      dispatcher::BudgetName name) const;
+
+ private:
+  Service(boost::asio::io_context& io, const Clock& clock, ServiceOptions options);
+  void Handle(HttpRequest&& request, Respond respond);
+
+  boost::asio::io_context& io_;
+  const Clock& clock_;
+  const ServiceOptions options_;
+  Metrics metrics_;
+  CredentialBook credentials_;
+  std::unique_ptr<storage::QueueStore> store_;
+  std::unique_ptr<boost::asio::thread_pool> storage_pool_;
+  dispatcher::MemoryBudgetStore budget_store_;
+  dispatcher::SplitMixRandom random_;
+  std::unique_ptr<dispatcher::Scheduler> scheduler_;
+  std::unique_ptr<adapters::HttpTransport> transport_;
+  std::unique_ptr<adapters::AdapterRegistry> adapters_;
+  std::unique_ptr<DeliveryLoop> loop_;
+  std::unique_ptr<IntakeLimiter> intake_limiter_;
+  std::unique_ptr<HttpServer> server_;
+  bool accepting_ = true;
+  std::map<std::string, std::vector<std::pair<dispatcher::BudgetName, dispatcher::Budget>>>
+      overrides_;
+};
+
+}  // namespace egress::service

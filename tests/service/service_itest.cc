@@ -1,0 +1,268 @@
+// The worker service end to end: a real Service (RocksDB on disk, Beast API, curl transport)
+// in this process, the real platform simulator as a child process, real loopback HTTP.
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include <boost/asio/post.hpp>
+#include <gtest/gtest.h>
+
+#include "dispatcher/service/service.h"
+#include "tests/support/child_process.h"
+#include "tests/support/http_client.h"
+#include "tests/support/temp_dir.h"
+
+namespace egress::service {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+constexpr char kAdminToken[] = "test-admin-token";
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sim_port_ = sim_.Start(BuildDir() + "/relay-egress-sim", {"--port", "0"});
+    ASSERT_NE(sim_port_, 0) << sim_.error();
+    const std::string sim = "http://127.0.0.1:" + std::to_string(sim_port_);
+    ServiceOptions o;
+    o.http.listen = "127.0.0.1:0";
+    o.admin_token = kAdminToken;
+    o.store.path = dir_.Sub("store");
+    o.endpoints.slack_base_url = sim;
+    o.endpoints.discord_base_url = sim;
+    o.endpoints.line_base_url = sim;
+    o.endpoints.webhook_ssrf.allow_private_networks = true;  // the receivers are on loopback
+    o.credentials.push_back(
+        {"acme", {.name = "hooks", .platform = "webhook", .secrets = {kSecret}}});
+    o.credentials.push_back({"acme", {.name = "bot", .platform = "slack", .token = "xoxb-acme"}});
+    o.credentials.push_back(
+        {"globex", {.name = "hooks", .platform = "webhook", .secrets = {kSecret}}});
+    options_ = o;
+    StartService();
+  }
+
+  void StartService() {
+    io_ = std::make_unique<boost::asio::io_context>();
+    auto started = Service::Start(*io_, clock_, options_);
+    ASSERT_TRUE(started.has_value()) << started.error().ToString();
+    service_ = std::move(*started);
+    port_ = service_->endpoint().port();
+    thread_ = std::thread([this] { io_->run(); });
+  }
+
+  void StopService() {
+    if (!service_) {
+      return;
+    }
+    std::promise<Status> closed;
+    boost::asio::post(*io_, [&] {
+      service_->Shutdown(Millis(5000), [&](Status s) {
+        closed.set_value(s);
+        io_->stop();
+      });
+    });
+    EXPECT_TRUE(closed.get_future().get().ok());
+    thread_.join();
+    service_.reset();
+  }
+
+  void TearDown() override { StopService(); }
+
+  TestResponse Post(const std::string& target, const json& body,
+                    std::vector<std::pair<std::string, std::string>> headers = {}) {
+    return HttpCall(port_, "POST", target, body.dump(), headers);
+  }
+
+  json Webhook(const std::string& tenant, const std::string& hook, int n) {
+    return {{"tenant", tenant},
+            {"platform", "webhook"},
+            {"destination", "http://127.0.0.1:" + std::to_string(sim_port_) + "/hooks/" + hook},
+            {"credential", "hooks"},
+            {"payload", {{"event", "message.created"}, {"n", n}}}};
+  }
+
+  json SimConfig(const json& patch) {
+    return HttpCall(sim_port_, "POST", "/_sim/config", patch.dump()).Json();
+  }
+
+  json SimStats() { return HttpCall(sim_port_, "GET", "/_sim/stats").Json(); }
+
+  // Polls the service's stats until `pred` holds (bounded: a failed wait fails the test).
+  json WaitForStats(const std::function<bool(const json&)>& pred, int timeout_ms = 20'000) {
+    json stats;
+    for (int waited = 0; waited < timeout_ms; waited += 20) {
+      stats = HttpCall(port_, "GET", "/v1/stats").Json();
+      if (pred(stats)) {
+        return stats;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "timed out; last stats: " << stats.dump();
+    return stats;
+  }
+
+  TempDir dir_;
+  ChildProcess sim_;
+  int sim_port_ = 0;
+  SystemClock clock_;
+  ServiceOptions options_;
+  std::unique_ptr<boost::asio::io_context> io_;
+  std::unique_ptr<Service> service_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+// Verifies signed webhooks end to end: accepted with 202, delivered once each, signatures
+// verified by the receiver, nothing duplicated.
+TEST_F(ServiceTest, DeliversSignedWebhooks) {
+  SimConfig({{"hooks", {{"signed", {{"secrets", {kSecret}}}}}}});
+  for (int i = 0; i < 20; ++i) {
+    TestResponse r = Post("/v1/deliveries", Webhook("acme", "signed", i));
+    ASSERT_EQ(r.status, 202) << r.body;
+    EXPECT_EQ(r.Json()["state"], "queued");
+  }
+  json stats = WaitForStats([](const json& s) { return s["delivered"] == 20; });
+  EXPECT_EQ(stats["dead"], 0);
+  json sim = SimStats();
+  EXPECT_EQ(sim["totals"]["accepted"], 20) << sim.dump();
+  EXPECT_EQ(sim["totals"]["duplicates"], 0) << sim.dump();
+}
+
+// Verifies bad intake bodies get the right status and envelope, and leave nothing behind.
+TEST_F(ServiceTest, RejectsBadIntakeWithTypedErrors) {
+  EXPECT_EQ(HttpCall(port_, "POST", "/v1/deliveries", "{not json").status, 400);
+  json unknown = Webhook("acme", "x", 1);
+  unknown["platform"] = "myspace";
+  TestResponse r = Post("/v1/deliveries", unknown);
+  EXPECT_EQ(r.status, 422);
+  EXPECT_EQ(r.Json()["error"], "unknown_platform");
+  json missing = Webhook("acme", "x", 1);
+  missing.erase("tenant");
+  r = Post("/v1/deliveries", missing);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.Json()["field"], "tenant");
+  json wrong_type = Webhook("acme", "x", 1);
+  wrong_type["cost"] = "five";
+  EXPECT_EQ(Post("/v1/deliveries", wrong_type).status, 400);
+  json huge = Webhook("acme", "x", 1);
+  huge["payload"]["blob"] = std::string(2 << 20, 'x');
+  EXPECT_EQ(Post("/v1/deliveries", huge).status, 413);
+  json no_cred = Webhook("acme", "x", 1);
+  no_cred["credential"] = "nope";
+  r = Post("/v1/deliveries", no_cred);
+  EXPECT_EQ(r.status, 422);
+  EXPECT_EQ(r.Json()["error"], "unknown_credential");
+  json stats = HttpCall(port_, "GET", "/v1/stats").Json();
+  EXPECT_EQ(stats["queued"], 0);
+  EXPECT_EQ(stats["delivered"], 0);
+}
+
+// Verifies idempotency at intake: the same (tenant, key) returns 200 with the same id.
+TEST_F(ServiceTest, IdempotencyKeyReturnsSameId) {
+  json d = Webhook("acme", "signed", 1);
+  d["idempotency_key"] = "order-77";
+  TestResponse first = Post("/v1/deliveries", d);
+  ASSERT_EQ(first.status, 202);
+  TestResponse again = Post("/v1/deliveries", d);
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(again.Json()["id"], first.Json()["id"]);
+}
+
+// Verifies the intake backpressure contract: over the tenant's intake budget a 429 with every
+// header and the body; other tenants unaffected; the admin override is replace-all and clears.
+TEST_F(ServiceTest, IntakeBackpressureAndAdminOverrides) {
+  const std::vector<std::pair<std::string, std::string>> admin = {{"X-Admin-Token", kAdminToken}};
+  TestResponse put =
+      HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+               R"({"rate_limits":{"tenant_intake":{"scale_ms":60000,"limit":2}}})", admin);
+  ASSERT_EQ(put.status, 200) << put.body;
+  EXPECT_EQ(put.Json()["rate_limits"]["tenant_intake"]["limit"], 2);
+  EXPECT_EQ(Post("/v1/deliveries", Webhook("acme", "signed", 1)).status, 202);
+  EXPECT_EQ(Post("/v1/deliveries", Webhook("acme", "signed", 2)).status, 202);
+  TestResponse r = Post("/v1/deliveries", Webhook("acme", "signed", 3));
+  ASSERT_EQ(r.status, 429) << r.body;
+  EXPECT_EQ(r.Json()["error"], "rate_limited");
+  EXPECT_GT(r.Json()["retry_after_ms"].get<int64_t>(), 0);
+  EXPECT_GE(std::stoi(r.Header("Retry-After")), 1);
+  EXPECT_EQ(r.Header("X-RateLimit-Limit"), "2");
+  EXPECT_EQ(r.Header("X-RateLimit-Remaining"), "0");
+  EXPECT_FALSE(r.Header("X-RateLimit-Reset").empty());
+  EXPECT_EQ(r.Header("RateLimit-Policy"), "\"tenant_intake\";q=2;w=60");
+  EXPECT_NE(r.Header("RateLimit").find("r=0"), std::string::npos);
+  EXPECT_EQ(Post("/v1/deliveries", Webhook("globex", "signed", 1)).status, 202);
+
+  EXPECT_EQ(HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits", "{}").status, 401);
+  EXPECT_EQ(HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits", "{}",
+                     {{"X-Admin-Token", "wrong"}})
+                .status,
+            401);
+  TestResponse bad = HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+                              R"({"rate_limits":{"nope":{"scale_ms":1,"limit":1}}})", admin);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("nope"), std::string::npos);
+  bad = HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+                 R"({"rate_limits":{"webhook_destination":{"scale_ms":0,"limit":1}}})", admin);
+  EXPECT_EQ(bad.status, 400);
+  TestResponse cleared = HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits", "{}", admin);
+  ASSERT_EQ(cleared.status, 200);
+  EXPECT_EQ(cleared.Json()["rate_limits"]["tenant_intake"]["overridden"], false);
+  EXPECT_EQ(Post("/v1/deliveries", Webhook("acme", "signed", 4)).status, 202);
+}
+
+// Verifies that a 410 disables the destination: its deliveries are kept (not dropped) and
+// the destination shows why.
+TEST_F(ServiceTest, GoneReceiverDisablesDestinationWithoutDropping) {
+  SimConfig({{"hooks", {{"gone", {{"faults", {{"status", 410}}}}}}}});
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(Post("/v1/deliveries", Webhook("acme", "gone", i)).status, 202);
+  }
+  WaitForStats([](const json& s) {
+    return s["deferred"].get<int>() + s["queued"].get<int>() == 3 && s["in_flight"] == 0 &&
+           s["deferrals"].get<int>() >= 1;
+  });
+  json dests = HttpCall(port_, "GET", "/v1/destinations").Json();
+  ASSERT_EQ(dests["destinations"].size(), 1u) << dests.dump();
+  EXPECT_EQ(dests["destinations"][0]["disabled"], true) << dests.dump();
+  json sim = SimStats();
+  EXPECT_EQ(sim["totals"]["requests"], 1) << sim.dump();
+}
+
+// Verifies cancel and replay through the API, and the list endpoint's filters.
+TEST_F(ServiceTest, CancelReplayAndList) {
+  SimConfig({{"hooks", {{"gone", {{"faults", {{"status", 400}}}}}}}});
+  TestResponse r = Post("/v1/deliveries", Webhook("acme", "gone", 1));
+  ASSERT_EQ(r.status, 202);
+  const std::string id = r.Json()["id"];
+  WaitForStats([](const json& s) { return s["dead"] == 1; });
+  json dead = HttpCall(port_, "GET", "/v1/deliveries?state=dead").Json();
+  ASSERT_EQ(dead["deliveries"].size(), 1u);
+  EXPECT_EQ(dead["deliveries"][0]["id"], id);
+  json one = HttpCall(port_, "GET", "/v1/deliveries/" + id).Json();
+  EXPECT_EQ(one["attempts_history"].size(), 1u);
+  EXPECT_EQ(one["attempts_history"][0]["http_status"], 400);
+  EXPECT_FALSE(one["reason"].get<std::string>().empty());
+  EXPECT_EQ(HttpCall(port_, "DELETE", "/v1/deliveries/" + id).status, 409);
+  SimConfig({{"hooks", {{"gone", {{"faults", nullptr}}}}}});
+  EXPECT_EQ(HttpCall(port_, "POST", "/v1/deliveries/" + id + "/replay").status, 200);
+  WaitForStats([](const json& s) { return s["delivered"] == 1; });
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/deliveries/nope").status, 404);
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/deliveries?state=bogus").status, 400);
+}
+
+// Verifies that the service restarts on the same store and finishes what was accepted.
+TEST_F(ServiceTest, RestartKeepsAcceptedWork) {
+  SimConfig({{"hooks", {{"slow", {{"rate_per_s", 20}, {"burst", 2}}}}}});
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(Post("/v1/deliveries", Webhook("acme", "slow", i)).status, 202);
+  }
+  StopService();
+  StartService();
+  WaitForStats([](const json& s) { return s["delivered"] == 10; });
+  EXPECT_EQ(SimStats()["totals"]["duplicates"], 0);
+}
+
+}  // namespace
+}  // namespace egress::service

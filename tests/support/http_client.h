@@ -1,0 +1,24 @@
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace egress {
+
+// A blocking HTTP/1.1 client for integration tests, to 127.0.0.1 only.
+struct TestResponse {
+  int status = 0;  // 0: the request failed (see body)
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::string Header(const std::string& name) const;
+  nlohmann::json Json() const { return nlohmann::json::parse(body, nullptr, false); }
+};
+
+TestResponse HttpCall(int port, const std::string& method, const std::string& target,
+                      const std::string& body = "",
+                      const std::vector<std::pair<std::string, std::string>>& headers = {});
+
+}  // namespace egress
