@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dispatcher/result.h"
@@ -122,6 +123,13 @@ class QueueStore {
   virtual Status Purge(const std::string& id) = 0;
 
   virtual StoreStats Stats() = 0;
+
+  // Small durable settings beside the deliveries (operator overrides, registered credentials),
+  // written synced. An empty value deletes the key.
+  virtual Status PutSetting(const std::string& key, const std::string& value) = 0;
+  // Every setting whose key starts with `prefix`, in key order.
+  virtual Result<std::vector<std::pair<std::string, std::string>>> ListSettings(
+      const std::string& prefix) = 0;
 
   // Flushes and closes; later calls fail. The destructor closes too, ignoring errors.
   virtual Status Close() = 0;

@@ -46,6 +46,9 @@ class RocksQueueStore final : public QueueStore {
   Result<size_t> PurgeFinished(int64_t now_ms, size_t max) override;
   Status Purge(const std::string& id) override;
   StoreStats Stats() override;
+  Status PutSetting(const std::string& key, const std::string& value) override;
+  Result<std::vector<std::pair<std::string, std::string>>> ListSettings(
+      const std::string& prefix) override;
   Status Close() override;
 
   // Moves every in_flight delivery back to queued, due at `now_ms`. Returns how many.

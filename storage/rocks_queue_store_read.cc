@@ -180,4 +180,32 @@ Result<StateCounts> RocksQueueStore::ScanCounts() {
   return counts;
 }
 
+Status RocksQueueStore::PutSetting(const std::string& key, const std::string& value) {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  const std::string full = "setting/" + key;
+  return FromRocks(value.empty() ? db_->Delete(SyncedWrite(), cf(Family::kMeta), full)
+                                 : db_->Put(SyncedWrite(), cf(Family::kMeta), full, value),
+                   "write setting " + key);
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> RocksQueueStore::ListSettings(
+    const std::string& prefix) {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  const std::string full = "setting/" + prefix;
+  std::vector<std::pair<std::string, std::string>> out;
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kMeta)));
+  for (it->Seek(full); it->Valid() && it->key().starts_with(full); it->Next()) {
+    out.emplace_back(it->key().ToString().substr(8), it->value().ToString());
+  }
+  if (Status s = FromRocks(it->status(), "list settings"); !s.ok()) {
+    return s;
+  }
+  return out;
+}
+
 }  // namespace egress::storage

@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "dispatcher/service/api_handlers.h"
+#include "dispatcher/service/tenant_settings.h"
 #include "storage/rocks_queue_store.h"
 
 namespace egress::service {
@@ -47,6 +48,9 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
     }
   }
   s->intake_limiter_ = std::make_unique<IntakeLimiter>(clock, intake);
+  if (Status st = s->LoadSettings(); !st.ok()) {
+    return st;
+  }
   s->transport_ = adapters::NewCurlTransport(io, clock, o.transport);
   s->adapters_ = std::make_unique<adapters::AdapterRegistry>(o.endpoints);
   const adapters::AdapterRegistry* registry = s->adapters_.get();
@@ -102,6 +106,37 @@ void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
     }
   });
   loop_->Drain(finish);
+}
+
+Status Service::LoadSettings() {
+  auto overrides = store_->ListSettings("overrides/");
+  if (!overrides) {
+    return overrides.error();
+  }
+  for (const auto& [key, text] : *overrides) {
+    auto parsed = ParseRateLimits(nlohmann::json::parse(text, nullptr, false));
+    if (!parsed) {
+      return Status::Corruption("stored setting " + key + ": " + parsed.error().message);
+    }
+    if (Status st = SetTenantOverrides(key.substr(std::string("overrides/").size()), *parsed);
+        !st.ok()) {
+      return st;
+    }
+  }
+  auto credentials = store_->ListSettings("credentials/");
+  if (!credentials) {
+    return credentials.error();
+  }
+  for (const auto& [key, text] : *credentials) {
+    const std::string rest = key.substr(std::string("credentials/").size());
+    const size_t sep = rest.find('\x1f');
+    auto c = CredentialFromJson(rest.substr(sep + 1), nlohmann::json::parse(text, nullptr, false));
+    if (sep == std::string::npos || !c) {
+      return Status::Corruption("stored setting " + key + " is not a credential");
+    }
+    credentials_.Put(rest.substr(0, sep), *c);
+  }
+  return Status::Ok();
 }
 
 Status Service::SetTenantOverrides(

@@ -83,7 +83,8 @@ class Service {
 
  private:
   Service(boost::asio::io_context& io, const Clock& clock, ServiceOptions options);
-  void Handle(HttpRequest&& request, Respond respond);
+  // Applies the operator overrides and credentials persisted in the store.
+  Status LoadSettings();
 
   boost::asio::io_context& io_;
   const Clock& clock_;

@@ -252,6 +252,23 @@ TEST_F(ServiceTest, CancelReplayAndList) {
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/deliveries?state=bogus").status, 400);
 }
 
+// Verifies that credentials registered at runtime work at once, survive a restart, and are
+// never returned.
+TEST_F(ServiceTest, RegistersCredentialsThatPersist) {
+  const std::vector<std::pair<std::string, std::string>> admin = {{"X-Admin-Token", kAdminToken}};
+  json d = Webhook("initech", "signed", 1);
+  EXPECT_EQ(Post("/v1/deliveries", d).status, 422);
+  TestResponse put = HttpCall(port_, "PUT", "/api/admin/tenants/initech/credentials/hooks",
+                              json({{"platform", "webhook"}, {"secret", kSecret}}).dump(), admin);
+  ASSERT_EQ(put.status, 200) << put.body;
+  EXPECT_EQ(put.body.find("whsec_"), std::string::npos);
+  EXPECT_EQ(Post("/v1/deliveries", d).status, 202);
+  StopService();
+  StartService();
+  EXPECT_EQ(Post("/v1/deliveries", Webhook("initech", "signed", 2)).status, 202);
+  WaitForStats([](const json& s) { return s["delivered"] == 2; });
+}
+
 // Verifies that the service restarts on the same store and finishes what was accepted.
 TEST_F(ServiceTest, RestartKeepsAcceptedWork) {
   SimConfig({{"hooks", {{"slow", {{"rate_per_s", 20}, {"burst", 2}}}}}});

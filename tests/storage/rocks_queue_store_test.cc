@@ -138,6 +138,21 @@ TEST_F(RocksQueueStoreTest, LifecycleUpdatesIndexesAndCounts) {
   ExpectCountsMatchScan();
 }
 
+// Verifies that settings persist across reopen, list by prefix and delete with an empty value.
+TEST_F(RocksQueueStoreTest, SettingsPersistAcrossReopen) {
+  ASSERT_TRUE(store_->PutSetting("overrides/acme", R"({"tenant_intake":1})").ok());
+  ASSERT_TRUE(store_->PutSetting("overrides/globex", "{}").ok());
+  ASSERT_TRUE(store_->PutSetting("credential/acme/bot", "x").ok());
+  Reopen(kT0);
+  auto overrides = store_->ListSettings("overrides/");
+  ASSERT_TRUE(overrides.has_value());
+  ASSERT_EQ(overrides->size(), 2u);
+  EXPECT_EQ((*overrides)[0].first, "overrides/acme");
+  EXPECT_EQ((*overrides)[0].second, R"({"tenant_intake":1})");
+  ASSERT_TRUE(store_->PutSetting("overrides/acme", "").ok());
+  EXPECT_EQ(store_->ListSettings("overrides/")->size(), 1u);
+}
+
 // Verifies that a tenant's backlog counts its non-terminal deliveries only.
 TEST_F(RocksQueueStoreTest, TenantBacklogCountsWaitingWork) {
   const std::string a = MustEnqueue(Slack("C1"));

@@ -1,0 +1,89 @@
+#include "dispatcher/service/tenant_settings.h"
+
+namespace egress::service {
+namespace {
+
+using nlohmann::json;
+
+bool PositiveInt(const json& v) { return v.is_number_integer() && v.get<int64_t>() > 0; }
+
+}  // namespace
+
+tl::expected<BudgetOverrides, ApiError> ParseRateLimits(const json& limits) {
+  if (!limits.is_object()) {
+    return tl::unexpected(
+        ApiError{400, "invalid_request", "rate_limits: must be an object", "rate_limits"});
+  }
+  BudgetOverrides overrides;
+  for (const auto& [name, value] : limits.items()) {
+    auto budget_name = dispatcher::ParseBudgetName(name);
+    const std::string field = "rate_limits." + name;
+    if (!budget_name) {
+      return tl::unexpected(
+          ApiError{400, "unknown_budget", field + ": unknown budget name", field});
+    }
+    if (!value.is_object() || !value.contains("scale_ms") || !value.contains("limit") ||
+        !PositiveInt(value["scale_ms"]) || !PositiveInt(value["limit"]) ||
+        (value.contains("burst") && !PositiveInt(value["burst"]))) {
+      return tl::unexpected(ApiError{400, "invalid_budget",
+                                     field + ": needs positive integer scale_ms and limit", field});
+    }
+    overrides.emplace_back(
+        *budget_name,
+        dispatcher::Budget{value["limit"].get<int64_t>(), value["scale_ms"].get<int64_t>(),
+                           value.contains("burst") ? value["burst"].get<int64_t>() : 1});
+  }
+  return overrides;
+}
+
+json RateLimitsToJson(const BudgetOverrides& overrides) {
+  json j = json::object();
+  for (const auto& [name, b] : overrides) {
+    j[std::string(dispatcher::BudgetNameString(name))] = {
+        {"limit", b.limit}, {"scale_ms", b.scale_ms}, {"burst", b.burst}};
+  }
+  return j;
+}
+
+json CredentialToJson(const adapters::Credential& c) {
+  return {{"platform", c.platform}, {"token", c.token}, {"secrets", c.secrets}};
+}
+
+tl::expected<adapters::Credential, ApiError> CredentialFromJson(const std::string& name,
+                                                                const json& body) {
+  if (!body.is_object()) {
+    return tl::unexpected(ApiError{400, "invalid_request", "body: must be a JSON object"});
+  }
+  adapters::Credential c;
+  c.name = name;
+  c.platform = body.value("platform", std::string());
+  if (c.platform != "slack" && c.platform != "discord" && c.platform != "line" &&
+      c.platform != "webhook") {
+    return tl::unexpected(
+        ApiError{422, "unknown_platform", "platform: slack, discord, line or webhook", "platform"});
+  }
+  if (c.platform == "webhook") {
+    if (body.contains("secret") && body["secret"].is_string()) {
+      c.secrets.push_back(body["secret"]);
+    }
+    if (body.contains("secrets") && body["secrets"].is_array()) {
+      for (const json& v : body["secrets"]) {
+        if (v.is_string()) {
+          c.secrets.push_back(v);
+        }
+      }
+    }
+    if (c.secrets.empty()) {
+      return tl::unexpected(
+          ApiError{400, "invalid_request", "secret: required for webhook credentials", "secret"});
+    }
+    return c;
+  }
+  c.token = body.value("token", std::string());
+  if (c.token.empty()) {
+    return tl::unexpected(ApiError{400, "invalid_request", "token: required", "token"});
+  }
+  return c;
+}
+
+}  // namespace egress::service

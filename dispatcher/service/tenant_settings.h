@@ -1,0 +1,34 @@
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <tl/expected.hpp>
+
+#include "adapters/platform_adapter.h"
+#include "dispatcher/budget.h"
+#include "dispatcher/service/api_error.h"
+
+namespace egress::service {
+
+using BudgetOverrides = std::vector<std::pair<dispatcher::BudgetName, dispatcher::Budget>>;
+
+// {"webhook_destination":{"scale_ms":1000,"limit":20,"burst"?:N}, ...} -> overrides; a 400 naming
+// the first unknown budget or bad value. The same text is persisted as the store setting
+// "overrides/<tenant>" and read back on start.
+tl::expected<BudgetOverrides, ApiError> ParseRateLimits(const nlohmann::json& limits);
+nlohmann::json RateLimitsToJson(const BudgetOverrides& overrides);
+
+// A credential as persisted ("credentials/<tenant>\x1f<name>"): platform, token, secrets.
+nlohmann::json CredentialToJson(const adapters::Credential& c);
+tl::expected<adapters::Credential, ApiError> CredentialFromJson(const std::string& name,
+                                                                const nlohmann::json& j);
+
+inline std::string OverridesKey(const std::string& tenant) { return "overrides/" + tenant; }
+inline std::string CredentialKey(const std::string& tenant, const std::string& name) {
+  return "credentials/" + tenant + "\x1f" + name;
+}
+
+}  // namespace egress::service
