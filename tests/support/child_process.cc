@@ -11,6 +11,8 @@
 
 #include <sys/wait.h>
 
+#include "dispatcher/clock.h"
+
 extern char** environ;
 
 namespace egress {
@@ -60,10 +62,11 @@ int ChildProcess::Start(const std::string& path, const std::vector<std::string>&
     return 0;
   }
   std::string line;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const SystemClock clock;
+  const auto deadline = clock.Now() + std::chrono::milliseconds(timeout_ms);
   while (line.find('\n') == std::string::npos) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+        deadline - clock.Now());
     pollfd ready{.fd = stdout_fd_, .events = POLLIN, .revents = 0};
     char buf[256];
     ssize_t got = 0;
