@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# End-to-end throughput: accepted/s through POST /v1/deliveries/batch and delivered/s to the
+# simulator on loopback, with every budget raised out of the way. Builds nothing: run
+# `./dev build` first (or point BUILD at another build dir with the same targets plus e2e_load).
+#
+#   bench/e2e.sh                      # defaults below
+#   TOTAL=100000 CLIENTS=2 BATCH=1000 DESTINATIONS=128 bench/e2e.sh
+#   INTAKE_ONLY=1 bench/e2e.sh        # accepted/s alone (nothing delivered)
+#   STORE_ON=/dev/shm bench/e2e.sh    # store on tmpfs: what is left without fsync cost
+#   PERF=1 bench/e2e.sh               # also `perf record -e cpu-clock` the service (needs perf)
+#
+# Starts build/relay-egress-sim and build/relay-egress serve on 127.0.0.1 (free ports), with a
+# temp config and store under a temp dir, and stops both at exit. Bounded by TOTAL and
+# TIMEOUT_S.
+set -euo pipefail
+
+SRC="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${BUILD:-$SRC/build}"
+TOTAL="${TOTAL:-200000}"
+CLIENTS="${CLIENTS:-4}"
+BATCH="${BATCH:-500}"
+DESTINATIONS="${DESTINATIONS:-64}"
+TENANTS="${TENANTS:-4}"
+TIMEOUT_S="${TIMEOUT_S:-120}"
+SIM_THREADS="${SIM_THREADS:-1}"
+PERF="${PERF:-0}"
+PER_DEST="${PER_DEST:-4}"
+# INTAKE_ONLY=1: tenant_egress is 1 per hour, so nothing is delivered and intake runs alone.
+INTAKE_ONLY="${INTAKE_ONLY:-0}"   # max_in_flight_per_destination (each head fetch reads that many records)
+
+for bin in relay-egress relay-egress-sim bench/e2e_load; do
+  if [[ ! -x "$BUILD/$bin" ]]; then
+    echo "missing $BUILD/$bin: run ./dev build (or BUILD=<dir> with e2e_load built)" >&2
+    exit 2
+  fi
+done
+
+TMP="$(mktemp -d /tmp/egress-e2e-XXXXXX)"
+# STORE_ON=/dev/shm puts the store on tmpfs (fsync free): separates disk sync cost from the rest.
+STORE_PARENT="$(mktemp -d "${STORE_ON:-$TMP}/egress-e2e-store-XXXXXX")"
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$STORE_PARENT" "$TMP"
+}
+trap cleanup EXIT
+
+# Starts "$@" in the background with stdout to $TMP/$name.out (in this shell, so cleanup sees
+# the pid); wait_port then waits for "listening 127.0.0.1:PORT" and echoes PORT.
+start() {
+  local name="$1"; shift
+  "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+  PIDS+=($!)
+  echo $! >"$TMP/$name.pid"
+}
+wait_port() {
+  local name="$1"
+  for _ in $(seq 1 200); do
+    if grep -q '^listening ' "$TMP/$name.out" 2>/dev/null; then
+      head -1 "$TMP/$name.out" | sed 's/.*://'
+      return 0
+    fi
+    sleep 0.05
+  done
+  echo "$name did not start:" >&2; cat "$TMP/$name.err" >&2
+  return 1
+}
+
+start sim "$BUILD/relay-egress-sim" --port 0 --threads "$SIM_THREADS"
+SIM_PORT="$(wait_port sim)"
+
+if [[ "$INTAKE_ONLY" == 1 ]]; then
+  EGRESS_LIMIT=1 EGRESS_SCALE_MS=3600000 EGRESS_BURST=1
+else
+  EGRESS_LIMIT=1000000 EGRESS_SCALE_MS=1000 EGRESS_BURST=100000
+fi
+{
+  cat <<EOF
+[server]
+listen = "127.0.0.1:0"
+data_dir = "$STORE_PARENT/store"
+batch_max_items = 1000
+tenant_backlog_watermark = 10000000
+
+[transport]
+max_host_connections = 64
+max_total_connections = 256
+
+[platforms.webhook]
+allow_private_networks = true
+max_in_flight_per_destination = $PER_DEST
+max_in_flight_per_platform = 1024
+
+# Budgets out of the way: 1M per second per scope (the same as PUT
+# /api/admin/tenants/{t}/rate_limits with these values for each bench tenant).
+[budgets.webhook_destination]
+limit = 1000000
+scale_ms = 1000
+burst = 100000
+[budgets.tenant_egress]
+limit = $EGRESS_LIMIT
+scale_ms = $EGRESS_SCALE_MS
+burst = $EGRESS_BURST
+[budgets.tenant_intake]
+limit = 1000000
+scale_ms = 1000
+burst = 100000
+EOF
+  for t in $(seq 0 $((TENANTS - 1))); do
+    printf '\n[tenants.bench-%d.credentials.hooks]\nplatform = "webhook"\n' "$t"
+    printf 'secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"\n'
+  done
+} >"$TMP/relay-egress.toml"
+
+start service "$BUILD/relay-egress" serve --config "$TMP/relay-egress.toml" \
+  --profiles-dir "$SRC/config/profiles"
+PORT="$(wait_port service)"
+SERVICE_PID="$(cat "$TMP/service.pid")"
+SIM_PID="$(cat "$TMP/sim.pid")"
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+svc0="$(cpu_ticks "$SERVICE_PID")"; sim0="$(cpu_ticks "$SIM_PID")"
+
+if [[ "$PERF" == 1 ]]; then
+  perf record -e cpu-clock -g -p "$SERVICE_PID" -o "${PERF_DATA:-/tmp/egress-e2e-perf.data}" 2>/dev/null &
+  PERF_PID=$!
+fi
+
+set +e
+"$BUILD/bench/e2e_load" --port "$PORT" --hook_base "http://127.0.0.1:$SIM_PORT/hooks/" \
+  --clients "$CLIENTS" --batch "$BATCH" --total "$TOTAL" --destinations "$DESTINATIONS" \
+  --tenants "$TENANTS" --timeout_s "$TIMEOUT_S" --wait "$((1 - INTAKE_ONLY))" | tee "$TMP/load.out"
+rc=${PIPESTATUS[0]}
+set -e
+
+if [[ "$PERF" == 1 ]]; then
+  kill -INT "$PERF_PID"; wait "$PERF_PID" || true
+  perf report -i "${PERF_DATA:-/tmp/egress-e2e-perf.data}" --children --sort symbol --stdio -g none 2>/dev/null |
+    grep -v '^#' | grep '%' | head -40 >"${PERF_OUT:-/tmp/egress-e2e-perf.txt}"
+  echo "perf_data ${PERF_DATA:-/tmp/egress-e2e-perf.data} perf_top ${PERF_OUT:-/tmp/egress-e2e-perf.txt}"
+fi
+
+tck="$(getconf CLK_TCK)"
+delivered="$(awk '$1 == "delivered" {print $2}' "$TMP/load.out")"
+svc1="$(cpu_ticks "$SERVICE_PID")"; sim1="$(cpu_ticks "$SIM_PID")"
+awk -v a="$svc0" -v b="$svc1" -v c="$sim0" -v d="$sim1" -v t="$tck" -v n="$delivered" 'BEGIN {
+  if (n > 0) {
+    printf "service_cpu_seconds %.2f\nservice_cpu_us_per_delivery %.1f\n", (b - a) / t, (b - a) / t * 1e6 / n
+    printf "sim_cpu_seconds %.2f\nsim_cpu_us_per_delivery %.1f\n", (d - c) / t, (d - c) / t * 1e6 / n
+  }
+}'
+echo "sim_totals $(curl -s "http://127.0.0.1:$SIM_PORT/_sim/stats" | python3 -c \
+  'import json,sys; t=json.load(sys.stdin)["totals"]; print("requests=%d accepted=%d duplicates=%d errors=%d" % (t["requests"], t["accepted"], t["duplicates"], t["errors"]))' 2>/dev/null || echo '?')"
+echo "service_stats $(curl -s "http://127.0.0.1:$PORT/v1/stats")"
+exit "$rc"
