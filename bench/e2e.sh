@@ -122,6 +122,10 @@ SIM_PID="$(cat "$TMP/sim.pid")"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 svc0="$(cpu_ticks "$SERVICE_PID")"; sim0="$(cpu_ticks "$SIM_PID")"
 
+if [[ "$PERF" == 1 ]] && ! command -v perf >/dev/null; then
+  echo "PERF=1 needs perf (apt-get install -y linux-perf); running without it" >&2
+  PERF=0
+fi
 if [[ "$PERF" == 1 ]]; then
   perf record -e cpu-clock -g -p "$SERVICE_PID" -o "${PERF_DATA:-/tmp/egress-e2e-perf.data}" 2>/dev/null &
   PERF_PID=$!
@@ -135,7 +139,8 @@ rc=${PIPESTATUS[0]}
 set -e
 
 if [[ "$PERF" == 1 ]]; then
-  kill -INT "$PERF_PID"; wait "$PERF_PID" || true
+  kill -INT "$PERF_PID" 2>/dev/null || true
+  wait "$PERF_PID" || true
   perf report -i "${PERF_DATA:-/tmp/egress-e2e-perf.data}" --children --sort symbol --stdio -g none 2>/dev/null |
     grep -v '^#' | grep '%' | head -40 >"${PERF_OUT:-/tmp/egress-e2e-perf.txt}"
   echo "perf_data ${PERF_DATA:-/tmp/egress-e2e-perf.data} perf_top ${PERF_OUT:-/tmp/egress-e2e-perf.txt}"
