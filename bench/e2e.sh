@@ -4,7 +4,7 @@
 # `./dev build` first (or point BUILD at another build dir with the same targets plus e2e_load).
 #
 #   bench/e2e.sh                      # defaults below
-#   TOTAL=100000 CLIENTS=2 BATCH=1000 DESTINATIONS=128 bench/e2e.sh
+#   TOTAL=100000 CLIENTS=2 BATCH=1000 DESTINATIONS=128 INTAKE_ONLY=1 bench/e2e.sh
 #   INTAKE_ONLY=1 bench/e2e.sh        # accepted/s alone (nothing delivered)
 #   STORE_ON=/dev/shm bench/e2e.sh    # store on tmpfs: what is left without fsync cost
 #   PERF=1 bench/e2e.sh               # also `perf record -e cpu-clock` the service (needs perf)
@@ -16,7 +16,7 @@ set -euo pipefail
 
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$SRC/build}"
-TOTAL="${TOTAL:-200000}"
+TOTAL="${TOTAL:-20000}"
 CLIENTS="${CLIENTS:-4}"
 BATCH="${BATCH:-500}"
 DESTINATIONS="${DESTINATIONS:-64}"

@@ -3,7 +3,7 @@
 // is polled until `delivered` has grown by that many (or --timeout_s passes).
 //
 //   e2e_load --port P --hook_base http://127.0.0.1:SIM/hooks/ [--clients 4] [--batch 500]
-//            [--total 200000] [--destinations 64] [--tenants 4] [--timeout_s 120] [--wait 1]
+//            [--total 20000] [--destinations 64] [--tenants 4] [--timeout_s 120] [--wait 1]
 //
 // Loopback only; bounded by --total and --timeout_s. Prints one "key value" per line.
 
@@ -32,7 +32,7 @@ struct Options {
   std::string hook_base;
   int clients = 4;
   int batch = 500;
-  long total = 200'000;
+  long total = 20'000;
   int destinations = 64;
   int tenants = 4;
   int timeout_s = 120;
