@@ -7,10 +7,6 @@
 //
 // Loopback only; bounded by --total and --timeout_s. Prints one "key value" per line.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,6 +18,11 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 namespace {
 
@@ -70,7 +71,8 @@ class Connection {
     }
     size_t header_end;
     while ((header_end = buf_.find("\r\n\r\n")) == std::string::npos) {
-      if (!Fill()) return false;
+      if (!Fill())
+        return false;
     }
     const std::string head = buf_.substr(0, header_end);
     out.status = std::atoi(head.c_str() + 9);
@@ -82,7 +84,8 @@ class Connection {
       }
     }
     while (buf_.size() < header_end + 4 + length) {
-      if (!Fill()) return false;
+      if (!Fill())
+        return false;
     }
     out.body = buf_.substr(header_end + 4, length);
     buf_.erase(0, header_end + 4 + length);
@@ -115,7 +118,8 @@ class Connection {
     return true;
   }
   void Close() {
-    if (fd_ >= 0) close(fd_);
+    if (fd_ >= 0)
+      close(fd_);
     fd_ = -1;
     buf_.clear();
   }
@@ -127,7 +131,8 @@ class Connection {
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
-  for (size_t p = 0; (p = text.find(what, p)) != std::string::npos; p += what.size()) ++n;
+  for (size_t p = 0; (p = text.find(what, p)) != std::string::npos; p += what.size())
+    ++n;
   return n;
 }
 
@@ -142,8 +147,8 @@ std::string BatchBody(const Options& o, int client) {
     const int dest = (client * o.batch + i) % o.destinations;
     body += (i ? "," : "");
     body += R"({"tenant":"bench-)" + std::to_string(dest % o.tenants) +
-            R"(","platform":"webhook","credential":"hooks","destination":")" + o.hook_base +
-            "d" + std::to_string(dest) +
+            R"(","platform":"webhook","credential":"hooks","destination":")" + o.hook_base + "d" +
+            std::to_string(dest) +
             R"(","payload":{"type":"message.created","data":{"text":"e2e bench payload","n":)" +
             std::to_string(i) + "}}}";
   }
@@ -152,9 +157,11 @@ std::string BatchBody(const Options& o, int client) {
 
 bool ParseArgs(int argc, char** argv, Options& o) {
   std::map<std::string, std::string> kv;
-  for (int i = 1; i + 1 < argc; i += 2) kv[argv[i]] = argv[i + 1];
+  for (int i = 1; i + 1 < argc; i += 2)
+    kv[argv[i]] = argv[i + 1];
   auto num = [&](const char* k, auto& field) {
-    if (kv.count(k)) field = std::atol(kv[k].c_str());
+    if (kv.count(k))
+      field = std::atol(kv[k].c_str());
   };
   num("--port", o.port);
   num("--clients", o.clients);
@@ -164,7 +171,8 @@ bool ParseArgs(int argc, char** argv, Options& o) {
   num("--tenants", o.tenants);
   num("--timeout_s", o.timeout_s);
   num("--wait", o.wait);
-  if (kv.count("--hook_base")) o.hook_base = kv["--hook_base"];
+  if (kv.count("--hook_base"))
+    o.hook_base = kv["--hook_base"];
   return o.port > 0 && o.hook_base.rfind("http://127.0.0.1:", 0) == 0 && o.clients > 0 &&
          o.batch > 0 && o.total > 0 && o.destinations > 0 && o.tenants > 0;
 }
@@ -174,9 +182,10 @@ bool ParseArgs(int argc, char** argv, Options& o) {
 int main(int argc, char** argv) {
   Options o;
   if (!ParseArgs(argc, argv, o)) {
-    std::fprintf(stderr,
-                 "usage: e2e_load --port P --hook_base http://127.0.0.1:SIM/hooks/ [--clients N]"
-                 " [--batch N] [--total N] [--destinations N] [--tenants N] [--timeout_s S] [--wait 0|1]\n");
+    std::fprintf(
+        stderr,
+        "usage: e2e_load --port P --hook_base http://127.0.0.1:SIM/hooks/ [--clients N]"
+        " [--batch N] [--total N] [--destinations N] [--tenants N] [--timeout_s S] [--wait 0|1]\n");
     return 2;
   }
   Connection control(o.port);
@@ -212,14 +221,16 @@ int main(int argc, char** argv) {
       }
     });
   }
-  for (auto& t : clients) t.join();
+  for (auto& t : clients)
+    t.join();
   const double intake_s = std::chrono::duration<double>(Clock::now() - t0).count();
 
   long delivered = delivered0;
   while (o.wait != 0 && Clock::now() < deadline) {
     if (control.Call("GET", "/v1/stats", "", r) && r.status == 200) {
       delivered = JsonInt(r.body, "delivered");
-      if (delivered - delivered0 >= accepted.load()) break;
+      if (delivered - delivered0 >= accepted.load())
+        break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // Counts() is not free
   }
@@ -227,8 +238,8 @@ int main(int argc, char** argv) {
   const long done = delivered - delivered0;
   std::printf("clients %d\nbatch %d\ndestinations %d\ntenants %d\n", o.clients, o.batch,
               o.destinations, o.tenants);
-  std::printf("accepted %ld\nrejected_items %ld\nbatch_requests %ld\nerrors %ld\n",
-              accepted.load(), rejected.load(), requests.load(), errors.load());
+  std::printf("accepted %ld\nrejected_items %ld\nbatch_requests %ld\nerrors %ld\n", accepted.load(),
+              rejected.load(), requests.load(), errors.load());
   std::printf("intake_seconds %.3f\naccepted_per_s %.0f\n", intake_s, accepted.load() / intake_s);
   std::printf("delivered %ld\nfirst_post_to_all_delivered_seconds %.3f\ndelivered_per_s %.0f\n",
               done, total_s, done / total_s);

@@ -10,8 +10,6 @@
 
 #include <signal.h>
 #include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -24,6 +22,8 @@
 
 #include <benchmark/benchmark.h>
 #include <boost/asio/io_context.hpp>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 #include "adapters/curl_transport.h"
 #include "adapters/webhook_adapter.h"
@@ -120,8 +120,10 @@ double SimCpuSeconds() {
   std::string field;
   double utime = 0, stime = 0;
   for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) utime = std::stod(field);
-    if (i == 15) stime = std::stod(field);
+    if (i == 14)
+      utime = std::stod(field);
+    if (i == 15)
+      stime = std::stod(field);
   }
   return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
@@ -144,12 +146,12 @@ class Driver {
   // A plain POST (simulator control), run to completion on the loop.
   int Control(const std::string& target, const std::string& body) {
     int status = 0;
-    transport_->Send({.url = Url(target), .headers = {{"Content-Type", "application/json"}},
-                      .body = body},
-                     [&](egress::Result<adapters::HttpResponse> r) {
-                       status = r ? r->status : -1;
-                       io_.stop();
-                     });
+    transport_->Send(
+        {.url = Url(target), .headers = {{"Content-Type", "application/json"}}, .body = body},
+        [&](egress::Result<adapters::HttpResponse> r) {
+          status = r ? r->status : -1;
+          io_.stop();
+        });
     io_.restart();
     io_.run();
     return status;
