@@ -6,12 +6,12 @@
 #
 #   build/relay-egress-sim --port 8687 &
 #   build/relay-egress serve --config config/demo.toml --profiles-dir config/profiles &
-#   bench/demo_load.sh            # N=300 WATCH_S=10 by default
+#   bench/demo_load.sh [SERVICE_URL]   # N=300 WATCH_S=10 by default; ./dev demo runs all three
 #
 # Needs curl and python3 (pretty printing). Talks only to 127.0.0.1.
 set -euo pipefail
 
-SERVICE="${SERVICE:-http://127.0.0.1:8686}"
+SERVICE="${1:-${SERVICE:-http://127.0.0.1:8686}}"   # ./dev demo passes it as $1
 SIM="${SIM:-http://127.0.0.1:8687}"
 N="${N:-300}"
 WATCH_S="${WATCH_S:-10}"
