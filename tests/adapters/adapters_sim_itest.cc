@@ -1,0 +1,302 @@
+// The four adapters through CurlTransport against the real relay-egress-sim on 127.0.0.1:
+// requests the simulator accepts, its 429s read into the right observation, LINE's retry key
+// across a timeout, Standard Webhooks signatures (also during a rotation) and 410.
+
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include "adapters/adapter_registry.h"
+#include "adapters/base64.h"
+#include "adapters/curl_transport.h"
+#include "dispatcher/classify.h"
+
+extern char** environ;
+
+namespace egress::adapters {
+namespace {
+
+using dispatcher::Classify;
+using dispatcher::OutcomeClass;
+using dispatcher::RateLimitScope;
+using nlohmann::json;
+
+std::string SimulatorPath() {
+  const char* dir = std::getenv("EGRESS_BIN_DIR");
+  return std::string(dir != nullptr && *dir != '\0' ? dir : ".") + "/../relay-egress-sim";
+}
+
+// relay-egress-sim on 127.0.0.1, port 0; stopped with SIGTERM.
+class SimProcess {
+ public:
+  ~SimProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+    }
+  }
+
+  // The port, or 0 when the binary did not start and report "listening 127.0.0.1:PORT".
+  int Start() {
+    int fds[2];
+    if (pipe(fds) != 0) {
+      return 0;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    const std::string path = SimulatorPath();
+    char* argv[] = {const_cast<char*>(path.c_str()), const_cast<char*>("--listen"),
+                    const_cast<char*>("127.0.0.1"),  const_cast<char*>("--port"),
+                    const_cast<char*>("0"),          nullptr};
+    const int rc = posix_spawn(&pid_, path.c_str(), &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(fds[1]);
+    if (rc != 0) {
+      close(fds[0]);
+      pid_ = -1;
+      return 0;
+    }
+    pollfd ready{.fd = fds[0], .events = POLLIN, .revents = 0};
+    if (poll(&ready, 1, 10'000) != 1) {
+      close(fds[0]);
+      return 0;
+    }
+    FILE* out = fdopen(fds[0], "r");
+    char line[128] = {0};
+    int port = 0;
+    if (std::fgets(line, sizeof line, out) == nullptr ||
+        std::sscanf(line, "listening 127.0.0.1:%d", &port) != 1) {
+      port = 0;
+    }
+    std::fclose(out);
+    return port;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+std::string Secret(char fill) { return "whsec_" + Base64Encode(std::string(32, fill)); }
+
+class AdaptersSimTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const int port = sim_.Start();
+    ASSERT_NE(port, 0) << "could not start " << SimulatorPath();
+    base_ = "http://127.0.0.1:" + std::to_string(port);
+    PlatformEndpoints endpoints;
+    endpoints.slack_base_url = base_;
+    endpoints.discord_base_url = base_;
+    endpoints.line_base_url = base_;
+    endpoints.webhook_ssrf.allow_private_networks = true;  // The simulator is on loopback.
+    registry_ = std::make_unique<AdapterRegistry>(endpoints);
+  }
+
+  Result<HttpResponse> Send(HttpRequest request) {
+    Result<HttpResponse> out = Status::Unavailable("not completed");
+    transport_->Send(std::move(request), [&](Result<HttpResponse> r) {
+      out = std::move(r);
+      io_.stop();
+    });
+    io_.restart();
+    io_.run();
+    return out;
+  }
+
+  // Builds, sends and interprets one attempt of `delivery`.
+  AttemptReport Attempt(const storage::Delivery& delivery, const Credential& credential,
+                        Millis timeout = Millis(5000)) {
+    const PlatformAdapter* adapter = *registry_->Find(delivery.platform);
+    Result<HttpRequest> request = adapter->BuildRequest(delivery, credential, clock_.WallNow());
+    if (!request.has_value()) {
+      ADD_FAILURE() << request.error().ToString();
+      return AttemptReport{};
+    }
+    request->timeout = timeout;
+    return adapter->Interpret(delivery, Send(std::move(*request)), clock_.WallNow());
+  }
+
+  void Configure(const std::string& patch) {
+    Result<HttpResponse> r = Send({.url = base_ + "/_sim/config", .body = patch});
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    ASSERT_EQ(r->status, 200) << r->body;
+  }
+
+  json Stats(const std::string& destination) {
+    Result<HttpResponse> r = Send({.method = "GET", .url = base_ + "/_sim/stats"});
+    EXPECT_TRUE(r.has_value());
+    json stats = json::parse(r.has_value() ? r->body : "{}", nullptr, false);
+    return stats["destinations"][destination];
+  }
+
+  storage::Delivery Delivery(std::string platform, std::string destination, std::string payload,
+                             std::string id) {
+    storage::Delivery d;
+    d.id = std::move(id);
+    d.tenant = "acme";
+    d.platform = std::move(platform);
+    d.destination = std::move(destination);
+    d.credential = "main";
+    d.payload = std::move(payload);
+    return d;
+  }
+
+  SimProcess sim_;
+  std::string base_;
+  std::unique_ptr<AdapterRegistry> registry_;
+  boost::asio::io_context io_;
+  SystemClock clock_;
+  std::unique_ptr<HttpTransport> transport_ = NewCurlTransport(io_, clock_, TransportOptions{});
+};
+
+Credential Token(std::string token) {
+  return Credential{.name = "main", .platform = "", .token = std::move(token), .secrets = {}};
+}
+
+// Verifies Slack: a post is delivered with its ts; a 429 parks with Retry-After; an incoming
+// webhook is delivered and an archived one disables the destination.
+TEST_F(AdaptersSimTest, Slack) {
+  Configure(R"({"slack":{"channel_burst":1,"channel_rate_per_s":0.01,"retry_after_s":30,
+                         "archived_hooks":["T1/B1/gone"]}})");
+  AttemptReport ok = Attempt(Delivery("slack", "C1", R"({"text":"hi"})", "S1"), Token("xoxb-1"));
+  EXPECT_EQ(Classify(ok.outcome), OutcomeClass::kDelivered) << ok.attempt.detail;
+  EXPECT_FALSE(ok.platform_ref.empty());
+  AttemptReport limited =
+      Attempt(Delivery("slack", "C1", R"({"text":"again"})", "S2"), Token("xoxb-1"));
+  EXPECT_EQ(Classify(limited.outcome), OutcomeClass::kBudgetExhausted);
+  EXPECT_EQ(limited.observation.retry_after, Millis(30'000));
+  EXPECT_EQ(limited.outcome.platform_error, "ratelimited");
+  AttemptReport hook = Attempt(
+      Delivery("slack", base_ + "/services/T1/B1/x", R"({"text":"hi"})", "S3"), Credential{});
+  EXPECT_EQ(Classify(hook.outcome), OutcomeClass::kDelivered) << hook.attempt.detail;
+  AttemptReport gone = Attempt(
+      Delivery("slack", base_ + "/services/T1/B1/gone", R"({"text":"hi"})", "S4"), Credential{});
+  EXPECT_EQ(Classify(gone.outcome), OutcomeClass::kDeadLetter);
+  EXPECT_TRUE(gone.disable_destination.has_value());
+  EXPECT_EQ(Stats("slack:xoxb-1:C1")["accepted"], 1);
+  EXPECT_EQ(Stats("slack:xoxb-1:C1")["early"], 0);
+}
+
+// Verifies Discord: bucket headers fold into the observation, a bucket 429 reads the body's
+// retry_after, a retried nonce posts once, and an unknown webhook disables the destination.
+TEST_F(AdaptersSimTest, Discord) {
+  Configure(
+      R"({"discord":{"bucket_limit":2,"bucket_window_ms":60000,"unknown_webhooks":["666"]}})");
+  storage::Delivery first = Delivery("discord", "channels/42", R"({"content":"a"})", "D1");
+  AttemptReport ok = Attempt(first, Token("bot-1"));
+  EXPECT_EQ(Classify(ok.outcome), OutcomeClass::kDelivered) << ok.attempt.detail;
+  EXPECT_EQ(ok.observation.limit, 2);
+  EXPECT_EQ(ok.observation.remaining, 1);
+  EXPECT_EQ(ok.observation.bucket, "a06de45e2b5c7f3d");
+  AttemptReport retry = Attempt(first, Token("bot-1"));  // The same delivery again.
+  EXPECT_EQ(Classify(retry.outcome), OutcomeClass::kDelivered);
+  EXPECT_EQ(retry.platform_ref, ok.platform_ref);
+  EXPECT_EQ(retry.observation.remaining, 0);
+  AttemptReport limited =
+      Attempt(Delivery("discord", "channels/42", R"({"content":"b"})", "D2"), Token("bot-1"));
+  EXPECT_EQ(Classify(limited.outcome), OutcomeClass::kBudgetExhausted);
+  EXPECT_EQ(limited.observation.scope, RateLimitScope::kUser);
+  ASSERT_TRUE(limited.outcome.retry_after.has_value());
+  EXPECT_GT(*limited.outcome.retry_after, Millis(50'000));
+  EXPECT_LE(*limited.outcome.retry_after, Millis(60'000));
+  json stats = Stats("discord:channel:42");
+  EXPECT_EQ(stats["accepted"], 1);
+  EXPECT_EQ(stats["duplicates"], 0);
+  EXPECT_EQ(stats["duplicates_prevented"], 1);
+  AttemptReport hook =
+      Attempt(Delivery("discord", "webhooks/77/tok", R"({"content":"c"})", "D3"), Credential{});
+  EXPECT_EQ(Classify(hook.outcome), OutcomeClass::kDelivered) << hook.attempt.detail;
+  EXPECT_FALSE(hook.platform_ref.empty());
+  AttemptReport unknown =
+      Attempt(Delivery("discord", "webhooks/666/tok", R"({"content":"c"})", "D4"), Credential{});
+  EXPECT_EQ(unknown.outcome.platform_error, "10015");
+  EXPECT_TRUE(unknown.disable_destination.has_value());
+}
+
+// Verifies LINE: a push is delivered; a timeout then a retry with the same key is answered 409
+// and counts as delivered, with one message accepted; quota and rate 429s are told apart.
+TEST_F(AdaptersSimTest, Line) {
+  const std::string messages = R"({"messages":[{"type":"text","text":"hi"}]})";
+  AttemptReport ok = Attempt(Delivery("line", "U1", messages, "L1"), Token("line-1"));
+  EXPECT_EQ(Classify(ok.outcome), OutcomeClass::kDelivered) << ok.attempt.detail;
+  EXPECT_FALSE(ok.platform_ref.empty());
+
+  Configure(R"({"line":{"faults":{"delay_ms":1500}}})");
+  storage::Delivery slow = Delivery("line", "U2", messages, "L2");
+  AttemptReport timeout = Attempt(slow, Token("line-2"), Millis(300));
+  EXPECT_EQ(timeout.outcome.transport, dispatcher::TransportResult::kTimeout);
+  EXPECT_EQ(Classify(timeout.outcome), OutcomeClass::kRetry);
+  Configure(R"({"line":{"faults":{"delay_ms":0}}})");
+  AttemptReport retried = Attempt(slow, Token("line-2"), Millis(5000));
+  EXPECT_TRUE(retried.outcome.accepted)
+      << retried.attempt.http_status << " " << retried.attempt.detail;
+  EXPECT_EQ(Classify(retried.outcome), OutcomeClass::kDelivered);
+  EXPECT_FALSE(retried.platform_ref.empty());
+  json stats = Stats("line:line-2");
+  EXPECT_EQ(stats["accepted"], 1);
+  EXPECT_EQ(stats["duplicates"], 0);
+  EXPECT_EQ(stats["duplicates_prevented"], 1);
+
+  Configure(R"({"line":{"monthly_quota":1}})");
+  (void)Attempt(Delivery("line", "U3", messages, "L3"), Token("line-3"));
+  AttemptReport quota = Attempt(Delivery("line", "U3", messages, "L4"), Token("line-3"));
+  EXPECT_EQ(Classify(quota.outcome), OutcomeClass::kBudgetExhausted);
+  EXPECT_EQ(quota.outcome.platform_error, "monthly_limit");
+  EXPECT_GT(quota.outcome.retry_after.value_or(Millis(0)), Millis(0));
+  Configure(R"({"line":{"monthly_quota":-1,"rate_per_s":1}})");
+  (void)Attempt(Delivery("line", "U4", messages, "L5"), Token("line-4"));
+  AttemptReport rate = Attempt(Delivery("line", "U4", messages, "L6"), Token("line-4"));
+  EXPECT_EQ(Classify(rate.outcome), OutcomeClass::kBudgetExhausted);
+  EXPECT_EQ(rate.outcome.platform_error, "rate_limited");
+  EXPECT_FALSE(rate.outcome.retry_after.has_value());
+}
+
+// Verifies webhooks: signatures verify in the simulator, also while the receiver has only the
+// new secret and the sender signs with both; a wrong secret is refused; 410 disables.
+TEST_F(AdaptersSimTest, Webhook) {
+  Configure(R"({"hooks":{"signed":{"secrets":[")" + Secret('a') + R"("]},"rotated":{"secrets":[")" +
+            Secret('b') +
+            R"("]},"gone":{"faults":{"status":410}},)"
+            R"("busy":{"faults":{"status":429,"retry_after_s":7}}}})");
+  const Credential old_only{
+      .name = "h", .platform = "webhook", .token = "", .secrets = {Secret('a')}};
+  const Credential rotating{
+      .name = "h", .platform = "webhook", .token = "", .secrets = {Secret('b'), Secret('a')}};
+  AttemptReport ok =
+      Attempt(Delivery("webhook", base_ + "/hooks/signed", R"({"n":1})", "W1"), old_only);
+  EXPECT_EQ(Classify(ok.outcome), OutcomeClass::kDelivered) << ok.attempt.detail;
+  AttemptReport both =
+      Attempt(Delivery("webhook", base_ + "/hooks/signed", R"({"n":2})", "W2"), rotating);
+  EXPECT_EQ(Classify(both.outcome), OutcomeClass::kDelivered) << both.attempt.detail;
+  AttemptReport rotated =
+      Attempt(Delivery("webhook", base_ + "/hooks/rotated", R"({"n":3})", "W3"), rotating);
+  EXPECT_EQ(Classify(rotated.outcome), OutcomeClass::kDelivered) << rotated.attempt.detail;
+  AttemptReport wrong =
+      Attempt(Delivery("webhook", base_ + "/hooks/rotated", R"({"n":4})", "W4"), old_only);
+  EXPECT_EQ(wrong.attempt.http_status, 401);
+  EXPECT_EQ(Classify(wrong.outcome), OutcomeClass::kDeadLetter);
+  EXPECT_EQ(Stats("hook:signed")["signature_failures"], 0);
+  EXPECT_EQ(Stats("hook:rotated")["signature_failures"], 1);
+  AttemptReport gone = Attempt(Delivery("webhook", base_ + "/hooks/gone", "{}", "W5"), old_only);
+  EXPECT_EQ(Classify(gone.outcome), OutcomeClass::kDeadLetter);
+  EXPECT_TRUE(gone.disable_destination.has_value());
+  AttemptReport busy = Attempt(Delivery("webhook", base_ + "/hooks/busy", "{}", "W6"), old_only);
+  EXPECT_EQ(Classify(busy.outcome), OutcomeClass::kBudgetExhausted);
+  EXPECT_EQ(busy.observation.retry_after, Millis(7000));
+}
+
+}  // namespace
+}  // namespace egress::adapters
