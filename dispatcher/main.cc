@@ -1,5 +1,5 @@
-// The relay-egress binary: `serve` runs the worker service (docs/architecture.md); `stats`
-// prints the store's counts by state without a running service.
+// The relay-egress binary: `serve` runs the worker service (docs/architecture.md); the
+// operator commands (deliveries, stats, destinations) live in dispatcher/cli (docs/cli.md).
 
 #include <cstdio>
 #include <string>
@@ -11,17 +11,14 @@
 #include "config/config_mapping.h"
 #include "config/listen_address.h"
 #include "config/load_config.h"
+#include "dispatcher/cli/cli.h"
 #include "dispatcher/clock.h"
 #include "dispatcher/service/serve.h"
-#include "storage/rocks_queue_store.h"
 
 namespace {
 
-using egress::storage::DeliveryState;
-
 constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;
-constexpr int kExitUnavailable = 3;
 
 // What the command line says about configuration.
 struct ConfigFlags {
@@ -53,30 +50,6 @@ egress::Result<egress::config::Config> ResolveConfig(const ConfigFlags& flags) {
     config.server.data_dir = flags.data_dir;
   }
   return config;
-}
-
-void PrintCounts(const egress::storage::StateCounts& counts) {
-  for (DeliveryState s : egress::storage::kAllStates) {
-    fmt::print("  {:<10} {}\n", egress::storage::StateName(s), egress::storage::CountOf(counts, s));
-  }
-}
-
-int PrintStats(const std::string& data_dir) {
-  egress::SystemClock clock;
-  auto store = egress::storage::OpenRocksQueueStore({.path = data_dir},
-                                                    egress::ToUnixMillis(clock.WallNow()));
-  if (!store) {
-    std::fprintf(stderr, "relay-egress: %s\n", store.error().ToString().c_str());
-    return kExitUnavailable;
-  }
-  auto counts = (*store)->Counts();
-  if (!counts) {
-    std::fprintf(stderr, "relay-egress: %s\n", counts.error().ToString().c_str());
-    return kExitUnavailable;
-  }
-  fmt::print("store {}:\n", data_dir);
-  PrintCounts(*counts);
-  return (*store)->Close().ok() ? kExitOk : kExitUnavailable;
 }
 
 // Builds every part's options from the loaded config.
@@ -122,16 +95,15 @@ int main(int argc, char** argv) {
   serve->add_option("--data-dir", flags.data_dir, "Store directory (overrides server.data_dir)");
   serve->add_flag("--check-config", check_config, "Validate the config and exit")
       ->needs(serve_config);
-  auto* stats = app.add_subcommand("stats", "Print delivery counts by state");
-  stats->add_option("--config", flags.config_path, "TOML config file")->check(CLI::ExistingFile);
-  stats->add_option("--profiles-dir", flags.profiles_dir,
-                    "Platform profiles (default: profiles/ next to the config file)");
-  stats->add_option("--data-dir", flags.data_dir, "Store directory (overrides server.data_dir)");
+  egress::cli::Commands commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (commands.Parsed()) {
+    return commands.Run();
   }
   auto config = ResolveConfig(flags);
   if (!config) {
@@ -142,8 +114,5 @@ int main(int argc, char** argv) {
     fmt::print("{}: OK\n", flags.config_path);
     return kExitOk;
   }
-  if (serve->parsed()) {
-    return egress::service::RunService(ToServiceOptions(*config));
-  }
-  return PrintStats(config->server.data_dir);
+  return egress::service::RunService(ToServiceOptions(*config));
 }

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "dispatcher/cli/http_client.h"
+#include "dispatcher/result.h"
+
+namespace egress::cli {
+
+// Which deliveries a list or a replay-by-filter means. Empty fields match everything.
+struct DeliveryFilter {
+  std::string state;
+  std::string tenant;
+  std::string platform;
+  std::string destination;
+  std::string reason;  // a prefix
+  std::string cursor;
+  int limit = 0;  // 0: the server's default
+};
+
+// Where commands get their answers: the running service (ServiceBackend) or the store opened
+// directly (StoreBackend). Every answer is JSON in the service API's shapes
+// (dispatcher/service/api_*.cc), so output code does not care which one answered.
+// Errors: NotFound, FailedPrecondition (nothing to do), InvalidArgument (bad input), Unavailable
+// (service unreachable), Busy (store in use), others for storage and protocol faults.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // {"deliveries": [...], "next_cursor": string|null}
+  virtual Result<nlohmann::json> List(const DeliveryFilter& filter) = 0;
+  virtual Result<nlohmann::json> Get(const std::string& id) = 0;
+  // {"id", "state": "queued"}
+  virtual Result<nlohmann::json> Replay(const std::string& id) = 0;
+  // {"matched", "replayed", "dry_run"}; filter.state is dead or deferred.
+  virtual Result<nlohmann::json> ReplayMatching(const DeliveryFilter& filter, bool dry_run) = 0;
+  // {"id", "state": "cancelled"}
+  virtual Result<nlohmann::json> Cancel(const std::string& id) = 0;
+  // Counts by state, and with the service, its counters.
+  virtual Result<nlohmann::json> Stats() = 0;
+  // {"destinations": [...]}
+  virtual Result<nlohmann::json> Destinations(const std::string& platform,
+                                              const std::string& tenant) = 0;
+  // {"key", "enabled": true}
+  virtual Result<nlohmann::json> Enable(const std::string& key) = 0;
+  // "http://127.0.0.1:8686" or "store ./var/data": for messages.
+  virtual std::string Describe() const = 0;
+};
+
+std::unique_ptr<Backend> NewServiceBackend(const ServerUrl& server, const std::string& token);
+
+// Opens the store at `data_dir` (it takes the store's lock: Busy while the service or another
+// CLI has it). NotFound when there is no store there. Opening re-queues deliveries a crashed
+// service left in flight, as the service itself would on start.
+Result<std::unique_ptr<Backend>> OpenStoreBackend(const std::string& data_dir);
+
+}  // namespace egress::cli

@@ -1,0 +1,189 @@
+#include "dispatcher/cli/cli.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "config/load_config.h"
+#include "dispatcher/clock.h"
+
+namespace egress::cli {
+namespace {
+
+void AddConnection(CLI::App* cmd, CommandFlags& f, bool with_json) {
+  cmd->add_option("--config", f.connection.config_path,
+                  "TOML config file (listen, data_dir, token)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--profiles-dir", f.connection.profiles_dir,
+                  "Platform profiles (default: profiles/ next to the config file)");
+  cmd->add_option("--server", f.connection.server,
+                  "Service URL (default: http:// + the config's server.listen)");
+  cmd->add_option("--data-dir", f.connection.data_dir,
+                  "Store to open when no service answers (default: the config's data_dir)");
+  if (with_json) {
+    cmd->add_flag("--json", f.json, "One JSON object per line");
+  }
+}
+
+void AddFilters(CLI::App* cmd, DeliveryFilter& f) {
+  cmd->add_option("--tenant", f.tenant, "Only this tenant");
+  cmd->add_option("--platform", f.platform, "Only this platform (slack, discord, line, webhook)");
+  cmd->add_option("--destination", f.destination, "Only this destination");
+  cmd->add_option("--reason", f.reason, "Only reasons starting with this (e.g. budget:)");
+}
+
+const std::vector<std::string> kStates = {"queued",    "in_flight", "deferred",
+                                          "delivered", "dead",      "cancelled"};
+
+}  // namespace
+
+int64_t NowMs() { return ToUnixMillis(SystemClock().WallNow()); }
+
+int Fail(const Status& status) {
+  std::fprintf(stderr, "relay-egress: %s\n", status.message().c_str());
+  switch (status.code()) {
+    case Status::Code::kNotFound:
+    case Status::Code::kFailedPrecondition:
+      return kExitNothing;
+    case Status::Code::kInvalidArgument:
+      return kExitUsage;
+    default:
+      return kExitUnavailable;
+  }
+}
+
+Commands::Commands(CLI::App& app) {
+  auto* deliveries = app.add_subcommand("deliveries", "Inspect, replay and cancel deliveries");
+  deliveries->require_subcommand(1);
+  deliveries->footer("Example:\n  relay-egress deliveries list --state dead --tenant acme");
+
+  list_ = deliveries->add_subcommand("list", "List deliveries, oldest first");
+  AddConnection(list_, flags_, true);
+  list_->add_option("--state", flags_.filter.state, "Only this state")
+      ->check(CLI::IsMember(kStates));
+  AddFilters(list_, flags_.filter);
+  list_->add_option("--limit", flags_.filter.limit, "At most this many (1-1000, default 100)")
+      ->check(CLI::Range(1, 1000));
+  list_->add_option("--cursor", flags_.filter.cursor, "Continue after this id (from 'more:')");
+  list_->footer(
+      "Example:\n  relay-egress deliveries list --state deferred --reason budget: --limit 20");
+
+  show_ = deliveries->add_subcommand("show", "Show one delivery with its attempts");
+  AddConnection(show_, flags_, true);
+  show_->add_option("id", flags_.ids, "Delivery id")->required()->expected(1);
+  show_->footer("Example:\n  relay-egress deliveries show 01J9Z3K4ABCD --json");
+
+  replay_ = deliveries->add_subcommand(
+      "replay", "Send dead or deferred deliveries again (dead -> queued, deferred -> due now)");
+  AddConnection(replay_, flags_, true);
+  replay_->add_option("ids", flags_.ids, "Delivery ids");
+  replay_->add_option("--state", flags_.filter.state, "Replay every match in this state")
+      ->check(CLI::IsMember({"dead", "deferred"}));
+  AddFilters(replay_, flags_.filter);
+  replay_->add_flag("--dry-run", flags_.dry_run, "Count what would be replayed; change nothing");
+  replay_->add_flag("--yes", flags_.yes, "Allow replaying more than 100 at once");
+  replay_->footer(
+      "Examples:\n  relay-egress deliveries replay 01J9Z3K4ABCD\n"
+      "  relay-egress deliveries replay --state dead --platform slack --dry-run");
+
+  cancel_ = deliveries->add_subcommand("cancel", "Cancel queued or deferred deliveries");
+  AddConnection(cancel_, flags_, true);
+  cancel_->add_option("ids", flags_.ids, "Delivery ids")->required();
+  cancel_->footer("Example:\n  relay-egress deliveries cancel 01J9Z3K4ABCD 01J9Z3K4ABCE");
+
+  stats_ = app.add_subcommand("stats", "Counts by state and the service's counters");
+  AddConnection(stats_, flags_, true);
+  stats_->footer("Example:\n  relay-egress stats --config /etc/relay-egress.toml --json");
+
+  destinations_ = app.add_subcommand("destinations", "Destinations with work: state, next time");
+  destinations_->require_subcommand(0, 1);
+  AddConnection(destinations_, flags_, true);
+  destinations_->add_option("--platform", flags_.filter.platform, "Only this platform");
+  destinations_->add_option("--tenant", flags_.filter.tenant, "Only this tenant");
+  destinations_->footer(
+      "Examples:\n  relay-egress destinations --platform slack\n"
+      "  relay-egress destinations enable slack/acme/bot/C123");
+  enable_ = destinations_->add_subcommand("enable", "Re-enable a disabled destination");
+  AddConnection(enable_, flags_, true);
+  enable_->add_option("key", flags_.key, "platform/tenant/credential/destination (as listed)")
+      ->required();
+  enable_->footer("Example:\n  relay-egress destinations enable slack/acme/bot/C123");
+}
+
+bool Commands::Parsed() const {
+  for (CLI::App* c : {list_, show_, replay_, cancel_, stats_, destinations_}) {
+    if (c->parsed()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int Commands::Run() {
+  if (replay_->parsed()) {
+    if (flags_.ids.empty() == flags_.filter.state.empty()) {
+      std::fprintf(stderr, "relay-egress: deliveries replay: give ids or --state, not both%s\n",
+                   flags_.ids.empty() ? " (none given)" : "");
+      return kExitUsage;
+    }
+  }
+  auto backend = Connect(flags_.connection);
+  if (!backend) {
+    return Fail(backend.error());
+  }
+  Backend& b = **backend;
+  if (list_->parsed())
+    return ListDeliveries(b, flags_);
+  if (show_->parsed())
+    return ShowDelivery(b, flags_);
+  if (replay_->parsed())
+    return ReplayDeliveries(b, flags_);
+  if (cancel_->parsed())
+    return CancelDeliveries(b, flags_);
+  if (stats_->parsed())
+    return PrintStats(b, flags_);
+  if (enable_->parsed())
+    return EnableDestination(b, flags_);
+  return ListDestinations(b, flags_);
+}
+
+Result<std::unique_ptr<Backend>> Connect(const ConnectionFlags& flags) {
+  config::Config cfg = config::DefaultConfig();
+  if (!flags.config_path.empty()) {
+    auto loaded = config::LoadConfig(flags.config_path, {.profiles_dir = flags.profiles_dir});
+    if (!loaded) {
+      return Status::InvalidArgument(loaded.error().message());
+    }
+    cfg = std::move(*loaded);
+  }
+  std::string token = cfg.server.admin_token;
+  if (const char* env = std::getenv(std::string(config::kAdminTokenEnv).c_str());
+      token.empty() && env != nullptr) {
+    token = env;
+  }
+  auto url = ParseServerUrl(flags.server.empty() ? cfg.server.listen : flags.server);
+  if (!url) {
+    return url.error();
+  }
+  auto service = NewServiceBackend(*url, token);
+  auto probe = HttpCall(*url, "GET", "/healthz", "", "");
+  if (probe) {
+    return service;
+  }
+  if (probe.error().code() != Status::Code::kUnavailable) {
+    return probe.error();
+  }
+  const std::string dir = flags.data_dir.empty() ? cfg.server.data_dir : flags.data_dir;
+  auto store = OpenStoreBackend(dir);
+  if (!store) {
+    if (store.error().code() == Status::Code::kNotFound) {
+      return Status::Unavailable("no service at " + service->Describe() + " (" +
+                                 probe.error().message() + ") and " + store.error().message());
+    }
+    return Status::Busy("no service at " + service->Describe() + " and " + store.error().message());
+  }
+  std::fprintf(stderr, "relay-egress: no service at %s; using %s\n", service->Describe().c_str(),
+               (*store)->Describe().c_str());
+  return store;
+}
+
+}  // namespace egress::cli

@@ -1,0 +1,76 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "dispatcher/cli/backend.h"
+
+namespace egress::cli {
+
+// Exit codes of every operator command.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitNothing = 1;      // nothing found or matched
+inline constexpr int kExitUsage = 2;        // usage error
+inline constexpr int kExitUnavailable = 3;  // service unreachable and store busy or missing
+
+// How to reach the service or the store, shared by every command.
+struct ConnectionFlags {
+  std::string config_path;
+  std::string profiles_dir;
+  std::string server;
+  std::string data_dir;
+};
+
+// Everything the command line said.
+struct CommandFlags {
+  ConnectionFlags connection;
+  bool json = false;
+  DeliveryFilter filter;
+  std::vector<std::string> ids;
+  bool dry_run = false;
+  bool yes = false;
+  std::string key;
+};
+
+// The operator commands (docs/cli.md): `deliveries list|show|replay|cancel`, `stats`,
+// `destinations [enable]`. Register on the app before parsing; Run after, when Parsed().
+class Commands {
+ public:
+  explicit Commands(CLI::App& app);
+  bool Parsed() const;
+  int Run();
+
+ private:
+  CommandFlags flags_;
+  CLI::App* list_ = nullptr;
+  CLI::App* show_ = nullptr;
+  CLI::App* replay_ = nullptr;
+  CLI::App* cancel_ = nullptr;
+  CLI::App* stats_ = nullptr;
+  CLI::App* destinations_ = nullptr;
+  CLI::App* enable_ = nullptr;
+};
+
+// The exit code for an error, printed to stderr as "relay-egress: message".
+int Fail(const Status& status);
+
+// The service at --server (default http:// + the config's listen) when it answers, otherwise
+// the store at --data-dir (default the config's data_dir). Errors: InvalidArgument for a bad
+// config or URL; Unavailable or Busy when neither can be used.
+Result<std::unique_ptr<Backend>> Connect(const ConnectionFlags& flags);
+
+// The commands, in commands_*.cc. Each returns an exit code.
+int ListDeliveries(Backend& b, const CommandFlags& f);
+int ShowDelivery(Backend& b, const CommandFlags& f);
+int ReplayDeliveries(Backend& b, const CommandFlags& f);
+int CancelDeliveries(Backend& b, const CommandFlags& f);
+int PrintStats(Backend& b, const CommandFlags& f);
+int ListDestinations(Backend& b, const CommandFlags& f);
+int EnableDestination(Backend& b, const CommandFlags& f);
+
+// Wall clock now, Unix ms (for relative times).
+int64_t NowMs();
+
+}  // namespace egress::cli

@@ -1,0 +1,202 @@
+// deliveries list | show | replay | cancel.
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "dispatcher/cli/cli.h"
+#include "dispatcher/cli/format.h"
+
+namespace egress::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kReplayWithoutYes = 100;
+
+std::string Str(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    return "";
+  }
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+int64_t Ms(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
+// When it is due (waiting) or when it last changed.
+std::string When(const json& d, int64_t now_ms) {
+  if (d.contains("next_attempt_ms")) {
+    return "due " + RelativeTime(Ms(d, "next_attempt_ms"), now_ms);
+  }
+  return "updated " + RelativeTime(Ms(d, "updated_ms"), now_ms);
+}
+
+void PrintLine(const json& j) { fmt::print("{}\n", j.dump()); }
+
+}  // namespace
+
+int ListDeliveries(Backend& b, const CommandFlags& f) {
+  auto page = b.List(f.filter);
+  if (!page) {
+    return Fail(page.error());
+  }
+  const json& list = (*page)["deliveries"];
+  const std::string cursor = Str(*page, "next_cursor");
+  if (f.json) {
+    for (const json& d : list) {
+      PrintLine(d);
+    }
+    if (!cursor.empty()) {
+      PrintLine({{"next_cursor", cursor}});
+    }
+  } else if (!list.empty()) {
+    const int64_t now = NowMs();
+    std::vector<std::vector<std::string>> rows = {
+        {"ID", "STATE", "TENANT", "PLATFORM", "DESTINATION", "ATTEMPTS", "WHEN", "REASON"}};
+    for (const json& d : list) {
+      rows.push_back({Str(d, "id"), Str(d, "state"), Str(d, "tenant"), Str(d, "platform"),
+                      Truncate(Str(d, "destination"), 40), Str(d, "attempts"), When(d, now),
+                      Str(d, "reason")});
+    }
+    fmt::print("{}", RenderTable(rows));
+    if (!cursor.empty()) {
+      fmt::print("more: --cursor {}\n", cursor);
+    }
+  }
+  if (list.empty()) {
+    std::fprintf(stderr, "relay-egress: no deliveries match (%s)\n", b.Describe().c_str());
+    return kExitNothing;
+  }
+  return kExitOk;
+}
+
+int ShowDelivery(Backend& b, const CommandFlags& f) {
+  auto d = b.Get(f.ids.front());
+  if (!d) {
+    return Fail(d.error());
+  }
+  if (f.json) {
+    PrintLine(*d);
+    return kExitOk;
+  }
+  const int64_t now = NowMs();
+  std::vector<std::vector<std::string>> fields = {
+      {"id:", Str(*d, "id")},
+      {"state:", Str(*d, "state")},
+      {"tenant:", Str(*d, "tenant")},
+      {"platform:", Str(*d, "platform")},
+      {"destination:", Str(*d, "destination")},
+      {"credential:", Str(*d, "credential")},
+      {"attempts:", Str(*d, "attempts")},
+      {"created:", RelativeTime(Ms(*d, "created_ms"), now)},
+      {"updated:", RelativeTime(Ms(*d, "updated_ms"), now)}};
+  if (d->contains("next_attempt_ms")) {
+    fields.push_back({"next attempt:", RelativeTime(Ms(*d, "next_attempt_ms"), now)});
+  }
+  if (d->contains("reason")) {
+    fields.push_back({"reason:", Str(*d, "reason")});
+  }
+  for (const char* key : {"idempotency_key", "ordering_key"}) {
+    if (d->contains(key)) {
+      fields.push_back({std::string(key) + ":", Str(*d, key)});
+    }
+  }
+  if (d->contains("payload")) {
+    fields.push_back({"payload:", Truncate((*d)["payload"].dump(), 200)});
+  }
+  fmt::print("{}", RenderTable(fields));
+  const json& history = (*d)["attempts_history"];
+  if (history.is_array() && !history.empty()) {
+    std::vector<std::vector<std::string>> rows = {
+        {"AT", "HTTP", "TOOK", "ERROR", "DETAIL", "RATE-LIMIT HEADERS"}};
+    for (const json& a : history) {
+      std::string headers;
+      for (const auto& [name, value] : a["rate_limit_headers"].items()) {
+        headers += (headers.empty() ? "" : " ") + name + "=" + value.get<std::string>();
+      }
+      rows.push_back({RelativeTime(Ms(a, "at_ms"), now), Str(a, "http_status"),
+                      Str(a, "duration_ms") + "ms", Str(a, "platform_error"),
+                      Truncate(Str(a, "detail"), 40), headers});
+    }
+    fmt::print("\n{}", RenderTable(rows));
+  }
+  return kExitOk;
+}
+
+int ReplayDeliveries(Backend& b, const CommandFlags& f) {
+  if (!f.ids.empty()) {
+    int code = kExitOk;
+    for (const std::string& id : f.ids) {
+      Result<json> done = f.dry_run ? b.Get(id) : b.Replay(id);
+      if (done && f.dry_run) {
+        const std::string state = Str(*done, "state");
+        if (state != "dead" && state != "deferred") {
+          done = Status::FailedPrecondition(fmt::format(
+              "delivery {} is {}; only dead and deferred deliveries can be replayed", id, state));
+        }
+      }
+      if (!done) {
+        code = Fail(done.error());
+        continue;
+      }
+      if (f.json) {
+        PrintLine({{"id", id},
+                   {"state", f.dry_run ? Str(*done, "state") : "queued"},
+                   {"dry_run", f.dry_run}});
+      } else {
+        fmt::print("{} {}\n", f.dry_run ? "would replay" : "replayed", id);
+      }
+    }
+    return code;
+  }
+  auto counted = b.ReplayMatching(f.filter, true);
+  if (!counted) {
+    return Fail(counted.error());
+  }
+  const size_t matched = (*counted)["matched"].get<size_t>();
+  if (matched == 0) {
+    std::fprintf(stderr, "relay-egress: no %s deliveries match\n", f.filter.state.c_str());
+    return kExitNothing;
+  }
+  if (f.dry_run) {
+    f.json ? PrintLine(*counted) : fmt::print("would replay {} deliveries\n", matched);
+    return kExitOk;
+  }
+  if (matched > kReplayWithoutYes && !f.yes) {
+    std::fprintf(stderr,
+                 "relay-egress: %zu deliveries match; replaying more than %zu at once needs "
+                 "--yes\n",
+                 matched, kReplayWithoutYes);
+    return kExitUsage;
+  }
+  auto done = b.ReplayMatching(f.filter, false);
+  if (!done) {
+    return Fail(done.error());
+  }
+  if (f.json) {
+    PrintLine(*done);
+  } else {
+    fmt::print("replayed {} of {} matched deliveries\n", (*done)["replayed"].get<size_t>(),
+               (*done)["matched"].get<size_t>());
+  }
+  return (*done)["replayed"].get<size_t>() > 0 ? kExitOk : kExitNothing;
+}
+
+int CancelDeliveries(Backend& b, const CommandFlags& f) {
+  int code = kExitOk;
+  for (const std::string& id : f.ids) {
+    auto done = b.Cancel(id);
+    if (!done) {
+      code = Fail(done.error());
+      continue;
+    }
+    f.json ? PrintLine(*done) : fmt::print("cancelled {}\n", id);
+  }
+  return code;
+}
+
+}  // namespace egress::cli

@@ -1,0 +1,115 @@
+// stats, destinations, destinations enable.
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "dispatcher/cli/cli.h"
+#include "dispatcher/cli/format.h"
+
+namespace egress::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string Field(const json& j, const char* key, const char* missing = "-") {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    return missing;
+  }
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+int64_t Ms(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
+std::string StateOf(const json& d) {
+  if (d.value("disabled", false)) {
+    return "disabled: " + Field(d, "disabled_reason", "?");
+  }
+  if (d.contains("deferral")) {
+    return "deferred: " + Field(d, "deferral");
+  }
+  return "active";
+}
+
+}  // namespace
+
+int PrintStats(Backend& b, const CommandFlags& f) {
+  auto stats = b.Stats();
+  if (!stats) {
+    return Fail(stats.error());
+  }
+  if (f.json) {
+    fmt::print("{}\n", stats->dump());
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows = {{"STATE", "COUNT"}};
+  for (const char* s : {"queued", "in_flight", "deferred", "delivered", "dead", "cancelled"}) {
+    rows.push_back({s, Field(*stats, s, "0")});
+  }
+  fmt::print("{} ({})\n{}", "deliveries by state", b.Describe(), RenderTable(rows));
+  std::vector<std::vector<std::string>> counters = {{"COUNTER", "TOTAL"}};
+  for (const char* c : {"accepted", "platform_429s", "throttles", "deferrals", "intake_rejections",
+                        "destinations"}) {
+    if (stats->contains(c)) {
+      counters.push_back({c, Field(*stats, c)});
+    }
+  }
+  if (counters.size() > 1) {
+    fmt::print("\n{}", RenderTable(counters));
+  }
+  return kExitOk;
+}
+
+int ListDestinations(Backend& b, const CommandFlags& f) {
+  auto got = b.Destinations(f.filter.platform, f.filter.tenant);
+  if (!got) {
+    return Fail(got.error());
+  }
+  const json& list = (*got)["destinations"];
+  if (f.json) {
+    for (json d : list) {
+      d["ref"] = DestinationRef(Field(d, "key", ""));
+      fmt::print("{}\n", d.dump());
+    }
+  } else if (!list.empty()) {
+    const int64_t now = NowMs();
+    std::vector<std::vector<std::string>> rows = {
+        {"DESTINATION", "STATE", "NEXT", "QUEUED", "DEFERRED", "IN-FLIGHT", "LAST RESPONSE"}};
+    for (const json& d : list) {
+      rows.push_back({Truncate(DestinationRef(Field(d, "key", "")), 48), StateOf(d),
+                      RelativeTime(Ms(d, "next_eligible_ms"), now), Field(d, "queued"),
+                      Field(d, "deferred"), Field(d, "in_flight"),
+                      RelativeTime(Ms(d, "last_response_ms"), now)});
+    }
+    fmt::print("{}", RenderTable(rows));
+  }
+  if (list.empty()) {
+    std::fprintf(stderr, "relay-egress: no destinations with work (%s)\n", b.Describe().c_str());
+    return kExitNothing;
+  }
+  return kExitOk;
+}
+
+int EnableDestination(Backend& b, const CommandFlags& f) {
+  const std::string key = ParseDestinationRef(f.key);
+  if (key.empty()) {
+    std::fprintf(stderr,
+                 "relay-egress: destinations enable: '%s' is not "
+                 "platform/tenant/credential/destination\n",
+                 f.key.c_str());
+    return kExitUsage;
+  }
+  auto done = b.Enable(key);
+  if (!done) {
+    return Fail(done.error());
+  }
+  f.json ? fmt::print("{}\n", json{{"ref", f.key}, {"enabled", true}}.dump())
+         : fmt::print("enabled {}\n", DestinationRef(key));
+  return kExitOk;
+}
+
+}  // namespace egress::cli

@@ -1,0 +1,26 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace egress::cli {
+
+// "now", "in 12s", "3m ago", "in 2h5m", "4d ago": `at_ms` relative to `now_ms` (both Unix ms).
+// Zero `at_ms` means unknown and gives "-".
+std::string RelativeTime(int64_t at_ms, int64_t now_ms);
+
+// Left-aligned columns separated by two spaces, one line per row (rows[0] is the header),
+// no trailing spaces. Cells must not contain newlines; width counts bytes.
+std::string RenderTable(const std::vector<std::vector<std::string>>& rows);
+
+// Cuts `text` to at most `width` bytes, ending with "..." when cut.
+std::string Truncate(const std::string& text, size_t width);
+
+// A destination key (platform, tenant, credential, destination joined by '\x1f') as the operator
+// types it: "platform/tenant/credential/destination"; and back. ParseDestinationRef accepts
+// either form and returns the key, or "" when `ref` has fewer than four parts.
+std::string DestinationRef(const std::string& key);
+std::string ParseDestinationRef(const std::string& ref);
+
+}  // namespace egress::cli

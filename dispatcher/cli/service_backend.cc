@@ -1,0 +1,130 @@
+// Backend over the service's HTTP API.
+
+#include <fmt/format.h>
+
+#include "dispatcher/cli/backend.h"
+
+namespace egress::cli {
+namespace {
+
+using nlohmann::json;
+
+// Percent-encodes a query value.
+std::string Escape(const std::string& v) {
+  std::string out;
+  for (unsigned char c : v) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+void AddParam(std::string& target, const char* name, const std::string& value) {
+  if (value.empty()) {
+    return;
+  }
+  target += target.find('?') == std::string::npos ? '?' : '&';
+  target += std::string(name) + "=" + Escape(value);
+}
+
+// An API error body {"error", "message"} as a Status of the matching code.
+Status FromReply(const HttpReply& r) {
+  json body = json::parse(r.body, nullptr, false);
+  std::string message = body.is_object() && body.contains("message") && body["message"].is_string()
+                            ? body["message"].get<std::string>()
+                            : fmt::format("HTTP {}", r.status);
+  switch (r.status) {
+    case 400:
+      return Status::InvalidArgument(message);
+    case 401:
+      return Status::InvalidArgument(message + " (set server.admin_token in --config or " +
+                                     "RELAY_EGRESS_ADMIN_TOKEN)");
+    case 404:
+      return Status::NotFound(message);
+    case 409:
+      return Status::FailedPrecondition(message);
+    case 503:
+      return Status::Unavailable("service: " + message);
+    default:
+      return Status::IoError(fmt::format("service answered {}: {}", r.status, message));
+  }
+}
+
+class ServiceBackend final : public Backend {
+ public:
+  ServiceBackend(ServerUrl server, std::string token)
+      : server_(std::move(server)), token_(std::move(token)) {}
+
+  Result<json> List(const DeliveryFilter& f) override {
+    std::string target = "/v1/deliveries";
+    AddParam(target, "state", f.state);
+    AddParam(target, "tenant", f.tenant);
+    AddParam(target, "platform", f.platform);
+    AddParam(target, "destination", f.destination);
+    AddParam(target, "reason", f.reason);
+    AddParam(target, "cursor", f.cursor);
+    AddParam(target, "limit", f.limit > 0 ? std::to_string(f.limit) : "");
+    return Call("GET", target, "");
+  }
+  Result<json> Get(const std::string& id) override {
+    return Call("GET", "/v1/deliveries/" + Escape(id), "");
+  }
+  Result<json> Replay(const std::string& id) override {
+    return Call("POST", "/v1/deliveries/" + Escape(id) + "/replay", "");
+  }
+  Result<json> ReplayMatching(const DeliveryFilter& f, bool dry_run) override {
+    json body = {{"state", f.state}, {"dry_run", dry_run}};
+    for (auto [name, value] :
+         {std::pair{"tenant", &f.tenant}, std::pair{"platform", &f.platform},
+          std::pair{"destination", &f.destination}, std::pair{"reason", &f.reason}}) {
+      if (!value->empty()) {
+        body[name] = *value;
+      }
+    }
+    return Call("POST", "/v1/deliveries/replay", body.dump());
+  }
+  Result<json> Cancel(const std::string& id) override {
+    return Call("DELETE", "/v1/deliveries/" + Escape(id), "");
+  }
+  Result<json> Stats() override { return Call("GET", "/v1/stats", ""); }
+  Result<json> Destinations(const std::string& platform, const std::string& tenant) override {
+    std::string target = "/v1/destinations";
+    AddParam(target, "platform", platform);
+    AddParam(target, "tenant", tenant);
+    return Call("GET", target, "");
+  }
+  Result<json> Enable(const std::string& key) override {
+    return Call("POST", "/v1/destinations/enable", json{{"key", key}}.dump());
+  }
+  std::string Describe() const override { return "http://" + server_.host + ":" + server_.port; }
+
+ private:
+  Result<json> Call(const std::string& method, const std::string& target, const std::string& body) {
+    auto reply = HttpCall(server_, method, target, body, token_);
+    if (!reply) {
+      return reply.error();
+    }
+    if (reply->status < 200 || reply->status >= 300) {
+      return FromReply(*reply);
+    }
+    json parsed = json::parse(reply->body, nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_object()) {
+      return Status::IoError(Describe() + target + ": the answer is not a JSON object");
+    }
+    return parsed;
+  }
+
+  ServerUrl server_;
+  std::string token_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> NewServiceBackend(const ServerUrl& server, const std::string& token) {
+  return std::make_unique<ServiceBackend>(server, token);
+}
+
+}  // namespace egress::cli

@@ -1,0 +1,263 @@
+// Backend over the store opened directly, for when no service is running.
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include "dispatcher/cli/backend.h"
+#include "dispatcher/clock.h"
+#include "dispatcher/service/delivery_request.h"
+#include "storage/rocks_queue_store.h"
+
+namespace egress::cli {
+namespace {
+
+using nlohmann::json;
+using storage::Delivery;
+using storage::DeliveryState;
+
+constexpr size_t kMaxReplay = 100'000;  // as the service's POST /v1/deliveries/replay
+
+Result<storage::ListFilter> ToListFilter(const DeliveryFilter& f) {
+  storage::ListFilter out;
+  if (!f.state.empty()) {
+    out.state = storage::ParseState(f.state);
+    if (!out.state) {
+      return Status::InvalidArgument("state: unknown state '" + f.state + "'");
+    }
+  }
+  out.tenant = f.tenant;
+  out.platform = f.platform;
+  out.destination = f.destination;
+  out.reason_prefix = f.reason;
+  out.after_id = f.cursor;
+  if (f.limit > 0) {
+    out.limit = static_cast<size_t>(f.limit);
+  }
+  return out;
+}
+
+class StoreBackend final : public Backend {
+ public:
+  StoreBackend(std::string dir, std::unique_ptr<storage::QueueStore> store)
+      : dir_(std::move(dir)), store_(std::move(store)) {}
+  ~StoreBackend() override {
+    // Nothing useful to do about a failed close of a store we only read or changed atomically.
+    store_->Close().IgnoreError();
+  }
+
+  Result<json> List(const DeliveryFilter& f) override {
+    auto filter = ToListFilter(f);
+    if (!filter) {
+      return filter.error();
+    }
+    auto page = store_->List(*filter);
+    if (!page) {
+      return page.error();
+    }
+    json list = json::array();
+    for (const Delivery& d : page->deliveries) {
+      list.push_back(service::DeliveryToJson(d, false));
+    }
+    json out = {{"deliveries", list}};
+    out["next_cursor"] = page->next_cursor.empty() ? json(nullptr) : json(page->next_cursor);
+    return out;
+  }
+
+  Result<json> Get(const std::string& id) override {
+    auto d = store_->Get(id);
+    if (!d) {
+      return d.error();
+    }
+    return service::DeliveryToJson(*d, true);
+  }
+
+  Result<json> Replay(const std::string& id) override {
+    auto d = ReplayOne(id);
+    if (!d) {
+      return d.error();
+    }
+    return json{{"id", d->id}, {"state", "queued"}};
+  }
+
+  Result<json> ReplayMatching(const DeliveryFilter& f, bool dry_run) override {
+    if (f.state != "dead" && f.state != "deferred") {
+      return Status::InvalidArgument("state: must be dead or deferred");
+    }
+    auto filter = ToListFilter(f);
+    if (!filter) {
+      return filter.error();
+    }
+    filter->limit = 1000;
+    filter->after_id.clear();
+    size_t matched = 0;
+    size_t replayed = 0;
+    while (matched < kMaxReplay) {
+      auto page = store_->List(*filter);
+      if (!page) {
+        return page.error();
+      }
+      for (const Delivery& d : page->deliveries) {
+        ++matched;
+        if (!dry_run && ReplayOne(d.id)) {
+          ++replayed;
+        }
+      }
+      if (page->next_cursor.empty()) {
+        break;
+      }
+      filter->after_id = page->next_cursor;
+    }
+    return json{{"matched", matched}, {"replayed", replayed}, {"dry_run", dry_run}};
+  }
+
+  Result<json> Cancel(const std::string& id) override {
+    auto d = store_->Get(id);
+    if (!d) {
+      return d.error();
+    }
+    if (!storage::IsWaiting(d->state)) {
+      return Status::FailedPrecondition(
+          fmt::format("delivery {} is {}; only queued and deferred deliveries can be cancelled", id,
+                      storage::StateName(d->state)));
+    }
+    storage::StateChange change{.to = DeliveryState::kCancelled, .at_ms = NowMs()};
+    change.expect = d->state;
+    auto done = store_->Apply(id, change);
+    if (!done) {
+      return done.error();
+    }
+    return json{{"id", id}, {"state", "cancelled"}};
+  }
+
+  Result<json> Stats() override {
+    auto counts = store_->Counts();
+    if (!counts) {
+      return counts.error();
+    }
+    json out = json::object();
+    for (auto state : storage::kAllStates) {
+      out[std::string(storage::StateName(state))] = storage::CountOf(*counts, state);
+    }
+    return out;
+  }
+
+  // Per destination with work: counts of its waiting and in-flight deliveries and when the
+  // earliest waiting one is due. Budgets and disabled flags live in the service only.
+  Result<json> Destinations(const std::string& platform, const std::string& tenant) override {
+    json list = json::array();
+    std::string after;
+    while (true) {
+      auto keys = store_->ListDestinations(after, 1000);
+      if (!keys) {
+        return keys.error();
+      }
+      for (const std::string& key : *keys) {
+        storage::DestinationParts p;
+        if (!storage::SplitDestinationKey(key, p) ||
+            (!platform.empty() && p.platform != platform) ||
+            (!tenant.empty() && p.tenant != tenant)) {
+          continue;
+        }
+        auto entry = Summarize(key, p);
+        if (!entry) {
+          return entry.error();
+        }
+        list.push_back(std::move(*entry));
+      }
+      if (keys->size() < 1000) {
+        break;
+      }
+      after = keys->back();
+    }
+    return json{{"destinations", list}};
+  }
+
+  Result<json> Enable(const std::string&) override {
+    return Status::Unavailable(
+        "destinations enable needs the running service: disabled destinations are its state");
+  }
+
+  std::string Describe() const override { return "store " + dir_; }
+
+ private:
+  static int64_t NowMs() { return ToUnixMillis(SystemClock().WallNow()); }
+
+  Result<Delivery> ReplayOne(const std::string& id) {
+    auto d = store_->Get(id);
+    if (!d) {
+      return d;
+    }
+    if (d->state != DeliveryState::kDead && d->state != DeliveryState::kDeferred) {
+      return Status::FailedPrecondition(
+          fmt::format("delivery {} is {}; only dead and deferred deliveries can be replayed", id,
+                      storage::StateName(d->state)));
+    }
+    storage::StateChange change{.to = DeliveryState::kQueued, .at_ms = NowMs()};
+    change.expect = d->state;
+    change.reset_attempts = d->state == DeliveryState::kDead;
+    return store_->Apply(id, change);
+  }
+
+  Result<json> Summarize(const std::string& key, const storage::DestinationParts& p) {
+    json j = {{"platform", p.platform},
+              {"tenant", p.tenant},
+              {"credential", p.credential},
+              {"destination", p.destination},
+              {"key", key}};
+    uint64_t queued = 0, deferred = 0, in_flight = 0;
+    int64_t next_ms = 0;
+    std::string after_id;
+    while (true) {
+      auto work = store_->PendingFor(key, after_id, 1000);
+      if (!work) {
+        return work.error();
+      }
+      for (const Delivery& d : work->deliveries) {
+        queued += d.state == DeliveryState::kQueued;
+        deferred += d.state == DeliveryState::kDeferred;
+        in_flight += d.state == DeliveryState::kInFlight;
+        if (storage::IsWaiting(d.state) && (next_ms == 0 || d.next_attempt_ms < next_ms)) {
+          next_ms = d.next_attempt_ms;
+        }
+      }
+      if (work->deliveries.size() < 1000) {
+        break;
+      }
+      after_id = work->deliveries.back().id;
+    }
+    j["queued"] = queued;
+    j["deferred"] = deferred;
+    j["in_flight"] = in_flight;
+    if (next_ms != 0) {
+      j["next_eligible_ms"] = next_ms;
+    }
+    return j;
+  }
+
+  std::string dir_;
+  std::unique_ptr<storage::QueueStore> store_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> OpenStoreBackend(const std::string& data_dir) {
+  struct stat st {};
+  if (data_dir.empty() || ::stat(data_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status::NotFound("no store at '" + data_dir + "'");
+  }
+  auto store =
+      storage::OpenRocksQueueStore({.path = data_dir}, ToUnixMillis(SystemClock().WallNow()));
+  if (!store) {
+    if (store.error().code() == Status::Code::kBusy) {
+      return Status::Busy("store " + data_dir +
+                          " is in use (is a service running with another --server address?)");
+    }
+    return store.error();
+  }
+  return std::unique_ptr<Backend>(std::make_unique<StoreBackend>(data_dir, std::move(*store)));
+}
+
+}  // namespace egress::cli
