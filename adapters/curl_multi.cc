@@ -95,7 +95,17 @@ int CurlMulti::OnTimer(void* /*multi*/, long timeout_ms, void* self_ptr) {
     self->timer_.cancel();
     return 0;
   }
-  // Even a 0 ms timeout goes through the loop: no libcurl call inside a libcurl callback.
+  // Even a 0 ms timeout goes through the loop: no libcurl call inside a libcurl callback. A
+  // post is enough for it, and avoids re-arming the timer (a timerfd syscall) per request.
+  if (timeout_ms == 0) {
+    self->timer_.cancel();
+    asio::post(self->io_, [self, alive = self->alive_] {
+      if (*alive) {
+        self->Action(CURL_SOCKET_TIMEOUT, 0);
+      }
+    });
+    return 0;
+  }
   self->timer_.expires_after(std::chrono::milliseconds(timeout_ms));
   self->timer_.async_wait([self, alive = self->alive_](const boost::system::error_code& ec) {
     if (ec || !*alive) {

@@ -98,6 +98,9 @@ void DeliveryLoop::Notify(const Delivery& d) {
   if (dest == nullptr) {
     return;
   }
+  if (d.id <= dest->cursor) {
+    dest->cursor.clear();  // an earlier delivery is waiting again (replay)
+  }
   if (dest->fetching) {
     dest->dirty = true;
   } else if (!dest->has_head || d.id < dest->head_id) {
@@ -116,8 +119,8 @@ void DeliveryLoop::Fetch(Dest& dest) {
   const size_t limit = 1 + std::count_if(in_flight_.begin(), in_flight_.end(), [&](const auto& kv) {
                          return kv.second.dest_key == dest.key;
                        });
-  asio::post(storage_, [this, alive = alive_, key = dest.key, limit] {
-    auto work = store_.PendingFor(key, "", limit);
+  asio::post(storage_, [this, alive = alive_, key = dest.key, cursor = dest.cursor, limit] {
+    auto work = store_.PendingFor(key, cursor, limit);
     asio::post(io_, [this, alive, key, work = std::move(work)]() mutable {
       if (*alive) {
         OnFetched(key, std::move(work));
@@ -211,6 +214,7 @@ void DeliveryLoop::Dispatch(const Decision& decision) {
   Dest& dest = dests_.at(key);
   dest.has_head = false;
   dest.head_id.clear();
+  dest.cursor = std::max(dest.cursor, decision.delivery_id);
   in_flight_[decision.delivery_id] = {key, decision.sequence};
   const uint64_t sequence = decision.sequence;
   const std::string id = decision.delivery_id;
@@ -264,7 +268,7 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
                  .dead_reason = "unsendable: " + request.error().message()};
     dispatcher::DeliveryOutcome outcome{.permanent = true, .platform_error = "unsendable"};
     scheduler_.OnOutcome(dests_.at(key).id, sequence, outcome, {}).status().IgnoreError();
-    Finish(key, sequence, d, dead, std::nullopt);
+    Finish(key, d, dead, std::nullopt);
     return;
   }
   const adapters::PlatformAdapter* a = *adapter;
@@ -322,7 +326,7 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
     Verdict retry{.kind = VerdictKind::kDefer, .next_attempt = clock_.Now() + Millis(60'000)};
     retry.deferral.reason = dispatcher::DeferReason::kBackoff;
     retry.deferral.detail = verdict.error().message();
-    Finish(key, sequence, d, retry, report.attempt);
+    Finish(key, d, retry, report.attempt);
     return;
   }
   if (report.outcome.throttled || report.outcome.http_status == 429) {
@@ -330,12 +334,11 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
         "relay_egress_throttles_total",
         {{"tenant", d.tenant}, {"platform", platform}, {"reason", verdict->deferral.ToString()}});
   }
-  Finish(key, sequence, d, *verdict, report.attempt);
+  Finish(key, d, *verdict, report.attempt);
 }
 
-void DeliveryLoop::Finish(const std::string& key, uint64_t sequence, const Delivery& d,
-                          const Verdict& verdict, std::optional<storage::Attempt> attempt) {
-  (void)sequence;
+void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdict& verdict,
+                          std::optional<storage::Attempt> attempt) {
   in_flight_.erase(d.id);
   storage::StateChange change{.at_ms = WallMs(), .attempt = std::move(attempt)};
   change.consume_attempt = verdict.consumes_attempt;
@@ -379,6 +382,7 @@ void DeliveryLoop::Persist(const std::string& key, const Delivery& d, storage::S
       auto it = dests_.find(key);
       if (it != dests_.end() && stored && stored->state == DeliveryState::kDeferred) {
         // An earlier delivery is waiting again: it becomes the head (order is kept).
+        it->second.cursor.clear();
         if (!it->second.has_head || stored->id < it->second.head_id) {
           Fetch(it->second);
         }
