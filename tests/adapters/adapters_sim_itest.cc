@@ -2,26 +2,18 @@
 // requests the simulator accepts, its 429s read into the right observation, LINE's retry key
 // across a timeout, Standard Webhooks signatures (also during a rotation) and 410.
 
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <unistd.h>
-
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 
 #include "adapters/adapter_registry.h"
 #include "adapters/base64.h"
 #include "adapters/curl_transport.h"
 #include "dispatcher/classify.h"
-
-extern char** environ;
+#include "tests/support/child_process.h"
 
 namespace egress::adapters {
 namespace {
@@ -31,71 +23,13 @@ using dispatcher::OutcomeClass;
 using dispatcher::RateLimitScope;
 using nlohmann::json;
 
-std::string SimulatorPath() {
-  const char* dir = std::getenv("EGRESS_BIN_DIR");
-  return std::string(dir != nullptr && *dir != '\0' ? dir : ".") + "/../relay-egress-sim";
-}
-
-// relay-egress-sim on 127.0.0.1, port 0; stopped with SIGTERM.
-class SimProcess {
- public:
-  ~SimProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int status = 0;
-      waitpid(pid_, &status, 0);
-    }
-  }
-
-  // The port, or 0 when the binary did not start and report "listening 127.0.0.1:PORT".
-  int Start() {
-    int fds[2];
-    if (pipe(fds) != 0) {
-      return 0;
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
-    const std::string path = SimulatorPath();
-    char* argv[] = {const_cast<char*>(path.c_str()), const_cast<char*>("--listen"),
-                    const_cast<char*>("127.0.0.1"),  const_cast<char*>("--port"),
-                    const_cast<char*>("0"),          nullptr};
-    const int rc = posix_spawn(&pid_, path.c_str(), &actions, nullptr, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(fds[1]);
-    if (rc != 0) {
-      close(fds[0]);
-      pid_ = -1;
-      return 0;
-    }
-    pollfd ready{.fd = fds[0], .events = POLLIN, .revents = 0};
-    if (poll(&ready, 1, 10'000) != 1) {
-      close(fds[0]);
-      return 0;
-    }
-    FILE* out = fdopen(fds[0], "r");
-    char line[128] = {0};
-    int port = 0;
-    if (std::fgets(line, sizeof line, out) == nullptr ||
-        std::sscanf(line, "listening 127.0.0.1:%d", &port) != 1) {
-      port = 0;
-    }
-    std::fclose(out);
-    return port;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
 std::string Secret(char fill) { return "whsec_" + Base64Encode(std::string(32, fill)); }
 
 class AdaptersSimTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const int port = sim_.Start();
-    ASSERT_NE(port, 0) << "could not start " << SimulatorPath();
+    const int port = sim_.Start(BuildDir() + "/relay-egress-sim", {"--port", "0"});
+    ASSERT_NE(port, 0) << sim_.error();
     base_ = "http://127.0.0.1:" + std::to_string(port);
     PlatformEndpoints endpoints;
     endpoints.slack_base_url = base_;
@@ -154,7 +88,7 @@ class AdaptersSimTest : public ::testing::Test {
     return d;
   }
 
-  SimProcess sim_;
+  ChildProcess sim_;
   std::string base_;
   std::unique_ptr<AdapterRegistry> registry_;
   boost::asio::io_context io_;
