@@ -2,7 +2,6 @@
 // keep-alive connection carries Slack, Discord, LINE, webhook and control requests; a
 // configured connection reset is seen as one.
 
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <unistd.h>
@@ -25,6 +24,8 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include "tests/support/child_process.h"
+
 extern char** environ;
 
 namespace egress::sim {
@@ -35,73 +36,7 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
 
-std::string SimulatorPath() {
-  if (const char* dir = std::getenv("EGRESS_BIN_DIR"); dir != nullptr && *dir != '\0') {
-    return std::string(dir) + "/../relay-egress-sim";
-  }
-  // Without the variable: next to this test binary's directory (build/tests/..).
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string("./x");
-  return dir.substr(0, dir.rfind('/')) + "/../relay-egress-sim";
-}
-
-// The child process: started with port 0, reports "listening 127.0.0.1:PORT" on stdout.
-class SimProcess {
- public:
-  ~SimProcess() { Stop(); }
-
-  // Returns the port, or 0 when the binary did not start or report.
-  int Start() {
-    int fds[2];
-    if (pipe(fds) != 0) {
-      return 0;
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
-    const std::string path = SimulatorPath();
-    char* argv[] = {const_cast<char*>(path.c_str()), const_cast<char*>("--listen"),
-                    const_cast<char*>("127.0.0.1"),  const_cast<char*>("--port"),
-                    const_cast<char*>("0"),          nullptr};
-    int rc = posix_spawn(&pid_, path.c_str(), &actions, nullptr, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(fds[1]);
-    if (rc != 0) {
-      close(fds[0]);
-      pid_ = -1;
-      return 0;
-    }
-    // Bounded: wait at most 10 s for the line (or EOF when the child exits on a bad start).
-    pollfd ready{.fd = fds[0], .events = POLLIN, .revents = 0};
-    if (poll(&ready, 1, 10'000) != 1) {
-      close(fds[0]);
-      return 0;
-    }
-    FILE* out = fdopen(fds[0], "r");
-    char line[128] = {0};
-    bool got = std::fgets(line, sizeof line, out) != nullptr;
-    std::fclose(out);
-    int port = 0;
-    if (got && std::sscanf(line, "listening 127.0.0.1:%d", &port) != 1) {
-      port = 0;
-    }
-    return port;
-  }
-
-  void Stop() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int status = 0;
-      waitpid(pid_, &status, 0);
-      pid_ = -1;
-    }
-  }
-
- private:
-  pid_t pid_ = -1;
-};
+std::string SimulatorPath() { return BuildDir() + "/relay-egress-sim"; }
 
 // A blocking keep-alive client for one connection to 127.0.0.1.
 class Client {
@@ -149,9 +84,9 @@ class Client {
 // Verifies the binary serves all four platforms and the control endpoints over one loopback
 // keep-alive connection, and that stats reflect what was sent.
 TEST(SimulatorITest, ServesPlatformsOverLoopback) {
-  SimProcess process;
-  int port = process.Start();
-  ASSERT_GT(port, 0) << "could not start " << SimulatorPath();
+  ChildProcess process;
+  int port = process.Start(SimulatorPath(), {"--listen", "127.0.0.1", "--port", "0"});
+  ASSERT_GT(port, 0) << process.error();
   Client client(port);
 
   auto config = client.Send(http::verb::post, "/_sim/config",
@@ -198,7 +133,7 @@ TEST(SimulatorITest, ServesPlatformsOverLoopback) {
 
   auto cleared = client.Send(http::verb::post, "/_sim/reset", "");
   EXPECT_EQ(cleared.result_int(), 200);
-  process.Stop();
+  process.Signal(SIGTERM);
 }
 
 // Verifies the binary refuses to bind anything but loopback.
