@@ -85,6 +85,15 @@ Status AppendPlatformScopes(const DestinationSpec& spec, ScopePath& path) {
 
 }  // namespace
 
+std::optional<Platform> ParsePlatform(std::string_view name) {
+  for (Platform p : {Platform::kSlack, Platform::kDiscord, Platform::kLine, Platform::kWebhook}) {
+    if (PlatformString(p) == name) {
+      return p;
+    }
+  }
+  return std::nullopt;
+}
+
 std::string_view PlatformString(Platform platform) {
   switch (platform) {
     case Platform::kSlack:

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,8 @@ inline constexpr int kPlatformCount = 4;
 
 // "slack", "discord", "line", "webhook".
 std::string_view PlatformString(Platform platform);
+// The inverse of PlatformString ("slack", "discord", "line", "webhook"); nullopt otherwise.
+std::optional<Platform> ParsePlatform(std::string_view name);
 
 // Where deliveries go, as the service knows it. Strings are only read while the path is built.
 struct DestinationSpec {

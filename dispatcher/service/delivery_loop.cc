@@ -15,16 +15,6 @@ using dispatcher::VerdictKind;
 using storage::Delivery;
 using storage::DeliveryState;
 
-std::optional<dispatcher::Platform> PlatformOf(std::string_view name) {
-  for (auto p : {dispatcher::Platform::kSlack, dispatcher::Platform::kDiscord,
-                 dispatcher::Platform::kLine, dispatcher::Platform::kWebhook}) {
-    if (dispatcher::PlatformString(p) == name) {
-      return p;
-    }
-  }
-  return std::nullopt;
-}
-
 constexpr size_t kDestinationPage = 1000;
 
 }  // namespace
@@ -75,7 +65,8 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   }
   storage::DestinationParts parts;
   std::optional<dispatcher::Platform> platform;
-  if (!storage::SplitDestinationKey(key, parts) || !(platform = PlatformOf(parts.platform))) {
+  if (!storage::SplitDestinationKey(key, parts) ||
+      !(platform = dispatcher::ParsePlatform(parts.platform))) {
     return nullptr;  // intake validates platforms; an old record of a removed one waits
   }
   auto id = scheduler_.AddDestination({.tenant = parts.tenant,
@@ -263,11 +254,22 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
     request = (*adapter)->BuildRequest(d, *credential, clock_.WallNow());
   }
   if (!request) {
-    // The delivery cannot be sent as it is: dead, with the reason, nothing sent.
+    // Nothing was sent. A bad delivery (InvalidArgument) is dead with the reason; a missing or
+    // unusable credential is the operator's to fix, so the destination is disabled and the
+    // delivery waits, deferred with destination_disabled.
+    const dispatcher::DestinationId id = dests_.at(key).id;
+    dispatcher::DeliveryOutcome outcome{.permanent = true, .platform_error = "unsendable"};
+    scheduler_.OnOutcome(id, sequence, outcome, {}).status().IgnoreError();
+    if (request.error().code() != Status::Code::kInvalidArgument) {
+      const std::string why = "credential_unusable: " + request.error().message();
+      scheduler_.Disable(id, why).IgnoreError();
+      Verdict wait{.kind = VerdictKind::kDefer, .next_attempt = clock_.Now()};
+      wait.deferral = {.reason = dispatcher::DeferReason::kDestinationDisabled, .detail = why};
+      Finish(key, d, wait, std::nullopt);
+      return;
+    }
     Verdict dead{.kind = VerdictKind::kDead,
                  .dead_reason = "unsendable: " + request.error().message()};
-    dispatcher::DeliveryOutcome outcome{.permanent = true, .platform_error = "unsendable"};
-    scheduler_.OnOutcome(dests_.at(key).id, sequence, outcome, {}).status().IgnoreError();
     Finish(key, d, dead, std::nullopt);
     return;
   }

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "dispatcher/scope_path.h"
+
 namespace egress::service {
 namespace {
 
@@ -105,8 +107,7 @@ tl::expected<storage::NewDelivery, ApiError> ParseDeliveryRequest(const json& bo
       !RequiredString(body, "platform", d.platform, err)) {
     return tl::unexpected(err);
   }
-  if (d.platform != "slack" && d.platform != "discord" && d.platform != "line" &&
-      d.platform != "webhook") {
+  if (!dispatcher::ParsePlatform(d.platform)) {
     return tl::unexpected(
         Bad("platform",
             fmt::format("unknown platform '{}' (slack, discord, line, webhook)", d.platform), 422,

@@ -1,5 +1,8 @@
 #include "dispatcher/service/tenant_settings.h"
 
+#include "adapters/webhook_signature.h"
+#include "dispatcher/scope_path.h"
+
 namespace egress::service {
 namespace {
 
@@ -57,8 +60,7 @@ tl::expected<adapters::Credential, ApiError> CredentialFromJson(const std::strin
   adapters::Credential c;
   c.name = name;
   c.platform = body.value("platform", std::string());
-  if (c.platform != "slack" && c.platform != "discord" && c.platform != "line" &&
-      c.platform != "webhook") {
+  if (!dispatcher::ParsePlatform(c.platform)) {
     return tl::unexpected(
         ApiError{422, "unknown_platform", "platform: slack, discord, line or webhook", "platform"});
   }
@@ -71,6 +73,13 @@ tl::expected<adapters::Credential, ApiError> CredentialFromJson(const std::strin
         if (v.is_string()) {
           c.secrets.push_back(v);
         }
+      }
+    }
+    for (const std::string& secret : c.secrets) {
+      if (auto key = adapters::ParseWebhookSecret(secret); !key) {
+        // The message names the problem, never the secret.
+        return tl::unexpected(
+            ApiError{400, "invalid_secret", "secret: " + key.error().message(), "secret"});
       }
     }
     if (c.secrets.empty()) {

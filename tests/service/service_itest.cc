@@ -42,6 +42,8 @@ class ServiceTest : public ::testing::Test {
         {"globex", {.name = "hooks", .platform = "webhook", .secrets = {kSecret}}});
     o.credentials.push_back({"acme", {.name = "dbot", .platform = "discord", .token = "bot-acme"}});
     o.credentials.push_back({"acme", {.name = "line", .platform = "line", .token = "line-acme"}});
+    o.credentials.push_back(
+        {"acme", {.name = "broken", .platform = "webhook", .secrets = {"whsec_not base64!"}}});
     options_ = o;
     StartService();
   }
@@ -163,8 +165,9 @@ TEST_F(ServiceTest, SlackIsPacedWithoutTooManyRequests) {
 TEST_F(ServiceTest, DiscordWaitsOnRemainingZero) {
   SimConfig({{"discord", {{"bucket_limit", 5}, {"bucket_window_ms", 2000}}}});
   for (int i = 0; i < 7; ++i) {
-    TestResponse r = Post("/v1/deliveries", Platform("discord", "dbot", "channels/123456789012345678",
-                                                     {{"content", "hi"}, {"seq", i}}));
+    TestResponse r =
+        Post("/v1/deliveries", Platform("discord", "dbot", "channels/123456789012345678",
+                                        {{"content", "hi"}, {"seq", i}}));
     ASSERT_EQ(r.status, 202) << r.body;
   }
   WaitForStats([](const json& s) { return s["delivered"] == 7; });
@@ -177,11 +180,12 @@ TEST_F(ServiceTest, DiscordWaitsOnRemainingZero) {
 // Verifies LINE end to end: pushes carry a retry key, and a 500 after delivery followed by
 // a retry with the same key is a 409 the service counts as delivered, posted once.
 TEST_F(ServiceTest, LineRetryAfterServerErrorPostsOnce) {
-  SimConfig({{"line", {{"faults", {{"storm_first", 1}, {"storm_status", 500},
-                                   {"storm_after_accept", true}}}}}});
-  TestResponse r = Post("/v1/deliveries",
-                        Platform("line", "line", "U0123456789abcdef0123456789abcdef",
-                                 {{"messages", {{{"type", "text"}, {"text", "hi"}}}}}));
+  SimConfig(
+      {{"line",
+        {{"faults", {{"storm_first", 1}, {"storm_status", 500}, {"storm_after_accept", true}}}}}});
+  TestResponse r =
+      Post("/v1/deliveries", Platform("line", "line", "U0123456789abcdef0123456789abcdef",
+                                      {{"messages", {{{"type", "text"}, {"text", "hi"}}}}}));
   ASSERT_EQ(r.status, 202) << r.body;
   WaitForStats([](const json& s) { return s["delivered"] == 1; });
   json sim = SimStats();
@@ -321,11 +325,32 @@ TEST_F(ServiceTest, RegistersCredentialsThatPersist) {
                               json({{"platform", "webhook"}, {"secret", kSecret}}).dump(), admin);
   ASSERT_EQ(put.status, 200) << put.body;
   EXPECT_EQ(put.body.find("whsec_"), std::string::npos);
+  TestResponse bad =
+      HttpCall(port_, "PUT", "/api/admin/tenants/initech/credentials/other",
+               json({{"platform", "webhook"}, {"secret", "whsec_%%%"}}).dump(), admin);
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_EQ(bad.body.find("%%%"), std::string::npos);
   EXPECT_EQ(Post("/v1/deliveries", d).status, 202);
   StopService();
   StartService();
   EXPECT_EQ(Post("/v1/deliveries", Webhook("initech", "signed", 2)).status, 202);
   WaitForStats([](const json& s) { return s["delivered"] == 2; });
+}
+
+// Verifies that an unusable credential defers its deliveries (destination disabled, reason
+// shown) instead of killing them, and sends nothing.
+TEST_F(ServiceTest, UnusableCredentialDefersInsteadOfDead) {
+  json d = Webhook("acme", "signed", 1);
+  d["credential"] = "broken";
+  ASSERT_EQ(Post("/v1/deliveries", d).status, 202);
+  json stats = WaitForStats([](const json& s) { return s["deferred"] == 1; });
+  EXPECT_EQ(stats["dead"], 0);
+  json dests = HttpCall(port_, "GET", "/v1/destinations").Json();
+  ASSERT_EQ(dests["destinations"].size(), 1u) << dests.dump();
+  EXPECT_EQ(dests["destinations"][0]["disabled"], true);
+  EXPECT_NE(dests["destinations"][0]["disabled_reason"].get<std::string>().find("credential"),
+            std::string::npos);
+  EXPECT_EQ(SimStats()["totals"]["requests"], 0);
 }
 
 // Verifies that the service restarts on the same store and finishes what was accepted.
