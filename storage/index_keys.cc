@@ -68,6 +68,14 @@ std::string CountKey(DeliveryState state) {
   return key;
 }
 
+std::string DestCountKey(std::string_view destination_key, DeliveryState state) {
+  std::string key = "destcount/";
+  key.append(StateName(state));
+  key.push_back('/');
+  key.append(destination_key);
+  return key;
+}
+
 std::string BacklogKey(std::string_view tenant) {
   std::string key = "backlog/";
   key.append(tenant);

@@ -38,5 +38,7 @@ std::string IdemKey(std::string_view tenant, std::string_view key);
 std::string CountKey(DeliveryState state);
 // meta: exact count of one tenant's non-terminal deliveries (merged counter).
 std::string BacklogKey(std::string_view tenant);
+// meta: exact count of one destination's deliveries in a non-terminal state (merged counter).
+std::string DestCountKey(std::string_view destination_key, DeliveryState state);
 
 }  // namespace egress::storage

@@ -92,6 +92,13 @@ class QueueStore {
   // write. Returns the delivery as stored after the change.
   virtual Result<Delivery> Apply(const std::string& id, const StateChange& change) = 0;
 
+  // Applies many changes in one write: each is checked on its own (a bad one gets its own
+  // error, the others still apply), in order, so a later change of the same id sees the
+  // earlier one. The write is synced unless every change is a lease (to in_flight), which a
+  // crash may lose (recovery redoes it). Fails as a whole only when the write fails.
+  using IdChange = std::pair<std::string, StateChange>;
+  virtual Result<std::vector<Result<Delivery>>> ApplyBatch(const std::vector<IdChange>& changes) = 0;
+
   // Moves up to `max` waiting deliveries due at or before `now_ms` to in_flight, in due order,
   // and returns them.
   virtual Result<std::vector<Delivery>> LeaseDue(int64_t now_ms, size_t max) = 0;
@@ -111,6 +118,11 @@ class QueueStore {
 
   // Non-terminal deliveries (queued, in_flight, deferred) of one tenant, read without scanning.
   virtual Result<uint64_t> TenantBacklog(const std::string& tenant) = 0;
+
+  // Counts per non-terminal state of each destination (terminal states read 0), read without
+  // scanning, in the order of `destination_keys`.
+  virtual Result<std::vector<StateCounts>> DestinationCounts(
+      const std::vector<std::string>& destination_keys) = 0;
 
   // Counts per state found by scanning every record: a consistency check for tests and `fsck`.
   virtual Result<StateCounts> ScanCounts() = 0;

@@ -13,7 +13,8 @@ namespace egress::storage {
 namespace {
 
 constexpr std::string_view kFormatKey = "format";
-constexpr std::string_view kFormatValue = "relay-egress-store/1";
+// 2: per-destination counters (destcount/...) in meta.
+constexpr std::string_view kFormatValue = "relay-egress-store/2";
 
 // A missing or empty directory may become a new store; anything else must already be one.
 Result<bool> CheckDirectory(const std::string& path) {
@@ -239,6 +240,8 @@ void RocksQueueStore::PutIndexes(rocksdb::WriteBatch& batch, const Delivery& d,
   batch.Merge(cf(Family::kMeta), CountKey(d.state), EncodeCounterDelta(count_delta));
   if (!IsTerminal(d.state)) {
     batch.Merge(cf(Family::kMeta), BacklogKey(d.tenant), EncodeCounterDelta(count_delta));
+    batch.Merge(cf(Family::kMeta), DestCountKey(DestinationKeyOf(d), d.state),
+                EncodeCounterDelta(count_delta));
   }
 }
 
@@ -256,6 +259,8 @@ void RocksQueueStore::DeleteIndexes(rocksdb::WriteBatch& batch, const Delivery& 
   batch.Merge(cf(Family::kMeta), CountKey(d.state), EncodeCounterDelta(-1));
   if (!IsTerminal(d.state)) {
     batch.Merge(cf(Family::kMeta), BacklogKey(d.tenant), EncodeCounterDelta(-1));
+    batch.Merge(cf(Family::kMeta), DestCountKey(DestinationKeyOf(d), d.state),
+                EncodeCounterDelta(-1));
   }
 }
 

@@ -34,6 +34,7 @@ class RocksQueueStore final : public QueueStore {
                                                           int64_t now_ms) override;
   Result<Delivery> Get(const std::string& id) override;
   Result<Delivery> Apply(const std::string& id, const StateChange& change) override;
+  Result<std::vector<Result<Delivery>>> ApplyBatch(const std::vector<IdChange>& changes) override;
   Result<std::vector<Delivery>> LeaseDue(int64_t now_ms, size_t max) override;
   Result<std::vector<std::string>> ListDestinations(const std::string& after_key,
                                                     size_t limit) override;
@@ -42,6 +43,8 @@ class RocksQueueStore final : public QueueStore {
   Result<ListPage> List(const ListFilter& filter) override;
   Result<StateCounts> Counts() override;
   Result<uint64_t> TenantBacklog(const std::string& tenant) override;
+  Result<std::vector<StateCounts>> DestinationCounts(
+      const std::vector<std::string>& destination_keys) override;
   Result<StateCounts> ScanCounts() override;
   Result<size_t> PurgeFinished(int64_t now_ms, size_t max) override;
   Status Purge(const std::string& id) override;

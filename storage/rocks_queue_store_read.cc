@@ -1,5 +1,7 @@
 // The RocksQueueStore methods that only read.
 
+#include <array>
+
 #include <fmt/format.h>
 
 #include "storage/delivery_codec.h"
@@ -157,6 +159,40 @@ Result<uint64_t> RocksQueueStore::TenantBacklog(const std::string& tenant) {
   }
   const int64_t n = DecodeCounter(value);
   return n < 0 ? uint64_t{0} : static_cast<uint64_t>(n);
+}
+
+Result<std::vector<StateCounts>> RocksQueueStore::DestinationCounts(
+    const std::vector<std::string>& destination_keys) {
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  constexpr std::array kStates = {DeliveryState::kQueued, DeliveryState::kInFlight,
+                                  DeliveryState::kDeferred};
+  std::vector<std::string> keys;
+  keys.reserve(destination_keys.size() * kStates.size());
+  for (const std::string& dest : destination_keys) {
+    for (DeliveryState state : kStates) {
+      keys.push_back(DestCountKey(dest, state));
+    }
+  }
+  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::vector<std::string> values(keys.size());
+  std::vector<rocksdb::ColumnFamilyHandle*> families(keys.size(), cf(Family::kMeta));
+  std::vector<rocksdb::Status> found =
+      db_->MultiGet(rocksdb::ReadOptions(), families, slices, &values);
+  std::vector<StateCounts> out(destination_keys.size(), StateCounts{});
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (found[i].IsNotFound()) {
+      continue;
+    }
+    if (!found[i].ok()) {
+      return FromRocks(found[i], "read destination counts");
+    }
+    const int64_t n = DecodeCounter(values[i]);
+    const DeliveryState state = kStates[i % kStates.size()];
+    out[i / kStates.size()][static_cast<size_t>(state) - 1] = n < 0 ? 0 : static_cast<uint64_t>(n);
+  }
+  return out;
 }
 
 Result<StateCounts> RocksQueueStore::ScanCounts() {

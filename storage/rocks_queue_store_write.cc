@@ -123,29 +123,59 @@ Result<std::vector<Result<EnqueueResult>>> RocksQueueStore::EnqueueBatch(
 }
 
 Result<Delivery> RocksQueueStore::Apply(const std::string& id, const StateChange& change) {
+  Result<std::vector<Result<Delivery>>> batch = ApplyBatch({{id, change}});
+  if (!batch) {
+    return batch.error();
+  }
+  return std::move(batch->front());
+}
+
+Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
+    const std::vector<IdChange>& changes) {
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
-  std::lock_guard<std::mutex> lock(IdStripe(id));
-  Result<Delivery> d = Read(id);
-  if (!d) {
-    return d;
+  StripeLocks locks;
+  for (const auto& [id, change] : changes) {
+    locks.Add(IdStripe(id));
   }
-  Delivery before = *d;
-  if (Status s = ApplyChange(change, options_.history_limit, *d); !s.ok()) {
-    return s;
-  }
+  locks.LockAll();
+  std::vector<Result<Delivery>> results;
+  results.reserve(changes.size());
+  std::map<std::string_view, Delivery> changed;  // the newest version of each id in `batch`
   rocksdb::WriteBatch batch;
-  DeleteIndexes(batch, before);
-  PutRecord(batch, *d);
   // Handing work out may be lost in a crash (recovery redoes it); everything else is synced.
-  const bool lease = change.to == DeliveryState::kInFlight;
-  if (Status s = Write(lease ? UnsyncedWrite() : SyncedWrite(), batch,
-                       fmt::format("update delivery {}", id));
-      !s.ok()) {
-    return s;
+  bool only_leases = true;
+  for (const auto& [id, change] : changes) {
+    Result<Delivery> d = Status::NotFound("");
+    if (auto it = changed.find(id); it != changed.end()) {
+      d = it->second;
+    } else {
+      d = Read(id);
+    }
+    if (!d) {
+      results.push_back(std::move(d));
+      continue;
+    }
+    Delivery before = *d;
+    if (Status s = ApplyChange(change, options_.history_limit, *d); !s.ok()) {
+      results.emplace_back(std::move(s));
+      continue;
+    }
+    DeleteIndexes(batch, before);
+    PutRecord(batch, *d);
+    only_leases = only_leases && change.to == DeliveryState::kInFlight;
+    changed.insert_or_assign(id, *d);
+    results.push_back(std::move(d));
   }
-  return d;
+  if (batch.Count() > 0) {
+    const std::string what = changes.size() == 1 ? fmt::format("update delivery {}", changes[0].first)
+                                                 : fmt::format("update {} deliveries", changes.size());
+    if (Status s = Write(only_leases ? UnsyncedWrite() : SyncedWrite(), batch, what); !s.ok()) {
+      return s;
+    }
+  }
+  return results;
 }
 
 Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t max) {

@@ -1,0 +1,116 @@
+// QueueStore::ApplyBatch: many state changes in one write, each checked on its own.
+
+#include <gtest/gtest.h>
+
+#include "storage/rocks_queue_store.h"
+#include "tests/support/temp_dir.h"
+
+namespace egress::storage {
+namespace {
+
+constexpr int64_t kT0 = 1'767'225'600'000;
+
+NewDelivery Hook(int n) {
+  NewDelivery d;
+  d.tenant = "acme";
+  d.platform = "webhook";
+  d.destination = "http://127.0.0.1:9/hook";
+  d.credential = "hooks";
+  d.payload = R"({"n":)" + std::to_string(n) + "}";
+  return d;
+}
+
+class ApplyBatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.path = dir_.Sub("store");
+    auto opened = OpenRocksQueueStore(options_, kT0);
+    ASSERT_TRUE(opened.has_value()) << opened.error().ToString();
+    store_ = std::move(*opened);
+    for (int i = 0; i < 3; ++i) {
+      auto r = store_->Enqueue(Hook(i), kT0);
+      ASSERT_TRUE(r.has_value());
+      ids_.push_back(r->id);
+    }
+  }
+
+  TempDir dir_;
+  StoreOptions options_;
+  std::unique_ptr<QueueStore> store_;
+  std::vector<std::string> ids_;
+};
+
+TEST_F(ApplyBatchTest, AppliesEachChangeAndReportsEachError) {
+  StateChange lease{.to = DeliveryState::kInFlight, .at_ms = kT0 + 1};
+  StateChange deliver{.to = DeliveryState::kDelivered, .at_ms = kT0 + 2};
+  auto r = store_->ApplyBatch({{ids_[0], lease},
+                               {"01ZZZZZZZZZZZZZZZZZZZZZZZZ", lease},
+                               {ids_[1], deliver},  // queued -> delivered is not a transition
+                               {ids_[2], lease}});
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_EQ(r->size(), 4u);
+  ASSERT_TRUE((*r)[0].has_value());
+  EXPECT_EQ((*r)[0]->state, DeliveryState::kInFlight);
+  EXPECT_EQ((*r)[1].error().code(), Status::Code::kNotFound);
+  EXPECT_EQ((*r)[2].error().code(), Status::Code::kFailedPrecondition);
+  ASSERT_TRUE((*r)[3].has_value());
+
+  auto counts = store_->Counts();
+  ASSERT_TRUE(counts.has_value());
+  EXPECT_EQ(CountOf(*counts, DeliveryState::kInFlight), 2u);
+  EXPECT_EQ(CountOf(*counts, DeliveryState::kQueued), 1u);
+  auto scanned = store_->ScanCounts();
+  ASSERT_TRUE(scanned.has_value());
+  EXPECT_EQ(*scanned, *counts);
+}
+
+TEST_F(ApplyBatchTest, LaterChangeOfTheSameIdSeesTheEarlierOne) {
+  StateChange lease{.to = DeliveryState::kInFlight, .at_ms = kT0 + 1};
+  StateChange deliver{.to = DeliveryState::kDelivered, .at_ms = kT0 + 2};
+  StateChange again{.to = DeliveryState::kInFlight, .at_ms = kT0 + 3};
+  auto r = store_->ApplyBatch({{ids_[0], lease}, {ids_[0], deliver}, {ids_[0], again}});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE((*r)[0].has_value());
+  ASSERT_TRUE((*r)[1].has_value());
+  EXPECT_EQ((*r)[1]->state, DeliveryState::kDelivered);
+  EXPECT_EQ((*r)[2].error().code(), Status::Code::kFailedPrecondition);  // delivered is final
+
+  auto stored = store_->Get(ids_[0]);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->state, DeliveryState::kDelivered);
+  auto scanned = store_->ScanCounts();
+  auto counts = store_->Counts();
+  ASSERT_TRUE(scanned.has_value() && counts.has_value());
+  EXPECT_EQ(*scanned, *counts);
+  auto pending = store_->PendingFor(DestinationKeyOf(*stored), "", 10);
+  ASSERT_TRUE(pending.has_value());
+  EXPECT_EQ(pending->deliveries.size(), 2u);  // the two still queued
+}
+
+TEST_F(ApplyBatchTest, DestinationCountsFollowEveryChange) {
+  const std::string key = DestinationKeyOf(*store_->Get(ids_[0]));
+  StateChange lease{.to = DeliveryState::kInFlight, .at_ms = kT0 + 1};
+  StateChange defer{.to = DeliveryState::kDeferred, .at_ms = kT0 + 2, .reason = "backoff"};
+  StateChange deliver{.to = DeliveryState::kDelivered, .at_ms = kT0 + 2};
+  ASSERT_TRUE(store_->ApplyBatch({{ids_[0], lease}, {ids_[1], lease}}).has_value());
+  ASSERT_TRUE(store_->ApplyBatch({{ids_[0], defer}, {ids_[1], deliver}}).has_value());
+  auto counts = store_->DestinationCounts({key, "webhook\x1fnobody"});
+  ASSERT_TRUE(counts.has_value()) << counts.error().ToString();
+  ASSERT_EQ(counts->size(), 2u);
+  EXPECT_EQ(CountOf((*counts)[0], DeliveryState::kQueued), 1u);
+  EXPECT_EQ(CountOf((*counts)[0], DeliveryState::kDeferred), 1u);
+  EXPECT_EQ(CountOf((*counts)[0], DeliveryState::kInFlight), 0u);
+  EXPECT_EQ(CountOf((*counts)[0], DeliveryState::kDelivered), 0u) << "terminal states read 0";
+  EXPECT_EQ((*counts)[1], StateCounts{});
+}
+
+TEST_F(ApplyBatchTest, EmptyBatchWritesNothing) {
+  const uint64_t writes = store_->Stats().writes;
+  auto r = store_->ApplyBatch({});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(r->empty());
+  EXPECT_EQ(store_->Stats().writes, writes);
+}
+
+}  // namespace
+}  // namespace egress::storage
