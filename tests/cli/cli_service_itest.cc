@@ -3,16 +3,14 @@
 #include <fstream>
 
 #include "tests/cli/cli_fixture.h"
+#include "tests/support/source_root.h"
 
 namespace egress {
 namespace {
 
 using nlohmann::json;
 
-std::string SourceDir() {
-  const std::string file = __FILE__;
-  return file.substr(0, file.rfind("/tests/"));
-}
+std::string SourceDir() { return SourceRoot(); }
 
 class CliServiceTest : public CliTest {
  protected:

@@ -12,6 +12,7 @@
 
 #include "tests/support/child_process.h"
 #include "tests/support/http_client.h"
+#include "tests/support/source_root.h"
 #include "tests/support/temp_dir.h"
 
 namespace egress {
@@ -19,10 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string SourceDir() {
-  const std::string file = __FILE__;
-  return file.substr(0, file.rfind("/tests/"));
-}
+std::string SourceDir() { return SourceRoot(); }
 
 class ServeProcessTest : public ::testing::Test {
  protected:
