@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "dispatcher/log_options.h"
+
 namespace egress::config {
 
 // The service's own settings ([server] in config). Plain data; see docs/configuration.md.
@@ -21,6 +23,10 @@ struct ServerOptions {
   size_t batch_max_items = 1000;
   // Undelivered deliveries a tenant may hold before intake answers 429. Default: 100000.
   uint64_t tenant_backlog_watermark = 100'000;
+  // The event log on stderr: "text" or "json" (one object per line). Default: "text".
+  LogFormat log_format = LogFormat::kText;
+  // "debug", "info", "warn" or "error". Default: "info".
+  LogLevel log_level = LogLevel::kInfo;
 };
 
 }  // namespace egress::config

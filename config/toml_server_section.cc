@@ -12,7 +12,8 @@ constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
 Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
   Status status = server.CheckKeys({"listen", "data_dir", "admin_token", "max_payload_bytes",
-                                    "batch_max_items", "tenant_backlog_watermark"});
+                                    "batch_max_items", "tenant_backlog_watermark", "log_format",
+                                    "log_level"});
   if (!status.ok()) {
     return status;
   }
@@ -51,6 +52,21 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
   out.max_payload_bytes = static_cast<size_t>(payload);
   out.batch_max_items = static_cast<size_t>(batch);
   out.tenant_backlog_watermark = static_cast<uint64_t>(watermark);
+  std::string format, level;
+  if (status = server.ReadString("log_format", format); !status.ok()) {
+    return status;
+  }
+  if (server.table().get("log_format") != nullptr && !ParseLogFormat(format, out.log_format)) {
+    return server.Error(*server.table().get("log_format"), server.Field("log_format"),
+                        "must be \"text\" or \"json\"");
+  }
+  if (status = server.ReadString("log_level", level); !status.ok()) {
+    return status;
+  }
+  if (server.table().get("log_level") != nullptr && !ParseLogLevel(level, out.log_level)) {
+    return server.Error(*server.table().get("log_level"), server.Field("log_level"),
+                        "must be one of \"debug\", \"info\", \"warn\", \"error\"");
+  }
   return Status::Ok();
 }
 

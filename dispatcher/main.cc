@@ -12,6 +12,7 @@
 #include "config/listen_address.h"
 #include "config/load_config.h"
 #include "dispatcher/cli/cli.h"
+#include "dispatcher/service/event_log.h"
 #include "dispatcher/clock.h"
 #include "dispatcher/service/serve.h"
 
@@ -114,5 +115,6 @@ int main(int argc, char** argv) {
     fmt::print("{}: OK\n", flags.config_path);
     return kExitOk;
   }
+  egress::service::ConfigureEventLog(config->server.log_format, config->server.log_level);
   return egress::service::RunService(ToServiceOptions(*config));
 }

@@ -671,6 +671,13 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
   view.has_head = dest.has_head;
   view.in_flight = dest.in_flight;
   view.disabled = dest.disabled;
+  const uint32_t leaf = dest.scopes[dest.leaf_index];
+  view.budget_name = scopes_.name(leaf);
+  view.budget = scopes_.budget(leaf);
+  view.budget_learned = scopes_.learned(leaf);
+  if (auto meter = store_.Inspect(scopes_.at(leaf).key, scopes_.params(leaf), clock_.Now())) {
+    view.remaining = meter->remaining;
+  }
   if (auto it = disabled_reasons_.find(id.value); it != disabled_reasons_.end()) {
     view.disabled_reason = it->second;
   }

@@ -74,6 +74,12 @@ struct DestinationView {
   Deferral deferral;
   bool disabled = false;
   std::string disabled_reason;
+  // The destination's own scope (the last of its path): its budget, whether response headers
+  // taught it, and the units it could take now.
+  BudgetName budget_name = BudgetName::kTenantEgress;
+  Budget budget;
+  bool budget_learned = false;
+  int64_t remaining = 0;
 };
 
 // The pacing engine: decides, for the head of every destination, whether it may go now or must

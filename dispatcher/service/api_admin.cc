@@ -6,6 +6,7 @@
 
 #include "dispatcher/service/api_handlers.h"
 #include "dispatcher/service/api_http.h"
+#include "dispatcher/service/event_log.h"
 #include "dispatcher/service/service.h"
 #include "dispatcher/service/tenant_settings.h"
 
@@ -49,6 +50,8 @@ void PutRateLimits(Service& s, const std::string& tenant, const HttpRequest& req
         respond(ErrorResponse(FromStatus(st)));
         return;
       }
+      LogEvent(LogLevel::kInfo, "rate_limits_replaced",
+               {{"tenant", tenant}, {"rate_limits", RateLimitsToJson(overrides)}});
       GetRateLimits(s, tenant, std::move(respond));
     });
   });
@@ -89,6 +92,9 @@ void PutCredential(Service& s, const std::string& tenant, const std::string& nam
         return;
       }
       s.credentials().Put(tenant, c);
+      // Names only: the token or secret is never logged.
+      LogEvent(LogLevel::kInfo, "credential_registered",
+               {{"tenant", tenant}, {"name", c.name}, {"platform", c.platform}});
       respond(JsonResponse(200, {{"tenant", tenant}, {"name", c.name}, {"platform", c.platform}}));
     });
   });

@@ -67,6 +67,7 @@ Delivery Queued(const storage::NewDelivery& in, const std::string& id, int64_t n
   d.destination = in.destination;
   d.credential = in.credential;
   d.created_ms = now_ms;
+  d.updated_ms = now_ms;
   d.next_attempt_ms = now_ms;
   d.cost = in.cost;
   d.ordering_key = in.ordering_key;

@@ -1,5 +1,7 @@
 // GET /v1/stats, /v1/destinations, /metrics; POST /v1/destinations/enable.
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 
 #include "dispatcher/service/api_handlers.h"
@@ -42,7 +44,7 @@ void GetStats(Service& s, Respond respond) {
       out["deferrals"] = count("relay_egress_deferrals_total");
       out["accepted"] = count("relay_egress_deliveries_accepted_total");
       out["intake_rejections"] = count("relay_egress_intake_rejections_total");
-      out["destinations"] = s.loop().Destinations().size();
+      out["destinations"] = s.loop().destination_count();
       respond(JsonResponse(200, out));
     });
   });
@@ -55,28 +57,46 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q, Re
   };
   const SteadyTime now = s.clock().Now();
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
+  std::vector<std::string> keys;
   json list = json::array();
   for (const DestinationInfo& d : s.loop().Destinations()) {
     if (!want("platform", d.platform) || !want("tenant", d.tenant)) {
       continue;
     }
+    std::string key = storage::DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination);
     json j = {{"platform", d.platform},
               {"tenant", d.tenant},
               {"credential", d.credential},
               {"destination", d.destination},
-              {"key", storage::DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination)},
+              {"key", key},
               {"has_head", d.view.has_head},
               {"in_flight", d.view.in_flight},
-              {"disabled", d.view.disabled}};
+              {"disabled", d.view.disabled},
+              {"budget",
+               {{"name", dispatcher::BudgetNameString(d.view.budget_name)},
+                {"limit", d.view.budget.limit},
+                {"scale_ms", d.view.budget.scale_ms},
+                {"burst", d.view.budget.burst},
+                {"learned", d.view.budget_learned}}},
+              {"remaining", d.view.remaining}};
     if (d.view.disabled) {
       j["disabled_reason"] = d.view.disabled_reason;
     }
     if (d.view.deferral.reason != dispatcher::DeferReason::kNone) {
       j["deferral"] = d.view.deferral.ToString();
+    }
+    // The head may go now unless the Scheduler holds it until a time.
+    if (d.view.has_head) {
+      int64_t eligible_ms = now_ms;
       if (d.view.deferral.until) {
-        j["next_eligible_ms"] =
-            now_ms + std::chrono::duration_cast<Millis>(*d.view.deferral.until - now).count();
+        eligible_ms += std::max<int64_t>(
+            0, std::chrono::duration_cast<Millis>(*d.view.deferral.until - now).count());
       }
+      j["next_eligible_ms"] = eligible_ms;
+    }
+    if (d.oldest_deferral_ms != 0) {
+      j["oldest_deferral_ms"] = d.oldest_deferral_ms;
+      j["oldest_deferral_age_ms"] = std::max<int64_t>(0, now_ms - d.oldest_deferral_ms);
     }
     json headers = json::object();
     for (const auto& [name, value] : d.last_headers) {
@@ -86,9 +106,26 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q, Re
     if (d.last_response_ms != 0) {
       j["last_response_ms"] = d.last_response_ms;
     }
+    keys.push_back(std::move(key));
     list.push_back(std::move(j));
   }
-  respond(JsonResponse(200, {{"destinations", list}}));
+  // Exact queued / deferred counts come from the store's per-destination counters.
+  asio::post(s.storage_pool(), [&s, keys = std::move(keys), list = std::move(list),
+                                respond = std::move(respond)]() mutable {
+    auto counts = s.store().DestinationCounts(keys);
+    asio::post(s.io(), [counts = std::move(counts), list = std::move(list),
+                        respond = std::move(respond)]() mutable {
+      if (!counts) {
+        respond(ErrorResponse(FromStatus(counts.error())));
+        return;
+      }
+      for (size_t i = 0; i < list.size(); ++i) {
+        list[i]["queued"] = storage::CountOf((*counts)[i], storage::DeliveryState::kQueued);
+        list[i]["deferred"] = storage::CountOf((*counts)[i], storage::DeliveryState::kDeferred);
+      }
+      respond(JsonResponse(200, {{"destinations", list}}));
+    });
+  });
 }
 
 void EnableDestination(Service& s, const HttpRequest& request, Respond respond) {

@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include "dispatcher/service/event_log.h"
 #include "storage/delivery_id.h"
 
 namespace egress::service {
@@ -22,7 +23,8 @@ constexpr size_t kDestinationPage = 1000;
 DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::thread_pool& storage,
                            storage::QueueStore& store, dispatcher::Scheduler& scheduler,
                            adapters::HttpTransport& transport, AdapterLookup adapters,
-                           const CredentialBook& credentials, const Clock& clock, Metrics& metrics)
+                           const CredentialBook& credentials, const Clock& clock, Metrics& metrics,
+                           Options options)
     : io_(io),
       storage_(storage),
       store_(store),
@@ -32,7 +34,12 @@ DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::thread_pool& storage,
       credentials_(credentials),
       clock_(clock),
       metrics_(metrics),
+      options_(std::move(options)),
+      leases_(io, storage, store),
+      outcomes_(io, storage, store),
+      discord_invalid_(options_.discord_invalid_requests),
       timer_(io),
+      maintenance_(io),
       alive_(std::make_shared<bool>(true)) {}
 
 void DeliveryLoop::Start() {
@@ -57,6 +64,19 @@ void DeliveryLoop::Start() {
     });
   };
   (*page)("");
+  ScheduleMaintenance();
+}
+
+void DeliveryLoop::ScheduleMaintenance() {
+  maintenance_.expires_after(std::chrono::seconds(60));
+  maintenance_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (ec || !*alive || draining_) {
+      return;
+    }
+    scheduler_.Sweep();
+    discord_invalid_.Sweep(clock_.Now());
+    ScheduleMaintenance();
+  });
 }
 
 DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
@@ -76,42 +96,38 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   if (!id) {
     return nullptr;
   }
-  Dest& dest = dests_[key];
+  Dest& dest = dests_.try_emplace(key, Dest{.queue = DestinationQueue(options_.read_ahead)})
+                    .first->second;
   dest.id = *id;
   dest.key = key;
+  dest.discord = *platform == dispatcher::Platform::kDiscord;
+  dest.token_key = parts.tenant + "/" + parts.credential;
   keys_by_id_[id->value] = key;
   metrics_.Set("relay_egress_destinations", {}, static_cast<double>(dests_.size()));
   return &dest;
 }
 
 void DeliveryLoop::Notify(const Delivery& d) {
+  if (!storage::IsWaiting(d.state) || in_flight_.count(d.id) != 0) {
+    return;
+  }
   Dest* dest = Ensure(storage::DestinationKeyOf(d));
   if (dest == nullptr) {
     return;
   }
-  if (d.id <= dest->cursor) {
-    dest->cursor.clear();  // an earlier delivery is waiting again (replay)
+  if (dest->queue.Notify(PendingOf(d))) {
+    OfferHead(*dest);
   }
-  if (dest->fetching) {
-    dest->dirty = true;
-  } else if (!dest->has_head || d.id < dest->head_id) {
-    Fetch(*dest);
-  }
+  Fetch(*dest);
 }
 
 void DeliveryLoop::Fetch(Dest& dest) {
-  if (dest.fetching) {
-    dest.dirty = true;
+  auto plan = dest.queue.StartFetch(static_cast<size_t>(dest.in_flight));
+  if (!plan) {
     return;
   }
-  dest.fetching = true;
-  dest.dirty = false;
-  // The head is the first delivery not in flight; read past the ones that are.
-  const size_t limit = 1 + std::count_if(in_flight_.begin(), in_flight_.end(), [&](const auto& kv) {
-                         return kv.second.dest_key == dest.key;
-                       });
-  asio::post(storage_, [this, alive = alive_, key = dest.key, cursor = dest.cursor, limit] {
-    auto work = store_.PendingFor(key, cursor, limit);
+  asio::post(storage_, [this, alive = alive_, key = dest.key, plan = std::move(*plan)] {
+    auto work = store_.PendingFor(key, plan.after, plan.limit);
     asio::post(io_, [this, alive, key, work = std::move(work)]() mutable {
       if (*alive) {
         OnFetched(key, std::move(work));
@@ -126,39 +142,46 @@ void DeliveryLoop::OnFetched(const std::string& key, Result<storage::Destination
     return;
   }
   Dest& dest = it->second;
-  dest.fetching = false;
-  if (work) {
-    for (const Delivery& d : work->deliveries) {
-      if (d.state != DeliveryState::kInFlight && in_flight_.count(d.id) == 0) {
-        OfferHead(dest, d);
-        break;
-      }
+  if (!work) {
+    dest.queue.FetchFailed();  // TODO(egress): back off when the store keeps failing
+    return;
+  }
+  std::vector<PendingDelivery> waiting;
+  waiting.reserve(work->deliveries.size());
+  for (const Delivery& d : work->deliveries) {
+    if (storage::IsWaiting(d.state) && in_flight_.count(d.id) == 0) {
+      waiting.push_back(PendingOf(d));
     }
   }
-  if (dest.dirty || !work) {
-    Fetch(dest);  // TODO(egress): back off when the store keeps failing
+  const std::string last = work->deliveries.empty() ? std::string() : work->deliveries.back().id;
+  if (dest.queue.Fetched(std::move(waiting), work->deliveries.size(), last)) {
+    OfferHead(dest);
   }
   SchedulePump();
 }
 
-void DeliveryLoop::OfferHead(Dest& dest, const Delivery& d) {
-  if (dest.has_head && dest.head_id <= d.id) {
+void DeliveryLoop::OfferHead(Dest& dest) {
+  const PendingDelivery* head = dest.queue.head();
+  if (head == nullptr || head->id == dest.offered_id) {
     return;
   }
+  if (!dest.offered_id.empty() && dest.offered_id < head->id) {
+    return;  // the Scheduler holds an earlier one (its record changed meanwhile); it goes first
+  }
   dispatcher::WorkItem item;
-  item.id = d.id;
-  item.sequence = storage::DeliveryIdSequence(d.id);
-  item.cost = d.cost;
-  item.ordering_key = d.ordering_key;
-  const int64_t wait_ms = d.next_attempt_ms - WallMs();
+  item.id = head->id;
+  item.sequence = storage::DeliveryIdSequence(head->id);
+  item.cost = head->cost;
+  item.ordering_key = head->ordering_key;
+  const int64_t wait_ms = head->next_attempt_ms - WallMs();
   item.not_before = clock_.Now() + Millis(std::max<int64_t>(0, wait_ms));
-  if (d.state == DeliveryState::kDeferred) {
-    item.wait_reason = d.reason.starts_with("backoff") ? dispatcher::DeferReason::kBackoff
-                                                       : dispatcher::DeferReason::kRetryAfter;
+  if (head->state == DeliveryState::kDeferred) {
+    item.wait_reason = head->reason.starts_with("backoff") ? dispatcher::DeferReason::kBackoff
+                                                           : dispatcher::DeferReason::kRetryAfter;
   }
   if (scheduler_.Offer(dest.id, std::move(item)).ok()) {
-    dest.has_head = true;
-    dest.head_id = d.id;
+    dest.offered_id = head->id;
+    SchedulePump();
   }
 }
 
@@ -203,42 +226,42 @@ void DeliveryLoop::Dispatch(const Decision& decision) {
   }
   const std::string key = key_it->second;
   Dest& dest = dests_.at(key);
-  dest.has_head = false;
-  dest.head_id.clear();
-  dest.cursor = std::max(dest.cursor, decision.delivery_id);
+  dest.offered_id.clear();
+  if (const PendingDelivery* head = dest.queue.head(); head && head->id == decision.delivery_id) {
+    dest.queue.TakeHead();
+  }
+  ++dest.in_flight;
   in_flight_[decision.delivery_id] = {key, decision.sequence};
-  const uint64_t sequence = decision.sequence;
-  const std::string id = decision.delivery_id;
-  const int64_t now_ms = WallMs();
-  asio::post(storage_, [this, alive = alive_, key, id, sequence, now_ms] {
-    storage::StateChange lease{.to = DeliveryState::kInFlight, .at_ms = now_ms};
-    auto leased = store_.Get(id);
-    if (leased && storage::IsWaiting(leased->state)) {
-      lease.expect = leased->state;
-      leased = store_.Apply(id, lease);
-    } else if (leased) {
-      leased = Status::FailedPrecondition(
-          fmt::format("delivery {} is {}", id, storage::StateName(leased->state)));
-    }
-    asio::post(io_, [this, alive, key, id, sequence, leased = std::move(leased)]() mutable {
-      if (!*alive) {
-        return;
-      }
-      if (auto it = dests_.find(key); it != dests_.end()) {
-        Fetch(it->second);  // the next head, now that this one is leased
-      }
-      if (!leased) {
-        // Cancelled or changed meanwhile: release the scheduler's slot, nothing to persist.
-        in_flight_.erase(id);
-        dispatcher::DeliveryOutcome aborted{.transport = dispatcher::TransportResult::kCancelled};
-        scheduler_.OnOutcome(dests_.at(key).id, sequence, aborted, {}).status().IgnoreError();
-        SchedulePump();
-        CheckDrained();
-        return;
-      }
-      Send(key, sequence, std::move(*leased));
-    });
-  });
+  OfferHead(dest);  // the next head, already read ahead
+  Fetch(dest);
+  // Only a waiting delivery may be leased (state_machine.cc): a cancelled one fails here.
+  storage::StateChange lease{.to = DeliveryState::kInFlight, .at_ms = WallMs()};
+  leases_.Submit(decision.delivery_id, std::move(lease),
+                 [this, key, id = decision.delivery_id, sequence = decision.sequence](
+                     Result<Delivery> leased) { OnLeased(key, sequence, id, std::move(leased)); });
+}
+
+void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std::string& id,
+                            Result<Delivery> leased) {
+  if (leased && leased->state != DeliveryState::kInFlight) {
+    leased = Status::FailedPrecondition(fmt::format("delivery {} is {}", id,
+                                                    storage::StateName(leased->state)));
+  }
+  if (leased) {
+    Send(key, sequence, std::move(*leased));
+    return;
+  }
+  // Cancelled or changed meanwhile: release the scheduler's slot, nothing to persist. What
+  // was read ahead may be as stale: read the destination again.
+  in_flight_.erase(id);
+  Dest& dest = dests_.at(key);
+  --dest.in_flight;
+  dispatcher::DeliveryOutcome aborted{.transport = dispatcher::TransportResult::kCancelled};
+  scheduler_.OnOutcome(dest.id, sequence, aborted, {}).status().IgnoreError();
+  dest.queue.Reset();
+  Fetch(dest);
+  SchedulePump();
+  CheckDrained();
 }
 
 void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
@@ -263,6 +286,7 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
     if (request.error().code() != Status::Code::kInvalidArgument) {
       const std::string why = "credential_unusable: " + request.error().message();
       scheduler_.Disable(id, why).IgnoreError();
+      LogEvent(LogLevel::kWarn, "destination_disabled", {{"destination", key}, {"reason", why}});
       Verdict wait{.kind = VerdictKind::kDefer, .next_attempt = clock_.Now()};
       wait.deferral = {.reason = dispatcher::DeferReason::kDestinationDisabled, .detail = why};
       Finish(key, d, wait, std::nullopt);
@@ -288,6 +312,9 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
   adapters::AttemptReport report = adapter.Interpret(d, r, clock_.WallNow());
   Dest& dest = dests_.at(key);
   scheduler_.Observe(dest.id, report.observation).IgnoreError();  // bad observations are dropped
+  if (dest.discord) {
+    GuardDiscordToken(dest, report);
+  }
   dest.last_headers = report.attempt.rate_limit_headers;
   dest.last_response_ms = report.attempt.at_ms;
   const dispatcher::AttemptInfo info{static_cast<int>(d.attempts), FromUnixMillis(d.created_ms)};
@@ -300,6 +327,8 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
   }
   if (disabled) {
     scheduler_.Disable(dest.id, *disabled).IgnoreError();
+    LogEvent(LogLevel::kWarn, "destination_disabled",
+             {{"destination", key}, {"reason", *disabled}, {"delivery", d.id}});
     if (verdict) {
       verdict->kind = VerdictKind::kDefer;
       verdict->consumes_attempt = false;
@@ -342,6 +371,7 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
 void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdict& verdict,
                           std::optional<storage::Attempt> attempt) {
   in_flight_.erase(d.id);
+  --dests_.at(key).in_flight;
   storage::StateChange change{.at_ms = WallMs(), .attempt = std::move(attempt)};
   change.consume_attempt = verdict.consumes_attempt;
   change.expect = DeliveryState::kInFlight;
@@ -368,49 +398,71 @@ void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdi
     }
   }
   metrics_.Inc("relay_egress_deliveries_total", {{"platform", d.platform}, {"outcome", outcome}});
-  Persist(key, d, std::move(change));
+  outcomes_.Submit(d.id, std::move(change), [this, key](Result<Delivery> stored) {
+    OnPersisted(key, std::move(stored));
+  });
   SchedulePump();
 }
 
-void DeliveryLoop::Persist(const std::string& key, const Delivery& d, storage::StateChange change) {
-  ++persisting_;
-  asio::post(storage_, [this, alive = alive_, key, id = d.id, change = std::move(change)] {
-    auto stored = store_.Apply(id, change);
-    asio::post(io_, [this, alive, key, stored = std::move(stored)] {
-      if (!*alive) {
-        return;
-      }
-      --persisting_;
-      auto it = dests_.find(key);
-      if (it != dests_.end() && stored && stored->state == DeliveryState::kDeferred) {
-        // An earlier delivery is waiting again: it becomes the head (order is kept).
-        it->second.cursor.clear();
-        if (!it->second.has_head || stored->id < it->second.head_id) {
-          Fetch(it->second);
-        }
-      } else if (it != dests_.end() && !it->second.has_head) {
-        Fetch(it->second);
-      }
-      SchedulePump();
-      CheckDrained();
-    });
-  });
+void DeliveryLoop::OnPersisted(const std::string& key, Result<Delivery> stored) {
+  auto it = dests_.find(key);
+  if (it == dests_.end()) {
+    return;
+  }
+  Dest& dest = it->second;
+  if (stored && storage::IsWaiting(stored->state)) {
+    // An earlier delivery is waiting again: it becomes the head (order is kept).
+    if (dest.queue.Add(PendingOf(*stored))) {
+      OfferHead(dest);
+    }
+  } else if (!stored) {
+    // The outcome is not on disk (the delivery stays in_flight there until a restart recovers
+    // it); what was read ahead is still right.
+    metrics_.Inc("relay_egress_store_errors_total", {{"operation", "outcome"}});
+    LogEvent(LogLevel::kError, "outcome_not_written",
+             {{"destination", key}, {"error", stored.error().ToString()}});
+  }
+  Fetch(dest);
+  SchedulePump();
+  CheckDrained();
 }
 
 void DeliveryLoop::Drain(std::function<void()> done) {
   draining_ = true;
   timer_.cancel();
+  maintenance_.cancel();
   drained_ = std::move(done);
   CheckDrained();
 }
 
 void DeliveryLoop::CheckDrained() {
-  if (draining_ && in_flight_.empty() && persisting_ == 0 && drained_) {
+  if (draining_ && in_flight_.empty() && leases_.pending() == 0 && outcomes_.pending() == 0 &&
+      drained_) {
     auto done = std::move(drained_);
     drained_ = nullptr;
     *alive_ = false;
     done();
   }
+}
+
+void DeliveryLoop::GuardDiscordToken(Dest& dest, const adapters::AttemptReport& report) {
+  const SteadyTime now = clock_.Now();
+  std::optional<SteadyTime> stop = discord_invalid_.Record(dest.token_key, report, now);
+  if (!stop) {
+    return;
+  }
+  // Park every bucket of the token, as a global 429 would, until enough invalid requests have
+  // left the window.
+  dispatcher::RateLimitObservation park;
+  park.retry_after = std::chrono::duration_cast<Millis>(*stop - now);
+  park.global = true;
+  park.scope = dispatcher::RateLimitScope::kGlobal;
+  scheduler_.Observe(dest.id, park).IgnoreError();
+  metrics_.Inc("relay_egress_discord_invalid_request_stops_total", {{"credential", dest.token_key}});
+  LogEvent(LogLevel::kWarn, "discord_token_stopped",
+           {{"credential", dest.token_key},
+            {"invalid_requests", discord_invalid_.Count(dest.token_key, now)},
+            {"stop_ms", park.retry_after->count()}});
 }
 
 bool DeliveryLoop::Enable(const std::string& destination_key) {
@@ -419,6 +471,7 @@ bool DeliveryLoop::Enable(const std::string& destination_key) {
     return false;
   }
   scheduler_.Enable(it->second.id).IgnoreError();
+  LogEvent(LogLevel::kInfo, "destination_enabled", {{"destination", destination_key}});
   SchedulePump();
   return true;
 }
@@ -440,6 +493,16 @@ std::vector<DestinationInfo> DeliveryLoop::Destinations() const {
     }
     info.last_headers = dest.last_headers;
     info.last_response_ms = dest.last_response_ms;
+    info.held = dest.queue.size();
+    info.complete = dest.queue.complete();
+    for (const PendingDelivery& p : dest.queue.held()) {
+      if (p.state == DeliveryState::kDeferred) {
+        ++info.held_deferred;
+        if (info.oldest_deferral_ms == 0 || p.updated_ms < info.oldest_deferral_ms) {
+          info.oldest_deferral_ms = p.updated_ms;
+        }
+      }
+    }
     out.push_back(std::move(info));
   }
   return out;

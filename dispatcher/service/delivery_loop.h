@@ -10,11 +10,14 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "adapters/invalid_request_counter.h"
 #include "adapters/platform_adapter.h"
 #include "dispatcher/clock.h"
 #include "dispatcher/scheduler.h"
 #include "dispatcher/service/credential_book.h"
+#include "dispatcher/service/destination_queue.h"
 #include "dispatcher/service/metrics.h"
+#include "dispatcher/service/store_writer.h"
 #include "storage/queue_store.h"
 
 namespace egress::service {
@@ -27,9 +30,14 @@ using AdapterLookup =
 struct DestinationInfo {
   std::string platform, tenant, credential, destination;
   dispatcher::DestinationView view;
-  std::optional<dispatcher::Budget> budget;  // the destination's own scope
   std::vector<std::pair<std::string, std::string>> last_headers;
   int64_t last_response_ms = 0;
+  // Waiting deliveries the loop holds (the head and its read-ahead; all of them when
+  // `complete`), and of those the deferred ones and the oldest deferral (Unix ms, 0: none).
+  size_t held = 0;
+  size_t held_deferred = 0;
+  bool complete = false;
+  int64_t oldest_deferral_ms = 0;
 };
 
 // Moves deliveries from the store to the platforms: keeps one head per destination with work in
@@ -38,41 +46,58 @@ struct DestinationInfo {
 //
 // The head of a destination is its earliest delivery that is not in flight (store order), so a
 // deferred delivery holds those behind it until its next attempt: order is kept and a parked
-// destination stays parked. Memory grows with destinations that have work, not with deliveries.
+// destination stays parked. Each destination reads a bounded number of waiting deliveries ahead
+// (DestinationQueue), so the next head is at hand when one leaves: memory grows with
+// destinations that have work, not with deliveries. Leases and outcomes are written in group
+// commits (StoreWriter): one write, and for outcomes one fsync, for all that finished together.
 //
 // All methods run on the loop (`io`). Store calls run on `storage` and post back. Everything
 // passed in must outlive the DeliveryLoop; Service destroys it after the loop has stopped.
 class DeliveryLoop {
  public:
+  struct Options {
+    // Deliveries one store read fetches per destination. Default: 32.
+    size_t read_ahead = 32;
+    // Discord's invalid-request guard (401, 403, 429 per bot token in 10 minutes).
+    adapters::InvalidRequestCounter::Options discord_invalid_requests;
+  };
+
   DeliveryLoop(boost::asio::io_context& io, boost::asio::thread_pool& storage,
                storage::QueueStore& store, dispatcher::Scheduler& scheduler,
                adapters::HttpTransport& transport, AdapterLookup adapters,
-               const CredentialBook& credentials, const Clock& clock, Metrics& metrics);
+               const CredentialBook& credentials, const Clock& clock, Metrics& metrics,
+               Options options);
+  DeliveryLoop(boost::asio::io_context& io, boost::asio::thread_pool& storage,
+               storage::QueueStore& store, dispatcher::Scheduler& scheduler,
+               adapters::HttpTransport& transport, AdapterLookup adapters,
+               const CredentialBook& credentials, const Clock& clock, Metrics& metrics)
+      : DeliveryLoop(io, storage, store, scheduler, transport, std::move(adapters), credentials,
+                     clock, metrics, Options{}) {}
 
   // Loads every destination with work from the store and starts pacing.
   void Start();
   // A delivery became durable or was replayed: make sure its destination is paced.
   void Notify(const storage::Delivery& delivery);
-  // Stops dispatching; calls `done` once no attempt is in flight.
+  // Stops dispatching; calls `done` once no attempt is in flight and every outcome is written.
   void Drain(std::function<void()> done);
   // Re-enables a disabled destination (by its destination key); false when unknown.
   bool Enable(const std::string& destination_key);
 
   std::vector<DestinationInfo> Destinations() const;
+  size_t destination_count() const { return dests_.size(); }
   size_t in_flight() const { return in_flight_.size(); }
+  // Store writes made for leases and outcomes (each a group commit), for metrics and tests.
+  uint64_t write_batches() const { return leases_.batches() + outcomes_.batches(); }
 
  private:
   struct Dest {
     dispatcher::DestinationId id;
     std::string key;
-    bool has_head = false;
-    std::string head_id;
-    bool fetching = false;
-    bool dirty = false;  // work arrived while fetching
-    // Fetch after this id: everything before it is finished or in flight. Cleared (scan from
-    // the start) when an earlier delivery becomes waiting again (deferred, replayed). Saves
-    // walking over the deletions finished deliveries leave in the destination index.
-    std::string cursor;
+    bool discord = false;
+    std::string token_key;  // tenant/credential
+    DestinationQueue queue;
+    std::string offered_id;  // the head the Scheduler holds; empty when none
+    int in_flight = 0;
     std::vector<std::pair<std::string, std::string>> last_headers;
     int64_t last_response_ms = 0;
   };
@@ -84,17 +109,23 @@ class DeliveryLoop {
   Dest* Ensure(const std::string& key);
   void Fetch(Dest& dest);
   void OnFetched(const std::string& key, Result<storage::DestinationWork> work);
-  void OfferHead(Dest& dest, const storage::Delivery& d);
+  // Offers the destination's head to the Scheduler when it holds another (or none).
+  void OfferHead(Dest& dest);
   void SchedulePump();
   void Pump();
   void Dispatch(const dispatcher::Decision& decision);
+  void OnLeased(const std::string& key, uint64_t sequence, const std::string& id,
+                Result<storage::Delivery> leased);
   void Send(const std::string& key, uint64_t sequence, storage::Delivery d);
   void OnResponse(const std::string& key, uint64_t sequence, const storage::Delivery& d,
                   const adapters::PlatformAdapter& adapter, Result<adapters::HttpResponse> r);
+  // Stops a Discord token that nears the invalid-request ban line.
+  void GuardDiscordToken(Dest& dest, const adapters::AttemptReport& report);
   // Releases the attempt and persists its verdict.
   void Finish(const std::string& key, const storage::Delivery& d,
               const dispatcher::Verdict& verdict, std::optional<storage::Attempt> attempt);
-  void Persist(const std::string& key, const storage::Delivery& d, storage::StateChange change);
+  void OnPersisted(const std::string& key, Result<storage::Delivery> stored);
+  void ScheduleMaintenance();
   void CheckDrained();
   int64_t WallMs() const { return ToUnixMillis(clock_.WallNow()); }
 
@@ -107,7 +138,12 @@ class DeliveryLoop {
   const CredentialBook& credentials_;
   const Clock& clock_;
   Metrics& metrics_;
+  const Options options_;
+  StoreWriter leases_;
+  StoreWriter outcomes_;
+  adapters::InvalidRequestCounter discord_invalid_;
   boost::asio::steady_timer timer_;
+  boost::asio::steady_timer maintenance_;
   std::shared_ptr<bool> alive_;
   bool pump_scheduled_ = false;
   bool draining_ = false;
@@ -115,7 +151,6 @@ class DeliveryLoop {
   std::unordered_map<std::string, Dest> dests_;
   std::unordered_map<uint32_t, std::string> keys_by_id_;
   std::unordered_map<std::string, InFlight> in_flight_;  // delivery id ->
-  size_t persisting_ = 0;
 };
 
 }  // namespace egress::service

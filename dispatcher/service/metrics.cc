@@ -45,6 +45,10 @@ constexpr Definition kDefinitions[] = {
     {"relay_egress_attempt_duration_seconds", Type::kHistogram,
      "Request to response time of delivery attempts, by platform."},
     {"relay_egress_destinations", Type::kGauge, "Destinations with work, known to the scheduler."},
+    {"relay_egress_store_errors_total", Type::kCounter,
+     "Store writes of the delivery loop that failed, by operation."},
+    {"relay_egress_discord_invalid_request_stops_total", Type::kCounter,
+     "Times a Discord token was stopped near the invalid-request ban line, by credential."},
 };
 
 const Definition& Find(std::string_view name) {

@@ -8,6 +8,8 @@
 #include <curl/curl.h>
 #include <fmt/format.h>
 
+#include "dispatcher/service/event_log.h"
+
 namespace egress::service {
 
 int RunService(ServiceOptions options, Millis grace) {
@@ -19,23 +21,25 @@ int RunService(ServiceOptions options, Millis grace) {
   auto service = Service::Start(io, clock, std::move(options));
   if (!service) {
     std::fprintf(stderr, "relay-egress: %s\n", service.error().ToString().c_str());
+    LogEvent(LogLevel::kError, "start_failed", {{"error", service.error().ToString()}});
     return 3;
   }
   const auto ep = (*service)->endpoint();
   fmt::print("listening {}:{}\n", ep.address().to_string(), ep.port());
   std::fflush(stdout);
-  std::fprintf(stderr, "relay-egress: serving on %s:%u, store %s\n",
-               ep.address().to_string().c_str(), ep.port(), data_dir.c_str());
+  LogEvent(LogLevel::kInfo, "serving",
+           {{"listen", fmt::format("{}:{}", ep.address().to_string(), ep.port())},
+            {"data_dir", data_dir}});
   int exit_code = 0;
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) {
       return;
     }
-    std::fprintf(stderr, "relay-egress: signal %d: draining\n", signo);
+    LogEvent(LogLevel::kInfo, "draining", {{"signal", signo}, {"grace_ms", grace.count()}});
     (*service)->Shutdown(grace, [&](Status closed) {
       if (!closed.ok()) {
-        std::fprintf(stderr, "relay-egress: close: %s\n", closed.ToString().c_str());
+        LogEvent(LogLevel::kError, "close_failed", {{"error", closed.ToString()}});
         exit_code = 1;
       }
       io.stop();
@@ -44,7 +48,7 @@ int RunService(ServiceOptions options, Millis grace) {
   io.run();
   service->reset();
   curl_global_cleanup();
-  std::fprintf(stderr, "relay-egress: stopped\n");
+  LogEvent(LogLevel::kInfo, "stopped", {{"exit_code", exit_code}});
   return exit_code;
 }
 

@@ -1,0 +1,89 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/delivery.h"
+
+namespace egress::service {
+
+// A waiting delivery as the DeliveryLoop keeps it: what pacing needs. The whole record is read
+// again when the delivery is leased.
+struct PendingDelivery {
+  std::string id;
+  storage::DeliveryState state = storage::DeliveryState::kQueued;
+  int64_t next_attempt_ms = 0;
+  int64_t updated_ms = 0;
+  uint32_t cost = 1;
+  std::string ordering_key;
+  std::string reason;
+};
+
+PendingDelivery PendingOf(const storage::Delivery& d);
+
+// One destination's waiting deliveries as far as the loop has read them from the store, in id
+// (enqueue) order: the head, which the loop offers to the Scheduler, and a bounded read-ahead
+// behind it, so dispatching the next delivery needs no store read.
+//
+// Coverage: every waiting delivery of the destination with an id up to cursor() is held here
+// (or is in flight, or its outcome is being written and comes back through Add); after a read
+// that found the end of the destination (`complete`), every later one comes through Notify.
+// Anything else is read with the next fetch. Not thread-safe: the loop owns it.
+class DestinationQueue {
+ public:
+  // `read_ahead`: how many deliveries one fetch asks for; the queue holds up to twice that.
+  explicit DestinationQueue(size_t read_ahead = 32);
+
+  // A waiting delivery the loop learned of from a fetch or an outcome. Ignores an id already
+  // held unless this copy is newer (updated_ms). True when the head changed.
+  bool Add(PendingDelivery p);
+  // A delivery that became waiting elsewhere (intake, replay): added when it is covered (see
+  // above), left for a fetch otherwise. True when the head changed.
+  bool Notify(PendingDelivery p);
+
+  // The fetch to make, if any: read up to `limit` deliveries after `after`.
+  struct FetchPlan {
+    std::string after;
+    size_t limit = 0;
+  };
+  // nullopt when the queue holds enough or a fetch is on its way; otherwise marks one on its way.
+  // `in_flight`: the destination's deliveries in flight (a read from the start meets them).
+  std::optional<FetchPlan> StartFetch(size_t in_flight);
+  // The answer to the fetch StartFetch planned: the waiting deliveries read (the caller drops
+  // those in flight), the count the store returned (`read`) and the last id it returned.
+  // True when the head changed.
+  bool Fetched(std::vector<PendingDelivery> waiting, size_t read, const std::string& last_id);
+  // The fetch failed: the next StartFetch tries again.
+  void FetchFailed() { fetching_ = false; }
+  // Forgets what was read ahead (after the store disagreed with it); the next fetch reads the
+  // destination from its start.
+  void Reset();
+
+  const PendingDelivery* head() const { return held_.empty() ? nullptr : &held_.front(); }
+  // Removes the head (it was dispatched); the next in line becomes the head.
+  std::optional<PendingDelivery> TakeHead();
+
+  size_t size() const { return held_.size(); }
+  const std::deque<PendingDelivery>& held() const { return held_; }
+  const std::string& cursor() const { return cursor_; }
+  bool complete() const { return complete_; }
+  bool fetching() const { return fetching_; }
+
+ private:
+  void Trim();
+
+  const size_t read_ahead_;
+  std::deque<PendingDelivery> held_;  // id order; front is the head
+  std::string cursor_;
+  bool complete_ = false;
+  bool fetching_ = false;
+  size_t asked_ = 0;         // the limit of the fetch on its way
+  uint64_t epoch_ = 0;       // bumped whenever the cursor moves back
+  uint64_t fetch_epoch_ = 0;  // epoch_ when the fetch on its way started
+};
+
+}  // namespace egress::service
