@@ -56,7 +56,7 @@ start() {
 }
 wait_port() {
   local name="$1"
-  for _ in $(seq 1 200); do
+  for _ in $(seq 1 600); do
     if grep -q '^listening ' "$TMP/$name.out" 2>/dev/null; then
       head -1 "$TMP/$name.out" | sed 's/.*://'
       return 0
@@ -113,7 +113,9 @@ EOF
   done
 } >"$TMP/relay-egress.toml"
 
-start service "$BUILD/relay-egress" serve --config "$TMP/relay-egress.toml" \
+# SERVICE_WRAPPER: e.g. "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out" (instruction
+# counts per function, repeatable under load; use a small TOTAL and a large TIMEOUT_S).
+start service ${SERVICE_WRAPPER:-} "$BUILD/relay-egress" serve --config "$TMP/relay-egress.toml" \
   --profiles-dir "$SRC/config/profiles"
 PORT="$(wait_port service)"
 SERVICE_PID="$(cat "$TMP/service.pid")"

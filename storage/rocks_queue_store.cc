@@ -1,5 +1,6 @@
 #include "storage/rocks_queue_store.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 
@@ -109,6 +110,9 @@ Result<std::unique_ptr<QueueStore>> OpenRocksQueueStore(const StoreOptions& opti
   auto store = std::make_unique<RocksQueueStore>(options, std::move(db), std::move(handles), stats,
                                                  std::random_device{}(), newest_id);
   if (Status s = store->CheckFormat(*fresh); !s.ok()) {
+    return s;
+  }
+  if (Status s = store->LoadCounters(); !s.ok()) {
     return s;
   }
   if (Result<size_t> n = store->RecoverInFlight(now_ms); !n) {
@@ -225,61 +229,103 @@ Result<Delivery> RocksQueueStore::Read(std::string_view id) {
   return d;
 }
 
-void RocksQueueStore::PutIndexes(rocksdb::WriteBatch& batch, const Delivery& d,
-                                 int64_t count_delta) {
-  batch.Put(cf(Family::kState), StateKey(d.state, d.id), "");
+namespace {
+
+struct IndexEntry {
+  Family family;
+  std::string key;
+  friend bool operator==(const IndexEntry&, const IndexEntry&) = default;
+};
+
+// Every index entry of `d` (all with empty values).
+std::vector<IndexEntry> IndexEntriesOf(const Delivery& d) {
+  std::vector<IndexEntry> out;
+  out.push_back({Family::kState, StateKey(d.state, d.id)});
   if (!IsTerminal(d.state)) {
-    batch.Put(cf(Family::kDest), DestIndexKey(DestinationKeyOf(d), d.id), "");
+    out.push_back({Family::kDest, DestIndexKey(DestinationKeyOf(d), d.id)});
   }
   if (IsWaiting(d.state)) {
-    batch.Put(cf(Family::kDue), DueKey(d.next_attempt_ms, d.id), "");
+    out.push_back({Family::kDue, DueKey(d.next_attempt_ms, d.id)});
   }
   if (ExpiresByRetention(d.state)) {
-    batch.Put(cf(Family::kDone), DoneKey(d.finished_ms, d.id), "");
+    out.push_back({Family::kDone, DoneKey(d.finished_ms, d.id)});
   }
-  batch.Merge(cf(Family::kMeta), CountKey(d.state), EncodeCounterDelta(count_delta));
+  return out;
+}
+
+void CountersOf(const Delivery& d, int64_t sign, CounterDeltas& out) {
+  out.Add(CountKey(d.state), sign);
   if (!IsTerminal(d.state)) {
-    batch.Merge(cf(Family::kMeta), BacklogKey(d.tenant), EncodeCounterDelta(count_delta));
-    batch.Merge(cf(Family::kMeta), DestCountKey(DestinationKeyOf(d), d.state),
-                EncodeCounterDelta(count_delta));
+    out.Add(BacklogKey(d.tenant), sign);
+    out.Add(DestCountKey(DestinationKeyOf(d), d.state), sign);
   }
 }
 
-void RocksQueueStore::DeleteIndexes(rocksdb::WriteBatch& batch, const Delivery& d) {
-  batch.Delete(cf(Family::kState), StateKey(d.state, d.id));
-  if (!IsTerminal(d.state)) {
-    batch.Delete(cf(Family::kDest), DestIndexKey(DestinationKeyOf(d), d.id));
+}  // namespace
+
+void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Delivery* after) {
+  const std::vector<IndexEntry> old_entries = before ? IndexEntriesOf(*before) : std::vector<IndexEntry>();
+  const std::vector<IndexEntry> new_entries = after ? IndexEntriesOf(*after) : std::vector<IndexEntry>();
+  auto has = [](const std::vector<IndexEntry>& v, const IndexEntry& e) {
+    return std::find(v.begin(), v.end(), e) != v.end();
+  };
+  for (const IndexEntry& e : old_entries) {
+    if (!has(new_entries, e)) {
+      w.Delete(e.family, e.key);
+    }
   }
-  if (IsWaiting(d.state)) {
-    batch.Delete(cf(Family::kDue), DueKey(d.next_attempt_ms, d.id));
+  for (const IndexEntry& e : new_entries) {
+    if (!has(old_entries, e)) {
+      w.Put(e.family, e.key, "");
+    }
   }
-  if (ExpiresByRetention(d.state)) {
-    batch.Delete(cf(Family::kDone), DoneKey(d.finished_ms, d.id));
+  if (before) {
+    CountersOf(*before, -1, w.counters);
   }
-  batch.Merge(cf(Family::kMeta), CountKey(d.state), EncodeCounterDelta(-1));
-  if (!IsTerminal(d.state)) {
-    batch.Merge(cf(Family::kMeta), BacklogKey(d.tenant), EncodeCounterDelta(-1));
-    batch.Merge(cf(Family::kMeta), DestCountKey(DestinationKeyOf(d), d.state),
-                EncodeCounterDelta(-1));
+  if (after) {
+    CountersOf(*after, +1, w.counters);
+    w.Put(Family::kJobs, after->id, EncodeDelivery(*after));
+  } else if (before) {
+    w.Delete(Family::kJobs, before->id);
+    if (!before->idempotency_key.empty()) {
+      w.Delete(Family::kIdem, IdemKey(before->tenant, before->idempotency_key));
+    }
   }
 }
 
-void RocksQueueStore::PutRecord(rocksdb::WriteBatch& batch, const Delivery& d) {
-  batch.Put(cf(Family::kJobs), d.id, EncodeDelivery(d));
-  PutIndexes(batch, d, +1);
-}
-
-void RocksQueueStore::DeleteRecord(rocksdb::WriteBatch& batch, const Delivery& d) {
-  batch.Delete(cf(Family::kJobs), d.id);
-  DeleteIndexes(batch, d);
-  if (!d.idempotency_key.empty()) {
-    batch.Delete(cf(Family::kIdem), IdemKey(d.tenant, d.idempotency_key));
+Status RocksQueueStore::Commit(const rocksdb::WriteOptions& options, PendingWrite& w,
+                               std::string_view what) {
+  using Op = PendingWrite::Op;
+  for (const auto& [key, delta] : w.counters.deltas()) {
+    if (delta != 0) {
+      w.ops.push_back({Family::kMeta, PendingWrite::Kind::kMerge, key, EncodeCounterDelta(delta)});
+    }
   }
-}
-
-Status RocksQueueStore::Write(const rocksdb::WriteOptions& w, rocksdb::WriteBatch& batch,
-                              std::string_view what) {
-  return FromRocks(db_->Write(w, &batch), what);
+  if (w.ops.empty()) {
+    return Status::Ok();
+  }
+  std::stable_sort(w.ops.begin(), w.ops.end(), [](const Op& a, const Op& b) {
+    return a.family != b.family ? a.family < b.family : a.key < b.key;
+  });
+  rocksdb::WriteBatch batch;
+  for (const Op& op : w.ops) {
+    switch (op.kind) {
+      case PendingWrite::Kind::kPut:
+        batch.Put(cf(op.family), op.key, op.value);
+        break;
+      case PendingWrite::Kind::kDelete:
+        batch.Delete(cf(op.family), op.key);
+        break;
+      case PendingWrite::Kind::kMerge:
+        batch.Merge(cf(op.family), op.key, op.value);
+        break;
+    }
+  }
+  if (Status s = FromRocks(db_->Write(options, &batch), what); !s.ok()) {
+    return s;
+  }
+  counters_.Apply(w.counters);
+  return Status::Ok();
 }
 
 StoreStats RocksQueueStore::Stats() {

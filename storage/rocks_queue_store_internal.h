@@ -14,6 +14,7 @@
 #include <rocksdb/statistics.h>
 #include <rocksdb/write_batch.h>
 
+#include "storage/counter_table.h"
 #include "storage/delivery_id.h"
 #include "storage/queue_store.h"
 #include "storage/rocks_schema.h"
@@ -58,6 +59,8 @@ class RocksQueueStore final : public QueueStore {
   Result<size_t> RecoverInFlight(int64_t now_ms);
   // Checks or writes the format marker.
   Status CheckFormat(bool fresh);
+  // Reads the counters into memory; call once after CheckFormat.
+  Status LoadCounters() { return counters_.Load(*db_, cf(Family::kMeta)); }
 
  private:
   static constexpr size_t kStripes = 64;
@@ -69,16 +72,36 @@ class RocksQueueStore final : public QueueStore {
 
   // Reads the record with `id`; NotFound when absent.
   Result<Delivery> Read(std::string_view id);
-  // Adds to `batch` the record and every index entry of `d` (add) or their deletions.
-  void PutRecord(rocksdb::WriteBatch& batch, const Delivery& d);
-  void DeleteRecord(rocksdb::WriteBatch& batch, const Delivery& d);
-  void PutIndexes(rocksdb::WriteBatch& batch, const Delivery& d, int64_t count_delta);
-  void DeleteIndexes(rocksdb::WriteBatch& batch, const Delivery& d);
+  // One atomic change being built: its operations and its counter deltas. Commit sorts the
+  // operations by column family and key (keeping the order of those on one key), so each
+  // memtable takes its share in key order and RocksDB's skiplist reuses its insert position
+  // instead of searching from the top for every key.
+  struct PendingWrite {
+    enum class Kind : uint8_t { kPut, kDelete, kMerge };
+    struct Op {
+      Family family;
+      Kind kind;
+      std::string key;
+      std::string value;
+    };
+    void Put(Family f, std::string key, std::string value) {
+      ops.push_back({f, Kind::kPut, std::move(key), std::move(value)});
+    }
+    void Delete(Family f, std::string key) { ops.push_back({f, Kind::kDelete, std::move(key), {}}); }
+    bool empty() const { return ops.empty(); }
+
+    std::vector<Op> ops;
+    CounterDeltas counters;
+  };
+  // Adds to `w` what turns `before` into `after` (null `before`: a new record; null `after`:
+  // removal): the record, the index entries that differ, and the counter deltas.
+  void Stage(PendingWrite& w, const Delivery* before, const Delivery* after);
   // Builds a new queued delivery from validated input.
   Delivery MakeDelivery(const NewDelivery& in, int64_t now_ms);
   // Looks up (tenant, key) -> id; empty when absent.
   Result<std::string> FindIdempotent(std::string_view tenant, std::string_view key);
-  Status Write(const rocksdb::WriteOptions& w, rocksdb::WriteBatch& batch, std::string_view what);
+  // Writes `w` (its counters as merges) and applies its counter deltas in memory.
+  Status Commit(const rocksdb::WriteOptions& options, PendingWrite& w, std::string_view what);
 
   const StoreOptions options_;
   std::unique_ptr<rocksdb::DB> db_;
@@ -88,6 +111,7 @@ class RocksQueueStore final : public QueueStore {
   std::array<std::mutex, kStripes> id_stripes_;
   std::array<std::mutex, kStripes> idem_stripes_;
   std::mutex lease_mu_;  // one leaser at a time
+  CounterTable counters_;
   bool closed_ = false;
 };
 

@@ -1,7 +1,5 @@
 // The RocksQueueStore methods that only read.
 
-#include <array>
-
 #include <fmt/format.h>
 
 #include "storage/delivery_codec.h"
@@ -126,16 +124,7 @@ Result<StateCounts> RocksQueueStore::Counts() {
   }
   StateCounts counts{};
   for (DeliveryState state : kAllStates) {
-    std::string value;
-    rocksdb::Status rs =
-        db_->Get(rocksdb::ReadOptions(), cf(Family::kMeta), CountKey(state), &value);
-    if (rs.IsNotFound()) {
-      continue;
-    }
-    if (!rs.ok()) {
-      return FromRocks(rs, "read counters");
-    }
-    const int64_t n = DecodeCounter(value);
+    const int64_t n = counters_.Get(CountKey(state));
     if (n < 0) {
       return Status::Corruption(fmt::format("counter of {} is negative ({})", StateName(state), n));
     }
@@ -148,16 +137,7 @@ Result<uint64_t> RocksQueueStore::TenantBacklog(const std::string& tenant) {
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
-  std::string value;
-  rocksdb::Status rs =
-      db_->Get(rocksdb::ReadOptions(), cf(Family::kMeta), BacklogKey(tenant), &value);
-  if (rs.IsNotFound()) {
-    return uint64_t{0};
-  }
-  if (!rs.ok()) {
-    return FromRocks(rs, "read tenant backlog");
-  }
-  const int64_t n = DecodeCounter(value);
+  const int64_t n = counters_.Get(BacklogKey(tenant));
   return n < 0 ? uint64_t{0} : static_cast<uint64_t>(n);
 }
 
@@ -166,31 +146,13 @@ Result<std::vector<StateCounts>> RocksQueueStore::DestinationCounts(
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
-  constexpr std::array kStates = {DeliveryState::kQueued, DeliveryState::kInFlight,
-                                  DeliveryState::kDeferred};
-  std::vector<std::string> keys;
-  keys.reserve(destination_keys.size() * kStates.size());
-  for (const std::string& dest : destination_keys) {
-    for (DeliveryState state : kStates) {
-      keys.push_back(DestCountKey(dest, state));
-    }
-  }
-  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
-  std::vector<std::string> values(keys.size());
-  std::vector<rocksdb::ColumnFamilyHandle*> families(keys.size(), cf(Family::kMeta));
-  std::vector<rocksdb::Status> found =
-      db_->MultiGet(rocksdb::ReadOptions(), families, slices, &values);
   std::vector<StateCounts> out(destination_keys.size(), StateCounts{});
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (found[i].IsNotFound()) {
-      continue;
+  for (size_t i = 0; i < destination_keys.size(); ++i) {
+    for (DeliveryState state :
+         {DeliveryState::kQueued, DeliveryState::kInFlight, DeliveryState::kDeferred}) {
+      const int64_t n = counters_.Get(DestCountKey(destination_keys[i], state));
+      out[i][static_cast<size_t>(state) - 1] = n < 0 ? 0 : static_cast<uint64_t>(n);
     }
-    if (!found[i].ok()) {
-      return FromRocks(found[i], "read destination counts");
-    }
-    const int64_t n = DecodeCounter(values[i]);
-    const DeliveryState state = kStates[i % kStates.size()];
-    out[i / kStates.size()][static_cast<size_t>(state) - 1] = n < 0 ? 0 : static_cast<uint64_t>(n);
   }
   return out;
 }

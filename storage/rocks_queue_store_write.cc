@@ -83,7 +83,7 @@ Result<std::vector<Result<EnqueueResult>>> RocksQueueStore::EnqueueBatch(
     }
   }
   locks.LockAll();
-  rocksdb::WriteBatch batch;
+  PendingWrite w;
   std::map<std::string, std::string> fresh_keys;  // idem key -> id, within this batch
   for (const NewDelivery& in : ds) {
     if (Status s = ValidateNewDelivery(in, options_); !s.ok()) {
@@ -106,18 +106,16 @@ Result<std::vector<Result<EnqueueResult>>> RocksQueueStore::EnqueueBatch(
       }
     }
     Delivery d = MakeDelivery(in, now_ms);
-    PutRecord(batch, d);
+    Stage(w, nullptr, &d);
     if (!d.idempotency_key.empty()) {
       std::string key = IdemKey(d.tenant, d.idempotency_key);
-      batch.Put(cf(Family::kIdem), key, d.id);
+      w.Put(Family::kIdem, key, d.id);
       fresh_keys.emplace(std::move(key), d.id);
     }
     results.emplace_back(EnqueueResult{d.id, true});
   }
-  if (batch.Count() > 0) {
-    if (Status s = Write(SyncedWrite(), batch, "enqueue"); !s.ok()) {
-      return s;
-    }
+  if (Status s = Commit(SyncedWrite(), w, "enqueue"); !s.ok()) {
+    return s;
   }
   return results;
 }
@@ -143,7 +141,7 @@ Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
   std::vector<Result<Delivery>> results;
   results.reserve(changes.size());
   std::map<std::string_view, Delivery> changed;  // the newest version of each id in `batch`
-  rocksdb::WriteBatch batch;
+  PendingWrite w;
   // Handing work out may be lost in a crash (recovery redoes it); everything else is synced.
   bool only_leases = true;
   for (const auto& [id, change] : changes) {
@@ -162,16 +160,15 @@ Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
       results.emplace_back(std::move(s));
       continue;
     }
-    DeleteIndexes(batch, before);
-    PutRecord(batch, *d);
+    Stage(w, &before, &*d);
     only_leases = only_leases && change.to == DeliveryState::kInFlight;
     changed.insert_or_assign(id, *d);
     results.push_back(std::move(d));
   }
-  if (batch.Count() > 0) {
+  if (!w.empty()) {
     const std::string what = changes.size() == 1 ? fmt::format("update delivery {}", changes[0].first)
                                                  : fmt::format("update {} deliveries", changes.size());
-    if (Status s = Write(only_leases ? UnsyncedWrite() : SyncedWrite(), batch, what); !s.ok()) {
+    if (Status s = Commit(only_leases ? UnsyncedWrite() : SyncedWrite(), w, what); !s.ok()) {
       return s;
     }
   }
@@ -205,7 +202,7 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
   }
   locks.LockAll();
   std::vector<Delivery> leased;
-  rocksdb::WriteBatch batch;
+  PendingWrite w;
   const StateChange change{.to = DeliveryState::kInFlight, .at_ms = now_ms};
   for (const std::string& id : ids) {
     Result<Delivery> d = Read(id);
@@ -219,14 +216,11 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
     if (Status s = ApplyChange(change, options_.history_limit, *d); !s.ok()) {
       return s;
     }
-    DeleteIndexes(batch, before);
-    PutRecord(batch, *d);
+    Stage(w, &before, &*d);
     leased.push_back(std::move(*d));
   }
-  if (batch.Count() > 0) {
-    if (Status s = Write(UnsyncedWrite(), batch, "lease due deliveries"); !s.ok()) {
-      return s;
-    }
+  if (Status s = Commit(UnsyncedWrite(), w, "lease due deliveries"); !s.ok()) {
+    return s;
   }
   return leased;
 }
@@ -254,7 +248,7 @@ Result<size_t> RocksQueueStore::PurgeFinished(int64_t now_ms, size_t max) {
     }
   }
   size_t purged = 0;
-  rocksdb::WriteBatch batch;
+  PendingWrite w;
   StripeLocks locks;
   for (const std::string& id : ids) {
     locks.Add(IdStripe(id));
@@ -266,14 +260,12 @@ Result<size_t> RocksQueueStore::PurgeFinished(int64_t now_ms, size_t max) {
       return d.error();
     }
     if (d->state == DeliveryState::kDelivered || d->state == DeliveryState::kCancelled) {
-      DeleteRecord(batch, *d);
+      Stage(w, &*d, nullptr);
       ++purged;
     }
   }
-  if (batch.Count() > 0) {
-    if (Status s = Write(SyncedWrite(), batch, "purge finished deliveries"); !s.ok()) {
-      return s;
-    }
+  if (Status s = Commit(SyncedWrite(), w, "purge finished deliveries"); !s.ok()) {
+    return s;
   }
   return purged;
 }
@@ -291,9 +283,9 @@ Status RocksQueueStore::Purge(const std::string& id) {
     return Status::FailedPrecondition(fmt::format(
         "delivery {} is {}; only finished deliveries can be purged", id, StateName(d->state)));
   }
-  rocksdb::WriteBatch batch;
-  DeleteRecord(batch, *d);
-  return Write(SyncedWrite(), batch, fmt::format("purge delivery {}", id));
+  PendingWrite w;
+  Stage(w, &*d, nullptr);
+  return Commit(SyncedWrite(), w, fmt::format("purge delivery {}", id));
 }
 
 }  // namespace egress::storage
