@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -155,6 +156,13 @@ class Scheduler {
   // Drops meter state that equals a fresh key's; call now and then (e.g. once a minute).
   size_t Sweep();
 
+  // Told whenever a head is held back by pacing (a budget, a park from Retry-After or
+  // remaining 0): which destination, why and until when. Not for concurrency caps, ordering or
+  // disabled destinations. May be called again for the same head on re-evaluation. Runs inside
+  // Next(); it must not call back into the Scheduler.
+  using WaitObserver = std::function<void(DestinationId, const Deferral&)>;
+  void SetWaitObserver(WaitObserver observer) { wait_observer_ = std::move(observer); }
+
   size_t destination_count() const { return live_count_; }
   size_t scope_count() const { return scopes_.size(); }
 
@@ -280,6 +288,7 @@ class Scheduler {
   std::unordered_map<ScopeKey, ScopeKey> discord_buckets_;  // route hash → bucket hash
   uint64_t discord_epoch_ = 0;
   int64_t retry_tat_ns_ = 0;
+  WaitObserver wait_observer_;
 };
 
 }  // namespace egress::dispatcher

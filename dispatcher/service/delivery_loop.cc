@@ -1,5 +1,7 @@
 #include "dispatcher/service/delivery_loop.h"
 
+#include <cstdlib>
+
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
@@ -40,7 +42,66 @@ DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::thread_pool& storage,
       discord_invalid_(options_.discord_invalid_requests),
       timer_(io),
       maintenance_(io),
-      alive_(std::make_shared<bool>(true)) {}
+      alive_(std::make_shared<bool>(true)) {
+  scheduler_.SetWaitObserver([this](dispatcher::DestinationId id, const dispatcher::Deferral& wait) {
+    OnPacingWait(id, wait);
+  });
+}
+
+DeliveryLoop::~DeliveryLoop() {
+  scheduler_.SetWaitObserver(nullptr);
+  *alive_ = false;
+}
+
+void DeliveryLoop::OnPacingWait(dispatcher::DestinationId id, const dispatcher::Deferral& wait) {
+  auto key_it = keys_by_id_.find(id.value);
+  if (key_it == keys_by_id_.end()) {
+    return;
+  }
+  Dest& dest = dests_.at(key_it->second);
+  const PendingDelivery* head = dest.queue.head();
+  if (head == nullptr || head->id != dest.offered_id) {
+    return;
+  }
+  const std::string reason = wait.ToString();
+  storage::DestinationParts parts;
+  if (std::string counted = head->id + "/" + reason; counted != dest.counted_wait) {
+    dest.counted_wait = std::move(counted);
+    if (storage::SplitDestinationKey(dest.key, parts)) {
+      metrics_.Inc("relay_egress_deferrals_total",
+                   {{"tenant", parts.tenant}, {"platform", parts.platform}, {"reason", reason}});
+    }
+  }
+  if (!wait.until || dest.writing_wait) {
+    return;
+  }
+  const int64_t now_ms = WallMs();
+  const int64_t wait_ms = std::chrono::duration_cast<Millis>(*wait.until - clock_.Now()).count();
+  const int64_t next_ms = now_ms + std::max<int64_t>(0, wait_ms);
+  if (wait_ms < options_.persist_wait.count() ||
+      (head->state == DeliveryState::kDeferred && head->reason == reason &&
+       std::abs(head->next_attempt_ms - next_ms) < options_.persist_wait.count())) {
+    return;
+  }
+  // Rate-limit waits consume no attempt. Compare-and-set on the state read: a head leased or
+  // cancelled meanwhile is left alone.
+  storage::StateChange change{.to = DeliveryState::kDeferred, .at_ms = now_ms};
+  change.next_attempt_ms = next_ms;
+  change.reason = reason;
+  change.expect = head->state;
+  dest.writing_wait = true;
+  outcomes_.Submit(head->id, std::move(change), [this, key = dest.key](Result<Delivery> stored) {
+    auto it = dests_.find(key);
+    if (it == dests_.end()) {
+      return;
+    }
+    it->second.writing_wait = false;
+    if (stored && storage::IsWaiting(stored->state) && it->second.queue.Add(PendingOf(*stored))) {
+      OfferHead(it->second);
+    }
+    CheckDrained();
+  });
+}
 
 void DeliveryLoop::Start() {
   // Page through the destinations with work on the storage pool, registering each on the loop.

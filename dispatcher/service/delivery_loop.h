@@ -60,6 +60,10 @@ class DeliveryLoop {
     size_t read_ahead = 32;
     // Discord's invalid-request guard (401, 403, 429 per bot token in 10 minutes).
     adapters::InvalidRequestCounter::Options discord_invalid_requests;
+    // A head held back by pacing for at least this long is written to the store as deferred,
+    // with the reason and the next eligible time, so the record says why it waits. Shorter
+    // waits (routine pacing) are only counted. Default: 5 s.
+    Millis persist_wait{5000};
   };
 
   DeliveryLoop(boost::asio::io_context& io, boost::asio::thread_pool& storage,
@@ -73,6 +77,10 @@ class DeliveryLoop {
                const CredentialBook& credentials, const Clock& clock, Metrics& metrics)
       : DeliveryLoop(io, storage, store, scheduler, transport, std::move(adapters), credentials,
                      clock, metrics, Options{}) {}
+
+  ~DeliveryLoop();
+  DeliveryLoop(const DeliveryLoop&) = delete;
+  DeliveryLoop& operator=(const DeliveryLoop&) = delete;
 
   // Loads every destination with work from the store and starts pacing.
   void Start();
@@ -100,6 +108,8 @@ class DeliveryLoop {
     int in_flight = 0;
     std::vector<std::pair<std::string, std::string>> last_headers;
     int64_t last_response_ms = 0;
+    std::string counted_wait;  // head id and reason of the last pacing wait counted
+    bool writing_wait = false;
   };
   struct InFlight {
     std::string dest_key;
@@ -119,6 +129,9 @@ class DeliveryLoop {
   void Send(const std::string& key, uint64_t sequence, storage::Delivery d);
   void OnResponse(const std::string& key, uint64_t sequence, const storage::Delivery& d,
                   const adapters::PlatformAdapter& adapter, Result<adapters::HttpResponse> r);
+  // The Scheduler holds a head back (budget, park): counts the deferral and, when it is long,
+  // writes it to the store.
+  void OnPacingWait(dispatcher::DestinationId id, const dispatcher::Deferral& wait);
   // Stops a Discord token that nears the invalid-request ban line.
   void GuardDiscordToken(Dest& dest, const adapters::AttemptReport& report);
   // Releases the attempt and persists its verdict.

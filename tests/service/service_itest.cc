@@ -275,6 +275,47 @@ TEST_F(ServiceTest, IntakeBackpressureAndAdminOverrides) {
   EXPECT_EQ(Post("/v1/deliveries", Webhook("acme", "signed", 4)).status, 202);
 }
 
+// Verifies that a delivery held back by an exhausted budget is deferred in the store with the
+// budget as its reason and its next eligible time, counted as a deferral, and that
+// /v1/destinations shows the budget, the exact counts and the oldest deferral.
+TEST_F(ServiceTest, BudgetWaitIsDeferredWithReasonAndNextEligibleTime) {
+  const std::vector<std::pair<std::string, std::string>> admin = {{"X-Admin-Token", kAdminToken}};
+  ASSERT_EQ(HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+                     R"({"rate_limits":{"webhook_destination":{"scale_ms":60000,"limit":1}}})",
+                     admin)
+                .status,
+            200);
+  ASSERT_EQ(Post("/v1/deliveries", Webhook("acme", "slow", 1)).status, 202);
+  TestResponse second = Post("/v1/deliveries", Webhook("acme", "slow", 2));
+  ASSERT_EQ(second.status, 202);
+  const std::string id = second.Json()["id"];
+  json stats = WaitForStats([](const json& s) { return s["delivered"] == 1 && s["deferred"] == 1; });
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_.WallNow().time_since_epoch())
+          .count();
+  json d = HttpCall(port_, "GET", "/v1/deliveries/" + id).Json();
+  EXPECT_EQ(d["state"], "deferred") << d.dump();
+  EXPECT_EQ(d["reason"], "budget:webhook_destination") << d.dump();
+  EXPECT_EQ(d["attempts"], 0) << "a budget wait consumes no attempt";
+  EXPECT_GT(d["next_attempt_ms"].get<int64_t>(), now_ms + 30'000) << d.dump();
+  EXPECT_GE(stats["deferrals"].get<int>(), 1);
+
+  json dests = HttpCall(port_, "GET", "/v1/destinations").Json();
+  ASSERT_EQ(dests["destinations"].size(), 1u) << dests.dump();
+  const json& dest = dests["destinations"][0];
+  EXPECT_EQ(dest["budget"]["name"], "webhook_destination") << dest.dump();
+  EXPECT_EQ(dest["budget"]["limit"], 1);
+  EXPECT_EQ(dest["budget"]["scale_ms"], 60000);
+  EXPECT_EQ(dest["remaining"], 0);
+  EXPECT_EQ(dest["queued"], 0);
+  EXPECT_EQ(dest["deferred"], 1);
+  EXPECT_EQ(dest["deferral"], "budget:webhook_destination");
+  EXPECT_GT(dest["next_eligible_ms"].get<int64_t>(), now_ms + 30'000);
+  EXPECT_TRUE(dest.contains("oldest_deferral_ms")) << dest.dump();
+  const std::string metrics = HttpCall(port_, "GET", "/metrics").body;
+  EXPECT_NE(metrics.find(R"(reason="budget:webhook_destination")"), std::string::npos);
+}
+
 // Verifies that a 410 disables the destination: its deliveries are kept (not dropped) and
 // the destination shows why.
 TEST_F(ServiceTest, GoneReceiverDisablesDestinationWithoutDropping) {
