@@ -19,11 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string SourceDir() {
-  const std::string file = __FILE__;
-  return file.substr(0, file.rfind("/tests/"));
-}
-
 class ServeProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include <sys/wait.h>
@@ -25,6 +26,16 @@ std::string BuildDir() {
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   std::string exe = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string("./x");
   return exe.substr(0, exe.rfind('/')) + "/..";
+}
+
+std::string SourceDir() {
+  std::filesystem::path file = __FILE__;  // <source>/tests/support/child_process.cc
+  if (file.is_relative()) {
+    file = std::filesystem::path(BuildDir()) / file;  // compilers run in the build directory
+  }
+  std::error_code ec;
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(file, ec);
+  return (ec ? file : canonical).parent_path().parent_path().parent_path().string();
 }
 
 ChildProcess::~ChildProcess() {

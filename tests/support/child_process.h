@@ -34,4 +34,9 @@ class ChildProcess {
 // next to the test binary.
 std::string BuildDir();
 
+// The checkout the tests were built from (absolute). Found from this file's compiled path, which
+// is relative to the build directory when ccache's base_dir rewrites paths, so __FILE__ alone is
+// not enough in other test files.
+std::string SourceDir();
+
 }  // namespace egress
