@@ -45,7 +45,8 @@ Result<int64_t> ParseRfc3339Millis(std::string_view t) {
     return Bad(t, "time must be THH:MM:SS");
   }
   using namespace std::chrono;
-  const year_month_day ymd{year{y}, month{static_cast<unsigned>(mo)}, day{static_cast<unsigned>(d)}};
+  const year_month_day ymd{year{y}, month{static_cast<unsigned>(mo)},
+                           day{static_cast<unsigned>(d)}};
   if (!ymd.ok() || h > 23 || mi > 59 || s > 60) {
     return Bad(t, "no such date or time");
   }

@@ -20,7 +20,8 @@ bool Matches(const ListFilter& f, const Delivery& d) {
          (f.platform.empty() || f.platform == d.platform) &&
          (f.destination.empty() || f.destination == d.destination) &&
          (f.reason_prefix.empty() || d.reason.starts_with(f.reason_prefix)) &&
-         (!f.since_ms || d.created_ms >= *f.since_ms) && (!f.until_ms || d.created_ms < *f.until_ms);
+         (!f.since_ms || d.created_ms >= *f.since_ms) &&
+         (!f.until_ms || d.created_ms < *f.until_ms);
 }
 
 }  // namespace

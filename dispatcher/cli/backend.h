@@ -18,7 +18,7 @@ struct DeliveryFilter {
   std::string tenant;
   std::string platform;
   std::string destination;
-  std::string reason;  // a prefix
+  std::string reason;               // a prefix
   std::optional<int64_t> since_ms;  // created at or after, Unix ms
   std::optional<int64_t> until_ms;  // created before, Unix ms
   std::string cursor;

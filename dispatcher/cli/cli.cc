@@ -120,8 +120,9 @@ Commands::Commands(CLI::App& app) {
   top_->add_flag("--once", flags_.once,
                  "Print one frame (rates over one second) and exit; also when stdout is not a "
                  "terminal");
-  top_->footer("Examples:\n  relay-egress top --config /etc/relay-egress.toml\n"
-               "  relay-egress top --once --server http://127.0.0.1:8686");
+  top_->footer(
+      "Examples:\n  relay-egress top --config /etc/relay-egress.toml\n"
+      "  relay-egress top --once --server http://127.0.0.1:8686");
 }
 
 bool Commands::Parsed() const {
@@ -141,9 +142,8 @@ int Commands::Run() {
       return kExitUsage;
     }
   }
-  for (auto [flag, text, bound] :
-       {std::tuple{"--since", &flags_.since, &flags_.filter.since_ms},
-        std::tuple{"--until", &flags_.until, &flags_.filter.until_ms}}) {
+  for (auto [flag, text, bound] : {std::tuple{"--since", &flags_.since, &flags_.filter.since_ms},
+                                   std::tuple{"--until", &flags_.until, &flags_.filter.until_ms}}) {
     if (!text->empty()) {
       auto ms = ParseTimeFlag(*text, NowMs());
       if (!ms) {
@@ -224,8 +224,8 @@ Result<std::unique_ptr<Backend>> Connect(const ConnectionFlags& flags, StoreAcce
     }
     return store.error();
   }
-  std::fprintf(stderr, "relay-egress: no service at %s; using %s%s\n",
-               service->Describe().c_str(), (*store)->Describe().c_str(),
+  std::fprintf(stderr, "relay-egress: no service at %s; using %s%s\n", service->Describe().c_str(),
+               (*store)->Describe().c_str(),
                access == StoreAccess::kReadOnly ? " (read-only)" : "");
   return store;
 }

@@ -2,7 +2,6 @@
 
 #include <poll.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -12,6 +11,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <sys/ioctl.h>
 
 #include "dispatcher/cli/cli.h"
 #include "dispatcher/cli/top_frame.h"

@@ -249,17 +249,16 @@ class StoreBackend final : public Backend {
 
 }  // namespace
 
-Result<std::unique_ptr<Backend>> OpenStoreBackend(const std::string& data_dir,
-                                                   StoreAccess access) {
+Result<std::unique_ptr<Backend>> OpenStoreBackend(const std::string& data_dir, StoreAccess access) {
   struct stat st {};
   if (access == StoreAccess::kNone || data_dir.empty() || ::stat(data_dir.c_str(), &st) != 0 ||
       !S_ISDIR(st.st_mode)) {
     return Status::NotFound("no store at '" + data_dir + "'");
   }
-  auto store = access == StoreAccess::kReadOnly
-                   ? storage::OpenRocksQueueStoreReadOnly({.path = data_dir})
-                   : storage::OpenRocksQueueStore({.path = data_dir},
-                                                  ToUnixMillis(SystemClock().WallNow()));
+  auto store =
+      access == StoreAccess::kReadOnly
+          ? storage::OpenRocksQueueStoreReadOnly({.path = data_dir})
+          : storage::OpenRocksQueueStore({.path = data_dir}, ToUnixMillis(SystemClock().WallNow()));
   if (!store) {
     if (store.error().code() == Status::Code::kBusy) {
       return Status::Busy("store " + data_dir +

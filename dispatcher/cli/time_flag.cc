@@ -45,8 +45,9 @@ Result<int64_t> ParseTimeFlag(std::string_view text, int64_t now_ms) {
   auto ms = ParseTimeMillis(text);
   if (!ms) {
     // Something shaped like a date gets the RFC 3339 parser's own words on what is wrong.
-    const bool date_like = text.size() > 10 && text[4] == '-' &&
-                           text.substr(0, 4).find_first_not_of("0123456789") == std::string_view::npos;
+    const bool date_like =
+        text.size() > 10 && text[4] == '-' &&
+        text.substr(0, 4).find_first_not_of("0123456789") == std::string_view::npos;
     return date_like ? Status::InvalidArgument(ms.error().message()) : bad;
   }
   return ms;

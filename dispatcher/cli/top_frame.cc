@@ -212,11 +212,10 @@ Section MostDeferred(const json& dests, int64_t wall_now_ms, size_t name_w) {
             : "-";
     const auto next = static_cast<int64_t>(Num(*d, "next_eligible_ms"));
     auto reason = d->find("deferral");
-    s.rows.push_back("  " + NameCell(Name(*d), name_w - 2) + "  " + Cell(Count(*d, "deferred"), 8) +
-                     "  " + Cell(oldest == "now" ? "0s" : oldest, 6) + "  " +
-                     Cell(RelativeTime(next, wall_now_ms), 6) + "  " +
-                     (reason != d->end() && reason->is_string() ? reason->get<std::string>()
-                                                                : "-"));
+    s.rows.push_back(
+        "  " + NameCell(Name(*d), name_w - 2) + "  " + Cell(Count(*d, "deferred"), 8) + "  " +
+        Cell(oldest == "now" ? "0s" : oldest, 6) + "  " + Cell(RelativeTime(next, wall_now_ms), 6) +
+        "  " + (reason != d->end() && reason->is_string() ? reason->get<std::string>() : "-"));
   }
   return s;
 }
@@ -279,24 +278,24 @@ std::vector<std::string> RenderTopFrame(const TopSample& now, const TopSample* p
   const size_t width = static_cast<size_t>(std::max(view.width, 1));
   const int64_t dt = previous != nullptr ? now.at_ms - previous->at_ms : 0;
   const json dests = now.destinations.is_array() ? now.destinations : json::array();
-  const bool budgets = std::any_of(dests.begin(), dests.end(),
-                                   [](const json& d) { return !BudgetOf(d).empty(); });
-  const size_t name_w = static_cast<size_t>(
-      std::max(16, view.width - kBusyColumns - (budgets ? kBudgetColumn : 0)));
+  const bool budgets =
+      std::any_of(dests.begin(), dests.end(), [](const json& d) { return !BudgetOf(d).empty(); });
+  const size_t name_w =
+      static_cast<size_t>(std::max(16, view.width - kBusyColumns - (budgets ? kBudgetColumn : 0)));
   std::vector<std::string> lines;
   lines.push_back("relay-egress top  " + view.source + "  (q quits)");
-  lines.push_back(fmt::format("delivered {}/s  accepted {}/s  429s {} ({}/s)  throttles {}",
-                              Rate(Delivered(&now).value_or(0), Delivered(previous), dt),
-                              Rate(Num(now.stats, "accepted"), StatOf(previous, "accepted"), dt),
-                              Count(now.stats, "platform_429s"),
-                              Rate(Num(now.stats, "platform_429s"),
-                                   StatOf(previous, "platform_429s"), dt),
-                              Count(now.stats, "throttles")));
-  lines.push_back(fmt::format("queued {}  in-flight {}  deferred {}  delivered {}  dead {}  "
-                              "cancelled {}",
-                              Count(now.stats, "queued"), Count(now.stats, "in_flight"),
-                              Count(now.stats, "deferred"), Count(now.stats, "delivered"),
-                              Count(now.stats, "dead"), Count(now.stats, "cancelled")));
+  lines.push_back(
+      fmt::format("delivered {}/s  accepted {}/s  429s {} ({}/s)  throttles {}",
+                  Rate(Delivered(&now).value_or(0), Delivered(previous), dt),
+                  Rate(Num(now.stats, "accepted"), StatOf(previous, "accepted"), dt),
+                  Count(now.stats, "platform_429s"),
+                  Rate(Num(now.stats, "platform_429s"), StatOf(previous, "platform_429s"), dt),
+                  Count(now.stats, "throttles")));
+  lines.push_back(fmt::format(
+      "queued {}  in-flight {}  deferred {}  delivered {}  dead {}  "
+      "cancelled {}",
+      Count(now.stats, "queued"), Count(now.stats, "in_flight"), Count(now.stats, "deferred"),
+      Count(now.stats, "delivered"), Count(now.stats, "dead"), Count(now.stats, "cancelled")));
   std::vector<Section> sections = {Deferrals(now, previous, dt, name_w),
                                    Busiest(dests, name_w, budgets),
                                    MostDeferred(dests, view.wall_now_ms, name_w)};

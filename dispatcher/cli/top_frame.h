@@ -13,10 +13,10 @@ namespace egress::cli {
 
 // One look at the running service, for `top`.
 struct TopSample {
-  int64_t at_ms = 0;                   // when it was taken (steady ms: only differences matter)
-  nlohmann::json stats;                // GET /v1/stats
-  nlohmann::json destinations;         // the "destinations" array of GET /v1/destinations
-  std::optional<double> delivered;     // relay_egress_deliveries_total{outcome="delivered"}
+  int64_t at_ms = 0;                // when it was taken (steady ms: only differences matter)
+  nlohmann::json stats;             // GET /v1/stats
+  nlohmann::json destinations;      // the "destinations" array of GET /v1/destinations
+  std::optional<double> delivered;  // relay_egress_deliveries_total{outcome="delivered"}
   std::map<std::string, double> deferrals_by_reason;  // relay_egress_deferrals_total, by reason
 };
 
@@ -26,7 +26,7 @@ void ReadMetrics(std::string_view text, TopSample& sample);
 
 // What the frame shows besides the samples.
 struct TopView {
-  std::string source;  // "http://127.0.0.1:8686"
+  std::string source;       // "http://127.0.0.1:8686"
   int64_t wall_now_ms = 0;  // for "in 12s" / "3m ago"
   int width = 80;
   int height = 24;

@@ -300,9 +300,9 @@ void ListDeliveries(Service& s, const std::map<std::string, std::string>& q, Res
     if (std::string text = get(name); !text.empty()) {
       auto ms = ParseTimeMillis(text);
       if (!ms) {
-        respond(ErrorResponse({400, "invalid_request",
-                               fmt::format("{}: Unix ms or RFC 3339 ({})", name, ms.error().message()),
-                               name}));
+        respond(ErrorResponse(
+            {400, "invalid_request",
+             fmt::format("{}: Unix ms or RFC 3339 ({})", name, ms.error().message()), name}));
         return;
       }
       *bound = *ms;

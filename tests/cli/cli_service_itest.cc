@@ -81,8 +81,8 @@ TEST_F(CliServiceTest, ListByCreationTime) {
   const std::string created = std::to_string(first[0]["created_ms"].get<int64_t>());
   EXPECT_EQ(JsonLines(Cli({"deliveries", "list", "--since", created, "--json"})).size(), 3u);
   EXPECT_EQ(Cli({"deliveries", "list", "--until", created}).exit_code, 1);
-  EXPECT_EQ(JsonLines(Cli({"deliveries", "list", "--since", "2000-01-01T00:00:00+02:00",
-                           "--until", "2999-01-01T00:00:00Z", "--state", "deferred", "--json"}))
+  EXPECT_EQ(JsonLines(Cli({"deliveries", "list", "--since", "2000-01-01T00:00:00+02:00", "--until",
+                           "2999-01-01T00:00:00Z", "--state", "deferred", "--json"}))
                 .size(),
             2u);
   auto bad = Cli({"deliveries", "list", "--until", "10x"});

@@ -5,9 +5,9 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -138,8 +138,8 @@ TEST_F(CliTopTest, LiveViewInTmux) {
   }
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines[0].rfind("relay-egress top", 0), 0u) << "the title scrolled away:\n" << screen;
-  for (const char* expected : {"delivered 0.0/s", "deferred 3", "DEFERRALS BY REASON",
-                               "BUSIEST DESTINATIONS"}) {
+  for (const char* expected :
+       {"delivered 0.0/s", "deferred 3", "DEFERRALS BY REASON", "BUSIEST DESTINATIONS"}) {
     EXPECT_NE(screen.find(expected), std::string::npos) << expected << " in\n" << screen;
   }
   ASSERT_EQ(tmux.Run({"send-keys", "-t", "top", "q"}).exit_code, 0);

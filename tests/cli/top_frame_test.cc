@@ -14,7 +14,10 @@ json Dest(const std::string& name, json extra) {
             {"tenant", "acme"},
             {"credential", "hooks"},
             {"destination", name},
-            {"key", "webhook\x1f" "acme\x1fhooks\x1f" + name},
+            {"key",
+             "webhook\x1f"
+             "acme\x1fhooks\x1f" +
+                 name},
             {"in_flight", 0},
             {"disabled", false}};
   d.update(extra);
@@ -24,9 +27,9 @@ json Dest(const std::string& name, json extra) {
 TopSample Sample(int64_t at_ms, int delivered, int accepted, int r429) {
   TopSample s;
   s.at_ms = at_ms;
-  s.stats = {{"queued", 7},      {"in_flight", 2},    {"deferred", 3},    {"delivered", delivered},
-             {"dead", 1},        {"cancelled", 0},    {"accepted", accepted},
-             {"platform_429s", r429}, {"throttles", 4}, {"deferrals", 5}};
+  s.stats = {{"queued", 7},    {"in_flight", 2}, {"deferred", 3},        {"delivered", delivered},
+             {"dead", 1},      {"cancelled", 0}, {"accepted", accepted}, {"platform_429s", r429},
+             {"throttles", 4}, {"deferrals", 5}};
   s.delivered = delivered;
   s.destinations = json::array();
   return s;
@@ -55,8 +58,10 @@ TEST(TopFrameTest, ReadsMetrics) {
       "relay_egress_deliveries_total{platform=\"slack\",outcome=\"delivered\"} 10\n"
       "relay_egress_deliveries_total{platform=\"webhook\",outcome=\"delivered\"} 5\n"
       "relay_egress_deliveries_total{platform=\"webhook\",outcome=\"dead\"} 2\n"
-      "relay_egress_deferrals_total{tenant=\"a\",platform=\"slack\",reason=\"budget:slack_channel\"} 3\n"
-      "relay_egress_deferrals_total{tenant=\"b\",platform=\"slack\",reason=\"budget:slack_channel\"} 4\n"
+      "relay_egress_deferrals_total{tenant=\"a\",platform=\"slack\",reason=\"budget:slack_"
+      "channel\"} 3\n"
+      "relay_egress_deferrals_total{tenant=\"b\",platform=\"slack\",reason=\"budget:slack_"
+      "channel\"} 4\n"
       "relay_egress_deferrals_total{tenant=\"a\\\"x\",platform=\"line\",reason=\"backoff\"} 1\n"
       "relay_egress_deferrals_total{reason=\"broken\"} not-a-number\n"
       "relay_egress_platform_429_total{platform=\"slack\"} 9\n",
@@ -74,8 +79,8 @@ TEST(TopFrameTest, ShowsRatesCountsAndHeadings) {
   TopSample now = Sample(12'000, 120, 260, 5);
   before.deferrals_by_reason = {{"budget:webhook_destination", 10}};
   now.deferrals_by_reason = {{"budget:webhook_destination", 14}, {"backoff", 1}};
-  const auto lines = RenderTopFrame(now, &before, {.source = "http://127.0.0.1:8686",
-                                                   .wall_now_ms = kWallNow});
+  const auto lines =
+      RenderTopFrame(now, &before, {.source = "http://127.0.0.1:8686", .wall_now_ms = kWallNow});
   const std::string text = Text(lines);
   EXPECT_NE(text.find("delivered 10.0/s  accepted 30.0/s  429s 5 (1.0/s)  throttles 4"),
             std::string::npos)
@@ -99,17 +104,17 @@ TEST(TopFrameTest, ShowsRatesCountsAndHeadings) {
 TEST(TopFrameTest, FitsEightyByTwentyFourWithLongNames) {
   TopSample now = Sample(1000, 0, 0, 0);
   for (int i = 0; i < 40; ++i) {
-    now.destinations.push_back(Dest("http://127.0.0.1:9/" + std::string(100, 'x') +
-                                        std::to_string(i),
-                                    {{"queued", i}, {"in_flight", 1}}));
+    now.destinations.push_back(
+        Dest("http://127.0.0.1:9/" + std::string(100, 'x') + std::to_string(i),
+             {{"queued", i}, {"in_flight", 1}}));
   }
-  now.destinations.push_back(Dest("http://127.0.0.1:9/held",
-                                  {{"queued", 100},
-                                   {"deferred", 500},
-                                   {"oldest_deferral_ms", kWallNow - 180'000},
-                                   {"deferral", "budget:webhook_destination"},
-                                   {"next_eligible_ms", kWallNow + 12'000},
-                                   {"budget", {{"limit", 20}, {"remaining", 0}}}}));
+  now.destinations.push_back(
+      Dest("http://127.0.0.1:9/held", {{"queued", 100},
+                                       {"deferred", 500},
+                                       {"oldest_deferral_ms", kWallNow - 180'000},
+                                       {"deferral", "budget:webhook_destination"},
+                                       {"next_eligible_ms", kWallNow + 12'000},
+                                       {"budget", {{"limit", 20}, {"remaining", 0}}}}));
   for (int i = 0; i < 30; ++i) {
     now.deferrals_by_reason["reason-" + std::to_string(i)] = i;
   }
@@ -117,7 +122,7 @@ TEST(TopFrameTest, FitsEightyByTwentyFourWithLongNames) {
   ExpectFits(lines, 80, 24);
   EXPECT_EQ(lines.size(), 24u);
   const std::string text = Text(lines);
-  EXPECT_NE(text.find("xxx39  39"), std::string::npos) << text;  // busiest first, names cut
+  EXPECT_NE(text.find("xxx39  39"), std::string::npos) << text;      // busiest first, names cut
   EXPECT_NE(text.find("webhook/acme/"), std::string::npos) << text;  // in the middle
   EXPECT_NE(text.find("...xxx"), std::string::npos) << text;
   EXPECT_NE(text.find("held"), std::string::npos) << text;

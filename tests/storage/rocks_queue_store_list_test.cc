@@ -90,7 +90,8 @@ TEST_F(StoreListTest, SinceWithCursorAndFilters) {
 TEST_F(StoreListTest, ClockStepBackKeepsCreatedTime) {
   Add(kT0 + 5000);
   const std::string stepped = Add(kT0 + 1000);
-  EXPECT_EQ(Ids({.since_ms = kT0 + 500, .until_ms = kT0 + 2000}), std::vector<std::string>{stepped});
+  EXPECT_EQ(Ids({.since_ms = kT0 + 500, .until_ms = kT0 + 2000}),
+            std::vector<std::string>{stepped});
 }
 
 // Verifies that a read-only open sees the data while the store is held, leaves in_flight work

@@ -76,8 +76,7 @@ int ChildProcess::Start(const std::string& path, const std::vector<std::string>&
   const SystemClock clock;
   const auto deadline = clock.Now() + std::chrono::milliseconds(timeout_ms);
   while (line.find('\n') == std::string::npos) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - clock.Now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock.Now());
     pollfd ready{.fd = stdout_fd_, .events = POLLIN, .revents = 0};
     char buf[256];
     ssize_t got = 0;
