@@ -95,15 +95,19 @@ std::optional<double> Delivered(const TopSample* s) {
   return s->delivered ? s->delivered : StatOf(s, "delivered");
 }
 
+// Why the destination is held back, "" when it is not.
+std::string Deferral(const json& d) {
+  auto it = d.find("deferral");
+  return it != d.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 std::string StateOf(const json& d) {
   if (d.value("disabled", false)) {
     auto it = d.find("disabled_reason");
     return "disabled: " + (it != d.end() && it->is_string() ? it->get<std::string>() : "?");
   }
-  if (auto it = d.find("deferral"); it != d.end() && it->is_string()) {
-    return "deferred: " + it->get<std::string>();
-  }
-  return "active";
+  const std::string reason = Deferral(d);
+  return reason.empty() ? "active" : "deferred: " + reason;
 }
 
 // "remaining/limit" from the budget fields when the service gives them, else "".
@@ -143,7 +147,7 @@ double DeferredWeight(const json& d) {
   if (Has(d, "deferred")) {
     return Num(d, "deferred");
   }
-  return d.contains("deferral") ? 1 : 0;
+  return Deferral(d).empty() ? 0 : 1;
 }
 
 struct Section {
@@ -211,11 +215,11 @@ Section MostDeferred(const json& dests, int64_t wall_now_ms, size_t name_w) {
             ? RelativeTime(wall_now_ms - OldestAgeMs(*d, wall_now_ms), wall_now_ms)
             : "-";
     const auto next = static_cast<int64_t>(Num(*d, "next_eligible_ms"));
-    auto reason = d->find("deferral");
-    s.rows.push_back(
-        "  " + NameCell(Name(*d), name_w - 2) + "  " + Cell(Count(*d, "deferred"), 8) + "  " +
-        Cell(oldest == "now" ? "0s" : oldest, 6) + "  " + Cell(RelativeTime(next, wall_now_ms), 6) +
-        "  " + (reason != d->end() && reason->is_string() ? reason->get<std::string>() : "-"));
+    const std::string reason = Deferral(*d);
+    s.rows.push_back("  " + NameCell(Name(*d), name_w - 2) + "  " + Cell(Count(*d, "deferred"), 8) +
+                     "  " + Cell(oldest == "now" ? "0s" : oldest, 6) + "  " +
+                     Cell(RelativeTime(next, wall_now_ms), 6) + "  " +
+                     (reason.empty() ? "-" : reason));
   }
   return s;
 }
@@ -280,8 +284,18 @@ std::vector<std::string> RenderTopFrame(const TopSample& now, const TopSample* p
   const json dests = now.destinations.is_array() ? now.destinations : json::array();
   const bool budgets =
       std::any_of(dests.begin(), dests.end(), [](const json& d) { return !BudgetOf(d).empty(); });
-  const size_t name_w =
-      static_cast<size_t>(std::max(16, view.width - kBusyColumns - (budgets ? kBudgetColumn : 0)));
+  // The name column is as wide as the longest name or reason needs, leaving the rest to the
+  // state and reason columns.
+  size_t longest = 20;  // "BUSIEST DESTINATIONS"
+  for (const json& d : dests) {
+    longest = std::max(longest, Name(d).size() + 2);
+  }
+  for (const auto& [reason, total] : now.deferrals_by_reason) {
+    longest = std::max(longest, reason.size() + 2);
+  }
+  const size_t name_w = std::min(
+      longest,
+      static_cast<size_t>(std::max(16, view.width - kBusyColumns - (budgets ? kBudgetColumn : 0))));
   std::vector<std::string> lines;
   lines.push_back("relay-egress top  " + view.source + "  (q quits)");
   lines.push_back(
