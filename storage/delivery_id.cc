@@ -1,5 +1,7 @@
 #include "storage/delivery_id.h"
 
+#include <algorithm>
+
 namespace egress::storage {
 namespace {
 
@@ -77,6 +79,11 @@ bool IsDeliveryId(std::string_view id) {
 uint64_t DeliveryIdSequence(std::string_view id) {
   unsigned __int128 v = 0;
   return Decode(id, v) ? static_cast<uint64_t>(v >> 64) : 0;
+}
+
+std::string DeliveryIdFloor(int64_t ms) {
+  constexpr int64_t kMaxMs = (int64_t{1} << 48) - 1;
+  return Encode(static_cast<uint64_t>(std::clamp<int64_t>(ms, 0, kMaxMs)), 0, 0);
 }
 
 int64_t DeliveryIdMillis(std::string_view id) {

@@ -26,7 +26,6 @@ class DeliveryIdGenerator {
   uint64_t rng_state_;
   int64_t last_ms_ = 0;
   uint16_t counter_ = 0;  // ids made in last_ms_, minus one
-
 };
 
 // True when `id` has the shape of a delivery id (26 Crockford base32 characters).
@@ -34,6 +33,11 @@ bool IsDeliveryId(std::string_view id);
 
 // The Unix ms encoded in a delivery id, or -1 when it is not one.
 int64_t DeliveryIdMillis(std::string_view id);
+
+// The smallest id that can be minted at `ms` (clamped to the 48-bit range). A generator never
+// mints an id older than the `now_ms` it is given, so every delivery created at or after `ms`
+// has an id >= this: a lower bound to seek to.
+std::string DeliveryIdFloor(int64_t ms);
 
 // The id's top 64 bits (ms and counter): ordered like the ids themselves. 0 when not an id.
 uint64_t DeliveryIdSequence(std::string_view id);

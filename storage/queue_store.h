@@ -50,6 +50,10 @@ struct ListFilter {
   std::string platform;
   std::string destination;
   std::string reason_prefix;
+  // Creation time bounds, Unix ms: since_ms <= created_ms < until_ms. A since bound seeks (ids
+  // start with their minting time); until is checked per record.
+  std::optional<int64_t> since_ms;
+  std::optional<int64_t> until_ms;
   std::string after_id;  // the cursor: ids strictly greater than this
   size_t limit = 100;
 };
@@ -70,8 +74,9 @@ struct DestinationWork {
 // calls them from its storage pool, never from the dispatcher loop. Times are wall-clock Unix ms
 // supplied by the caller (the store reads no clock).
 //
-// Errors: InvalidArgument (bad input, named), NotFound, FailedPrecondition (illegal transition),
-// Corruption, IoError, Unavailable (transient: disk busy or full), Busy (store in use).
+// Errors: InvalidArgument (bad input, named), NotFound, FailedPrecondition (illegal transition;
+// any write to a store opened read-only), Corruption, IoError, Unavailable (transient: disk busy
+// or full), Busy (store in use).
 class QueueStore {
  public:
   virtual ~QueueStore() = default;

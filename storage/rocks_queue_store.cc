@@ -1,10 +1,12 @@
 #include "storage/rocks_queue_store.h"
 
 #include <algorithm>
+#include <cstdarg>
 #include <filesystem>
 #include <random>
 
 #include <fmt/format.h>
+#include <rocksdb/env.h>
 
 #include "storage/delivery_codec.h"
 #include "storage/index_keys.h"
@@ -72,17 +74,23 @@ bool ExpiresByRetention(DeliveryState s) {
   return s == DeliveryState::kDelivered || s == DeliveryState::kCancelled;
 }
 
-}  // namespace
+// Drops RocksDB's informational log: a read-only open must not create or rotate the LOG file
+// the owner of the store is writing.
+class NullLogger final : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char* /*format*/, va_list /*ap*/) override {}
+};
 
-Result<std::unique_ptr<QueueStore>> OpenRocksQueueStore(const StoreOptions& options,
-                                                        int64_t now_ms) {
-  Result<bool> fresh = CheckDirectory(options.path);
-  if (!fresh) {
-    return fresh.error();
-  }
+// Opens the database with every column family, read-write (taking the LOCK) or read-only.
+Result<std::unique_ptr<RocksQueueStore>> OpenDb(const StoreOptions& options, bool fresh,
+                                                bool read_only) {
   auto stats = rocksdb::CreateDBStatistics();
   stats->set_stats_level(rocksdb::StatsLevel::kExceptTimers);
-  rocksdb::Options db_options = MakeOptions(*fresh, stats);
+  rocksdb::Options db_options = MakeOptions(fresh, stats);
+  if (read_only) {
+    db_options.info_log = std::make_shared<NullLogger>();
+  }
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (const FamilySpec& spec : kFamilies) {
     rocksdb::ColumnFamilyOptions cf_options(db_options);
@@ -93,7 +101,9 @@ Result<std::unique_ptr<QueueStore>> OpenRocksQueueStore(const StoreOptions& opti
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status rs = rocksdb::DB::Open(db_options, options.path, families, &handles, &raw);
+  rocksdb::Status rs =
+      read_only ? rocksdb::DB::OpenForReadOnly(db_options, options.path, families, &handles, &raw)
+                : rocksdb::DB::Open(db_options, options.path, families, &handles, &raw);
   std::unique_ptr<rocksdb::DB> db(raw);
   if (!rs.ok()) {
     return OpenError(FromRocks(rs, "open"), options.path);
@@ -107,29 +117,71 @@ Result<std::unique_ptr<QueueStore>> OpenRocksQueueStore(const StoreOptions& opti
       newest_id = it->key().ToString();
     }
   }
-  auto store = std::make_unique<RocksQueueStore>(options, std::move(db), std::move(handles), stats,
-                                                 std::random_device{}(), newest_id);
-  if (Status s = store->CheckFormat(*fresh); !s.ok()) {
+  return std::make_unique<RocksQueueStore>(options, std::move(db), std::move(handles), stats,
+                                           std::random_device{}(), newest_id, read_only);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<QueueStore>> OpenRocksQueueStore(const StoreOptions& options,
+                                                        int64_t now_ms) {
+  Result<bool> fresh = CheckDirectory(options.path);
+  if (!fresh) {
+    return fresh.error();
+  }
+  auto store = OpenDb(options, *fresh, false);
+  if (!store) {
+    return store.error();
+  }
+  if (Status s = (*store)->CheckFormat(*fresh); !s.ok()) {
     return s;
   }
-  if (Status s = store->LoadCounters(); !s.ok()) {
+  if (Status s = (*store)->LoadCounters(); !s.ok()) {
     return s;
   }
-  if (Result<size_t> n = store->RecoverInFlight(now_ms); !n) {
+  if (Result<size_t> n = (*store)->RecoverInFlight(now_ms); !n) {
     return n.error();
   }
-  return std::unique_ptr<QueueStore>(std::move(store));
+  return std::unique_ptr<QueueStore>(std::move(*store));
+}
+
+Result<std::unique_ptr<QueueStore>> OpenRocksQueueStoreReadOnly(const StoreOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::path(options.path) / "CURRENT", ec)) {
+    return Status::NotFound(fmt::format("no store at '{}'", options.path));
+  }
+  // The owner may flush or compact while we read its file list; a file that vanished under us
+  // shows as IoError or NotFound, and a second look sees the new list.
+  constexpr int kAttempts = 3;
+  auto store = OpenDb(options, false, true);
+  for (int i = 1; i < kAttempts && !store &&
+                  (store.error().code() == Status::Code::kIoError ||
+                   store.error().code() == Status::Code::kNotFound);
+       ++i) {
+    store = OpenDb(options, false, true);
+  }
+  if (!store) {
+    return store.error();
+  }
+  if (Status s = (*store)->CheckFormat(false); !s.ok()) {
+    return s;
+  }
+  if (Status s = (*store)->LoadCounters(); !s.ok()) {
+    return s;
+  }
+  return std::unique_ptr<QueueStore>(std::move(*store));
 }
 
 RocksQueueStore::RocksQueueStore(StoreOptions options, std::unique_ptr<rocksdb::DB> db,
                                  std::vector<rocksdb::ColumnFamilyHandle*> handles,
                                  std::shared_ptr<rocksdb::Statistics> stats, uint64_t id_seed,
-                                 const std::string& newest_id)
+                                 const std::string& newest_id, bool read_only)
     : options_(std::move(options)),
       db_(std::move(db)),
       handles_(std::move(handles)),
       stats_(std::move(stats)),
-      ids_(id_seed, newest_id) {}
+      ids_(id_seed, newest_id),
+      read_only_(read_only) {}
 
 RocksQueueStore::~RocksQueueStore() {
   // Errors on this path have nowhere to go; Close() reports them to callers who ask.
@@ -156,6 +208,13 @@ Status RocksQueueStore::Close() {
 
 Status RocksQueueStore::CheckOpen() const {
   return closed_ ? Status::FailedPrecondition("store is closed") : Status::Ok();
+}
+
+Status RocksQueueStore::CheckWritable() const {
+  if (read_only_ && !closed_) {
+    return Status::FailedPrecondition("store opened read-only");
+  }
+  return CheckOpen();
 }
 
 Status RocksQueueStore::CheckFormat(bool fresh) {

@@ -16,4 +16,11 @@ namespace egress::storage {
 Result<std::unique_ptr<QueueStore>> OpenRocksQueueStore(const StoreOptions& options,
                                                         int64_t now_ms);
 
+// Opens an existing store for reading only, with RocksDB's read-only mode: it takes no lock, so
+// it works while a service (or another CLI) holds the store, and it writes nothing (in_flight
+// deliveries stay as they are). It sees what was durable when it opened, not later writes.
+// Every write method returns FailedPrecondition "store opened read-only". Errors: NotFound when
+// options.path holds no store; InvalidArgument and Corruption as above; IoError otherwise.
+Result<std::unique_ptr<QueueStore>> OpenRocksQueueStoreReadOnly(const StoreOptions& options);
+
 }  // namespace egress::storage

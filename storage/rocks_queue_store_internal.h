@@ -23,11 +23,12 @@ namespace egress::storage {
 
 class RocksQueueStore final : public QueueStore {
  public:
-  // Takes ownership of `db` and its column family `handles` (in kFamilies order).
+  // Takes ownership of `db` and its column family `handles` (in kFamilies order). With
+  // `read_only` (a DB from OpenForReadOnly) every write method fails without touching `db`.
   RocksQueueStore(StoreOptions options, std::unique_ptr<rocksdb::DB> db,
                   std::vector<rocksdb::ColumnFamilyHandle*> handles,
                   std::shared_ptr<rocksdb::Statistics> stats, uint64_t id_seed,
-                  const std::string& newest_id);
+                  const std::string& newest_id, bool read_only);
   ~RocksQueueStore() override;
 
   Result<EnqueueResult> Enqueue(const NewDelivery& d, int64_t now_ms) override;
@@ -69,6 +70,8 @@ class RocksQueueStore final : public QueueStore {
   std::mutex& IdStripe(std::string_view id);
   std::mutex& IdemStripe(std::string_view tenant, std::string_view key);
   Status CheckOpen() const;
+  // CheckOpen, and FailedPrecondition when the store was opened read-only.
+  Status CheckWritable() const;
 
   // Reads the record with `id`; NotFound when absent.
   Result<Delivery> Read(std::string_view id);
@@ -112,6 +115,7 @@ class RocksQueueStore final : public QueueStore {
   std::array<std::mutex, kStripes> idem_stripes_;
   std::mutex lease_mu_;  // one leaser at a time
   CounterTable counters_;
+  const bool read_only_;
   bool closed_ = false;
 };
 

@@ -1,5 +1,7 @@
 // The RocksQueueStore methods that only read.
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "storage/delivery_codec.h"
@@ -17,7 +19,9 @@ bool Matches(const ListFilter& f, const Delivery& d) {
   return (!f.state || *f.state == d.state) && (f.tenant.empty() || f.tenant == d.tenant) &&
          (f.platform.empty() || f.platform == d.platform) &&
          (f.destination.empty() || f.destination == d.destination) &&
-         (f.reason_prefix.empty() || d.reason.starts_with(f.reason_prefix));
+         (f.reason_prefix.empty() || d.reason.starts_with(f.reason_prefix)) &&
+         (!f.since_ms || d.created_ms >= *f.since_ms) &&
+         (!f.until_ms || d.created_ms < *f.until_ms);
 }
 
 }  // namespace
@@ -85,12 +89,21 @@ Result<ListPage> RocksQueueStore::List(const ListFilter& filter) {
     return s;
   }
   ListPage page;
-  // With a state, walk that state's index; otherwise every record in id order.
+  if (filter.since_ms && filter.until_ms && *filter.since_ms >= *filter.until_ms) {
+    return page;
+  }
+  // With a state, walk that state's index; otherwise every record in id order. An id is never
+  // older than its delivery's created_ms (delivery_id.h), so a since bound seeks past every id
+  // minted before it; until has no such guarantee and is checked record by record.
   const bool by_state = filter.state.has_value();
   const std::string prefix = by_state ? StateKey(*filter.state, "") : std::string();
   std::unique_ptr<rocksdb::Iterator> it(
       db_->NewIterator(rocksdb::ReadOptions(), cf(by_state ? Family::kState : Family::kJobs)));
-  it->Seek(prefix + filter.after_id);
+  std::string start = filter.after_id;
+  if (filter.since_ms) {
+    start = std::max(start, DeliveryIdFloor(*filter.since_ms));
+  }
+  it->Seek(prefix + start);
   size_t scanned = 0;
   std::string last_id;
   for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
@@ -179,7 +192,7 @@ Result<StateCounts> RocksQueueStore::ScanCounts() {
 }
 
 Status RocksQueueStore::PutSetting(const std::string& key, const std::string& value) {
-  if (Status s = CheckOpen(); !s.ok()) {
+  if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
   const std::string full = "setting/" + key;

@@ -71,7 +71,7 @@ Result<EnqueueResult> RocksQueueStore::Enqueue(const NewDelivery& in, int64_t no
 
 Result<std::vector<Result<EnqueueResult>>> RocksQueueStore::EnqueueBatch(
     const std::vector<NewDelivery>& ds, int64_t now_ms) {
-  if (Status s = CheckOpen(); !s.ok()) {
+  if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
   std::vector<Result<EnqueueResult>> results;
@@ -130,7 +130,7 @@ Result<Delivery> RocksQueueStore::Apply(const std::string& id, const StateChange
 
 Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
     const std::vector<IdChange>& changes) {
-  if (Status s = CheckOpen(); !s.ok()) {
+  if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
   StripeLocks locks;
@@ -176,7 +176,7 @@ Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
 }
 
 Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t max) {
-  if (Status s = CheckOpen(); !s.ok()) {
+  if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
   std::lock_guard<std::mutex> lease(lease_mu_);
@@ -226,7 +226,7 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
 }
 
 Result<size_t> RocksQueueStore::PurgeFinished(int64_t now_ms, size_t max) {
-  if (Status s = CheckOpen(); !s.ok()) {
+  if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
   const int64_t cutoff = now_ms - options_.retention_ms;
@@ -271,7 +271,7 @@ Result<size_t> RocksQueueStore::PurgeFinished(int64_t now_ms, size_t max) {
 }
 
 Status RocksQueueStore::Purge(const std::string& id) {
-  if (Status s = CheckOpen(); !s.ok()) {
+  if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
   std::lock_guard<std::mutex> lock(IdStripe(id));

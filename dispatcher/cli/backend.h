@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,7 +18,9 @@ struct DeliveryFilter {
   std::string tenant;
   std::string platform;
   std::string destination;
-  std::string reason;  // a prefix
+  std::string reason;               // a prefix
+  std::optional<int64_t> since_ms;  // created at or after, Unix ms
+  std::optional<int64_t> until_ms;  // created before, Unix ms
   std::string cursor;
   int limit = 0;  // 0: the server's default
 };
@@ -45,15 +49,26 @@ class Backend {
                                               const std::string& tenant) = 0;
   // {"key", "enabled": true}
   virtual Result<nlohmann::json> Enable(const std::string& key) = 0;
+  // The service's Prometheus text (GET /metrics); Unavailable from the store.
+  virtual Result<std::string> Metrics() = 0;
   // "http://127.0.0.1:8686" or "store ./var/data": for messages.
   virtual std::string Describe() const = 0;
 };
 
 std::unique_ptr<Backend> NewServiceBackend(const ServerUrl& server, const std::string& token);
 
-// Opens the store at `data_dir` (it takes the store's lock: Busy while the service or another
-// CLI has it). NotFound when there is no store there. Opening re-queues deliveries a crashed
-// service left in flight, as the service itself would on start.
-Result<std::unique_ptr<Backend>> OpenStoreBackend(const std::string& data_dir);
+// How a command may use the store when no service answers.
+enum class StoreAccess {
+  kReadOnly,   // inspection: works while another process holds the store; writes nothing
+  kExclusive,  // replay, cancel: takes the store's lock (Busy while it is held)
+  kNone,       // service only (top)
+};
+
+// Opens the store at `data_dir`, read-only or exclusively (kNone is not an open mode).
+// NotFound when there is no store there; Busy when kExclusive and another process holds it.
+// An exclusive open re-queues deliveries a crashed service left in flight, as the service itself
+// would on start; a read-only one shows them as they are. Backend write methods on a read-only
+// store fail with FailedPrecondition.
+Result<std::unique_ptr<Backend>> OpenStoreBackend(const std::string& data_dir, StoreAccess access);
 
 }  // namespace egress::cli

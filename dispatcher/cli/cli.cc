@@ -2,8 +2,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <tuple>
 
 #include "config/load_config.h"
+#include "dispatcher/cli/time_flag.h"
 #include "dispatcher/clock.h"
 
 namespace egress::cli {
@@ -61,11 +63,15 @@ Commands::Commands(CLI::App& app) {
   list_->add_option("--state", flags_.filter.state, "Only this state")
       ->check(CLI::IsMember(kStates));
   AddFilters(list_, flags_.filter);
+  list_->add_option("--since", flags_.since,
+                    "Created at or after: RFC 3339, Unix ms, or an age (10m, 2h, 1d)");
+  list_->add_option("--until", flags_.until, "Created before: same forms as --since");
   list_->add_option("--limit", flags_.filter.limit, "At most this many (1-1000, default 100)")
       ->check(CLI::Range(1, 1000));
   list_->add_option("--cursor", flags_.filter.cursor, "Continue after this id (from 'more:')");
   list_->footer(
-      "Example:\n  relay-egress deliveries list --state deferred --reason budget: --limit 20");
+      "Examples:\n  relay-egress deliveries list --state deferred --reason budget: --limit 20\n"
+      "  relay-egress deliveries list --state dead --since 2h --until 2026-12-01T10:00:00Z");
 
   show_ = deliveries->add_subcommand("show", "Show one delivery with its attempts");
   AddConnection(show_, flags_, true);
@@ -107,10 +113,20 @@ Commands::Commands(CLI::App& app) {
   enable_->add_option("key", flags_.key, "platform/tenant/credential/destination (as listed)")
       ->required();
   enable_->footer("Example:\n  relay-egress destinations enable slack/acme/bot/C123");
+
+  top_ = app.add_subcommand(
+      "top", "Live view of the running service: throughput, states, 429s, deferrals (q quits)");
+  AddConnection(top_, flags_, false);
+  top_->add_flag("--once", flags_.once,
+                 "Print one frame (rates over one second) and exit; also when stdout is not a "
+                 "terminal");
+  top_->footer(
+      "Examples:\n  relay-egress top --config /etc/relay-egress.toml\n"
+      "  relay-egress top --once --server http://127.0.0.1:8686");
 }
 
 bool Commands::Parsed() const {
-  for (CLI::App* c : {list_, show_, replay_, cancel_, stats_, destinations_}) {
+  for (CLI::App* c : {list_, show_, replay_, cancel_, stats_, destinations_, top_}) {
     if (c->parsed()) {
       return true;
     }
@@ -126,7 +142,24 @@ int Commands::Run() {
       return kExitUsage;
     }
   }
-  auto backend = Connect(flags_.connection);
+  for (auto [flag, text, bound] : {std::tuple{"--since", &flags_.since, &flags_.filter.since_ms},
+                                   std::tuple{"--until", &flags_.until, &flags_.filter.until_ms}}) {
+    if (!text->empty()) {
+      auto ms = ParseTimeFlag(*text, NowMs());
+      if (!ms) {
+        std::fprintf(stderr, "relay-egress: %s: %s\n", flag, ms.error().message().c_str());
+        return kExitUsage;
+      }
+      *bound = *ms;
+    }
+  }
+  StoreAccess access = StoreAccess::kReadOnly;
+  if (replay_->parsed() || cancel_->parsed()) {
+    access = StoreAccess::kExclusive;
+  } else if (top_->parsed()) {
+    access = StoreAccess::kNone;
+  }
+  auto backend = Connect(flags_.connection, access);
   if (!backend) {
     return Fail(backend.error());
   }
@@ -143,10 +176,12 @@ int Commands::Run() {
     return PrintStats(b, flags_);
   if (enable_->parsed())
     return EnableDestination(b, flags_);
+  if (top_->parsed())
+    return Top(b, flags_);
   return ListDestinations(b, flags_);
 }
 
-Result<std::unique_ptr<Backend>> Connect(const ConnectionFlags& flags) {
+Result<std::unique_ptr<Backend>> Connect(const ConnectionFlags& flags, StoreAccess access) {
   config::Config cfg = config::DefaultConfig();
   if (!flags.config_path.empty()) {
     auto loaded = config::LoadConfig(flags.config_path, {.profiles_dir = flags.profiles_dir});
@@ -172,17 +207,26 @@ Result<std::unique_ptr<Backend>> Connect(const ConnectionFlags& flags) {
   if (probe.error().code() != Status::Code::kUnavailable) {
     return probe.error();
   }
+  if (access == StoreAccess::kNone) {
+    return Status::Unavailable("this command needs the running service; no service at " +
+                               service->Describe() + " (" + probe.error().message() + ")");
+  }
   const std::string dir = flags.data_dir.empty() ? cfg.server.data_dir : flags.data_dir;
-  auto store = OpenStoreBackend(dir);
+  auto store = OpenStoreBackend(dir, access);
   if (!store) {
     if (store.error().code() == Status::Code::kNotFound) {
       return Status::Unavailable("no service at " + service->Describe() + " (" +
                                  probe.error().message() + ") and " + store.error().message());
     }
-    return Status::Busy("no service at " + service->Describe() + " and " + store.error().message());
+    if (store.error().code() == Status::Code::kBusy) {
+      return Status::Busy(store.error().message() + " (no service answered at " +
+                          service->Describe() + ")");
+    }
+    return store.error();
   }
-  std::fprintf(stderr, "relay-egress: no service at %s; using %s\n", service->Describe().c_str(),
-               (*store)->Describe().c_str());
+  std::fprintf(stderr, "relay-egress: no service at %s; using %s%s\n", service->Describe().c_str(),
+               (*store)->Describe().c_str(),
+               access == StoreAccess::kReadOnly ? " (read-only)" : "");
   return store;
 }
 

@@ -28,14 +28,17 @@ struct CommandFlags {
   ConnectionFlags connection;
   bool json = false;
   DeliveryFilter filter;
+  std::string since;  // --since/--until as typed; Run parses them into filter
+  std::string until;
   std::vector<std::string> ids;
   bool dry_run = false;
   bool yes = false;
   std::string key;
+  bool once = false;  // top --once
 };
 
 // The operator commands (docs/cli.md): `deliveries list|show|replay|cancel`, `stats`,
-// `destinations [enable]`. Register on the app before parsing; Run after, when Parsed().
+// `destinations [enable]`, `top`. Register on the app before parsing; Run after, when Parsed().
 class Commands {
  public:
   explicit Commands(CLI::App& app);
@@ -51,15 +54,16 @@ class Commands {
   CLI::App* stats_ = nullptr;
   CLI::App* destinations_ = nullptr;
   CLI::App* enable_ = nullptr;
+  CLI::App* top_ = nullptr;
 };
 
 // The exit code for an error, printed to stderr as "relay-egress: message".
 int Fail(const Status& status);
 
 // The service at --server (default http:// + the config's listen) when it answers, otherwise
-// the store at --data-dir (default the config's data_dir). Errors: InvalidArgument for a bad
-// config or URL; Unavailable or Busy when neither can be used.
-Result<std::unique_ptr<Backend>> Connect(const ConnectionFlags& flags);
+// the store at --data-dir (default the config's data_dir) opened as `access` says. Errors:
+// InvalidArgument for a bad config or URL; Unavailable or Busy when neither can be used.
+Result<std::unique_ptr<Backend>> Connect(const ConnectionFlags& flags, StoreAccess access);
 
 // The commands, in commands_*.cc. Each returns an exit code.
 int ListDeliveries(Backend& b, const CommandFlags& f);
@@ -69,6 +73,7 @@ int CancelDeliveries(Backend& b, const CommandFlags& f);
 int PrintStats(Backend& b, const CommandFlags& f);
 int ListDestinations(Backend& b, const CommandFlags& f);
 int EnableDestination(Backend& b, const CommandFlags& f);
+int Top(Backend& b, const CommandFlags& f);  // commands_top.cc
 
 // Wall clock now, Unix ms (for relative times).
 int64_t NowMs();

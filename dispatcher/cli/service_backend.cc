@@ -65,6 +65,8 @@ class ServiceBackend final : public Backend {
     AddParam(target, "platform", f.platform);
     AddParam(target, "destination", f.destination);
     AddParam(target, "reason", f.reason);
+    AddParam(target, "since", f.since_ms ? std::to_string(*f.since_ms) : "");
+    AddParam(target, "until", f.until_ms ? std::to_string(*f.until_ms) : "");
     AddParam(target, "cursor", f.cursor);
     AddParam(target, "limit", f.limit > 0 ? std::to_string(f.limit) : "");
     return Call("GET", target, "");
@@ -98,6 +100,16 @@ class ServiceBackend final : public Backend {
   }
   Result<json> Enable(const std::string& key) override {
     return Call("POST", "/v1/destinations/enable", json{{"key", key}}.dump());
+  }
+  Result<std::string> Metrics() override {
+    auto reply = HttpCall(server_, "GET", "/metrics", "", token_);
+    if (!reply) {
+      return reply.error();
+    }
+    if (reply->status != 200) {
+      return FromReply(*reply);
+    }
+    return std::move(reply->body);
   }
   std::string Describe() const override { return "http://" + server_.host + ":" + server_.port; }
 

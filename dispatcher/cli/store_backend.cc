@@ -32,6 +32,8 @@ Result<storage::ListFilter> ToListFilter(const DeliveryFilter& f) {
   out.platform = f.platform;
   out.destination = f.destination;
   out.reason_prefix = f.reason;
+  out.since_ms = f.since_ms;
+  out.until_ms = f.until_ms;
   out.after_id = f.cursor;
   if (f.limit > 0) {
     out.limit = static_cast<size_t>(f.limit);
@@ -180,6 +182,10 @@ class StoreBackend final : public Backend {
         "destinations enable needs the running service: disabled destinations are its state");
   }
 
+  Result<std::string> Metrics() override {
+    return Status::Unavailable("metrics need the running service");
+  }
+
   std::string Describe() const override { return "store " + dir_; }
 
  private:
@@ -243,17 +249,20 @@ class StoreBackend final : public Backend {
 
 }  // namespace
 
-Result<std::unique_ptr<Backend>> OpenStoreBackend(const std::string& data_dir) {
+Result<std::unique_ptr<Backend>> OpenStoreBackend(const std::string& data_dir, StoreAccess access) {
   struct stat st {};
-  if (data_dir.empty() || ::stat(data_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+  if (access == StoreAccess::kNone || data_dir.empty() || ::stat(data_dir.c_str(), &st) != 0 ||
+      !S_ISDIR(st.st_mode)) {
     return Status::NotFound("no store at '" + data_dir + "'");
   }
   auto store =
-      storage::OpenRocksQueueStore({.path = data_dir}, ToUnixMillis(SystemClock().WallNow()));
+      access == StoreAccess::kReadOnly
+          ? storage::OpenRocksQueueStoreReadOnly({.path = data_dir})
+          : storage::OpenRocksQueueStore({.path = data_dir}, ToUnixMillis(SystemClock().WallNow()));
   if (!store) {
     if (store.error().code() == Status::Code::kBusy) {
       return Status::Busy("store " + data_dir +
-                          " is in use (is a service running with another --server address?)");
+                          " is in use by another process; stop it or use --server");
     }
     return store.error();
   }

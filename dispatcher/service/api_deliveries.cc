@@ -9,6 +9,7 @@
 #include "dispatcher/service/api_http.h"
 #include "dispatcher/service/delivery_request.h"
 #include "dispatcher/service/service.h"
+#include "dispatcher/time_text.h"
 
 namespace egress::service {
 namespace {
@@ -295,6 +296,18 @@ void ListDeliveries(Service& s, const std::map<std::string, std::string>& q, Res
       return;
     }
     f.limit = static_cast<size_t>(n);
+  }
+  for (auto [name, bound] : {std::pair{"since", &f.since_ms}, std::pair{"until", &f.until_ms}}) {
+    if (std::string text = get(name); !text.empty()) {
+      auto ms = ParseTimeMillis(text);
+      if (!ms) {
+        respond(ErrorResponse(
+            {400, "invalid_request",
+             fmt::format("{}: Unix ms or RFC 3339 ({})", name, ms.error().message()), name}));
+        return;
+      }
+      *bound = *ms;
+    }
   }
   OnStore(
       s, [f](storage::QueueStore& store) { return store.List(f); },

@@ -3,6 +3,7 @@
 // Shared by the CLI integration tests: a store filled with known deliveries, and running the
 // real relay-egress binary against it.
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,24 @@ class CliTest : public ::testing::Test {
     ASSERT_TRUE((*store)->Close().ok());
   }
 
+  // Writes one queued delivery for acme at kDestA created at each of `created_ms`, in order;
+  // ids go to queued_.
+  void FillStoreAt(const std::vector<int64_t>& created_ms) {
+    auto store = storage::OpenRocksQueueStore({.path = StoreDir()}, created_ms.front());
+    ASSERT_TRUE(store) << store.error().ToString();
+    for (int64_t at : created_ms) {
+      storage::NewDelivery d{.tenant = "acme",
+                             .platform = "webhook",
+                             .destination = kDestA,
+                             .credential = "hooks",
+                             .payload = R"({"text":"hi"})"};
+      auto r = (*store)->Enqueue(d, at);
+      ASSERT_TRUE(r) << r.error().ToString();
+      queued_.push_back(r->id);
+    }
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+
   // relay-egress ARGS... plus the connection flags of this test.
   CommandOutput Cli(std::vector<std::string> args) {
     args.insert(args.end(), connection_.begin(), connection_.end());
@@ -84,6 +103,35 @@ class CliTest : public ::testing::Test {
   TempDir dir_;
   std::vector<std::string> connection_;
   std::vector<std::string> queued_, dead_, deferred_;
+};
+
+// The CLI against a running `relay-egress serve` (a child process) on the filled store.
+class CliServiceTest : public CliTest {
+ protected:
+  // Fills the store, then starts the service on it. Only dead and deferred-for-an-hour
+  // deliveries, so the service leaves them alone until the CLI says otherwise.
+  void Start(int dead, int deferred) {
+    FillStore(0, dead, deferred);
+    config_ = dir_.Sub("relay-egress.toml");
+    std::ofstream(config_) << "[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = \"" << StoreDir()
+                           << "\"\nadmin_token = \"operator-secret-token-0123456789\"\n"
+                           << "[platforms.webhook]\nallow_private_networks = true\n"
+                           << "[tenants.acme.credentials.hooks]\nplatform = \"webhook\"\n"
+                           << "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n"
+                           << "[tenants.beta.credentials.hooks]\nplatform = \"webhook\"\n"
+                           << "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n";
+    port_ = service_.Start(
+        BuildDir() + "/relay-egress",
+        {"serve", "--config", config_, "--profiles-dir", SourceDir() + "/config/profiles"});
+    ASSERT_NE(port_, 0) << service_.error();
+    connection_ = {"--server", ServerUrl()};
+  }
+
+  std::string ServerUrl() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  std::string config_;
+  ChildProcess service_;
+  int port_ = 0;
 };
 
 }  // namespace egress

@@ -1,5 +1,8 @@
 // The operator CLI with no service running: it opens the store directly.
 
+#include <filesystem>
+#include <map>
+
 #include "tests/cli/cli_fixture.h"
 
 namespace egress {
@@ -183,20 +186,96 @@ TEST_F(CliOfflineTest, StatsAndDestinations) {
   EXPECT_NE(enable.err.find("running service"), std::string::npos) << enable.err;
 }
 
-// Verifies exit 3 with a clear message when the store is in use or missing.
-TEST_F(CliOfflineTest, StoreBusyOrMissing) {
-  FillStore(1, 0, 0);
+// Verifies that inspection opens the store read-only while another process holds it, while
+// replay and cancel need the store to themselves (exit 3); and exit 3 for a missing store.
+TEST_F(CliOfflineTest, StoreHeldByAnotherProcess) {
+  FillStore(1, 1, 0);
   {
     auto held = storage::OpenRocksQueueStore({.path = StoreDir()}, 0);
     ASSERT_TRUE(held);
-    auto busy = Cli({"deliveries", "list"});
-    EXPECT_EQ(busy.exit_code, 3);
-    EXPECT_NE(busy.err.find("in use"), std::string::npos) << busy.err;
+    auto list = Cli({"deliveries", "list", "--json"});
+    EXPECT_EQ(list.exit_code, 0) << list.err;
+    EXPECT_EQ(JsonLines(list).size(), 2u);
+    EXPECT_NE(list.err.find("read-only"), std::string::npos) << list.err;
+    EXPECT_EQ(Cli({"deliveries", "show", dead_[0]}).exit_code, 0);
+    EXPECT_EQ(JsonLines(Cli({"stats", "--json"}))[0]["dead"], 1);
+    EXPECT_EQ(JsonLines(Cli({"destinations", "--json"})).size(), 1u);
+    for (std::vector<std::string> cmd : {std::vector<std::string>{"deliveries", "replay", dead_[0]},
+                                         {"deliveries", "replay", "--state", "dead", "--dry-run"},
+                                         {"deliveries", "cancel", queued_[0]}}) {
+      auto busy = Cli(cmd);
+      EXPECT_EQ(busy.exit_code, 3) << cmd[1];
+      EXPECT_NE(busy.err.find("store " + StoreDir() +
+                              " is in use by another process; stop it or use --server"),
+                std::string::npos)
+          << busy.err;
+    }
+    EXPECT_EQ((*held)->Get(dead_[0])->state, storage::DeliveryState::kDead);
   }
   connection_ = {"--server", "http://127.0.0.1:1", "--data-dir", dir_.Sub("nothing")};
   auto missing = Cli({"stats"});
   EXPECT_EQ(missing.exit_code, 3);
   EXPECT_NE(missing.err.find("no service at http://127.0.0.1:1"), std::string::npos) << missing.err;
+}
+
+// Verifies that read-only inspection leaves in-flight work in flight and writes no file, while
+// the holder is idle.
+TEST_F(CliOfflineTest, ReadOnlyInspectionWritesNothing) {
+  FillStore(2, 0, 0);
+  auto held = storage::OpenRocksQueueStore({.path = StoreDir()}, 0);
+  ASSERT_TRUE(held);
+  auto leased = (*held)->LeaseDue(ToUnixMillis(SystemClock().WallNow()) + 1000, 1);
+  ASSERT_TRUE(leased && leased->size() == 1u);
+  auto snapshot = [&] {
+    std::map<std::string, std::pair<uintmax_t, std::filesystem::file_time_type>> files;
+    for (const auto& e : std::filesystem::directory_iterator(StoreDir())) {
+      files[e.path().filename().string()] = {e.file_size(), e.last_write_time()};
+    }
+    return files;
+  };
+  const auto before = snapshot();
+  EXPECT_EQ(CountIn("in_flight"), 1u);
+  EXPECT_EQ(Cli({"stats"}).exit_code, 0);
+  EXPECT_EQ(Cli({"destinations"}).exit_code, 0);
+  EXPECT_EQ(Cli({"deliveries", "show", (*leased)[0].id}).exit_code, 0);
+  EXPECT_EQ(snapshot(), before);
+  EXPECT_EQ((*held)->Get((*leased)[0].id)->state, storage::DeliveryState::kInFlight);
+}
+
+// Verifies --since and --until: ages, RFC 3339 and Unix ms; a bad value is exit 2 naming the flag.
+TEST_F(CliOfflineTest, ListByCreationTime) {
+  const int64_t now = ToUnixMillis(SystemClock().WallNow());
+  FillStoreAt({now - 3 * 3'600'000, now - 3'600'000, now});
+  auto ids = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"deliveries", "list", "--json"});
+    std::vector<std::string> out;
+    for (const json& d : JsonLines(Cli(args))) {
+      out.push_back(d["id"]);
+    }
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(ids({"--since", "2h"}), (V{queued_[1], queued_[2]}));
+  EXPECT_EQ(ids({"--until", "2h"}), (V{queued_[0]}));
+  EXPECT_EQ(ids({"--since", "4h", "--until", "30m"}), (V{queued_[0], queued_[1]}));
+  EXPECT_EQ(ids({"--since", std::to_string(now)}), (V{queued_[2]}));
+  EXPECT_EQ(ids({"--until", "2999-01-01T00:00:00Z", "--since", "1d"}).size(), 3u);
+  EXPECT_EQ(Cli({"deliveries", "list", "--since", "2999-01-01T00:00:00Z"}).exit_code, 1);
+  for (const char* flag : {"--since", "--until"}) {
+    auto bad = Cli({"deliveries", "list", flag, "yesterday"});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find(std::string(flag) + ": 'yesterday' is not a time"), std::string::npos)
+        << bad.err;
+  }
+  EXPECT_EQ(Cli({"deliveries", "list", "--since", "2026-02-30T00:00:00Z"}).exit_code, 2);
+}
+
+// Verifies that top needs the running service: exit 3 naming it, even with a store at hand.
+TEST_F(CliOfflineTest, TopNeedsTheService) {
+  FillStore(1, 0, 0);
+  auto top = Cli({"top", "--once"});
+  EXPECT_EQ(top.exit_code, 3);
+  EXPECT_NE(top.err.find("needs the running service"), std::string::npos) << top.err;
 }
 
 // Verifies usage errors exit 2 and --help shows an example.
@@ -213,7 +292,8 @@ TEST_F(CliOfflineTest, UsageAndHelp) {
                                        {"deliveries", "cancel"},
                                        {"stats"},
                                        {"destinations"},
-                                       {"destinations", "enable"}}) {
+                                       {"destinations", "enable"},
+                                       {"top"}}) {
     cmd.push_back("--help");
     auto help = RunCommand(BuildDir() + "/relay-egress", cmd);
     EXPECT_EQ(help.exit_code, 0) << cmd[0];

@@ -1,42 +1,11 @@
 // The operator CLI against a running `relay-egress serve`.
 
-#include <fstream>
-
 #include "tests/cli/cli_fixture.h"
-#include "tests/support/source_root.h"
 
 namespace egress {
 namespace {
 
 using nlohmann::json;
-
-std::string SourceDir() { return SourceRoot(); }
-
-class CliServiceTest : public CliTest {
- protected:
-  // Fills the store, then starts the service on it. Only dead and deferred-for-an-hour
-  // deliveries, so the service leaves them alone until the CLI says otherwise.
-  void Start(int dead, int deferred) {
-    FillStore(0, dead, deferred);
-    config_ = dir_.Sub("relay-egress.toml");
-    std::ofstream(config_) << "[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = \"" << StoreDir()
-                           << "\"\nadmin_token = \"operator-secret-token-0123456789\"\n"
-                           << "[platforms.webhook]\nallow_private_networks = true\n"
-                           << "[tenants.acme.credentials.hooks]\nplatform = \"webhook\"\n"
-                           << "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n"
-                           << "[tenants.beta.credentials.hooks]\nplatform = \"webhook\"\n"
-                           << "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n";
-    port_ = service_.Start(
-        BuildDir() + "/relay-egress",
-        {"serve", "--config", config_, "--profiles-dir", SourceDir() + "/config/profiles"});
-    ASSERT_NE(port_, 0) << service_.error();
-    connection_ = {"--server", "http://127.0.0.1:" + std::to_string(port_)};
-  }
-
-  std::string config_;
-  ChildProcess service_;
-  int port_ = 0;
-};
 
 // Verifies list (filters, pagination) and show through the HTTP API.
 TEST_F(CliServiceTest, ListAndShow) {
@@ -89,11 +58,36 @@ TEST_F(CliServiceTest, StatsDestinationsAndBusyStore) {
   }
   auto enable = Cli({"destinations", "enable", "webhook/acme/hooks/http://127.0.0.1:9/none"});
   EXPECT_EQ(enable.exit_code, 1) << enable.err;
-  // No service at this address, and the running one holds the store.
+  // No service at this address, and the running one holds the store: inspection reads it
+  // read-only, replay needs it to itself.
   connection_ = {"--server", "http://127.0.0.1:1", "--data-dir", StoreDir()};
-  auto busy = Cli({"stats"});
+  auto read_only = JsonLines(Cli({"stats", "--json"}));
+  ASSERT_EQ(read_only.size(), 1u);
+  EXPECT_EQ(read_only[0]["dead"], 1);
+  auto busy = Cli({"deliveries", "replay", dead_[0]});
   EXPECT_EQ(busy.exit_code, 3);
-  EXPECT_NE(busy.err.find("in use"), std::string::npos) << busy.err;
+  EXPECT_NE(busy.err.find("is in use by another process; stop it or use --server"),
+            std::string::npos)
+      << busy.err;
+}
+
+// Verifies --since and --until through the HTTP API, and exit 2 naming a bad flag.
+TEST_F(CliServiceTest, ListByCreationTime) {
+  Start(1, 2);
+  EXPECT_EQ(JsonLines(Cli({"deliveries", "list", "--since", "1h", "--json"})).size(), 3u);
+  EXPECT_EQ(Cli({"deliveries", "list", "--until", "1h"}).exit_code, 1);
+  auto first = JsonLines(Cli({"deliveries", "list", "--limit", "1", "--json"}));
+  ASSERT_FALSE(first.empty());
+  const std::string created = std::to_string(first[0]["created_ms"].get<int64_t>());
+  EXPECT_EQ(JsonLines(Cli({"deliveries", "list", "--since", created, "--json"})).size(), 3u);
+  EXPECT_EQ(Cli({"deliveries", "list", "--until", created}).exit_code, 1);
+  EXPECT_EQ(JsonLines(Cli({"deliveries", "list", "--since", "2000-01-01T00:00:00+02:00", "--until",
+                           "2999-01-01T00:00:00Z", "--state", "deferred", "--json"}))
+                .size(),
+            2u);
+  auto bad = Cli({"deliveries", "list", "--until", "10x"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--until:"), std::string::npos) << bad.err;
 }
 
 }  // namespace

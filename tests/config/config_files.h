@@ -8,13 +8,14 @@
 #include <string_view>
 
 #include "config/load_config.h"
-#include "tests/support/source_root.h"
+#include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
 
 namespace egress::config {
 
-// The repository root.
-inline std::string SourceRootForTest() { return SourceRoot(); }
+// The repository root (tests/support/child_process.h finds it even when ccache made __FILE__
+// relative).
+inline std::string SourceRootForTest() { return SourceDir(); }
 
 // A main config file and a profiles/ directory beside it, in a fresh temp dir. The four
 // profiles start empty, so only built-in defaults and what a test writes apply.

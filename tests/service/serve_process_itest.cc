@@ -12,15 +12,12 @@
 
 #include "tests/support/child_process.h"
 #include "tests/support/http_client.h"
-#include "tests/support/source_root.h"
 #include "tests/support/temp_dir.h"
 
 namespace egress {
 namespace {
 
 using nlohmann::json;
-
-std::string SourceDir() { return SourceRoot(); }
 
 class ServeProcessTest : public ::testing::Test {
  protected:

@@ -356,6 +356,30 @@ TEST_F(ServiceTest, CancelReplayAndList) {
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/deliveries?state=bogus").status, 400);
 }
 
+// Verifies the list endpoint's creation-time bounds: Unix ms or RFC 3339, since inclusive and
+// until exclusive, and a 400 naming the field for a bad value.
+TEST_F(ServiceTest, ListsByCreationTime) {
+  ASSERT_EQ(Post("/v1/deliveries", Webhook("acme", "t", 1)).status, 202);
+  json all = HttpCall(port_, "GET", "/v1/deliveries").Json();
+  ASSERT_EQ(all["deliveries"].size(), 1u);
+  const std::string created = std::to_string(all["deliveries"][0]["created_ms"].get<int64_t>());
+  auto count = [&](const std::string& query) {
+    return HttpCall(port_, "GET", "/v1/deliveries?" + query).Json()["deliveries"].size();
+  };
+  EXPECT_EQ(count("since=" + created), 1u);
+  EXPECT_EQ(count("until=" + created), 0u);
+  EXPECT_EQ(count("since=2000-01-01T00:00:00Z&until=2999-01-01T00:00:00%2B01:00"), 1u);
+  EXPECT_EQ(count("since=2999-01-01T00:00:00Z"), 0u);
+  for (const char* field : {"since", "until"}) {
+    TestResponse bad = HttpCall(port_, "GET", std::string("/v1/deliveries?") + field + "=10m");
+    EXPECT_EQ(bad.status, 400);
+    EXPECT_EQ(bad.Json()["error"], "invalid_request");
+    EXPECT_EQ(bad.Json()["field"], field);
+    EXPECT_EQ(bad.Json()["message"].get<std::string>().rfind(std::string(field) + ":", 0), 0u)
+        << bad.body;
+  }
+}
+
 // Verifies that credentials registered at runtime work at once, survive a restart, and are
 // never returned.
 TEST_F(ServiceTest, RegistersCredentialsThatPersist) {

@@ -48,5 +48,17 @@ TEST(DeliveryIdTest, UniqueWithinOneMillisecond) {
   EXPECT_FALSE(IsDeliveryId("ZZZZZZZZZZZZZZZZZZZZZZZZZZ"));  // over 128 bits
 }
 
+// Verifies that the floor of a millisecond sorts between the ids minted before it and at it.
+TEST(DeliveryIdTest, FloorSeparatesMilliseconds) {
+  DeliveryIdGenerator gen(7, "");
+  const std::string before = gen.Next(1'999);
+  const std::string at = gen.Next(2'000);
+  EXPECT_LT(before, DeliveryIdFloor(2'000));
+  EXPECT_LE(DeliveryIdFloor(2'000), at);
+  EXPECT_EQ(DeliveryIdMillis(DeliveryIdFloor(2'000)), 2'000);
+  EXPECT_EQ(DeliveryIdMillis(DeliveryIdFloor(-5)), 0);
+  EXPECT_TRUE(IsDeliveryId(DeliveryIdFloor(int64_t{1} << 60)));  // clamped, still an id
+}
+
 }  // namespace
 }  // namespace egress::storage

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include <sys/wait.h>
@@ -26,6 +27,10 @@ std::string BuildDir() {
   std::string exe = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string("./x");
   return exe.substr(0, exe.rfind('/')) + "/..";
 }
+
+// EGRESS_SOURCE_DIR is set for this file alone (tests/CMakeLists.txt), so no other object
+// depends on where the checkout is.
+std::string SourceDir() { return EGRESS_SOURCE_DIR; }
 
 ChildProcess::~ChildProcess() {
   if (pid_ > 0) {
@@ -65,8 +70,7 @@ int ChildProcess::Start(const std::string& path, const std::vector<std::string>&
   const SystemClock clock;
   const auto deadline = clock.Now() + std::chrono::milliseconds(timeout_ms);
   while (line.find('\n') == std::string::npos) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - clock.Now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock.Now());
     pollfd ready{.fd = stdout_fd_, .events = POLLIN, .revents = 0};
     char buf[256];
     ssize_t got = 0;

@@ -34,4 +34,8 @@ class ChildProcess {
 // next to the test binary.
 std::string BuildDir();
 
+// The checkout the tests were built from (absolute), as CMake configured it. (__FILE__ is no
+// guide: ccache's base_dir makes it relative to the build directory.)
+std::string SourceDir();
+
 }  // namespace egress

@@ -1,0 +1,168 @@
+#include "dispatcher/cli/top_frame.h"
+
+#include <gtest/gtest.h>
+
+namespace egress::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kWallNow = 1'796'119'200'000;
+
+json Dest(const std::string& name, json extra) {
+  json d = {{"platform", "webhook"},
+            {"tenant", "acme"},
+            {"credential", "hooks"},
+            {"destination", name},
+            {"key",
+             "webhook\x1f"
+             "acme\x1fhooks\x1f" +
+                 name},
+            {"in_flight", 0},
+            {"disabled", false}};
+  d.update(extra);
+  return d;
+}
+
+TopSample Sample(int64_t at_ms, int delivered, int accepted, int r429) {
+  TopSample s;
+  s.at_ms = at_ms;
+  s.stats = {{"queued", 7},    {"in_flight", 2}, {"deferred", 3},        {"delivered", delivered},
+             {"dead", 1},      {"cancelled", 0}, {"accepted", accepted}, {"platform_429s", r429},
+             {"throttles", 4}, {"deferrals", 5}};
+  s.delivered = delivered;
+  s.destinations = json::array();
+  return s;
+}
+
+std::string Text(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines) {
+    out += l + "\n";
+  }
+  return out;
+}
+
+void ExpectFits(const std::vector<std::string>& lines, int width, int height) {
+  EXPECT_LE(lines.size(), static_cast<size_t>(height)) << Text(lines);
+  for (const std::string& l : lines) {
+    EXPECT_LE(l.size(), static_cast<size_t>(width)) << l;
+  }
+}
+
+// Verifies that metrics text yields the delivered counter and deferrals summed by reason.
+TEST(TopFrameTest, ReadsMetrics) {
+  TopSample s;
+  ReadMetrics(
+      "# HELP relay_egress_deliveries_total x\n"
+      "relay_egress_deliveries_total{platform=\"slack\",outcome=\"delivered\"} 10\n"
+      "relay_egress_deliveries_total{platform=\"webhook\",outcome=\"delivered\"} 5\n"
+      "relay_egress_deliveries_total{platform=\"webhook\",outcome=\"dead\"} 2\n"
+      "relay_egress_deferrals_total{tenant=\"a\",platform=\"slack\",reason=\"budget:slack_"
+      "channel\"} 3\n"
+      "relay_egress_deferrals_total{tenant=\"b\",platform=\"slack\",reason=\"budget:slack_"
+      "channel\"} 4\n"
+      "relay_egress_deferrals_total{tenant=\"a\\\"x\",platform=\"line\",reason=\"backoff\"} 1\n"
+      "relay_egress_deferrals_total{reason=\"broken\"} not-a-number\n"
+      "relay_egress_platform_429_total{platform=\"slack\"} 9\n",
+      s);
+  ASSERT_TRUE(s.delivered.has_value());
+  EXPECT_EQ(*s.delivered, 15);
+  EXPECT_EQ(s.deferrals_by_reason.size(), 2u);
+  EXPECT_EQ(s.deferrals_by_reason["budget:slack_channel"], 7);
+  EXPECT_EQ(s.deferrals_by_reason["backoff"], 1);
+}
+
+// Verifies rates from two samples, the counts by state and the section headings.
+TEST(TopFrameTest, ShowsRatesCountsAndHeadings) {
+  TopSample before = Sample(10'000, 100, 200, 3);
+  TopSample now = Sample(12'000, 120, 260, 5);
+  before.deferrals_by_reason = {{"budget:webhook_destination", 10}};
+  now.deferrals_by_reason = {{"budget:webhook_destination", 14}, {"backoff", 1}};
+  const auto lines =
+      RenderTopFrame(now, &before, {.source = "http://127.0.0.1:8686", .wall_now_ms = kWallNow});
+  const std::string text = Text(lines);
+  EXPECT_NE(text.find("delivered 10.0/s  accepted 30.0/s  429s 5 (1.0/s)  throttles 4"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("queued 7  in-flight 2  deferred 3  delivered 120  dead 1  cancelled 0"),
+            std::string::npos)
+      << text;
+  for (const char* heading : {"DEFERRALS BY REASON", "BUSIEST DESTINATIONS", "MOST DEFERRED"}) {
+    EXPECT_NE(text.find(heading), std::string::npos) << heading;
+  }
+  EXPECT_NE(text.find("budget:webhook_destination"), std::string::npos);
+  EXPECT_NE(text.find("2.0"), std::string::npos) << text;  // 4 more deferrals in 2 s
+  ExpectFits(lines, 80, 24);
+  // Without an earlier sample, rates are unknown.
+  const std::string first = Text(RenderTopFrame(now, nullptr, {.wall_now_ms = kWallNow}));
+  EXPECT_NE(first.find("delivered -/s  accepted -/s"), std::string::npos) << first;
+}
+
+// Verifies that many destinations with long names still fit 80x24, busiest first, and that the
+// newer per-destination fields are shown when present.
+TEST(TopFrameTest, FitsEightyByTwentyFourWithLongNames) {
+  TopSample now = Sample(1000, 0, 0, 0);
+  for (int i = 0; i < 40; ++i) {
+    now.destinations.push_back(
+        Dest("http://127.0.0.1:9/" + std::string(100, 'x') + std::to_string(i),
+             {{"queued", i}, {"in_flight", 1}}));
+  }
+  now.destinations.push_back(
+      Dest("http://127.0.0.1:9/held", {{"queued", 100},
+                                       {"deferred", 500},
+                                       {"oldest_deferral_ms", kWallNow - 180'000},
+                                       {"deferral", "budget:webhook_destination"},
+                                       {"next_eligible_ms", kWallNow + 12'000},
+                                       {"budget", {{"limit", 20}, {"remaining", 0}}}}));
+  for (int i = 0; i < 30; ++i) {
+    now.deferrals_by_reason["reason-" + std::to_string(i)] = i;
+  }
+  const auto lines = RenderTopFrame(now, nullptr, {.wall_now_ms = kWallNow});
+  ExpectFits(lines, 80, 24);
+  EXPECT_EQ(lines.size(), 24u);
+  const std::string text = Text(lines);
+  EXPECT_NE(text.find("xxx39  39"), std::string::npos) << text;      // busiest first, names cut
+  EXPECT_NE(text.find("webhook/acme/"), std::string::npos) << text;  // in the middle
+  EXPECT_NE(text.find("...xxx"), std::string::npos) << text;
+  EXPECT_NE(text.find("held"), std::string::npos) << text;
+  EXPECT_NE(text.find("500"), std::string::npos);
+  EXPECT_NE(text.find("3m ago"), std::string::npos) << text;
+  EXPECT_NE(text.find("in 12s"), std::string::npos) << text;
+  EXPECT_NE(text.find("0/20"), std::string::npos) << text;
+}
+
+// Verifies that the frame shrinks to tiny terminals and tolerates a bare destination list.
+TEST(TopFrameTest, ShrinksAndToleratesMissingFields) {
+  TopSample now;
+  now.destinations = json::array({json{{"key", "k"}}, json{{"deferral", "backoff"}}});
+  for (auto [w, h] : {std::pair{20, 5}, std::pair{1, 1}, std::pair{80, 0}, std::pair{40, 12}}) {
+    ExpectFits(RenderTopFrame(now, nullptr, {.width = w, .height = h}), w, h);
+  }
+  const std::string text = Text(RenderTopFrame(now, nullptr, {}));
+  EXPECT_NE(text.find("queued -  in-flight -"), std::string::npos) << text;
+  EXPECT_NE(text.find("backoff"), std::string::npos) << text;
+}
+
+// Verifies that cutting a long line never splits a UTF-8 character.
+TEST(TopFrameTest, CutsOnCharacterBoundaries) {
+  TopSample now = Sample(0, 0, 0, 0);
+  std::string name;
+  for (int i = 0; i < 40; ++i) {
+    name += "\xC3\xA9";  // é
+  }
+  now.destinations.push_back(Dest(name, {{"queued", 1}}));
+  for (const std::string& line : RenderTopFrame(now, nullptr, {.width = 30, .height = 24})) {
+    ASSERT_LE(line.size(), 30u);
+    size_t i = line.size();
+    while (i > 0 && (static_cast<unsigned char>(line[i - 1]) & 0xC0) == 0x80) {
+      --i;
+    }
+    if (i > 0 && (static_cast<unsigned char>(line[i - 1]) & 0xE0) == 0xC0) {
+      EXPECT_EQ(line.size() - i, 1u) << "split character at the end of: " << line;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace egress::cli
