@@ -95,7 +95,7 @@ Status Scheduler::RemoveDestination(DestinationId id) {
     return Status::FailedPrecondition("destination has work");
   }
   for (uint8_t i = 0; i < dest.scope_count; ++i) {
-    scopes_.Release(dest.scopes[i]);
+    ReleaseScope(dest.scopes[i]);
   }
   dest.live = false;
   ClearHeadId(id.value);
@@ -491,8 +491,13 @@ void Scheduler::RekeyDiscord(uint32_t d) {
       scopes_.Acquire(leaf, BudgetName::kDiscordRoute, dest.tenant, old_budget);
   if (old_learned && !scopes_.learned(new_scope)) {
     scopes_.SetBudget(new_scope, old_budget, true);
+    // A pace lowered by header-less 429s moves with its budget, so it can probe back up.
+    if (auto node = adaptive_.extract(scopes_.at(old_scope).key); !node.empty()) {
+      node.key() = leaf;
+      adaptive_.insert(std::move(node));
+    }
   }
-  scopes_.Release(old_scope);
+  ReleaseScope(old_scope);
   dest.scopes[dest.leaf_index] = new_scope;
 }
 
@@ -531,6 +536,8 @@ Status Scheduler::Observe(DestinationId id, const RateLimitObservation& observat
     return found.error();
   }
   Dest& dest = **found;
+  dest.headers_seen = observation.retry_after.has_value() || observation.limit.has_value() ||
+                      observation.remaining.has_value() || observation.reset_after.has_value();
   if (dest.platform == Platform::kDiscord && !observation.bucket.empty()) {
     const ScopeKey credential = scopes_.at(dest.scopes[dest.credential_index]).key;
     const ScopeKey bucket = DiscordBucketKey(credential, observation.bucket);
@@ -552,6 +559,7 @@ Status Scheduler::Observe(DestinationId id, const RateLimitObservation& observat
       learned.scale_ms = observation.window->count();
     }
     scopes_.SetBudget(leaf, learned, true);
+    adaptive_.erase(scopes_.at(leaf).key);  // the platform said what the limit is
   }
   const bool global = observation.global || observation.scope == RateLimitScope::kGlobal;
   if (observation.retry_after.has_value()) {
@@ -587,6 +595,8 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
   if (dest.in_flight == 0) {
     return Status::FailedPrecondition("no delivery in flight for this destination");
   }
+  const bool headers_seen = dest.headers_seen;
+  dest.headers_seen = false;
   const auto platform = static_cast<size_t>(dest.platform);
   const RetryPolicy& policy = options_.retry[platform];
   const SteadyTime now = clock_.Now();
@@ -595,8 +605,14 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
     verdict = ApplyRetryBudget(std::move(verdict), now);
   }
   if (verdict.outcome_class == OutcomeClass::kBudgetExhausted) {
-    ParkScope(dest, dest.retry_after_index, outcome.retry_after.value_or(policy.throttle_wait),
-              ParkKind::kRetryAfter);
+    if (outcome.retry_after.has_value() || headers_seen) {
+      ParkScope(dest, dest.retry_after_index, outcome.retry_after.value_or(policy.throttle_wait),
+                ParkKind::kRetryAfter);
+    } else {
+      verdict = AdaptToThrottle(dest, std::move(verdict), policy.throttle_wait);
+    }
+  } else if (verdict.outcome_class == OutcomeClass::kDelivered) {
+    AdaptToSuccess(dest);
   }
   --dest.in_flight;
   --platform_in_flight_[platform];
@@ -605,6 +621,52 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
     MakeReady(id.value);
   }
   return verdict;
+}
+
+Verdict Scheduler::AdaptToThrottle(const Dest& dest, Verdict verdict, Millis throttle_wait) {
+  const uint32_t leaf = dest.scopes[dest.leaf_index];
+  const ScopeKey key = scopes_.at(leaf).key;
+  auto it = adaptive_.find(key);
+  if (it == adaptive_.end()) {
+    it = adaptive_.try_emplace(key, options_.adaptive, scopes_.budget(leaf), scopes_.learned(leaf))
+             .first;
+  }
+  AdaptivePace& pace = it->second;
+  const SteadyTime now = clock_.Now();
+  if (pace.OnThrottle(ToNanos(now))) {
+    const Millis park = pace.Park(throttle_wait, random_.Next(), ToNanos(now));
+    ParkScope(dest, dest.retry_after_index, park, ParkKind::kRetryAfter);
+  }
+  scopes_.SetBudget(leaf, pace.Current(), true);
+  // A 429 held off by the park waits for that park, not a new one from now.
+  verdict.next_attempt = FromNanos(pace.hold_until_ns());
+  verdict.deferral.until = verdict.next_attempt;
+  return verdict;
+}
+
+void Scheduler::AdaptToSuccess(const Dest& dest) {
+  if (adaptive_.empty()) {
+    return;
+  }
+  const uint32_t leaf = dest.scopes[dest.leaf_index];
+  auto it = adaptive_.find(scopes_.at(leaf).key);
+  if (it == adaptive_.end() || !it->second.OnSuccess(ToNanos(clock_.Now()))) {
+    return;
+  }
+  if (it->second.at_ceiling()) {
+    scopes_.SetBudget(leaf, it->second.ceiling(), it->second.ceiling_learned());
+    adaptive_.erase(it);
+    return;
+  }
+  scopes_.SetBudget(leaf, it->second.Current(), true);
+}
+
+void Scheduler::ReleaseScope(uint32_t scope) {
+  const ScopeKey key = scopes_.at(scope).key;
+  scopes_.Release(scope);
+  if (scopes_.at(scope).refs == 0) {
+    adaptive_.erase(key);
+  }
 }
 
 Status Scheduler::Disable(DestinationId id, std::string reason) {
@@ -650,8 +712,24 @@ Status Scheduler::SetTenantBudgets(const std::string& tenant,
   const uint32_t t = TenantIndex(tenant);
   for (uint32_t i = 0; i < scopes_.slot_limit(); ++i) {
     const ScopeTable::Slot& slot = scopes_.at(i);
-    if (slot.refs > 0 && slot.tenant == t && slot.learned == 0) {
-      scopes_.SetBudget(i, budgets_.Effective(tenant, scopes_.name(i)), false);
+    if (slot.refs == 0 || slot.tenant != t) {
+      continue;
+    }
+    const Budget effective = budgets_.Effective(tenant, scopes_.name(i));
+    if (slot.learned == 0) {
+      scopes_.SetBudget(i, effective, false);
+      continue;
+    }
+    // A pace lowered under a configured budget follows the new one as its ceiling.
+    auto it = adaptive_.find(slot.key);
+    if (it != adaptive_.end() && !it->second.ceiling_learned()) {
+      it->second.SetCeiling(effective);
+      if (it->second.at_ceiling()) {
+        scopes_.SetBudget(i, effective, false);
+        adaptive_.erase(it);
+      } else {
+        scopes_.SetBudget(i, it->second.Current(), true);
+      }
     }
   }
   return Status::Ok();
@@ -684,6 +762,12 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
   }
   if (auto it = disabled_reasons_.find(id.value); it != disabled_reasons_.end()) {
     view.disabled_reason = it->second;
+  }
+  if (!adaptive_.empty()) {
+    const uint32_t leaf = dest.scopes[dest.leaf_index];
+    if (adaptive_.contains(scopes_.at(leaf).key)) {
+      view.adaptive = scopes_.budget(leaf);
+    }
   }
   if (!dest.has_head || dest.state == State::kEmpty) {
     return view;

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "dispatcher/adaptive_pace.h"
 #include "dispatcher/budget_store.h"
 #include "dispatcher/budget_table.h"
 #include "dispatcher/chunked_vector.h"
@@ -51,6 +52,8 @@ struct SchedulerOptions {
   // Global retry budget: transient failures beyond it wait with reason retry_budget.
   // Default: 100 retries per second, burst 100.
   Budget retry_budget{100, 1000, 100};
+  // How the destination's own key slows down on 429s without usable headers and probes back up.
+  AdaptivePaceOptions adaptive;
 };
 
 // What to do now.
@@ -81,6 +84,9 @@ struct DestinationView {
   Budget budget;
   bool budget_learned = false;
   int64_t remaining = 0;
+  // The budget of the destination's own key while header-less 429s hold it below its configured
+  // (or learned) one (docs/pacing.md "Adaptive pace"); nullopt at full pace.
+  std::optional<Budget> adaptive;
 };
 
 // The pacing engine: decides, for the head of every destination, whether it may go now or must
@@ -128,7 +134,10 @@ class Scheduler {
   Status Observe(DestinationId id, const RateLimitObservation& observation);
 
   // Ends the in-flight delivery `sequence` of `id` and plans what happens to it. A 429 or
-  // throttle also parks the key its platform's Retry-After covers.
+  // throttle also parks the key its platform's Retry-After covers. A 429 or throttle with neither
+  // a Retry-After nor rate-limit headers (in the outcome or the Observe() just before) also
+  // lowers the pace of the destination's own key, and parks with a growing, jittered wait
+  // (SchedulerOptions::adaptive); deliveries probe the pace back up.
   Result<Verdict> OnOutcome(DestinationId id, uint64_t sequence, const DeliveryOutcome& outcome,
                             const AttemptInfo& info);
 
@@ -204,6 +213,8 @@ class Scheduler {
     bool has_head : 1 = false;
     bool disabled : 1 = false;
     bool live : 1 = false;
+    // The last Observe() carried rate-limit headers; read and cleared by OnOutcome().
+    bool headers_seen : 1 = false;
   };
   static_assert(sizeof(Dest) <= 88);
 
@@ -266,6 +277,13 @@ class Scheduler {
   void ReleaseOrdering(uint32_t d, uint64_t sequence, bool retrying);
   void ParkScope(const Dest& dest, uint8_t index, Millis wait, ParkKind kind);
   Verdict ApplyRetryBudget(Verdict verdict, SteadyTime now);
+  // Adaptive pace (AIMD) of the destination's own key: a header-less throttle lowers it and parks
+  // the Retry-After key (once per park: 429s of requests sent before it teach nothing new); a
+  // delivery probes it back up. Returns the verdict with next_attempt no earlier than the park.
+  Verdict AdaptToThrottle(const Dest& dest, Verdict verdict, Millis throttle_wait);
+  void AdaptToSuccess(const Dest& dest);
+  // Drops one reference to a scope; forgets its adaptive pace with the last one.
+  void ReleaseScope(uint32_t scope);
 
   const Clock& clock_;
   BudgetStore& store_;
@@ -287,6 +305,8 @@ class Scheduler {
   std::unordered_map<uint32_t, DiscordKeys> discord_;
   std::unordered_map<ScopeKey, ScopeKey> discord_buckets_;  // route hash → bucket hash
   uint64_t discord_epoch_ = 0;
+  // Keys whose pace header-less 429s lowered, by scope key; empty while every key is at full pace.
+  std::unordered_map<ScopeKey, AdaptivePace> adaptive_;
   int64_t retry_tat_ns_ = 0;
   WaitObserver wait_observer_;
 };

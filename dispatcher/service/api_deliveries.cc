@@ -1,6 +1,7 @@
 // POST/GET/DELETE /v1/deliveries...
 
 #include <charconv>
+#include <memory>
 
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
@@ -99,10 +100,69 @@ tl::expected<storage::NewDelivery, ApiError> CheckItem(Service& s, const json& i
 }
 
 struct EnqueueOutcome {
-  Result<storage::EnqueueResult> result = Status::Unavailable("not run");
+  // One result per part (a LINE multicast over 500 recipients is several deliveries).
+  Result<std::vector<Result<storage::EnqueueResult>>> results = Status::Unavailable("not run");
   bool over_backlog = false;
-  std::string state;
+  std::string state;  // the first part's state when it was already stored
 };
+
+// Stores the parts of one request in one synced write (unless the tenant is over its backlog).
+EnqueueOutcome EnqueueParts(storage::QueueStore& store,
+                            const std::vector<storage::NewDelivery>& parts, int64_t now_ms,
+                            uint64_t watermark) {
+  EnqueueOutcome out;
+  auto backlog = store.TenantBacklog(parts.front().tenant);
+  if (backlog && *backlog >= watermark) {
+    out.over_backlog = true;
+    return out;
+  }
+  if (parts.size() == 1) {
+    Result<storage::EnqueueResult> one = store.Enqueue(parts.front(), now_ms);
+    if (!one) {
+      out.results = one.error();
+      return out;
+    }
+    out.results = std::vector<Result<storage::EnqueueResult>>{std::move(one)};
+  } else {
+    out.results = store.EnqueueBatch(parts, now_ms);
+  }
+  if (out.results) {
+    const auto& first = out.results->front();
+    if (first && !first->created) {
+      auto existing = store.Get(first->id);
+      out.state = existing ? std::string(storage::StateName(existing->state)) : "queued";
+    }
+  }
+  return out;
+}
+
+// The answer to POST /v1/deliveries once its parts are stored: 202 when any part is new, 200
+// when every part was already stored under its idempotency key; a split request also lists
+// every part's id in "ids".
+HttpResponse Accepted(Service& s, const std::vector<storage::NewDelivery>& parts,
+                      const std::vector<Result<storage::EnqueueResult>>& results, int64_t now_ms,
+                      const std::string& state) {
+  json ids = json::array();
+  bool created = false;
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (!results[k]) {
+      // A part the store refused (the others are stored and go out).
+      return ErrorResponse(FromStatus(results[k].error()));
+    }
+    ids.push_back(results[k]->id);
+    if (results[k]->created) {
+      created = true;
+      s.metrics().Inc("relay_egress_deliveries_accepted_total",
+                      {{"tenant", parts[k].tenant}, {"platform", parts[k].platform}});
+      s.loop().Notify(Queued(parts[k], results[k]->id, now_ms));
+    }
+  }
+  json body = {{"id", ids.front()}, {"state", created ? std::string("queued") : state}};
+  if (parts.size() > 1) {
+    body["ids"] = std::move(ids);
+  }
+  return JsonResponse(created ? 202 : 200, body);
+}
 
 }  // namespace
 
@@ -115,61 +175,49 @@ void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
     return;
   }
   auto item = CheckItem(s, *body);
-  if (!item) {
+  auto parts =
+      item
+          ? SplitDelivery(std::move(*item))
+          : tl::expected<std::vector<storage::NewDelivery>, ApiError>(tl::unexpected(item.error()));
+  if (!parts) {
     s.metrics().Inc(
         "relay_egress_intake_rejections_total",
         {{"tenant",
           body->value("tenant", json("")).is_string() ? body->value("tenant", std::string()) : ""},
-         {"reason", item.error().code}});
-    respond(ErrorResponse(item.error()));
+         {"reason", parts.error().code}});
+    respond(ErrorResponse(parts.error()));
     return;
   }
-  auto decision = s.intake_limiter().Take(item->tenant, 1);
+  const std::string tenant = parts->front().tenant;
+  auto decision = s.intake_limiter().Take(tenant, static_cast<int64_t>(parts->size()));
   if (!decision.allowed) {
     s.metrics().Inc("relay_egress_intake_rejections_total",
-                    {{"tenant", item->tenant}, {"reason", "rate_limited"}});
+                    {{"tenant", tenant}, {"reason", "rate_limited"}});
     respond(Throttled(decision, s.clock().WallNow(), "intake budget"));
     return;
   }
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
   const uint64_t watermark = s.options().backlog_watermark;
+  auto shared = std::make_shared<const std::vector<storage::NewDelivery>>(std::move(*parts));
   OnStore(
       s,
-      [in = *item, now_ms, watermark](storage::QueueStore& store) {
-        EnqueueOutcome out;
-        auto backlog = store.TenantBacklog(in.tenant);
-        if (backlog && *backlog >= watermark) {
-          out.over_backlog = true;
-          return out;
-        }
-        out.result = store.Enqueue(in, now_ms);
-        if (out.result && !out.result->created) {
-          auto existing = store.Get(out.result->id);
-          out.state = existing ? std::string(storage::StateName(existing->state)) : "queued";
-        }
-        return out;
+      [shared, now_ms, watermark](storage::QueueStore& store) {
+        return EnqueueParts(store, *shared, now_ms, watermark);
       },
-      [&s, in = *item, now_ms, decision, respond = std::move(respond)](EnqueueOutcome out) {
+      [&s, shared, now_ms, decision, respond = std::move(respond)](EnqueueOutcome out) {
         if (out.over_backlog) {
           s.metrics().Inc("relay_egress_intake_rejections_total",
-                          {{"tenant", in.tenant}, {"reason", "backlog"}});
+                          {{"tenant", shared->front().tenant}, {"reason", "backlog"}});
           IntakeLimiter::Decision full = decision;
           full.retry_after = Millis(1000);
           respond(Throttled(full, s.clock().WallNow(), "backlog watermark"));
           return;
         }
-        if (!out.result) {
-          respond(Unavailable(out.result.error()));
+        if (!out.results) {
+          respond(Unavailable(out.results.error()));
           return;
         }
-        if (!out.result->created) {
-          respond(JsonResponse(200, {{"id", out.result->id}, {"state", out.state}}));
-          return;
-        }
-        s.metrics().Inc("relay_egress_deliveries_accepted_total",
-                        {{"tenant", in.tenant}, {"platform", in.platform}});
-        s.loop().Notify(Queued(in, out.result->id, now_ms));
-        respond(JsonResponse(202, {{"id", out.result->id}, {"state", "queued"}}));
+        respond(Accepted(s, *shared, *out.results, now_ms, out.state));
       });
 }
 
@@ -197,11 +245,13 @@ void CreateBatch(Service& s, const HttpRequest& request, Respond respond) {
   std::vector<storage::NewDelivery> valid;
   std::vector<size_t> slots;
   std::map<std::string, int64_t> per_tenant;
-  std::vector<tl::expected<storage::NewDelivery, ApiError>> checked;
+  std::vector<tl::expected<std::vector<storage::NewDelivery>, ApiError>> checked;
   for (const json& item : *items) {
-    checked.push_back(CheckItem(s, item));
+    auto one = CheckItem(s, item);
+    checked.push_back(one ? SplitDelivery(std::move(*one))
+                          : tl::unexpected(std::move(one.error())));
     if (checked.back()) {
-      ++per_tenant[checked.back()->tenant];
+      per_tenant[checked.back()->front().tenant] += static_cast<int64_t>(checked.back()->size());
     }
   }
   std::map<std::string, IntakeLimiter::Decision> denied;
@@ -217,13 +267,15 @@ void CreateBatch(Service& s, const HttpRequest& request, Respond respond) {
     if (!checked[i]) {
       results[i] = checked[i].error().ToJson();
       results[i]["status"] = checked[i].error().http_status;
-    } else if (auto it = denied.find(checked[i]->tenant); it != denied.end()) {
+    } else if (auto it = denied.find(checked[i]->front().tenant); it != denied.end()) {
       results[i] = {{"error", "rate_limited"},
                     {"status", 429},
                     {"retry_after_ms", std::max<int64_t>(1, it->second.retry_after.count())}};
     } else {
-      slots.push_back(i);
-      valid.push_back(std::move(*checked[i]));
+      for (storage::NewDelivery& part : *checked[i]) {
+        slots.push_back(i);
+        valid.push_back(std::move(part));
+      }
     }
   }
   if (valid.empty() && !denied.empty()) {
@@ -239,22 +291,41 @@ void CreateBatch(Service& s, const HttpRequest& request, Respond respond) {
           respond(Unavailable(stored.error()));
           return;
         }
-        bool all_ok = slots.size() == results.size();
+        // Parts of one item (a split LINE multicast) are adjacent in `slots`.
+        bool all_ok = true;
+        std::vector<bool> answered(results.size(), false);
         for (size_t k = 0; k < slots.size(); ++k) {
           const auto& r = (*stored)[k];
+          json& result = results[slots[k]];
           if (!r) {
             ApiError e = FromStatus(r.error());
-            results[slots[k]] = e.ToJson();
-            results[slots[k]]["status"] = e.http_status;
-            all_ok = false;
+            result = e.ToJson();
+            result["status"] = e.http_status;
+            answered[slots[k]] = true;
             continue;
           }
-          results[slots[k]] = {{"id", r->id}, {"state", "queued"}, {"created", r->created}};
           if (r->created) {
             s.metrics().Inc("relay_egress_deliveries_accepted_total",
                             {{"tenant", valid[k].tenant}, {"platform", valid[k].platform}});
             s.loop().Notify(Queued(valid[k], r->id, now_ms));
           }
+          if (!answered[slots[k]]) {
+            answered[slots[k]] = true;
+            result = {{"id", r->id}, {"state", "queued"}, {"created", r->created}};
+            if (k + 1 < slots.size() && slots[k + 1] == slots[k]) {
+              result["ids"] = json::array();
+            }
+          } else if (result.contains("error")) {
+            continue;
+          } else if (r->created) {
+            result["created"] = true;
+          }
+          if (result.contains("ids")) {
+            result["ids"].push_back(r->id);
+          }
+        }
+        for (size_t i = 0; i < results.size(); ++i) {
+          all_ok = all_ok && answered[i] && !results[i].contains("error");
         }
         respond(JsonResponse(all_ok ? 202 : 207, {{"results", results}}));
       });

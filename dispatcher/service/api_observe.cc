@@ -79,6 +79,12 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q, Re
                 {"burst", d.view.budget.burst},
                 {"learned", d.view.budget_learned}}},
               {"remaining", d.view.remaining}};
+    if (d.view.adaptive) {
+      // Header-less 429s hold the destination below its budget (adaptive pace).
+      j["adaptive"] = {{"limit", d.view.adaptive->limit},
+                       {"scale_ms", d.view.adaptive->scale_ms},
+                       {"burst", d.view.adaptive->burst}};
+    }
     if (d.view.disabled) {
       j["disabled_reason"] = d.view.disabled_reason;
     }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "adapters/line_adapter.h"
 #include "dispatcher/scope_path.h"
 
 namespace egress::service {
@@ -142,6 +143,34 @@ tl::expected<storage::NewDelivery, ApiError> ParseDeliveryRequest(const json& bo
     d.cost = static_cast<uint32_t>(cost->get<int64_t>());
   }
   return d;
+}
+
+tl::expected<std::vector<storage::NewDelivery>, ApiError> SplitDelivery(storage::NewDelivery d) {
+  std::vector<storage::NewDelivery> out;
+  // The payload is a compact dump, so a "to" array reads `"to":[`; anything else is not a
+  // multicast and needs no parse.
+  if (d.platform != "line" || d.payload.find("\"to\":[") == std::string::npos) {
+    out.push_back(std::move(d));
+    return out;
+  }
+  Result<std::vector<std::string>> parts = adapters::SplitLineMulticast(d.payload);
+  if (!parts.has_value()) {
+    return tl::unexpected(Bad("payload.to", parts.error().message()));
+  }
+  if (parts->size() == 1) {
+    out.push_back(std::move(d));
+    return out;
+  }
+  out.reserve(parts->size());
+  for (size_t i = 0; i < parts->size(); ++i) {
+    storage::NewDelivery part = d;
+    part.payload = std::move((*parts)[i]);
+    if (!d.idempotency_key.empty()) {
+      part.idempotency_key = fmt::format("{}#{}", d.idempotency_key, i);
+    }
+    out.push_back(std::move(part));
+  }
+  return out;
 }
 
 json DeliveryToJson(const storage::Delivery& d, bool with_payload) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <tl/expected.hpp>
@@ -25,6 +26,13 @@ struct IntakeLimits {
 // serialisation.
 tl::expected<storage::NewDelivery, ApiError> ParseDeliveryRequest(const nlohmann::json& body,
                                                                   const IntakeLimits& limits);
+
+// Splits a LINE multicast over 500 recipients ("to": [ids...] in the payload) into deliveries of
+// at most 500 recipients each, in order, every other field copied; each part is its own delivery
+// (its own LINE retry key). A part's idempotency key is "<key>#<n>" (n from 0) when the request
+// had one. Any other delivery comes back alone and unchanged. 400 naming payload.to when the
+// payload cannot be split.
+tl::expected<std::vector<storage::NewDelivery>, ApiError> SplitDelivery(storage::NewDelivery d);
 
 // A destination's shape check alone; empty when fine, else the problem.
 std::string CheckDestinationShape(std::string_view platform, std::string_view destination);

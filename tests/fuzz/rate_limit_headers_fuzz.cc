@@ -4,16 +4,13 @@
 // (rate_limit_headers_fuzz_test.cc) runs the same FuzzRateLimitHeadersOnce over a few hundred
 // thousand seeded pseudo-random and mutated inputs on every build, without clang.
 //
-// The real fuzzer, from the repository root (Debian 12: clang 14 ships libFuzzer):
-//   mkdir -p build-fuzz/corpus
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. \
-//     tests/fuzz/rate_limit_headers_fuzz.cc adapters/rate_limit_headers.cc \
-//     adapters/header_list.cc adapters/header_number.cc adapters/http_date.cc \
-//     adapters/http_header.cc -o build-fuzz/rate_limit_headers_fuzz
-//   build-fuzz/rate_limit_headers_fuzz -dict=tests/fuzz/rate_limit_headers.dict \
-//     -max_total_time=60 build-fuzz/corpus
-// A crash or a broken invariant aborts and leaves the input in ./crash-<sha1>; replay it with
-//   build-fuzz/rate_limit_headers_fuzz ./crash-<sha1>
+// The real fuzzer: `./dev fuzz [seconds]` (also the last step of `./dev test`) builds this file
+// and the parser's sources with clang 14 and -fsanitize=fuzzer,address,undefined into
+// build-fuzz/, then runs it with tests/fuzz/rate_limit_headers.dict over tests/fuzz/seeds/ (the
+// table tests' header forms, in the input layout of rate_limit_headers_fuzz.h) and
+// build-fuzz/corpus/. A crash or a broken invariant aborts and leaves the input in
+// build-fuzz/crash-<sha1>; replay it with
+//   build-fuzz/rate_limit_headers_fuzz build-fuzz/crash-<sha1>
 
 #include "tests/fuzz/rate_limit_headers_fuzz.h"
 
