@@ -1,5 +1,8 @@
 #include "adapters/curl_transport.h"
 
+#include <deque>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/post.hpp>
@@ -13,7 +16,7 @@ namespace {
 
 namespace asio = boost::asio;
 
-class CurlTransport;
+struct Origin;
 
 // One pooled easy handle and everything curl points into while it runs a request. Options that
 // never change are set once when it is made; Send sets the per-request ones over the previous
@@ -33,7 +36,32 @@ struct Transfer {
   SteadyTime started;
   Status refused;  // set when the SSRF guard refused the address
   CurlMulti* multi = nullptr;
+  Origin* origin = nullptr;  // with a per-host limit
+  std::string origin_key;
+  bool queued = false;  // waiting in origin->waiting, not yet given to curl
 };
+
+// The transfers to one scheme://authority. Over HTTP/1.1 each needs a connection of its own,
+// and curl parks those over max_host_connections in a pending list: every time a transfer ends
+// it wakes one, which sets up its connection again (URL parse, cache search: ~25k instructions,
+// measured) and, when a new transfer took the free connection first, parks again. Admitting at
+// most max_host_connections per origin here, in arrival order, keeps that churn out of curl.
+// An origin seen answering over HTTP/2 multiplexes, and is not limited here (curl's own cap
+// still is).
+struct Origin {
+  size_t active = 0;  // given to curl
+  std::deque<Transfer*> waiting;
+  bool multiplexed = false;
+};
+
+// "scheme://authority" of an absolute URL (the whole text when it is not one: curl rejects it).
+std::string_view OriginOf(std::string_view url) {
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) {
+    return url;
+  }
+  return url.substr(0, url.find_first_of("/?#", scheme_end + 3));
+}
 
 size_t OnBody(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
@@ -143,7 +171,7 @@ class CurlTransport final : public HttpTransport {
 
   ~CurlTransport() override {
     for (auto& t : transfers_) {
-      if (t->live) {
+      if (t->live && !t->queued) {
         multi_.Remove(t->easy);
       }
       curl_easy_cleanup(t->easy);
@@ -157,6 +185,10 @@ class CurlTransport final : public HttpTransport {
  private:
   Transfer* Acquire();
   void Configure(Transfer& t);
+  void Start(Transfer& t);
+  void Admit(Origin& origin);
+  void Leave(Transfer& t);
+  void Fail(Transfer& t, Status status);
   void Finish(CURL* easy, int code);
   void Release(Transfer& t);
 
@@ -167,6 +199,7 @@ class CurlTransport final : public HttpTransport {
   std::vector<std::unique_ptr<Transfer>> transfers_;  // every easy handle made
   std::vector<Transfer*> idle_;                       // those not running a request
   size_t in_flight_ = 0;
+  std::unordered_map<std::string, Origin> origins_;  // those with transfers, when limited
 };
 
 // A pooled transfer, or a new one with the options every request shares.
@@ -247,15 +280,78 @@ void CurlTransport::Send(HttpRequest request, HttpCallback done) {
   t->body_cap = options_.max_response_body;
   t->started = clock_.Now();
   Configure(*t);
-  Status s = multi_.Add(t->easy);
-  if (!s.ok()) {
-    HttpCallback cb = std::move(t->done);
-    Release(*t);
-    asio::post(io_, [cb = std::move(cb), s] { cb(s); });
-    return;
-  }
   t->live = true;
   ++in_flight_;
+  const long limit = options_.max_host_connections;
+  if (limit > 0) {
+    t->origin_key.assign(OriginOf(t->request.url));
+    Origin& origin = origins_[t->origin_key];
+    t->origin = &origin;
+    if (!origin.multiplexed && origin.active >= static_cast<size_t>(limit)) {
+      t->queued = true;
+      origin.waiting.push_back(t);
+      return;
+    }
+    ++origin.active;
+  }
+  Start(*t);
+}
+
+// Gives `t` to curl; on failure completes it with the error (its origin slot is freed, and
+// whoever admits next uses it).
+void CurlTransport::Start(Transfer& t) {
+  t.queued = false;
+  if (Status s = multi_.Add(t.easy); !s.ok()) {
+    if (t.origin != nullptr) {
+      --t.origin->active;
+    }
+    Fail(t, std::move(s));
+  }
+}
+
+// Starts waiting transfers while the origin has room. A transfer's timeout counts from Send, as
+// it would have in curl's pending list: what is left of it goes to curl.
+void CurlTransport::Admit(Origin& origin) {
+  const auto limit = static_cast<size_t>(options_.max_host_connections);
+  while (!origin.waiting.empty() && (origin.multiplexed || origin.active < limit)) {
+    Transfer* t = origin.waiting.front();
+    origin.waiting.pop_front();
+    const auto waited = std::chrono::duration_cast<Millis>(clock_.Now() - t->started);
+    const Millis left = t->request.timeout - waited;
+    if (left <= Millis(0)) {
+      t->queued = false;
+      Fail(*t, Status::TimedOut(fmt::format("{} {}: timed out after {} ms waiting for a connection",
+                                            t->request.method, t->request.url, waited.count())));
+      continue;
+    }
+    curl_easy_setopt(t->easy, CURLOPT_TIMEOUT_MS, static_cast<long>(left.count()));
+    ++origin.active;
+    Start(*t);
+  }
+}
+
+// `t` (given to curl) is done with its origin: the next waiting transfer may start.
+void CurlTransport::Leave(Transfer& t) {
+  Origin* origin = t.origin;
+  if (origin == nullptr) {
+    return;
+  }
+  t.origin = nullptr;
+  --origin->active;
+  Admit(*origin);
+  if (origin->active == 0 && origin->waiting.empty()) {
+    origins_.erase(t.origin_key);
+  }
+}
+
+// Completes `t`, which curl does not hold, with `status` (posted).
+void CurlTransport::Fail(Transfer& t, Status status) {
+  t.live = false;
+  --in_flight_;
+  t.origin = nullptr;
+  HttpCallback cb = std::move(t.done);
+  Release(t);
+  asio::post(io_, [cb = std::move(cb), status = std::move(status)] { cb(status); });
 }
 
 void CurlTransport::Finish(CURL* easy, int code) {
@@ -276,10 +372,16 @@ void CurlTransport::Finish(CURL* easy, int code) {
     curl_easy_getinfo(easy, CURLINFO_PRIMARY_IP, &ip);
     t->response.status = static_cast<int>(status);
     t->response.remote_ip = ip != nullptr ? ip : "";
+    long version = 0;
+    curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version);
+    if (t->origin != nullptr && version >= CURL_HTTP_VERSION_2_0) {
+      t->origin->multiplexed = true;
+    }
     result = std::move(t->response);
   } else {
     result = FromCurl(static_cast<CURLcode>(code), *t);
   }
+  Leave(*t);
   HttpCallback done = std::move(t->done);
   Release(*t);
   done(std::move(result));
@@ -290,7 +392,11 @@ void CurlTransport::CancelAll() {
     if (!t->live) {
       continue;
     }
-    multi_.Remove(t->easy);
+    if (!t->queued) {
+      multi_.Remove(t->easy);
+    }
+    t->queued = false;
+    t->origin = nullptr;
     t->live = false;
     --in_flight_;
     HttpCallback cb = std::move(t->done);
@@ -299,6 +405,7 @@ void CurlTransport::CancelAll() {
     Release(*t);
     asio::post(io_, [cb = std::move(cb), s = std::move(s)] { cb(s); });
   }
+  origins_.clear();  // nothing active or waiting any more
 }
 
 void CurlTransport::Release(Transfer& t) {

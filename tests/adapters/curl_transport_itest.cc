@@ -150,6 +150,37 @@ TEST_F(CurlTransportTest, PerHostConnectionCapHolds) {
   EXPECT_LE(server.connections_accepted(), 2);
 }
 
+// Verifies requests waiting for one of a host's connections: they keep their own timeout
+// (counted from Send), and CancelAll completes them too.
+TEST_F(CurlTransportTest, RequestsWaitingForAConnectionTimeOutAndCancel) {
+  transport_ = NewCurlTransport(io_, clock_, TransportOptions{.max_host_connections = 1});
+  Server hang([](const Server::Request&) { return std::optional<Server::Response>(); });
+  auto timed = SendAll({{.url = hang.Url("/a"), .timeout = Millis(200)},
+                        {.url = hang.Url("/b"), .timeout = Millis(200)},
+                        {.url = hang.Url("/c"), .timeout = Millis(5'000)}});
+  EXPECT_EQ(timed[0].error().code(), Status::Code::kTimedOut) << timed[0].error().ToString();
+  EXPECT_EQ(timed[1].error().code(), Status::Code::kTimedOut) << timed[1].error().ToString();
+  EXPECT_EQ(timed[2].error().code(), Status::Code::kTimedOut) << timed[2].error().ToString();
+  std::vector<Status> seen;
+  for (int i = 0; i < 3; ++i) {
+    transport_->Send({.url = hang.Url("/slow")}, [&](Result<HttpResponse> r) {
+      seen.push_back(r.status());
+      if (seen.size() == 3) {
+        io_.stop();
+      }
+    });
+  }
+  EXPECT_EQ(transport_->InFlight(), 3u);  // one on the connection, two waiting
+  transport_->CancelAll();
+  EXPECT_EQ(transport_->InFlight(), 0u);
+  io_.restart();
+  io_.run();
+  ASSERT_EQ(seen.size(), 3u);
+  for (const Status& s : seen) {
+    EXPECT_EQ(s.code(), Status::Code::kCancelled) << s.ToString();
+  }
+}
+
 // Verifies that timeouts fire at their own deadline whichever order they were set in: a short
 // one after a long one (the timer moves earlier), and a short one among requests that keep
 // completing and starting (curl's next deadline keeps moving later).
