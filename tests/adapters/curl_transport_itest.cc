@@ -95,6 +95,18 @@ TEST_F(CurlTransportTest, ManyConcurrentRequestsComplete) {
   EXPECT_LE(server.connections_accepted(), 16);
 }
 
+// Verifies the User-Agent: the configured one by default, the request's own when it has one.
+TEST_F(CurlTransportTest, SendsUserAgent) {
+  Server server([](const Server::Request& r) {
+    return Server::Response{200, {}, r.Header("User-Agent")};
+  });
+  EXPECT_EQ(SendOne({.url = server.Url("/")})->body, TransportOptions{}.user_agent);
+  EXPECT_EQ(SendOne({.url = server.Url("/"), .headers = {{"user-agent", "mine/1"}}})->body,
+            "mine/1");
+  EXPECT_EQ(SendOne({.method = "GET", .url = server.Url("/")})->body,
+            TransportOptions{}.user_agent);
+}
+
 // Verifies that a pooled easy handle carries nothing over from its previous request: method,
 // body and headers are each request's own.
 TEST_F(CurlTransportTest, ReusedHandleForgetsPreviousRequest) {
