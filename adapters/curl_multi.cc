@@ -1,5 +1,7 @@
 #include "adapters/curl_multi.h"
 
+#include <unistd.h>
+
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <curl/curl.h>
@@ -10,20 +12,29 @@ namespace egress::adapters {
 
 namespace asio = boost::asio;
 
-// One socket curl asked us to watch. Wait handlers hold a shared_ptr to it; `dead` tells them
-// curl has dropped the socket (or the multi is gone) and they must not call back.
+// One socket curl asked us to watch, or an adopted connection socket. Wait handlers hold a
+// shared_ptr to it; `dead` tells them the socket is gone (or the multi is) and they must not
+// call back.
 struct CurlMulti::Socket {
-  Socket(asio::io_context& io, int fd) : fd(fd), descriptor(io, fd) {}
+  Socket(asio::io_context& io, int fd, bool adopted)
+      : fd(fd), descriptor(io, fd), adopted(adopted) {}
   int fd;
   asio::posix::stream_descriptor descriptor;
-  int wanted = 0;  // CURL_POLL_IN / CURL_POLL_OUT bits
+  bool adopted;       // closed through OnCloseSocket, so it may stay registered while idle
+  int wanted = 0;     // CURL_POLL_IN / CURL_POLL_OUT bits
+  bool idle = false;  // curl said CURL_POLL_REMOVE and has not asked for it since
   bool read_armed = false;
   bool write_armed = false;
   bool dead = false;
 };
 
-CurlMulti::CurlMulti(asio::io_context& io, const Limits& limits)
-    : io_(io), multi_(curl_multi_init()), timer_(io), alive_(std::make_shared<bool>(true)) {
+CurlMulti::CurlMulti(asio::io_context& io, const Clock& clock, const Limits& limits, Done done)
+    : io_(io),
+      clock_(clock),
+      multi_(curl_multi_init()),
+      done_(std::move(done)),
+      alive_(std::make_shared<bool>(true)),
+      timer_(io) {
   EGRESS_CHECK(multi_ != nullptr);
   curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &CurlMulti::OnSocket);
   curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
@@ -36,13 +47,11 @@ CurlMulti::CurlMulti(asio::io_context& io, const Limits& limits)
 }
 
 CurlMulti::~CurlMulti() {
+  // curl_multi_cleanup must not find easy handles still added (curl's documented order).
+  EGRESS_CHECK(running_ == 0);
   *alive_ = false;
   timer_.cancel();
-  for (auto& [easy, done] : transfers_) {
-    curl_multi_remove_handle(multi_, easy);
-  }
-  transfers_.clear();
-  // Cleanup closes cached connections, telling OnSocket to forget their sockets.
+  // Cleanup closes cached connections, through OnCloseSocket for the adopted sockets.
   curl_multi_cleanup(multi_);
   for (auto& [fd, sock] : sockets_) {
     sock->dead = true;
@@ -50,70 +59,147 @@ CurlMulti::~CurlMulti() {
   }
 }
 
-Status CurlMulti::Add(void* easy, Done done) {
+void CurlMulti::ConfigureEasy(void* easy) {
+  curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, &CurlMulti::OnCloseSocket);
+  curl_easy_setopt(easy, CURLOPT_CLOSESOCKETDATA, this);
+}
+
+Status CurlMulti::Add(void* easy) {
   CURLMcode rc = curl_multi_add_handle(multi_, easy);
   if (rc != CURLM_OK) {
     return Status::Unavailable(std::string("curl_multi_add_handle: ") + curl_multi_strerror(rc));
   }
-  transfers_.emplace(easy, std::move(done));
+  ++running_;
   return Status::Ok();
 }
 
 void CurlMulti::Remove(void* easy) {
-  if (transfers_.erase(easy) > 0) {
-    curl_multi_remove_handle(multi_, easy);
+  for (auto& [finished, code] : finished_) {
+    if (finished == easy) {
+      finished = nullptr;  // already out of the multi handle; drop its completion
+      return;
+    }
   }
+  curl_multi_remove_handle(multi_, easy);
+  --running_;
 }
 
-int CurlMulti::OnSocket(void* /*easy*/, int fd, int what, void* self_ptr, void* socketp) {
+void CurlMulti::Adopt(int fd) {
+  Forget(fd);  // a stale entry would watch the wrong file
+  NewSocket(fd, /*adopted=*/true);
+}
+
+std::shared_ptr<CurlMulti::Socket> CurlMulti::NewSocket(int fd, bool adopted) {
+  auto sock = std::make_shared<Socket>(io_, fd, adopted);
+  sockets_[fd] = sock;
+  return sock;
+}
+
+void CurlMulti::Forget(int fd) {
+  auto it = sockets_.find(fd);
+  if (it == sockets_.end()) {
+    return;
+  }
+  it->second->dead = true;
+  it->second->descriptor.release();  // deregisters; curl (or OnCloseSocket) closes the fd
+  sockets_.erase(it);
+}
+
+int CurlMulti::OnSocket(void* /*easy*/, int fd, int what, void* self_ptr, void* /*socketp*/) {
   auto* self = static_cast<CurlMulti*>(self_ptr);
+  auto it = self->sockets_.find(fd);
   if (what == CURL_POLL_REMOVE) {
-    if (auto it = self->sockets_.find(fd); it != self->sockets_.end()) {
-      it->second->dead = true;
-      it->second->descriptor.release();  // curl owns the fd and closes it
-      self->sockets_.erase(it);
+    if (it == self->sockets_.end()) {
+      return 0;
     }
-    curl_multi_assign(self->multi_, fd, nullptr);
+    if (it->second->adopted) {
+      it->second->wanted = 0;  // an idle keep-alive connection: stay registered
+      it->second->idle = true;
+    } else {
+      self->Forget(fd);  // curl closes it without telling us
+    }
     return 0;
   }
-  std::shared_ptr<Socket> sock;
-  if (socketp != nullptr) {
-    sock = self->sockets_.at(fd);
-  } else {
-    sock = std::make_shared<Socket>(self->io_, fd);
-    self->sockets_[fd] = sock;
-    curl_multi_assign(self->multi_, fd, sock.get());
+  std::shared_ptr<Socket> sock =
+      it != self->sockets_.end() ? it->second : self->NewSocket(fd, /*adopted=*/false);
+  if (sock->idle && (what & CURL_POLL_OUT) != 0) {
+    // The reactor is edge-triggered: writability that arrived while nobody waited is not
+    // reported again. Register afresh, which reports the current state. (Readability while
+    // idle needs no such care: curl polls an idle connection before reusing it and drops it
+    // when it is readable.)
+    self->Forget(fd);
+    sock = self->NewSocket(fd, /*adopted=*/true);
   }
+  sock->idle = false;
   sock->wanted = what;
   self->Watch(sock);
   return 0;
 }
 
+int CurlMulti::OnCloseSocket(void* self_ptr, int fd) {
+  static_cast<CurlMulti*>(self_ptr)->Forget(fd);
+  return close(fd);
+}
+
 int CurlMulti::OnTimer(void* /*multi*/, long timeout_ms, void* self_ptr) {
   auto* self = static_cast<CurlMulti*>(self_ptr);
+  ++self->timer_calls_;
   if (timeout_ms < 0) {
-    self->timer_.cancel();
+    self->due_.reset();  // a pending wait fires and finds nothing due
     return 0;
   }
-  // Even a 0 ms timeout goes through the loop: no libcurl call inside a libcurl callback. A
-  // post is enough for it, and avoids re-arming the timer (a timerfd syscall) per request.
   if (timeout_ms == 0) {
-    self->timer_.cancel();
-    asio::post(self->io_, [self, alive = self->alive_] {
-      if (*alive) {
-        self->Action(CURL_SOCKET_TIMEOUT, 0);
-      }
-    });
+    // Even a 0 ms timeout goes through the loop: no libcurl call inside a libcurl callback.
+    self->due_.reset();
+    self->PostTimeout();
     return 0;
   }
-  self->timer_.expires_after(std::chrono::milliseconds(timeout_ms));
-  self->timer_.async_wait([self, alive = self->alive_](const boost::system::error_code& ec) {
+  const SteadyTime now = self->clock_.Now();
+  self->due_ = now + std::chrono::milliseconds(timeout_ms);
+  if (!self->armed_.has_value() || *self->due_ < *self->armed_) {
+    self->ArmTimer(now);
+  }
+  return 0;
+}
+
+void CurlMulti::ArmTimer(SteadyTime now) {
+  armed_ = *due_;
+  timer_.expires_after(*due_ - now);
+  timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
     if (ec || !*alive) {
+      return;  // re-armed (aborted), or the multi is gone
+    }
+    armed_.reset();
+    if (!due_.has_value()) {
       return;
     }
-    self->Action(CURL_SOCKET_TIMEOUT, 0);
+    if (const SteadyTime t = clock_.Now(); *due_ > t) {
+      ArmTimer(t);  // fired for an earlier timeout that has since gone
+      return;
+    }
+    const uint64_t calls = timer_calls_;
+    Action(CURL_SOCKET_TIMEOUT, 0);
+    if (*alive && timer_calls_ == calls && due_.has_value()) {
+      // curl found nothing due yet (it counts whole milliseconds) and will not call OnTimer
+      // again for the same timeout: look again shortly.
+      const SteadyTime t = clock_.Now();
+      due_ = t + std::chrono::milliseconds(1);
+      ArmTimer(t);
+    }
   });
-  return 0;
+}
+
+void CurlMulti::PostTimeout() {
+  if (timeout_posted_) {
+    return;  // one socket_action runs every timeout that is due
+  }
+  timeout_posted_ = true;
+  asio::post(io_, [this, alive = alive_] {
+    if (*alive) {
+      timeout_posted_ = false;
+      Action(CURL_SOCKET_TIMEOUT, 0);
+    }
+  });
 }
 
 void CurlMulti::Watch(const std::shared_ptr<Socket>& sock) {
@@ -121,9 +207,13 @@ void CurlMulti::Watch(const std::shared_ptr<Socket>& sock) {
   auto arm = [this, &sock](bool& armed, Wait type, int flag) {
     armed = true;
     sock->descriptor.async_wait(type, [this, sock, flag](const boost::system::error_code& ec) {
-      (flag == CURL_CSELECT_IN ? sock->read_armed : sock->write_armed) = false;
+      const bool read = flag == CURL_CSELECT_IN;
+      (read ? sock->read_armed : sock->write_armed) = false;
       if (sock->dead) {
-        return;  // curl dropped the socket, or the multi is gone
+        return;  // the socket was closed, or the multi is gone
+      }
+      if ((sock->wanted & (read ? CURL_POLL_IN : CURL_POLL_OUT)) == 0) {
+        return;  // idle, or curl no longer waits for this direction
       }
       Action(sock->fd, ec ? CURL_CSELECT_ERR : flag);
     });
@@ -157,14 +247,36 @@ void CurlMulti::Drain() {
     void* easy = msg->easy_handle;
     const int code = msg->data.result;
     curl_multi_remove_handle(multi_, easy);  // msg is invalid from here on
-    auto it = transfers_.find(easy);
-    if (it == transfers_.end()) {
+    --running_;
+    finished_.emplace_back(easy, code);
+  }
+  if (!finished_.empty() && !complete_posted_) {
+    complete_posted_ = true;
+    asio::post(io_, [this, alive = alive_] {
+      if (*alive) {
+        Complete();
+      }
+    });
+  }
+}
+
+void CurlMulti::Complete() {
+  complete_posted_ = false;
+  auto alive = alive_;
+  // Callbacks may Add (curl calls nothing back then) or Remove (which clears an entry), but
+  // run no socket_action, so finished_ does not grow meanwhile.
+  for (size_t i = 0; i < finished_.size(); ++i) {
+    auto [easy, code] = finished_[i];
+    if (easy == nullptr) {
       continue;
     }
-    Done done = std::move(it->second);
-    transfers_.erase(it);
-    asio::post(io_, [done = std::move(done), code] { done(code); });
+    finished_[i].first = nullptr;
+    done_(easy, code);
+    if (!*alive) {
+      return;
+    }
   }
+  finished_.clear();
 }
 
 }  // namespace egress::adapters

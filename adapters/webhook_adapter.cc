@@ -5,6 +5,7 @@
 
 #include "adapters/attempt_reports.h"
 #include "adapters/json_body.h"
+#include "adapters/json_text.h"
 #include "adapters/url_parts.h"
 #include "adapters/webhook_signature.h"
 
@@ -42,7 +43,7 @@ Result<HttpRequest> WebhookAdapter::BuildRequest(const storage::Delivery& delive
     return Status::InvalidArgument("webhook destination '" + Printable(delivery.destination, 64) +
                                    "' is not an http(s) URL");
   }
-  if (!nlohmann::json::accept(delivery.payload)) {
+  if (!IsJsonText(delivery.payload)) {
     return Status::InvalidArgument("webhook payload is not JSON");
   }
   Result<std::vector<WebhookKey>> keys = KeysOf(credential);

@@ -1,6 +1,10 @@
 // CurlTransport against a real HTTP server on 127.0.0.1.
 
 #include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
@@ -89,6 +93,145 @@ TEST_F(CurlTransportTest, ManyConcurrentRequestsComplete) {
     EXPECT_EQ(results[i]->body, std::to_string(i));
   }
   EXPECT_LE(server.connections_accepted(), 16);
+}
+
+// Verifies the User-Agent: the configured one by default, the request's own when it has one.
+TEST_F(CurlTransportTest, SendsUserAgent) {
+  Server server([](const Server::Request& r) {
+    return Server::Response{200, {}, r.Header("User-Agent")};
+  });
+  EXPECT_EQ(SendOne({.url = server.Url("/")})->body, TransportOptions{}.user_agent);
+  EXPECT_EQ(SendOne({.url = server.Url("/"), .headers = {{"user-agent", "mine/1"}}})->body,
+            "mine/1");
+  EXPECT_EQ(SendOne({.method = "GET", .url = server.Url("/")})->body,
+            TransportOptions{}.user_agent);
+}
+
+// Verifies that a pooled easy handle carries nothing over from its previous request: method,
+// body and headers are each request's own.
+TEST_F(CurlTransportTest, ReusedHandleForgetsPreviousRequest) {
+  Server server([](const Server::Request& r) {
+    return Server::Response{200, {}, r.method + " [" + r.body + "] x=" + r.Header("X-A")};
+  });
+  EXPECT_EQ(SendOne({.url = server.Url("/"), .headers = {{"X-A", "1"}}, .body = "one"})->body,
+            "POST [one] x=1");
+  EXPECT_EQ(SendOne({.method = "GET", .url = server.Url("/")})->body, "GET [] x=");
+  EXPECT_EQ(SendOne({.method = "DELETE", .url = server.Url("/")})->body, "DELETE [] x=");
+  EXPECT_EQ(SendOne({.method = "PUT", .url = server.Url("/"), .body = "two"})->body,
+            "PUT [two] x=");
+  EXPECT_EQ(SendOne({.url = server.Url("/")})->body, "POST [] x=");
+  EXPECT_EQ(server.connections_accepted(), 1);
+}
+
+// Verifies that connections the server closes are replaced, with requests in flight on others:
+// the sockets of closed connections are forgotten, and new ones (often under the same
+// descriptor number) are watched afresh.
+TEST_F(CurlTransportTest, ServerClosedConnectionsAreReplaced) {
+  Server server([](const Server::Request& r) {
+    Server::Response res{200, {}, r.body};
+    if (std::stoi(r.body) % 3 == 0) {
+      res.headers.emplace_back("Connection", "close");
+    }
+    return res;
+  });
+  for (int round = 0; round < 3; ++round) {
+    std::vector<HttpRequest> reqs;
+    for (int i = 0; i < 40; ++i) {
+      reqs.push_back({.url = server.Url("/hook"), .body = std::to_string(i)});
+    }
+    auto results = SendAll(std::move(reqs));
+    for (int i = 0; i < 40; ++i) {
+      ASSERT_TRUE(results[i].has_value()) << results[i].error().ToString();
+      EXPECT_EQ(results[i]->body, std::to_string(i));
+    }
+  }
+  EXPECT_EQ(transport_->InFlight(), 0u);
+}
+
+// Verifies the per-host connection cap with a small limit and many more requests than it.
+TEST_F(CurlTransportTest, PerHostConnectionCapHolds) {
+  transport_ = NewCurlTransport(io_, clock_, TransportOptions{.max_host_connections = 2});
+  Server server([](const Server::Request& r) { return Server::Response{200, {}, r.body}; });
+  std::vector<HttpRequest> reqs;
+  for (int i = 0; i < 50; ++i) {
+    reqs.push_back({.url = server.Url("/hook"), .body = std::to_string(i)});
+  }
+  for (auto& r : SendAll(std::move(reqs))) {
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  }
+  EXPECT_LE(server.connections_accepted(), 2);
+}
+
+// Verifies requests waiting for one of a host's connections: they keep their own timeout
+// (counted from Send), and CancelAll completes them too.
+TEST_F(CurlTransportTest, RequestsWaitingForAConnectionTimeOutAndCancel) {
+  transport_ = NewCurlTransport(io_, clock_, TransportOptions{.max_host_connections = 1});
+  Server hang([](const Server::Request&) { return std::optional<Server::Response>(); });
+  auto timed = SendAll({{.url = hang.Url("/a"), .timeout = Millis(200)},
+                        {.url = hang.Url("/b"), .timeout = Millis(200)},
+                        {.url = hang.Url("/c"), .timeout = Millis(5'000)}});
+  EXPECT_EQ(timed[0].error().code(), Status::Code::kTimedOut) << timed[0].error().ToString();
+  EXPECT_EQ(timed[1].error().code(), Status::Code::kTimedOut) << timed[1].error().ToString();
+  EXPECT_EQ(timed[2].error().code(), Status::Code::kTimedOut) << timed[2].error().ToString();
+  std::vector<Status> seen;
+  for (int i = 0; i < 3; ++i) {
+    transport_->Send({.url = hang.Url("/slow")}, [&](Result<HttpResponse> r) {
+      seen.push_back(r.status());
+      if (seen.size() == 3) {
+        io_.stop();
+      }
+    });
+  }
+  EXPECT_EQ(transport_->InFlight(), 3u);  // one on the connection, two waiting
+  transport_->CancelAll();
+  EXPECT_EQ(transport_->InFlight(), 0u);
+  io_.restart();
+  io_.run();
+  ASSERT_EQ(seen.size(), 3u);
+  for (const Status& s : seen) {
+    EXPECT_EQ(s.code(), Status::Code::kCancelled) << s.ToString();
+  }
+}
+
+// Verifies that timeouts fire at their own deadline whichever order they were set in: a short
+// one after a long one (the timer moves earlier), and a short one among requests that keep
+// completing and starting (curl's next deadline keeps moving later).
+TEST_F(CurlTransportTest, TimeoutsFireInAnyOrder) {
+  Server hang([](const Server::Request&) { return std::optional<Server::Response>(); });
+  Server fast([](const Server::Request&) { return Server::Response{200, {}, "ok"}; });
+  const SteadyTime start = clock_.Now();
+  std::optional<Status> long_one, short_one;
+  int fast_done = 0;
+  transport_->Send({.url = hang.Url("/long"), .timeout = Millis(60'000)},
+                   [&](Result<HttpResponse> r) { long_one = r.status(); });
+  transport_->Send({.url = hang.Url("/short"), .timeout = Millis(300)},
+                   [&](Result<HttpResponse> r) {
+                     short_one = r.status();
+                     io_.stop();
+                   });
+  std::function<void()> next = [&] {
+    transport_->Send({.url = fast.Url("/")}, [&](Result<HttpResponse> r) {
+      if (!r.has_value()) {  // the last one, cancelled below
+        EXPECT_EQ(r.error().code(), Status::Code::kCancelled) << r.error().ToString();
+        return;
+      }
+      ++fast_done;
+      if (!short_one) {
+        next();
+      }
+    });
+  };
+  next();
+  io_.run();
+  ASSERT_TRUE(short_one.has_value());
+  EXPECT_EQ(short_one->code(), Status::Code::kTimedOut) << short_one->ToString();
+  EXPECT_FALSE(long_one.has_value());
+  EXPECT_GT(fast_done, 0);
+  EXPECT_LT(clock_.Now() - start, std::chrono::seconds(10));  // not the 60 s one's deadline
+  transport_->CancelAll();
+  io_.restart();
+  io_.poll();
+  EXPECT_EQ(long_one->code(), Status::Code::kCancelled);
 }
 
 // Verifies that a response body over the cap is cut and flagged.

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "adapters/base64.h"
 
@@ -44,6 +46,31 @@ TEST(WebhookSignatureTest, MatchesSpecTestVector) {
   EXPECT_EQ(headers->id, kSpecId);
   EXPECT_EQ(headers->timestamp, "1614265330");
   EXPECT_EQ(headers->signature, kSpecSignature);
+}
+
+// Verifies the HMAC against OpenSSL's one-shot HMAC() for keys shorter than, equal to and longer
+// than SHA-256's 64-byte block (a longer key is hashed first, RFC 2104), negative timestamps
+// and an empty body included.
+TEST(WebhookSignatureTest, MatchesOpenSslHmacForEveryKeySize) {
+  for (size_t key_size : {1, 24, 32, 63, 64, 65, 131}) {
+    for (int64_t timestamp : {int64_t{0}, kSpecTimestamp, int64_t{-5}}) {
+      for (std::string_view body : {std::string_view(), kSpecBody}) {
+        WebhookKey key{std::string(key_size, '\xaa')};
+        key.bytes[0] = static_cast<char>(key_size);
+        const std::string message =
+            std::string(kSpecId) + "." + std::to_string(timestamp) + "." + std::string(body);
+        unsigned char digest[EVP_MAX_MD_SIZE];
+        unsigned int digest_len = 0;
+        HMAC(EVP_sha256(), key.bytes.data(), static_cast<int>(key.bytes.size()),
+             reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest,
+             &digest_len);
+        const std::string expected =
+            "v1," + Base64Encode(std::string(reinterpret_cast<char*>(digest), digest_len));
+        EXPECT_EQ(WebhookSignatureEntry(key, kSpecId, timestamp, body), expected)
+            << "key " << key_size << " bytes, timestamp " << timestamp;
+      }
+    }
+  }
 }
 
 // Verifies that bad secrets are InvalidArgument with a message naming the problem.

@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
@@ -103,14 +104,19 @@ void LoopbackHttpServer::Serve(int fd, int connection) {
       break;
     }
     http::response<http::string_body> res{static_cast<http::status>(out->status), 11};
+    bool keep_alive = req.keep_alive();
     for (const auto& [n, v] : out->headers) {
-      res.set(n, v);
+      if (boost::beast::iequals(n, "connection") && boost::beast::iequals(v, "close")) {
+        keep_alive = false;
+      } else {
+        res.set(n, v);
+      }
     }
     res.body() = std::move(out->body);
-    res.keep_alive(req.keep_alive());
+    res.keep_alive(keep_alive);
     res.prepare_payload();
     http::write(sock, res, ec);
-    if (ec || !req.keep_alive()) {
+    if (ec || !keep_alive) {
       break;
     }
   }

@@ -27,6 +27,7 @@ class LoopbackHttpServer {
   };
   struct Response {
     int status = 200;
+    // A "Connection: close" header closes the connection after this response.
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;
   };
