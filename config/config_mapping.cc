@@ -12,6 +12,7 @@ dispatcher::SchedulerOptions ToSchedulerOptions(const Config& config) {
     options.max_in_flight_per_destination[i] = platform.max_in_flight_per_destination;
     options.max_in_flight_per_platform[i] = platform.max_in_flight_per_platform;
   }
+  options.pacing_margin = static_cast<double>(config.server.pacing_margin_percent) / 100.0;
   return options;
 }
 

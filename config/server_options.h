@@ -23,6 +23,9 @@ struct ServerOptions {
   size_t batch_max_items = 1000;
   // Undelivered deliveries a tenant may hold before intake answers 429. Default: 100000.
   uint64_t tenant_backlog_watermark = 100'000;
+  // Every budget is paced this many percent under its limit, so network jitter cannot land a
+  // send on the wrong side of a platform's own meter. 0 to 50. Default: 5.
+  int64_t pacing_margin_percent = 5;
   // The event log on stderr: "text" or "json" (one object per line). Default: "text".
   LogFormat log_format = LogFormat::kText;
   // "debug", "info", "warn" or "error". Default: "info".

@@ -13,7 +13,7 @@ constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
   Status status = server.CheckKeys({"listen", "data_dir", "admin_token", "max_payload_bytes",
                                     "batch_max_items", "tenant_backlog_watermark", "log_format",
-                                    "log_level"});
+                                    "log_level", "pacing_margin_percent"});
   if (!status.ok()) {
     return status;
   }
@@ -52,6 +52,10 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
   out.max_payload_bytes = static_cast<size_t>(payload);
   out.batch_max_items = static_cast<size_t>(batch);
   out.tenant_backlog_watermark = static_cast<uint64_t>(watermark);
+  if (status = server.ReadInt("pacing_margin_percent", 0, 50, out.pacing_margin_percent);
+      !status.ok()) {
+    return status;
+  }
   std::string format, level;
   if (status = server.ReadString("log_format", format); !status.ok()) {
     return status;

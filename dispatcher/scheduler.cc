@@ -23,7 +23,9 @@ uint32_t OrderingHash(const std::string& key) {
 
 Scheduler::Scheduler(const Clock& clock, BudgetStore& store, Random& random,
                      SchedulerOptions options)
-    : clock_(clock), store_(store), random_(random), options_(std::move(options)) {}
+    : clock_(clock), store_(store), random_(random), options_(std::move(options)) {
+  scopes_.set_margin(std::clamp(options_.pacing_margin, 0.0, 0.5));
+}
 
 Result<Scheduler::Dest*> Scheduler::Find(DestinationId id) {
   if (id.value >= dests_.size() || !dests_[id.value].live) {

@@ -45,6 +45,11 @@ struct SchedulerOptions {
   int64_t quantum = 1;
   // Added to every remaining == 0 reset wait (discord.js offset). Default: 50 ms.
   Millis reset_offset{50};
+  // Every meter paces this fraction under its budget (the emission interval grows by it), so
+  // jitter on the way cannot land a send on the wrong side of a platform's own meter. Budgets
+  // shown and learned stay as they are. 0 to 0.5. Default: 0 (the service configures it:
+  // server.pacing_margin).
+  double pacing_margin = 0;
   // The wait after the budget store fails. Default: 1 s.
   Millis store_retry{1000};
   // Retry policy per platform profile.

@@ -65,7 +65,9 @@ uint32_t ScopeTable::Intern(const Budget& budget) {
       index = free_budgets_.back();
       free_budgets_.pop_back();
     }
-    budgets_[index] = BudgetEntry{budget, GcraParams::FromBudget(budget), 0};
+    GcraParams params = GcraParams::FromBudget(budget);
+    params.interval_ns += static_cast<int64_t>(static_cast<double>(params.interval_ns) * margin_);
+    budgets_[index] = BudgetEntry{budget, params, 0};
     it->second = index;
   }
   ++budgets_[it->second].refs;

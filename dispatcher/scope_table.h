@@ -50,6 +50,10 @@ class ScopeTable {
   BudgetName name(uint32_t index) const { return static_cast<BudgetName>(slots_[index].name); }
   bool learned(uint32_t index) const { return slots_[index].learned != 0; }
 
+  // Paces every budget interned from now on this fraction slower (see
+  // SchedulerOptions::pacing_margin). Call before the first Acquire.
+  void set_margin(double margin) { margin_ = margin; }
+
   // Keys in use.
   size_t size() const { return count_; }
   // One past the highest slot index ever used; free slots have refs == 0.
@@ -79,6 +83,7 @@ class ScopeTable {
   std::vector<BudgetEntry> budgets_;
   std::vector<uint32_t> free_budgets_;
   std::unordered_map<Budget, uint32_t, BudgetHash> budget_index_;
+  double margin_ = 0;
 };
 
 }  // namespace egress::dispatcher

@@ -61,5 +61,15 @@ TEST(ScopeTableTest, SetBudgetChangesOneSlot) {
   EXPECT_EQ(table.name(b), BudgetName::kDiscordRoute);
 }
 
+// Verifies the pacing margin: meters run that fraction slower, budgets read as configured.
+TEST(ScopeTableTest, MarginSlowsTheMeterNotTheBudget) {
+  ScopeTable table;
+  table.set_margin(0.05);
+  const uint32_t a = table.Acquire(1, BudgetName::kSlackChannel, 0, {1, 1000, 3});
+  EXPECT_EQ(table.budget(a), (Budget{1, 1000, 3}));
+  EXPECT_EQ(table.params(a).interval_ns, 1'050'000'000);
+  EXPECT_EQ(table.params(a).depth, GcraParams::FromBudget({1, 1000, 3}).depth);
+}
+
 }  // namespace
 }  // namespace egress::dispatcher
