@@ -55,8 +55,8 @@ class Tmux {
   // The screen of the session's pane, polled until `done` holds or the deadline passes.
   std::string WaitForScreen(const std::function<bool(const std::string&)>& done) {
     std::string screen;
-    const auto deadline = std::chrono::steady_clock::now() + kDeadline;
-    while (std::chrono::steady_clock::now() < deadline) {
+    for (auto waited = std::chrono::milliseconds(0); waited < kDeadline;
+         waited += std::chrono::milliseconds(100)) {
       screen = Run({"capture-pane", "-p", "-t", "top"}).out;
       if (done(screen)) {
         return screen;
@@ -86,8 +86,8 @@ class CliTopTest : public CliServiceTest {
   // The exit code top wrote, polled until the deadline ("" when it never exited).
   std::string WaitForExit() {
     std::string rc;
-    const auto deadline = std::chrono::steady_clock::now() + kDeadline;
-    while (rc.empty() && std::chrono::steady_clock::now() < deadline) {
+    for (auto waited = std::chrono::milliseconds(0); rc.empty() && waited < kDeadline;
+         waited += std::chrono::milliseconds(100)) {
       std::ifstream(rc_file_) >> rc;
       if (rc.empty()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
