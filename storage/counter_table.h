@@ -25,7 +25,8 @@ class CounterDeltas {
 
 // The store's exact counters (per state, per tenant backlog, per destination and state), kept
 // in memory beside their durable copy in the meta column family. Loaded once on open; every
-// committed write applies its deltas. Reads never touch RocksDB, so they do not pay for the
+// committed write applies its deltas, and the store's in-memory leases apply theirs here only
+// (so the table counts what readers see; the durable copy counts what the disk holds). Reads never touch RocksDB, so they do not pay for the
 // merge operands a hot counter piles up in the memtable. Thread-safe.
 class CounterTable {
  public:

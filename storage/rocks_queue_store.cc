@@ -193,6 +193,7 @@ Status RocksQueueStore::Close() {
     return Status::Ok();
   }
   closed_ = true;
+  leases_.Clear();  // in memory only: a lease ends with the process (recovery: docs/storage.md)
   Status first;
   for (rocksdb::ColumnFamilyHandle* h : handles_) {
     Status s = FromRocks(db_->DestroyColumnFamilyHandle(h), "close column family");
@@ -269,6 +270,13 @@ std::mutex& RocksQueueStore::IdemStripe(std::string_view tenant, std::string_vie
   return idem_stripes_[(std::hash<std::string_view>{}(tenant)*31 +
                         std::hash<std::string_view>{}(key)) %
                        kStripes];
+}
+
+Result<Delivery> RocksQueueStore::ReadCurrent(std::string_view id) {
+  if (std::optional<Delivery> leased = leases_.FindDelivery(id)) {
+    return std::move(*leased);
+  }
+  return Read(id);
 }
 
 Result<Delivery> RocksQueueStore::Read(std::string_view id) {
@@ -352,6 +360,11 @@ void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Deliv
   }
 }
 
+void RocksQueueStore::StageInMemory(PendingWrite& w, const Delivery& from, const Delivery& to) {
+  CountersOf(from, -1, w.memory_only);
+  CountersOf(to, +1, w.memory_only);
+}
+
 Status RocksQueueStore::Commit(const rocksdb::WriteOptions& options, PendingWrite& w,
                                std::string_view what) {
   using Op = PendingWrite::Op;
@@ -360,30 +373,33 @@ Status RocksQueueStore::Commit(const rocksdb::WriteOptions& options, PendingWrit
       w.ops.push_back({Family::kMeta, PendingWrite::Kind::kMerge, key, EncodeCounterDelta(delta)});
     }
   }
-  if (w.ops.empty()) {
-    return Status::Ok();
-  }
-  std::stable_sort(w.ops.begin(), w.ops.end(), [](const Op& a, const Op& b) {
-    return a.family != b.family ? a.family < b.family : a.key < b.key;
-  });
-  rocksdb::WriteBatch batch;
-  for (const Op& op : w.ops) {
-    switch (op.kind) {
-      case PendingWrite::Kind::kPut:
-        batch.Put(cf(op.family), op.key, op.value);
-        break;
-      case PendingWrite::Kind::kDelete:
-        batch.Delete(cf(op.family), op.key);
-        break;
-      case PendingWrite::Kind::kMerge:
-        batch.Merge(cf(op.family), op.key, op.value);
-        break;
+  if (!w.ops.empty()) {
+    std::stable_sort(w.ops.begin(), w.ops.end(), [](const Op& a, const Op& b) {
+      return a.family != b.family ? a.family < b.family : a.key < b.key;
+    });
+    rocksdb::WriteBatch batch;
+    for (const Op& op : w.ops) {
+      switch (op.kind) {
+        case PendingWrite::Kind::kPut:
+          batch.Put(cf(op.family), op.key, op.value);
+          break;
+        case PendingWrite::Kind::kDelete:
+          batch.Delete(cf(op.family), op.key);
+          break;
+        case PendingWrite::Kind::kMerge:
+          batch.Merge(cf(op.family), op.key, op.value);
+          break;
+      }
+    }
+    if (Status s = FromRocks(db_->Write(options, &batch), what); !s.ok()) {
+      return s;
     }
   }
-  if (Status s = FromRocks(db_->Write(options, &batch), what); !s.ok()) {
-    return s;
-  }
   counters_.Apply(w.counters);
+  counters_.Apply(w.memory_only);
+  if (!w.leases.empty()) {
+    leases_.Update(std::move(w.leases));
+  }
   return Status::Ok();
 }
 
