@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <filesystem>
+#include <numeric>
 #include <random>
 
 #include <fmt/format.h>
@@ -304,12 +305,13 @@ struct IndexEntry {
   friend bool operator==(const IndexEntry&, const IndexEntry&) = default;
 };
 
-// Every index entry of `d` (all with empty values).
-std::vector<IndexEntry> IndexEntriesOf(const Delivery& d) {
+// Every index entry of `d` (all with empty values); `dest` is DestinationKeyOf(d).
+std::vector<IndexEntry> IndexEntriesOf(const Delivery& d, std::string_view dest) {
   std::vector<IndexEntry> out;
+  out.reserve(3);
   out.push_back({Family::kState, StateKey(d.state, d.id)});
   if (!IsTerminal(d.state)) {
-    out.push_back({Family::kDest, DestIndexKey(DestinationKeyOf(d), d.id)});
+    out.push_back({Family::kDest, DestIndexKey(dest, d.id)});
   }
   if (IsWaiting(d.state)) {
     out.push_back({Family::kDue, DueKey(d.next_attempt_ms, d.id)});
@@ -320,19 +322,42 @@ std::vector<IndexEntry> IndexEntriesOf(const Delivery& d) {
   return out;
 }
 
-void CountersOf(const Delivery& d, int64_t sign, CounterDeltas& out) {
-  out.Add(CountKey(d.state), sign);
-  if (!IsTerminal(d.state)) {
-    out.Add(BacklogKey(d.tenant), sign);
-    out.Add(DestCountKey(DestinationKeyOf(d), d.state), sign);
+// Adds the counter moves of one delivery going from `before` to `after` (null: absent) to
+// `out`. `dest` is the delivery's DestinationKeyOf (the same for both versions, as is the
+// tenant); a change within one state moves nothing.
+void AddCounterMoves(const Delivery* before, const Delivery* after, std::string_view dest,
+                     CounterDeltas& out) {
+  if (before != nullptr && after != nullptr && before->state == after->state) {
+    return;
+  }
+  auto add = [&](DeliveryState state, int64_t sign) {
+    out.Add(CountKey(state), sign);
+    if (!IsTerminal(state)) {
+      out.Add(DestCountKey(dest, state), sign);
+    }
+  };
+  if (before != nullptr) {
+    add(before->state, -1);
+  }
+  if (after != nullptr) {
+    add(after->state, +1);
+  }
+  const bool was_backlog = before != nullptr && !IsTerminal(before->state);
+  const bool is_backlog = after != nullptr && !IsTerminal(after->state);
+  if (was_backlog != is_backlog) {
+    out.Add(BacklogKey((after != nullptr ? after : before)->tenant), is_backlog ? 1 : -1);
   }
 }
 
 }  // namespace
 
 void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Delivery* after) {
-  const std::vector<IndexEntry> old_entries = before ? IndexEntriesOf(*before) : std::vector<IndexEntry>();
-  const std::vector<IndexEntry> new_entries = after ? IndexEntriesOf(*after) : std::vector<IndexEntry>();
+  const Delivery& any = after != nullptr ? *after : *before;
+  const std::string dest = DestinationKeyOf(any);
+  const std::vector<IndexEntry> old_entries =
+      before ? IndexEntriesOf(*before, dest) : std::vector<IndexEntry>();
+  const std::vector<IndexEntry> new_entries =
+      after ? IndexEntriesOf(*after, dest) : std::vector<IndexEntry>();
   auto has = [](const std::vector<IndexEntry>& v, const IndexEntry& e) {
     return std::find(v.begin(), v.end(), e) != v.end();
   };
@@ -346,11 +371,8 @@ void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Deliv
       w.Put(e.family, e.key, "");
     }
   }
-  if (before) {
-    CountersOf(*before, -1, w.counters);
-  }
+  AddCounterMoves(before, after, dest, w.counters);
   if (after) {
-    CountersOf(*after, +1, w.counters);
     w.Put(Family::kJobs, after->id, EncodeDelivery(*after));
   } else if (before) {
     w.Delete(Family::kJobs, before->id);
@@ -361,8 +383,7 @@ void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Deliv
 }
 
 void RocksQueueStore::StageInMemory(PendingWrite& w, const Delivery& from, const Delivery& to) {
-  CountersOf(from, -1, w.memory_only);
-  CountersOf(to, +1, w.memory_only);
+  AddCounterMoves(&from, &to, DestinationKeyOf(to), w.memory_only);
 }
 
 Status RocksQueueStore::Commit(const rocksdb::WriteOptions& options, PendingWrite& w,
@@ -374,11 +395,21 @@ Status RocksQueueStore::Commit(const rocksdb::WriteOptions& options, PendingWrit
     }
   }
   if (!w.ops.empty()) {
-    std::stable_sort(w.ops.begin(), w.ops.end(), [](const Op& a, const Op& b) {
-      return a.family != b.family ? a.family < b.family : a.key < b.key;
+    // Sorts positions, not the operations (each holds two strings); ties keep their order.
+    std::vector<uint32_t> order(w.ops.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&ops = w.ops](uint32_t a, uint32_t b) {
+      const Op& x = ops[a];
+      const Op& y = ops[b];
+      if (x.family != y.family) {
+        return x.family < y.family;
+      }
+      const int c = x.key.compare(y.key);
+      return c != 0 ? c < 0 : a < b;
     });
     rocksdb::WriteBatch batch;
-    for (const Op& op : w.ops) {
+    for (uint32_t i : order) {
+      const Op& op = w.ops[i];
       switch (op.kind) {
         case PendingWrite::Kind::kPut:
           batch.Put(cf(op.family), op.key, op.value);

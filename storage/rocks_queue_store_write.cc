@@ -141,14 +141,12 @@ Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
   std::vector<Result<Delivery>> results;
   results.reserve(changes.size());
   // The newest version of each id in the batch. A lease (to in_flight) is kept in memory only:
-  // the disk keeps saying what it said before (`disk_*`), and the next change of the id writes
-  // the move from there, so a lease and its outcome cost one write.
+  // the disk keeps saying what it said before (the lease's disk_*), and the next change of the
+  // id writes the move from there, so a lease and its outcome cost one write.
   struct Tracked {
-    Delivery current;
-    bool leased = false;       // `current` is a lease, not on disk
-    bool was_leased = false;   // the id was leased before this batch
-    DeliveryState disk_state = DeliveryState::kQueued;
-    int64_t disk_next_attempt_ms = 0;
+    Lease v;                  // v.delivery: the newest version; disk_* valid while `leased`
+    bool leased = false;      // v.delivery is a lease, not on disk
+    bool was_leased = false;  // the id was leased before this batch
   };
   std::map<std::string_view, Tracked> changed;
   PendingWrite w;
@@ -157,12 +155,10 @@ Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
     if (it == changed.end()) {
       Tracked t;
       if (std::optional<Lease> lease = leases_.Find(id)) {
-        t.current = std::move(lease->delivery);
+        t.v = std::move(*lease);
         t.leased = t.was_leased = true;
-        t.disk_state = lease->disk_state;
-        t.disk_next_attempt_ms = lease->disk_next_attempt_ms;
       } else if (Result<Delivery> d = Read(id); d) {
-        t.current = std::move(*d);
+        t.v.delivery = std::move(*d);
       } else {
         results.push_back(std::move(d));
         continue;
@@ -170,33 +166,32 @@ Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
       it = changed.emplace(id, std::move(t)).first;
     }
     Tracked& t = it->second;
-    Delivery after = t.current;
+    Delivery& current = t.v.delivery;
+    Delivery after = current;
     if (Status s = ApplyChange(change, options_.history_limit, after); !s.ok()) {
       results.emplace_back(std::move(s));
       continue;
     }
     if (after.state == DeliveryState::kInFlight) {
       // in_flight is only entered from a waiting state, which is what the disk says.
-      StageInMemory(w, t.current, after);
+      StageInMemory(w, current, after);
       t.leased = true;
-      t.disk_state = t.current.state;
-      t.disk_next_attempt_ms = t.current.next_attempt_ms;
+      t.v.disk_state = current.state;
+      t.v.disk_next_attempt_ms = current.next_attempt_ms;
     } else if (t.leased) {
-      const Delivery disk =
-          Lease{t.current, t.disk_state, t.disk_next_attempt_ms}.DiskVersion();
-      StageInMemory(w, t.current, disk);
+      const Delivery disk = t.v.DiskVersion();
+      StageInMemory(w, current, disk);
       Stage(w, &disk, &after);
       t.leased = false;
     } else {
-      Stage(w, &t.current, &after);
+      Stage(w, &current, &after);
     }
-    t.current = std::move(after);
-    results.emplace_back(t.current);
+    current = std::move(after);
+    results.emplace_back(current);
   }
   for (auto& [id, t] : changed) {
     if (t.leased) {
-      w.leases.emplace_back(std::string(id),
-                            Lease{std::move(t.current), t.disk_state, t.disk_next_attempt_ms});
+      w.leases.emplace_back(std::string(id), std::move(t.v));
     } else if (t.was_leased) {
       w.leases.emplace_back(std::string(id), std::nullopt);
     }
