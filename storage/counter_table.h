@@ -1,7 +1,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -13,14 +12,15 @@
 
 namespace egress::storage {
 
-// Counter changes of one write, netted per key (a -1 and a +1 on one key cancel out).
+// Counter changes of one write, netted per key (a -1 and a +1 on one key cancel out), in no
+// particular order.
 class CounterDeltas {
  public:
   void Add(std::string key, int64_t delta) { deltas_[std::move(key)] += delta; }
-  const std::map<std::string, int64_t>& deltas() const { return deltas_; }
+  const std::unordered_map<std::string, int64_t>& deltas() const { return deltas_; }
 
  private:
-  std::map<std::string, int64_t> deltas_;
+  std::unordered_map<std::string, int64_t> deltas_;
 };
 
 // The store's exact counters (per state, per tenant backlog, per destination and state), kept
