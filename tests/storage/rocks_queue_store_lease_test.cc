@@ -2,7 +2,9 @@
 // change writes the move from what the disk says, and a crash finds the delivery waiting.
 
 #include <algorithm>
+#include <atomic>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -266,6 +268,44 @@ TEST_F(LeaseTest, ListsLeasesByPage) {
             std::vector<std::string>(ids_.begin() + 4, ids_.end()));
   EXPECT_EQ(ListIds({.state = DeliveryState::kInFlight, .until_ms = kT0 + 50}),
             std::vector<std::string>(ids_.begin(), ids_.begin() + 4));
+}
+
+// Verifies that readers running beside leases and outcomes always find each delivery, in a
+// state it can be in, and that everything adds up once the writer is done.
+TEST_F(LeaseTest, ReadersBesideLeasesAndOutcomes) {
+  for (int i = 0; i < 60; ++i) {
+    auto r = store_->Enqueue(Hook(), kT0);
+    ASSERT_TRUE(r);
+    ids_.push_back(r->id);
+  }
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (size_t i = 0; i < ids_.size(); i += 2) {
+      const size_t j = std::min(i + 1, ids_.size() - 1);
+      EXPECT_TRUE(store_->ApplyBatch({{ids_[i], kLease}, {ids_[j], kLease}}));
+      EXPECT_TRUE(store_->ApplyBatch({{ids_[i], kDeliver}}));
+      EXPECT_TRUE(store_->ApplyBatch({{ids_[j], kDeliver}}));
+    }
+    done = true;
+  });
+  size_t rounds = 0;
+  while (!done || rounds == 0) {
+    ++rounds;
+    for (const std::string& id : ids_) {
+      auto d = store_->Get(id);
+      ASSERT_TRUE(d) << d.error().ToString();
+      EXPECT_TRUE(d->state == DeliveryState::kQueued || d->state == DeliveryState::kInFlight ||
+                  d->state == DeliveryState::kDelivered)
+          << StateName(d->state);
+    }
+    auto leased = store_->List({.state = DeliveryState::kInFlight, .limit = 1000});
+    ASSERT_TRUE(leased);
+    EXPECT_LE(leased->deliveries.size(), 2u);
+    ASSERT_TRUE(store_->PendingFor(dest_, "", 1000));
+  }
+  writer.join();
+  EXPECT_EQ(CountOf(*store_->Counts(), DeliveryState::kDelivered), ids_.size());
+  ExpectConsistent();
 }
 
 }  // namespace
