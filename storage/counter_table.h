@@ -1,7 +1,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -13,19 +12,21 @@
 
 namespace egress::storage {
 
-// Counter changes of one write, netted per key (a -1 and a +1 on one key cancel out).
+// Counter changes of one write, netted per key (a -1 and a +1 on one key cancel out), in no
+// particular order.
 class CounterDeltas {
  public:
   void Add(std::string key, int64_t delta) { deltas_[std::move(key)] += delta; }
-  const std::map<std::string, int64_t>& deltas() const { return deltas_; }
+  const std::unordered_map<std::string, int64_t>& deltas() const { return deltas_; }
 
  private:
-  std::map<std::string, int64_t> deltas_;
+  std::unordered_map<std::string, int64_t> deltas_;
 };
 
 // The store's exact counters (per state, per tenant backlog, per destination and state), kept
 // in memory beside their durable copy in the meta column family. Loaded once on open; every
-// committed write applies its deltas. Reads never touch RocksDB, so they do not pay for the
+// committed write applies its deltas, and the store's in-memory leases apply theirs here only
+// (so the table counts what readers see; the durable copy counts what the disk holds). Reads never touch RocksDB, so they do not pay for the
 // merge operands a hot counter piles up in the memtable. Thread-safe.
 class CounterTable {
  public:

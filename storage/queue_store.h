@@ -70,7 +70,7 @@ struct DestinationWork {
 };
 
 // The durable delivery queue. Every method is one atomic change (a single WriteBatch in the
-// RocksDB store) and is safe to call from any thread; methods block on disk I/O, so the service
+// RocksDB store, none for leases) and is safe to call from any thread; methods block on disk I/O, so the service
 // calls them from its storage pool, never from the dispatcher loop. Times are wall-clock Unix ms
 // supplied by the caller (the store reads no clock).
 //
@@ -95,17 +95,21 @@ class QueueStore {
 
   // Moves one delivery to another state (state_machine.h), updating every index in the same
   // write. Returns the delivery as stored after the change.
+  //
+  // A lease (a move to in_flight) is not durable: a store may keep it in memory only, every
+  // read of this store seeing it; after a crash the delivery is waiting again (at-least-once).
+  // A leased delivery cannot be cancelled (FailedPrecondition naming in_flight).
   virtual Result<Delivery> Apply(const std::string& id, const StateChange& change) = 0;
 
   // Applies many changes in one write: each is checked on its own (a bad one gets its own
   // error, the others still apply), in order, so a later change of the same id sees the
-  // earlier one. The write is synced unless every change is a lease (to in_flight), which a
-  // crash may lose (recovery redoes it). Fails as a whole only when the write fails.
+  // earlier one. The write is synced; leases (to in_flight) are not written (see Apply), so a
+  // batch of leases alone writes nothing. Fails as a whole only when the write fails.
   using IdChange = std::pair<std::string, StateChange>;
   virtual Result<std::vector<Result<Delivery>>> ApplyBatch(const std::vector<IdChange>& changes) = 0;
 
-  // Moves up to `max` waiting deliveries due at or before `now_ms` to in_flight, in due order,
-  // and returns them.
+  // Moves up to `max` waiting deliveries due at or before `now_ms` to in_flight (leases, see
+  // Apply), in due order, and returns them.
   virtual Result<std::vector<Delivery>> LeaseDue(int64_t now_ms, size_t max) = 0;
 
   // Destinations that have non-terminal work, in key order, starting after `after_key`.

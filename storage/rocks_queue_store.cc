@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <filesystem>
+#include <numeric>
 #include <random>
 
 #include <fmt/format.h>
@@ -193,6 +194,7 @@ Status RocksQueueStore::Close() {
     return Status::Ok();
   }
   closed_ = true;
+  leases_.Clear();  // in memory only: a lease ends with the process (recovery: docs/storage.md)
   Status first;
   for (rocksdb::ColumnFamilyHandle* h : handles_) {
     Status s = FromRocks(db_->DestroyColumnFamilyHandle(h), "close column family");
@@ -271,6 +273,13 @@ std::mutex& RocksQueueStore::IdemStripe(std::string_view tenant, std::string_vie
                        kStripes];
 }
 
+Result<Delivery> RocksQueueStore::ReadCurrent(std::string_view id) {
+  if (std::optional<Delivery> leased = leases_.FindDelivery(id)) {
+    return std::move(*leased);
+  }
+  return Read(id);
+}
+
 Result<Delivery> RocksQueueStore::Read(std::string_view id) {
   std::string value;
   rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), cf(Family::kJobs),
@@ -296,12 +305,13 @@ struct IndexEntry {
   friend bool operator==(const IndexEntry&, const IndexEntry&) = default;
 };
 
-// Every index entry of `d` (all with empty values).
-std::vector<IndexEntry> IndexEntriesOf(const Delivery& d) {
+// Every index entry of `d` (all with empty values); `dest` is DestinationKeyOf(d).
+std::vector<IndexEntry> IndexEntriesOf(const Delivery& d, std::string_view dest) {
   std::vector<IndexEntry> out;
+  out.reserve(3);
   out.push_back({Family::kState, StateKey(d.state, d.id)});
   if (!IsTerminal(d.state)) {
-    out.push_back({Family::kDest, DestIndexKey(DestinationKeyOf(d), d.id)});
+    out.push_back({Family::kDest, DestIndexKey(dest, d.id)});
   }
   if (IsWaiting(d.state)) {
     out.push_back({Family::kDue, DueKey(d.next_attempt_ms, d.id)});
@@ -312,19 +322,42 @@ std::vector<IndexEntry> IndexEntriesOf(const Delivery& d) {
   return out;
 }
 
-void CountersOf(const Delivery& d, int64_t sign, CounterDeltas& out) {
-  out.Add(CountKey(d.state), sign);
-  if (!IsTerminal(d.state)) {
-    out.Add(BacklogKey(d.tenant), sign);
-    out.Add(DestCountKey(DestinationKeyOf(d), d.state), sign);
+// Adds the counter moves of one delivery going from `before` to `after` (null: absent) to
+// `out`. `dest` is the delivery's DestinationKeyOf (the same for both versions, as is the
+// tenant); a change within one state moves nothing.
+void AddCounterMoves(const Delivery* before, const Delivery* after, std::string_view dest,
+                     CounterDeltas& out) {
+  if (before != nullptr && after != nullptr && before->state == after->state) {
+    return;
+  }
+  auto add = [&](DeliveryState state, int64_t sign) {
+    out.Add(CountKey(state), sign);
+    if (!IsTerminal(state)) {
+      out.Add(DestCountKey(dest, state), sign);
+    }
+  };
+  if (before != nullptr) {
+    add(before->state, -1);
+  }
+  if (after != nullptr) {
+    add(after->state, +1);
+  }
+  const bool was_backlog = before != nullptr && !IsTerminal(before->state);
+  const bool is_backlog = after != nullptr && !IsTerminal(after->state);
+  if (was_backlog != is_backlog) {
+    out.Add(BacklogKey((after != nullptr ? after : before)->tenant), is_backlog ? 1 : -1);
   }
 }
 
 }  // namespace
 
 void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Delivery* after) {
-  const std::vector<IndexEntry> old_entries = before ? IndexEntriesOf(*before) : std::vector<IndexEntry>();
-  const std::vector<IndexEntry> new_entries = after ? IndexEntriesOf(*after) : std::vector<IndexEntry>();
+  const Delivery& any = after != nullptr ? *after : *before;
+  const std::string dest = DestinationKeyOf(any);
+  const std::vector<IndexEntry> old_entries =
+      before ? IndexEntriesOf(*before, dest) : std::vector<IndexEntry>();
+  const std::vector<IndexEntry> new_entries =
+      after ? IndexEntriesOf(*after, dest) : std::vector<IndexEntry>();
   auto has = [](const std::vector<IndexEntry>& v, const IndexEntry& e) {
     return std::find(v.begin(), v.end(), e) != v.end();
   };
@@ -338,11 +371,8 @@ void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Deliv
       w.Put(e.family, e.key, "");
     }
   }
-  if (before) {
-    CountersOf(*before, -1, w.counters);
-  }
+  AddCounterMoves(before, after, dest, w.counters);
   if (after) {
-    CountersOf(*after, +1, w.counters);
     w.Put(Family::kJobs, after->id, EncodeDelivery(*after));
   } else if (before) {
     w.Delete(Family::kJobs, before->id);
@@ -350,6 +380,10 @@ void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Deliv
       w.Delete(Family::kIdem, IdemKey(before->tenant, before->idempotency_key));
     }
   }
+}
+
+void RocksQueueStore::StageInMemory(PendingWrite& w, const Delivery& from, const Delivery& to) {
+  AddCounterMoves(&from, &to, DestinationKeyOf(to), w.memory_only);
 }
 
 Status RocksQueueStore::Commit(const rocksdb::WriteOptions& options, PendingWrite& w,
@@ -360,30 +394,43 @@ Status RocksQueueStore::Commit(const rocksdb::WriteOptions& options, PendingWrit
       w.ops.push_back({Family::kMeta, PendingWrite::Kind::kMerge, key, EncodeCounterDelta(delta)});
     }
   }
-  if (w.ops.empty()) {
-    return Status::Ok();
-  }
-  std::stable_sort(w.ops.begin(), w.ops.end(), [](const Op& a, const Op& b) {
-    return a.family != b.family ? a.family < b.family : a.key < b.key;
-  });
-  rocksdb::WriteBatch batch;
-  for (const Op& op : w.ops) {
-    switch (op.kind) {
-      case PendingWrite::Kind::kPut:
-        batch.Put(cf(op.family), op.key, op.value);
-        break;
-      case PendingWrite::Kind::kDelete:
-        batch.Delete(cf(op.family), op.key);
-        break;
-      case PendingWrite::Kind::kMerge:
-        batch.Merge(cf(op.family), op.key, op.value);
-        break;
+  if (!w.ops.empty()) {
+    // Sorts positions, not the operations (each holds two strings); ties keep their order.
+    std::vector<uint32_t> order(w.ops.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&ops = w.ops](uint32_t a, uint32_t b) {
+      const Op& x = ops[a];
+      const Op& y = ops[b];
+      if (x.family != y.family) {
+        return x.family < y.family;
+      }
+      const int c = x.key.compare(y.key);
+      return c != 0 ? c < 0 : a < b;
+    });
+    rocksdb::WriteBatch batch;
+    for (uint32_t i : order) {
+      const Op& op = w.ops[i];
+      switch (op.kind) {
+        case PendingWrite::Kind::kPut:
+          batch.Put(cf(op.family), op.key, op.value);
+          break;
+        case PendingWrite::Kind::kDelete:
+          batch.Delete(cf(op.family), op.key);
+          break;
+        case PendingWrite::Kind::kMerge:
+          batch.Merge(cf(op.family), op.key, op.value);
+          break;
+      }
+    }
+    if (Status s = FromRocks(db_->Write(options, &batch), what); !s.ok()) {
+      return s;
     }
   }
-  if (Status s = FromRocks(db_->Write(options, &batch), what); !s.ok()) {
-    return s;
-  }
   counters_.Apply(w.counters);
+  counters_.Apply(w.memory_only);
+  if (!w.leases.empty()) {
+    leases_.Update(std::move(w.leases));
+  }
   return Status::Ok();
 }
 

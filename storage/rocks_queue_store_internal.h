@@ -16,6 +16,7 @@
 
 #include "storage/counter_table.h"
 #include "storage/delivery_id.h"
+#include "storage/lease_table.h"
 #include "storage/queue_store.h"
 #include "storage/rocks_schema.h"
 
@@ -56,7 +57,8 @@ class RocksQueueStore final : public QueueStore {
       const std::string& prefix) override;
   Status Close() override;
 
-  // Moves every in_flight delivery back to queued, due at `now_ms`. Returns how many.
+  // Moves every in_flight record on disk back to queued, due at `now_ms`. Returns how many.
+  // Only stores written by older builds hold any: this build keeps leases in memory.
   Result<size_t> RecoverInFlight(int64_t now_ms);
   // Checks or writes the format marker.
   Status CheckFormat(bool fresh);
@@ -73,8 +75,12 @@ class RocksQueueStore final : public QueueStore {
   // CheckOpen, and FailedPrecondition when the store was opened read-only.
   Status CheckWritable() const;
 
-  // Reads the record with `id`; NotFound when absent.
+  // Reads the record with `id` from disk; NotFound when absent.
   Result<Delivery> Read(std::string_view id);
+  // What readers see: the leased version when `id` is leased, else the record on disk.
+  Result<Delivery> ReadCurrent(std::string_view id);
+  // List with state in_flight: the leases, in id order.
+  ListPage ListLeases(const ListFilter& filter);
   // One atomic change being built: its operations and its counter deltas. Commit sorts the
   // operations by column family and key (keeping the order of those on one key), so each
   // memtable takes its share in key order and RocksDB's skiplist reuses its insert position
@@ -94,16 +100,24 @@ class RocksQueueStore final : public QueueStore {
     bool empty() const { return ops.empty(); }
 
     std::vector<Op> ops;
-    CounterDeltas counters;
+    CounterDeltas counters;  // written as merges, and applied in memory
+    // Counter changes of leases, applied in memory only (the disk does not see leases).
+    CounterDeltas memory_only;
+    // Lease table changes (nullopt: drop), applied once the write succeeded.
+    std::vector<std::pair<std::string, std::optional<Lease>>> leases;
   };
   // Adds to `w` what turns `before` into `after` (null `before`: a new record; null `after`:
   // removal): the record, the index entries that differ, and the counter deltas.
   void Stage(PendingWrite& w, const Delivery* before, const Delivery* after);
+  // Adds to `w.memory_only` the counter moves from `from` to `to`: a lease starting or ending,
+  // which the disk never sees.
+  static void StageInMemory(PendingWrite& w, const Delivery& from, const Delivery& to);
   // Builds a new queued delivery from validated input.
   Delivery MakeDelivery(const NewDelivery& in, int64_t now_ms);
   // Looks up (tenant, key) -> id; empty when absent.
   Result<std::string> FindIdempotent(std::string_view tenant, std::string_view key);
-  // Writes `w` (its counters as merges) and applies its counter deltas in memory.
+  // Writes `w` (its counters as merges; nothing when it holds only leases), then applies its
+  // counter deltas in memory and its lease changes.
   Status Commit(const rocksdb::WriteOptions& options, PendingWrite& w, std::string_view what);
 
   const StoreOptions options_;
@@ -114,7 +128,9 @@ class RocksQueueStore final : public QueueStore {
   std::array<std::mutex, kStripes> id_stripes_;
   std::array<std::mutex, kStripes> idem_stripes_;
   std::mutex lease_mu_;  // one leaser at a time
+  // Exact counts of what readers see: the disk's counters plus the leases' moves to in_flight.
   CounterTable counters_;
+  LeaseTable leases_;  // in_flight deliveries; empty in a read-only store
   const bool read_only_;
   bool closed_ = false;
 };

@@ -30,7 +30,7 @@ Result<Delivery> RocksQueueStore::Get(const std::string& id) {
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
-  return Read(id);
+  return ReadCurrent(id);
 }
 
 Result<std::vector<std::string>> RocksQueueStore::ListDestinations(const std::string& after_key,
@@ -72,7 +72,7 @@ Result<DestinationWork> RocksQueueStore::PendingFor(const std::string& destinati
     if (id <= after_id) {
       continue;
     }
-    Result<Delivery> d = Read(id);
+    Result<Delivery> d = ReadCurrent(id);
     if (!d) {
       return d.error();
     }
@@ -91,6 +91,9 @@ Result<ListPage> RocksQueueStore::List(const ListFilter& filter) {
   ListPage page;
   if (filter.since_ms && filter.until_ms && *filter.since_ms >= *filter.until_ms) {
     return page;
+  }
+  if (filter.state == DeliveryState::kInFlight && !read_only_) {
+    return ListLeases(filter);
   }
   // With a state, walk that state's index; otherwise every record in id order. An id is never
   // older than its delivery's created_ms (delivery_id.h), so a since bound seeks past every id
@@ -116,7 +119,11 @@ Result<ListPage> RocksQueueStore::List(const ListFilter& filter) {
       break;
     }
     ++scanned;
-    Result<Delivery> d = by_state ? Read(id) : DecodeDelivery(it->value().ToStringView());
+    // A leased delivery is in_flight, whatever its disk record and index entries say.
+    std::optional<Delivery> leased = leases_.FindDelivery(id);
+    Result<Delivery> d = leased      ? std::move(*leased)
+                         : by_state ? Read(id)
+                                    : DecodeDelivery(it->value().ToStringView());
     if (!d) {
       return d.error();
     }
@@ -128,6 +135,32 @@ Result<ListPage> RocksQueueStore::List(const ListFilter& filter) {
   if (Status s = FromRocks(it->status(), "list deliveries"); !s.ok()) {
     return s;
   }
+  return page;
+}
+
+ListPage RocksQueueStore::ListLeases(const ListFilter& filter) {
+  ListPage page;
+  std::string start = filter.after_id;
+  if (filter.since_ms) {
+    start = std::max(start, DeliveryIdFloor(*filter.since_ms));
+  }
+  size_t scanned = 0;
+  std::string last_id;
+  leases_.Visit(start, [&](const Delivery& d) {
+    if (d.id <= filter.after_id) {
+      return true;
+    }
+    if (page.deliveries.size() == filter.limit || scanned == kMaxScanPerPage) {
+      page.next_cursor = last_id;
+      return false;
+    }
+    ++scanned;
+    last_id = d.id;
+    if (Matches(filter, d)) {
+      page.deliveries.push_back(d);
+    }
+    return true;
+  });
   return page;
 }
 
@@ -183,7 +216,9 @@ Result<StateCounts> RocksQueueStore::ScanCounts() {
       return Status::Corruption(
           fmt::format("delivery {}: {}", it->key().ToString(), d.error().message()));
     }
-    ++counts[static_cast<size_t>(d->state) - 1];
+    // A lease is in memory only: the record on disk still says queued or deferred.
+    const bool leased = leases_.Contains(it->key().ToStringView());
+    ++counts[static_cast<size_t>(leased ? DeliveryState::kInFlight : d->state) - 1];
   }
   if (Status s = FromRocks(it->status(), "scan deliveries"); !s.ok()) {
     return s;

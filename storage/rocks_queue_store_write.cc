@@ -140,37 +140,66 @@ Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
   locks.LockAll();
   std::vector<Result<Delivery>> results;
   results.reserve(changes.size());
-  std::map<std::string_view, Delivery> changed;  // the newest version of each id in `batch`
+  // The newest version of each id in the batch. A lease (to in_flight) is kept in memory only:
+  // the disk keeps saying what it said before (the lease's disk_*), and the next change of the
+  // id writes the move from there, so a lease and its outcome cost one write.
+  struct Tracked {
+    Lease v;                  // v.delivery: the newest version; disk_* valid while `leased`
+    bool leased = false;      // v.delivery is a lease, not on disk
+    bool was_leased = false;  // the id was leased before this batch
+  };
+  std::map<std::string_view, Tracked> changed;
   PendingWrite w;
-  // Handing work out may be lost in a crash (recovery redoes it); everything else is synced.
-  bool only_leases = true;
   for (const auto& [id, change] : changes) {
-    Result<Delivery> d = Status::NotFound("");
-    if (auto it = changed.find(id); it != changed.end()) {
-      d = it->second;
-    } else {
-      d = Read(id);
+    auto it = changed.find(id);
+    if (it == changed.end()) {
+      Tracked t;
+      if (std::optional<Lease> lease = leases_.Find(id)) {
+        t.v = std::move(*lease);
+        t.leased = t.was_leased = true;
+      } else if (Result<Delivery> d = Read(id); d) {
+        t.v.delivery = std::move(*d);
+      } else {
+        results.push_back(std::move(d));
+        continue;
+      }
+      it = changed.emplace(id, std::move(t)).first;
     }
-    if (!d) {
-      results.push_back(std::move(d));
-      continue;
-    }
-    Delivery before = *d;
-    if (Status s = ApplyChange(change, options_.history_limit, *d); !s.ok()) {
+    Tracked& t = it->second;
+    Delivery& current = t.v.delivery;
+    Delivery after = current;
+    if (Status s = ApplyChange(change, options_.history_limit, after); !s.ok()) {
       results.emplace_back(std::move(s));
       continue;
     }
-    Stage(w, &before, &*d);
-    only_leases = only_leases && change.to == DeliveryState::kInFlight;
-    changed.insert_or_assign(id, *d);
-    results.push_back(std::move(d));
-  }
-  if (!w.empty()) {
-    const std::string what = changes.size() == 1 ? fmt::format("update delivery {}", changes[0].first)
-                                                 : fmt::format("update {} deliveries", changes.size());
-    if (Status s = Commit(only_leases ? UnsyncedWrite() : SyncedWrite(), w, what); !s.ok()) {
-      return s;
+    if (after.state == DeliveryState::kInFlight) {
+      // in_flight is only entered from a waiting state, which is what the disk says.
+      StageInMemory(w, current, after);
+      t.leased = true;
+      t.v.disk_state = current.state;
+      t.v.disk_next_attempt_ms = current.next_attempt_ms;
+    } else if (t.leased) {
+      const Delivery disk = t.v.DiskVersion();
+      StageInMemory(w, current, disk);
+      Stage(w, &disk, &after);
+      t.leased = false;
+    } else {
+      Stage(w, &current, &after);
     }
+    current = std::move(after);
+    results.emplace_back(current);
+  }
+  for (auto& [id, t] : changed) {
+    if (t.leased) {
+      w.leases.emplace_back(std::string(id), std::move(t.v));
+    } else if (t.was_leased) {
+      w.leases.emplace_back(std::string(id), std::nullopt);
+    }
+  }
+  const std::string what = changes.size() == 1 ? fmt::format("update delivery {}", changes[0].first)
+                                               : fmt::format("update {} deliveries", changes.size());
+  if (Status s = Commit(SyncedWrite(), w, what); !s.ok()) {
+    return s;
   }
   return results;
 }
@@ -190,7 +219,9 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
       if (!ParseDueKey({it->key().data(), it->key().size()}, due_ms, id) || due_ms > now_ms) {
         break;
       }
-      ids.emplace_back(id);
+      if (!leases_.Contains(id)) {  // a leased one keeps its due entry on disk
+        ids.emplace_back(id);
+      }
     }
     if (Status s = FromRocks(it->status(), "scan due index"); !s.ok()) {
       return s;
@@ -205,6 +236,9 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
   PendingWrite w;
   const StateChange change{.to = DeliveryState::kInFlight, .at_ms = now_ms};
   for (const std::string& id : ids) {
+    if (leases_.Contains(id)) {
+      continue;  // leased since the scan
+    }
     Result<Delivery> d = Read(id);
     if (!d) {
       return d.error();
@@ -216,10 +250,11 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
     if (Status s = ApplyChange(change, options_.history_limit, *d); !s.ok()) {
       return s;
     }
-    Stage(w, &before, &*d);
+    StageInMemory(w, before, *d);
+    w.leases.emplace_back(id, Lease{*d, before.state, before.next_attempt_ms});
     leased.push_back(std::move(*d));
   }
-  if (Status s = Commit(UnsyncedWrite(), w, "lease due deliveries"); !s.ok()) {
+  if (Status s = Commit(SyncedWrite(), w, "lease due deliveries"); !s.ok()) {
     return s;
   }
   return leased;
@@ -275,7 +310,7 @@ Status RocksQueueStore::Purge(const std::string& id) {
     return s;
   }
   std::lock_guard<std::mutex> lock(IdStripe(id));
-  Result<Delivery> d = Read(id);
+  Result<Delivery> d = ReadCurrent(id);
   if (!d) {
     return d.error();
   }

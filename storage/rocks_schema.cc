@@ -75,10 +75,4 @@ rocksdb::WriteOptions SyncedWrite() {
   return w;
 }
 
-rocksdb::WriteOptions UnsyncedWrite() {
-  rocksdb::WriteOptions w;
-  w.sync = false;
-  return w;
-}
-
 }  // namespace egress::storage

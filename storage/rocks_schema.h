@@ -40,9 +40,8 @@ int64_t DecodeCounter(std::string_view bytes);
 // The one mapping from rocksdb::Status to ours; `what` says what was being done.
 Status FromRocks(const rocksdb::Status& s, std::string_view what);
 
-// Writes that acknowledge work to someone wait for the WAL to reach disk; others do not
-// (losing them in a machine crash only repeats work that recovery redoes anyway).
+// Every write waits for the WAL to reach disk. (Leases, which a crash may lose, are not
+// written at all: docs/storage.md.)
 rocksdb::WriteOptions SyncedWrite();
-rocksdb::WriteOptions UnsyncedWrite();
 
 }  // namespace egress::storage

@@ -94,8 +94,8 @@ TEST_F(StoreListTest, ClockStepBackKeepsCreatedTime) {
             std::vector<std::string>{stepped});
 }
 
-// Verifies that a read-only open sees the data while the store is held, leaves in_flight work
-// alone and refuses every write with FailedPrecondition.
+// Verifies that a read-only open sees the data while the store is held, refuses every write
+// with FailedPrecondition, and shows the holder's leases (in its memory only) as queued.
 TEST_F(StoreListTest, ReadOnlyOpenWhileHeld) {
   const std::string id = Add(kT0);
   Add(kT0 + 1);
@@ -104,9 +104,10 @@ TEST_F(StoreListTest, ReadOnlyOpenWhileHeld) {
   auto ro = OpenRocksQueueStoreReadOnly(options_);
   ASSERT_TRUE(ro) << ro.error().ToString();
   QueueStore& r = **ro;
-  EXPECT_EQ(r.Get(id)->state, DeliveryState::kInFlight);
-  EXPECT_EQ(CountOf(*r.Counts(), DeliveryState::kInFlight), 1u);
-  EXPECT_EQ(CountOf(*r.Counts(), DeliveryState::kQueued), 1u);
+  EXPECT_EQ(r.Get(id)->state, DeliveryState::kQueued);
+  EXPECT_EQ(CountOf(*r.Counts(), DeliveryState::kInFlight), 0u);
+  EXPECT_EQ(CountOf(*r.Counts(), DeliveryState::kQueued), 2u);
+  EXPECT_TRUE(r.List({.state = DeliveryState::kInFlight})->deliveries.empty());
   EXPECT_EQ(r.List({})->deliveries.size(), 2u);
   EXPECT_EQ(r.ListDestinations("", 10)->size(), 1u);
   auto expect_read_only = [](const Status& s) {
