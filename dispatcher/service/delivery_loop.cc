@@ -218,6 +218,7 @@ void DeliveryLoop::OnFetched(const std::string& key, Result<storage::Destination
   if (dest.queue.Fetched(std::move(waiting), work->deliveries.size(), last)) {
     OfferHead(dest);
   }
+  Fetch(dest);  // more to read when the page was full (or the cursor moved back meanwhile)
   SchedulePump();
 }
 

@@ -33,7 +33,12 @@ bool DestinationQueue::Add(PendingDelivery p) {
 
 bool DestinationQueue::Notify(PendingDelivery p) {
   if (!complete_ && p.id > cursor_) {
-    return false;  // the next fetch reads it
+    if (!fetching_) {
+      return false;  // the next fetch reads it
+    }
+    // The fetch on its way may have read the store before this one was there, and if it comes
+    // back short it declares the queue complete: hold this one now (Fetched merges copies).
+    return Add(std::move(p));
   }
   if (p.id > cursor_) {
     cursor_ = p.id;

@@ -42,7 +42,8 @@ class DestinationQueue {
   // held unless this copy is newer (updated_ms). True when the head changed.
   bool Add(PendingDelivery p);
   // A delivery that became waiting elsewhere (intake, replay): added when it is covered (see
-  // above), left for a fetch otherwise. True when the head changed.
+  // above) or a fetch is on its way (which may have read the store before it was there), left
+  // for a later fetch otherwise. True when the head changed.
   bool Notify(PendingDelivery p);
 
   // The fetch to make, if any: read up to `limit` deliveries after `after`.

@@ -128,5 +128,21 @@ TEST(DestinationQueueTest, FetchedMergesWithWhatNotifyAddedMeanwhile) {
   EXPECT_TRUE(q.complete());
 }
 
+// The race the e2e bench found: a delivery made durable (and notified) after the fetch on its
+// way read the store must not be lost when that fetch comes back short ("complete").
+TEST(DestinationQueueTest, NotifyDuringAFetchIsKeptWhenTheFetchComesBackShort) {
+  DestinationQueue q(4);
+  q.StartFetch(0);
+  q.Fetched({P("a"), P("b"), P("c"), P("d")}, 4, "d");  // a full page: more may follow
+  q.TakeHead();
+  q.TakeHead();
+  q.TakeHead();
+  ASSERT_TRUE(q.StartFetch(0).has_value());  // reads after "d" ...
+  q.Notify(P("f"));                          // ... "f" is enqueued after that read
+  q.Fetched({P("e")}, 1, "e");               // short: complete from here on
+  EXPECT_TRUE(q.complete());
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"d", "e", "f"}));
+}
+
 }  // namespace
 }  // namespace egress::service
