@@ -105,11 +105,13 @@ void DeliveryLoop::OnPacingWait(dispatcher::DestinationId id, const dispatcher::
 
 void DeliveryLoop::Start() {
   // Page through the destinations with work on the storage pool, registering each on the loop.
+  // The function holds itself only weakly (a shared_ptr to itself would never be freed); the
+  // jobs on their way keep it. Pool jobs touch `this` only on the loop, behind `alive`.
   auto page = std::make_shared<std::function<void(std::string)>>();
-  *page = [this, alive = alive_, page](std::string after) {
-    asio::post(storage_, [this, alive, page, after] {
-      auto keys = store_.ListDestinations(after, kDestinationPage);
-      asio::post(io_, [this, alive, page, keys = std::move(keys)] {
+  *page = [this, alive = alive_, self = std::weak_ptr(page)](std::string after) {
+    asio::post(storage_, [this, &store = store_, &io = io_, alive, page = self.lock(), after] {
+      auto keys = store.ListDestinations(after, kDestinationPage);
+      asio::post(io, [this, alive, page, keys = std::move(keys)] {
         if (!*alive || !keys || keys->empty()) {
           return;
         }
@@ -187,9 +189,10 @@ void DeliveryLoop::Fetch(Dest& dest) {
   if (!plan) {
     return;
   }
-  asio::post(storage_, [this, alive = alive_, key = dest.key, plan = std::move(*plan)] {
-    auto work = store_.PendingFor(key, plan.after, plan.limit);
-    asio::post(io_, [this, alive, key, work = std::move(work)]() mutable {
+  asio::post(storage_, [this, &store = store_, &io = io_, alive = alive_, key = dest.key,
+                        plan = std::move(*plan)] {
+    auto work = store.PendingFor(key, plan.after, plan.limit);
+    asio::post(io, [this, alive, key, work = std::move(work)]() mutable {
       if (*alive) {
         OnFetched(key, std::move(work));
       }

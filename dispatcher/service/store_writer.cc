@@ -43,10 +43,12 @@ void StoreWriter::Flush() {
   }
   writing_ = changes.size();
   ++batches_;
-  asio::post(storage_, [this, alive = alive_, changes = std::move(changes),
-                        dones = std::move(dones)]() mutable {
-    auto results = store_.ApplyBatch(changes);
-    asio::post(io_, [this, alive, results = std::move(results),
+  // The pool job may outlive the writer (its owner need not join the pool first): it reaches
+  // the store and the loop through references of its own, and `this` only behind `alive`.
+  asio::post(storage_, [this, &store = store_, &io = io_, alive = alive_,
+                        changes = std::move(changes), dones = std::move(dones)]() mutable {
+    auto results = store.ApplyBatch(changes);
+    asio::post(io, [this, alive, results = std::move(results),
                      dones = std::move(dones)]() mutable {
       if (!*alive) {
         return;

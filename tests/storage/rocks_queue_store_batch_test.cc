@@ -1,5 +1,7 @@
 // QueueStore::ApplyBatch: many state changes in one write, each checked on its own.
 
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "storage/rocks_queue_store.h"
@@ -102,6 +104,56 @@ TEST_F(ApplyBatchTest, DestinationCountsFollowEveryChange) {
   EXPECT_EQ(CountOf((*counts)[0], DeliveryState::kInFlight), 0u);
   EXPECT_EQ(CountOf((*counts)[0], DeliveryState::kDelivered), 0u) << "terminal states read 0";
   EXPECT_EQ((*counts)[1], StateCounts{});
+}
+
+// Verifies the service's pattern on the storage pool: two writers' batches (leases, outcomes),
+// intake and counter reads at once. The counters stay exact, and ThreadSanitizer
+// (`./dev test --tsan`) checks the in-memory counters and the id stripes.
+TEST_F(ApplyBatchTest, ConcurrentBatchesIntakeAndReadsKeepCountersExact) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 200; ++i) {
+    auto r = store_->Enqueue(Hook(100 + i), kT0);
+    ASSERT_TRUE(r.has_value());
+    ids.push_back(r->id);
+  }
+  const std::string key = DestinationKeyOf(*store_->Get(ids[0]));
+  auto writer = [&](size_t first) {
+    StateChange lease{.to = DeliveryState::kInFlight, .at_ms = kT0 + 1};
+    StateChange deliver{.to = DeliveryState::kDelivered, .at_ms = kT0 + 2};
+    for (size_t i = first; i < ids.size(); i += 20) {
+      std::vector<QueueStore::IdChange> leases, outcomes;
+      for (size_t j = i; j < i + 10 && j < ids.size(); ++j) {
+        leases.emplace_back(ids[j], lease);
+        outcomes.emplace_back(ids[j], deliver);
+      }
+      EXPECT_TRUE(store_->ApplyBatch(leases).has_value());
+      EXPECT_TRUE(store_->ApplyBatch(outcomes).has_value());
+    }
+  };
+  std::thread a(writer, 0);
+  std::thread b(writer, 10);
+  std::thread intake([&] {
+    for (int i = 0; i < 50; ++i) {
+      EXPECT_TRUE(store_->Enqueue(Hook(1000 + i), kT0).has_value());
+    }
+  });
+  std::thread reader([&] {
+    for (int i = 0; i < 200; ++i) {
+      EXPECT_TRUE(store_->Counts().has_value());
+      EXPECT_TRUE(store_->DestinationCounts({key}).has_value());
+      EXPECT_TRUE(store_->TenantBacklog("acme").has_value());
+    }
+  });
+  for (std::thread* t : {&a, &b, &intake, &reader}) {
+    t->join();
+  }
+  auto counts = store_->Counts();
+  auto scanned = store_->ScanCounts();
+  ASSERT_TRUE(counts.has_value() && scanned.has_value());
+  EXPECT_EQ(*counts, *scanned);
+  EXPECT_EQ(CountOf(*counts, DeliveryState::kDelivered), 200u);
+  EXPECT_EQ(CountOf(*counts, DeliveryState::kQueued), 3u + 50u);
+  EXPECT_EQ(*store_->TenantBacklog("acme"), 3u + 50u);
 }
 
 TEST_F(ApplyBatchTest, EmptyBatchWritesNothing) {

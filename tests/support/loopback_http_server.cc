@@ -49,9 +49,9 @@ LoopbackHttpServer::LoopbackHttpServer(Handler handler) : handler_(std::move(han
 
 LoopbackHttpServer::~LoopbackHttpServer() {
   stopping_ = true;
-  shutdown(listen_fd_, SHUT_RDWR);
-  close(listen_fd_);
+  shutdown(listen_fd_, SHUT_RDWR);  // wakes accept()
   acceptor_.join();
+  close(listen_fd_);  // only now: the acceptor may still be in accept(listen_fd_) until joined
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (int fd : open_fds_) {
