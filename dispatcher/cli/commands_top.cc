@@ -196,7 +196,9 @@ int Top(Backend& b, const CommandFlags& f) {
       quit = terminal.WaitForQuit(static_cast<int>(std::max<int64_t>(0, wait)));
     }
   }
-  if (!failed.ok()) {
+  // A signal during a sample's HTTP call interrupts it (no SA_RESTART, so Ctrl-C is prompt):
+  // that is the signal's exit, not a failure.
+  if (!failed.ok() && g_stop_signal == 0) {
     return Fail(failed);
   }
   return g_stop_signal == 0 ? kExitOk : 128 + g_stop_signal;
