@@ -130,11 +130,9 @@ std::string BudgetOf(const json& d) {
   return b.dump();
 }
 
-// Age of the oldest deferral: the field may be an age or a Unix ms time.
+// Age of the oldest deferral (the API gives its time, Unix ms).
 int64_t OldestAgeMs(const json& d, int64_t wall_now_ms) {
-  const auto v = static_cast<int64_t>(Num(d, "oldest_deferral_ms"));
-  constexpr int64_t kYear2001Ms = 978'307'200'000;
-  return v >= kYear2001Ms ? std::max<int64_t>(0, wall_now_ms - v) : v;
+  return std::max<int64_t>(0, wall_now_ms - static_cast<int64_t>(Num(d, "oldest_deferral_ms")));
 }
 
 std::string Name(const json& d) {

@@ -558,11 +558,8 @@ std::vector<DestinationInfo> DeliveryLoop::Destinations() const {
     }
     info.last_headers = dest.last_headers;
     info.last_response_ms = dest.last_response_ms;
-    info.held = dest.queue.size();
-    info.complete = dest.queue.complete();
     for (const PendingDelivery& p : dest.queue.held()) {
       if (p.state == DeliveryState::kDeferred) {
-        ++info.held_deferred;
         if (info.oldest_deferral_ms == 0 || p.updated_ms < info.oldest_deferral_ms) {
           info.oldest_deferral_ms = p.updated_ms;
         }

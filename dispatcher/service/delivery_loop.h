@@ -32,11 +32,8 @@ struct DestinationInfo {
   dispatcher::DestinationView view;
   std::vector<std::pair<std::string, std::string>> last_headers;
   int64_t last_response_ms = 0;
-  // Waiting deliveries the loop holds (the head and its read-ahead; all of them when
-  // `complete`), and of those the deferred ones and the oldest deferral (Unix ms, 0: none).
-  size_t held = 0;
-  size_t held_deferred = 0;
-  bool complete = false;
+  // When the oldest deferred delivery the loop holds (head and read-ahead) was deferred
+  // (Unix ms, 0: none).
   int64_t oldest_deferral_ms = 0;
 };
 
@@ -94,8 +91,6 @@ class DeliveryLoop {
   std::vector<DestinationInfo> Destinations() const;
   size_t destination_count() const { return dests_.size(); }
   size_t in_flight() const { return in_flight_.size(); }
-  // Store writes made for leases and outcomes (each a group commit), for metrics and tests.
-  uint64_t write_batches() const { return leases_.batches() + outcomes_.batches(); }
 
  private:
   struct Dest {
