@@ -129,7 +129,7 @@ if [[ "$PERF" == 1 ]] && ! command -v perf >/dev/null; then
   PERF=0
 fi
 if [[ "$PERF" == 1 ]]; then
-  perf record -e cpu-clock -g -p "$SERVICE_PID" -o "${PERF_DATA:-/tmp/egress-e2e-perf.data}" 2>/dev/null &
+  perf record -e cpu-clock ${PERF_CALLGRAPH--g} -p "$SERVICE_PID" -o "${PERF_DATA:-/tmp/egress-e2e-perf.data}" 2>/dev/null &
   PERF_PID=$!
 fi
 

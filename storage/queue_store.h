@@ -25,6 +25,9 @@ struct StoreOptions {
   size_t history_limit = 20;
   // Largest tenant, platform, credential, destination and key fields. Default: 2 KiB.
   size_t max_field_bytes = 2048;
+  // Memory for the records of waiting deliveries kept beside the disk, so the lease after an
+  // enqueue reads no disk (storage/record_cache.h). Default: 64 MiB; 0 turns it off.
+  size_t record_cache_bytes = 64 << 20;
 };
 
 struct EnqueueResult {

@@ -1,6 +1,7 @@
 #include "storage/rocks_queue_store.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cstdarg>
 #include <filesystem>
 #include <numeric>
@@ -8,6 +9,7 @@
 
 #include <fmt/format.h>
 #include <rocksdb/env.h>
+#include <rocksdb/slice_transform.h>
 
 #include "storage/delivery_codec.h"
 #include "storage/index_keys.h"
@@ -18,7 +20,10 @@ namespace {
 
 constexpr std::string_view kFormatKey = "format";
 // 2: per-destination counters (destcount/...) in meta.
-constexpr std::string_view kFormatValue = "relay-egress-store/2";
+// 3: the due index holds deferred deliveries only (queued ones are due as soon as they are
+//    queued); a format-2 store is migrated on a writable open (MigrateFromFormat2).
+constexpr std::string_view kFormatValue = "relay-egress-store/3";
+constexpr std::string_view kFormat2 = "relay-egress-store/2";
 
 // A missing or empty directory may become a new store; anything else must already be one.
 Result<bool> CheckDirectory(const std::string& path) {
@@ -55,6 +60,9 @@ rocksdb::Options MakeOptions(bool fresh, const std::shared_ptr<rocksdb::Statisti
   o.statistics = stats;
   o.max_background_jobs = 2;
   o.keep_log_file_num = 4;
+  // One thread fills the memtables for a write group, so the insert hints below are used (RocksDB
+  // ignores them for concurrent inserts); our write groups are a few large batches anyway.
+  o.allow_concurrent_memtable_write = false;
   return o;
 }
 
@@ -73,6 +81,22 @@ Status OpenError(const Status& s, const std::string& path) {
 // Delivered and cancelled records age out; dead ones wait for an operator.
 bool ExpiresByRetention(DeliveryState s) {
   return s == DeliveryState::kDelivered || s == DeliveryState::kCancelled;
+}
+
+// The destination key of a `dest` index key (everything before the first \0): inserts for one
+// destination arrive in id order, so the memtable keeps an insert hint per destination.
+class UpToNulTransform final : public rocksdb::SliceTransform {
+ public:
+  const char* Name() const override { return "egress.UpToNul"; }
+  rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
+    const void* nul = std::memchr(key.data(), '\0', key.size());
+    return rocksdb::Slice(key.data(), nul == nullptr ? key.size()
+                                                     : static_cast<const char*>(nul) - key.data());
+  }
+  bool InDomain(const rocksdb::Slice& /*key*/) const override { return true; }
+};
+std::shared_ptr<const rocksdb::SliceTransform> NewUpToNulTransform() {
+  return std::make_shared<UpToNulTransform>();
 }
 
 // Drops RocksDB's informational log: a read-only open must not create or rotate the LOG file
@@ -97,6 +121,16 @@ Result<std::unique_ptr<RocksQueueStore>> OpenDb(const StoreOptions& options, boo
     rocksdb::ColumnFamilyOptions cf_options(db_options);
     if (spec.family == Family::kMeta) {
       cf_options.merge_operator = NewCounterMergeOperator();
+    }
+    // Memtable insert hints: an insert starts its search where the last one with the same prefix
+    // went, not at the top of the skip list. Keys of one index mostly grow (ids and times), so
+    // this saves most comparisons: per destination for `dest`, per first byte (the state, or the
+    // top of a time or id) elsewhere. Idempotency keys are random and the meta keys few.
+    if (spec.family == Family::kDest) {
+      cf_options.memtable_insert_with_hint_prefix_extractor = NewUpToNulTransform();
+    } else if (spec.family != Family::kMeta && spec.family != Family::kIdem) {
+      cf_options.memtable_insert_with_hint_prefix_extractor.reset(
+          rocksdb::NewFixedPrefixTransform(1));
     }
     families.emplace_back(spec.name, cf_options);
   }
@@ -134,7 +168,7 @@ Result<std::unique_ptr<QueueStore>> OpenRocksQueueStore(const StoreOptions& opti
   if (!store) {
     return store.error();
   }
-  if (Status s = (*store)->CheckFormat(*fresh); !s.ok()) {
+  if (Status s = (*store)->CheckFormat(*fresh, false); !s.ok()) {
     return s;
   }
   if (Status s = (*store)->LoadCounters(); !s.ok()) {
@@ -164,7 +198,7 @@ Result<std::unique_ptr<QueueStore>> OpenRocksQueueStoreReadOnly(const StoreOptio
   if (!store) {
     return store.error();
   }
-  if (Status s = (*store)->CheckFormat(false); !s.ok()) {
+  if (Status s = (*store)->CheckFormat(false, true); !s.ok()) {
     return s;
   }
   if (Status s = (*store)->LoadCounters(); !s.ok()) {
@@ -182,6 +216,7 @@ RocksQueueStore::RocksQueueStore(StoreOptions options, std::unique_ptr<rocksdb::
       handles_(std::move(handles)),
       stats_(std::move(stats)),
       ids_(id_seed, newest_id),
+      records_(read_only ? 0 : options_.record_cache_bytes),
       read_only_(read_only) {}
 
 RocksQueueStore::~RocksQueueStore() {
@@ -219,7 +254,7 @@ Status RocksQueueStore::CheckWritable() const {
   return CheckOpen();
 }
 
-Status RocksQueueStore::CheckFormat(bool fresh) {
+Status RocksQueueStore::CheckFormat(bool fresh, bool read_only) {
   std::string value;
   rocksdb::Status rs =
       db_->Get(rocksdb::ReadOptions(), cf(Family::kMeta), std::string(kFormatKey), &value);
@@ -234,6 +269,10 @@ Status RocksQueueStore::CheckFormat(bool fresh) {
   }
   if (!rs.ok()) {
     return FromRocks(rs, "read format marker");
+  }
+  if (value == kFormat2) {
+    // Readers never look at the due index, so format 2 reads as 3; a writer migrates it.
+    return read_only ? Status::Ok() : MigrateFromFormat2();
   }
   if (value != kFormatValue) {
     return Status::FailedPrecondition(fmt::format(
@@ -281,16 +320,20 @@ Result<Delivery> RocksQueueStore::ReadCurrent(std::string_view id) {
 }
 
 Result<Delivery> RocksQueueStore::Read(std::string_view id) {
-  std::string value;
-  rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), cf(Family::kJobs),
-                                rocksdb::Slice(id.data(), id.size()), &value);
-  if (rs.IsNotFound()) {
-    return Status::NotFound(fmt::format("delivery {} not found", id));
+  std::optional<std::string> value = records_.Find(id);
+  if (!value) {
+    QuietPerfCounters();
+    value.emplace();
+    rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), cf(Family::kJobs),
+                                  rocksdb::Slice(id.data(), id.size()), &*value);
+    if (rs.IsNotFound()) {
+      return Status::NotFound(fmt::format("delivery {} not found", id));
+    }
+    if (!rs.ok()) {
+      return FromRocks(rs, fmt::format("read delivery {}", id));
+    }
   }
-  if (!rs.ok()) {
-    return FromRocks(rs, fmt::format("read delivery {}", id));
-  }
-  Result<Delivery> d = DecodeDelivery(value);
+  Result<Delivery> d = DecodeDelivery(*value);
   if (!d) {
     return Status::Corruption(fmt::format("delivery {}: {}", id, d.error().message()));
   }
@@ -313,7 +356,7 @@ std::vector<IndexEntry> IndexEntriesOf(const Delivery& d, std::string_view dest)
   if (!IsTerminal(d.state)) {
     out.push_back({Family::kDest, DestIndexKey(dest, d.id)});
   }
-  if (IsWaiting(d.state)) {
+  if (d.state == DeliveryState::kDeferred) {  // queued: due when queued (format 3)
     out.push_back({Family::kDue, DueKey(d.next_attempt_ms, d.id)});
   }
   if (ExpiresByRetention(d.state)) {
@@ -354,6 +397,7 @@ void AddCounterMoves(const Delivery* before, const Delivery* after, std::string_
 [[gnu::noinline]] rocksdb::Status CallRocksWrite(rocksdb::DB& db,
                                                  const rocksdb::WriteOptions& options,
                                                  rocksdb::WriteBatch& batch) {
+  QuietPerfCounters();
   return db.Write(options, &batch);
 }
 
@@ -392,7 +436,10 @@ void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Deliv
   AddCounterMoves(before, after, dest, w.counters);
   if (after) {
     w.Put(Family::kJobs, after->id, EncodeDelivery(*after));
+    w.records.emplace_back(after->id, IsWaiting(after->state) ? std::optional<size_t>(w.ops.size() - 1)
+                                                              : std::nullopt);
   } else if (before) {
+    w.records.emplace_back(before->id, std::nullopt);
     w.Delete(Family::kJobs, before->id);
     if (!before->idempotency_key.empty()) {
       w.Delete(Family::kIdem, IdemKey(before->tenant, before->idempotency_key));
@@ -449,6 +496,15 @@ Status RocksQueueStore::Commit(const rocksdb::WriteOptions& options, PendingWrit
   if (!w.leases.empty()) {
     leases_.Update(std::move(w.leases));
   }
+  if (!w.records.empty()) {
+    std::vector<std::pair<std::string, std::optional<std::string>>> records;
+    records.reserve(w.records.size());
+    for (auto& [id, op] : w.records) {
+      records.emplace_back(std::move(id), op ? std::optional<std::string>(std::move(w.ops[*op].value))
+                                             : std::nullopt);
+    }
+    records_.Update(std::move(records));
+  }
   return Status::Ok();
 }
 
@@ -458,6 +514,35 @@ StoreStats RocksQueueStore::Stats() {
   s.writes = stats_->getTickerCount(rocksdb::WRITE_DONE_BY_SELF) +
              stats_->getTickerCount(rocksdb::WRITE_DONE_BY_OTHER);
   return s;
+}
+
+Status RocksQueueStore::MigrateFromFormat2() {
+  // Format 2 also indexed queued deliveries by due time: drop every due entry whose record is
+  // not deferred at that time, and write the new marker in the same batch.
+  rocksdb::WriteBatch batch;
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDue)));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    int64_t due_ms = 0;
+    std::string_view id;
+    const std::string_view key(it->key().data(), it->key().size());
+    if (ParseDueKey(key, due_ms, id)) {
+      Result<Delivery> d = Read(id);
+      if (!d && d.error().code() != Status::Code::kNotFound) {
+        return d.error();
+      }
+      if (d && d->state == DeliveryState::kDeferred && d->next_attempt_ms == due_ms) {
+        continue;
+      }
+    }
+    batch.Delete(cf(Family::kDue), it->key());
+  }
+  if (Status s = FromRocks(it->status(), "scan due index (format 2 migration)"); !s.ok()) {
+    return s;
+  }
+  batch.Put(cf(Family::kMeta), std::string(kFormatKey), std::string(kFormatValue));
+  return FromRocks(WriteBatchToRocks(*db_, SyncedWrite(), batch),
+                   "migrate store from format 2 to 3");
 }
 
 }  // namespace egress::storage

@@ -18,6 +18,7 @@
 #include "storage/delivery_id.h"
 #include "storage/lease_table.h"
 #include "storage/queue_store.h"
+#include "storage/record_cache.h"
 #include "storage/rocks_schema.h"
 
 namespace egress::storage {
@@ -60,8 +61,8 @@ class RocksQueueStore final : public QueueStore {
   // Moves every in_flight record on disk back to queued, due at `now_ms`. Returns how many.
   // Only stores written by older builds hold any: this build keeps leases in memory.
   Result<size_t> RecoverInFlight(int64_t now_ms);
-  // Checks or writes the format marker.
-  Status CheckFormat(bool fresh);
+  // Checks or writes the format marker; a writable open migrates an older format it knows.
+  Status CheckFormat(bool fresh, bool read_only);
   // Reads the counters into memory; call once after CheckFormat.
   Status LoadCounters() { return counters_.Load(*db_, cf(Family::kMeta)); }
 
@@ -71,11 +72,12 @@ class RocksQueueStore final : public QueueStore {
   rocksdb::ColumnFamilyHandle* cf(Family f) const { return handles_[static_cast<size_t>(f)]; }
   std::mutex& IdStripe(std::string_view id);
   std::mutex& IdemStripe(std::string_view tenant, std::string_view key);
+  Status MigrateFromFormat2();
   Status CheckOpen() const;
   // CheckOpen, and FailedPrecondition when the store was opened read-only.
   Status CheckWritable() const;
 
-  // Reads the record with `id` from disk; NotFound when absent.
+  // Reads the record with `id` from disk (or the record cache); NotFound when absent.
   Result<Delivery> Read(std::string_view id);
   // What readers see: the leased version when `id` is leased, else the record on disk.
   Result<Delivery> ReadCurrent(std::string_view id);
@@ -105,6 +107,9 @@ class RocksQueueStore final : public QueueStore {
     CounterDeltas memory_only;
     // Lease table changes (nullopt: drop), applied once the write succeeded.
     std::vector<std::pair<std::string, std::optional<Lease>>> leases;
+    // Record cache changes, applied once the write succeeded: the position in `ops` of the
+    // record's Put (its value is moved to the cache), or nullopt to drop the id.
+    std::vector<std::pair<std::string, std::optional<size_t>>> records;
   };
   // Adds to `w` what turns `before` into `after` (null `before`: a new record; null `after`:
   // removal): the record, the index entries that differ, and the counter deltas.
@@ -131,6 +136,7 @@ class RocksQueueStore final : public QueueStore {
   // Exact counts of what readers see: the disk's counters plus the leases' moves to in_flight.
   CounterTable counters_;
   LeaseTable leases_;  // in_flight deliveries; empty in a read-only store
+  RecordCache records_;  // waiting records as on disk; empty in a read-only store
   const bool read_only_;
   bool closed_ = false;
 };

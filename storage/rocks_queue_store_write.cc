@@ -209,6 +209,9 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
     return s;
   }
   std::lock_guard<std::mutex> lease(lease_mu_);
+  // Candidates: up to `max` deferred ones due by now (the due index, in due order) and up to
+  // `max` queued ones (the state index, in id order; a queued delivery is due when queued).
+  // Leased ones keep their index entries on disk and are skipped.
   std::vector<std::string> ids;
   {
     std::unique_ptr<rocksdb::Iterator> it(
@@ -219,11 +222,28 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
       if (!ParseDueKey({it->key().data(), it->key().size()}, due_ms, id) || due_ms > now_ms) {
         break;
       }
-      if (!leases_.Contains(id)) {  // a leased one keeps its due entry on disk
+      if (!leases_.Contains(id)) {
         ids.emplace_back(id);
       }
     }
     if (Status s = FromRocks(it->status(), "scan due index"); !s.ok()) {
+      return s;
+    }
+  }
+  {
+    const std::string prefix = StateKey(DeliveryState::kQueued, "");
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kState)));
+    size_t queued = 0;
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix) && queued < max;
+         it->Next()) {
+      std::string_view id(it->key().data() + prefix.size(), it->key().size() - prefix.size());
+      if (!leases_.Contains(id)) {
+        ids.emplace_back(id);
+        ++queued;
+      }
+    }
+    if (Status s = FromRocks(it->status(), "scan queued deliveries"); !s.ok()) {
       return s;
     }
   }
@@ -232,9 +252,7 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
     locks.Add(IdStripe(id));
   }
   locks.LockAll();
-  std::vector<Delivery> leased;
-  PendingWrite w;
-  const StateChange change{.to = DeliveryState::kInFlight, .at_ms = now_ms};
+  std::vector<Delivery> due;
   for (const std::string& id : ids) {
     if (leases_.Contains(id)) {
       continue;  // leased since the scan
@@ -243,16 +261,29 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
     if (!d) {
       return d.error();
     }
-    if (!IsWaiting(d->state) || d->next_attempt_ms > now_ms) {
-      continue;  // changed since the scan
+    if (IsWaiting(d->state) && d->next_attempt_ms <= now_ms) {  // else changed since the scan
+      due.push_back(std::move(*d));
     }
-    Delivery before = *d;
-    if (Status s = ApplyChange(change, options_.history_limit, *d); !s.ok()) {
+  }
+  // Earliest due first; a queued and a deferred delivery due at the same time go in id order.
+  std::sort(due.begin(), due.end(), [](const Delivery& a, const Delivery& b) {
+    return a.next_attempt_ms != b.next_attempt_ms ? a.next_attempt_ms < b.next_attempt_ms
+                                                  : a.id < b.id;
+  });
+  if (due.size() > max) {
+    due.resize(max);
+  }
+  std::vector<Delivery> leased;
+  PendingWrite w;
+  const StateChange change{.to = DeliveryState::kInFlight, .at_ms = now_ms};
+  for (Delivery& d : due) {
+    Delivery before = d;
+    if (Status s = ApplyChange(change, options_.history_limit, d); !s.ok()) {
       return s;
     }
-    StageInMemory(w, before, *d);
-    w.leases.emplace_back(id, Lease{*d, before.state, before.next_attempt_ms});
-    leased.push_back(std::move(*d));
+    StageInMemory(w, before, d);
+    w.leases.emplace_back(d.id, Lease{d, before.state, before.next_attempt_ms});
+    leased.push_back(std::move(d));
   }
   if (Status s = Commit(SyncedWrite(), w, "lease due deliveries"); !s.ok()) {
     return s;

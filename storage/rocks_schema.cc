@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <rocksdb/perf_level.h>
 
 namespace egress::storage {
 namespace {
@@ -73,6 +74,14 @@ rocksdb::WriteOptions SyncedWrite() {
   rocksdb::WriteOptions w;
   w.sync = true;
   return w;
+}
+
+void QuietPerfCounters() {
+  thread_local bool quiet = false;
+  if (!quiet) {
+    rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
+    quiet = true;
+  }
 }
 
 }  // namespace egress::storage

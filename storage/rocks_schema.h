@@ -24,7 +24,7 @@ struct FamilySpec {
 inline constexpr std::array<FamilySpec, 8> kFamilies = {{
     {Family::kDefault, "default", "unused (RocksDB requires it)"},
     {Family::kJobs, "jobs", "id -> delivery record"},
-    {Family::kDue, "due", "be64(next_attempt_ms) id -> '' for queued and deferred"},
+    {Family::kDue, "due", "be64(next_attempt_ms) id -> '' for deferred"},
     {Family::kDest, "dest", "destination key \\0 id -> '' for non-terminal deliveries"},
     {Family::kState, "state", "state byte, id -> ''"},
     {Family::kDone, "done", "be64(finished_ms) id -> '' for delivered and cancelled"},
@@ -39,6 +39,11 @@ int64_t DecodeCounter(std::string_view bytes);
 
 // The one mapping from rocksdb::Status to ours; `what` says what was being done.
 Status FromRocks(const rocksdb::Status& s, std::string_view what);
+
+// RocksDB counts every key comparison of a thread in a thread-local perf context, reached through
+// __tls_get_addr from the shared library: a tenth of a memtable insert. Nothing here reads those
+// counters, so every call into RocksDB on a new thread turns them off first (once per thread).
+void QuietPerfCounters();
 
 // Every write waits for the WAL to reach disk. (Leases, which a crash may lose, are not
 // written at all: docs/storage.md.)
