@@ -61,8 +61,7 @@ const Definition& Find(std::string_view name) {
   return kDefinitions[0];
 }
 
-std::string Escape(std::string_view v) {
-  std::string out;
+void AppendEscaped(std::string& out, std::string_view v) {
   for (char c : v) {
     if (c == '\\' || c == '"') {
       out.push_back('\\');
@@ -73,15 +72,17 @@ std::string Escape(std::string_view v) {
       out.push_back(c);
     }
   }
-  return out;
 }
 
-std::string RenderLabels(const Metrics::Labels& labels) {
-  std::string out;
-  for (const auto& [k, v] : labels) {
-    out += fmt::format("{}{}=\"{}\"", out.empty() ? "" : ",", k, Escape(v));
-  }
-  return out;
+// The labels part of a series key ("name{labels}" or "name"): empty when it has none.
+std::string_view LabelsOf(std::string_view series, std::string_view name) {
+  return series.size() > name.size() ? series.substr(name.size() + 1, series.size() - name.size() - 2)
+                                     : std::string_view();
+}
+
+// Whether `series` is a series of metric `name` (and not of another name it begins with).
+bool IsSeriesOf(std::string_view series, std::string_view name) {
+  return series.starts_with(name) && (series.size() == name.size() || series[name.size()] == '{');
 }
 
 std::span<const double> BucketsOf(std::string_view name) {
@@ -101,19 +102,50 @@ std::string Series(std::string_view name, const std::string& labels, std::string
 
 }  // namespace
 
+std::string_view Metrics::SeriesKey(std::string_view name, const Labels& labels) const {
+  series_.assign(name);
+  if (labels.size() != 0) {
+    char sep = '{';
+    for (const auto& [k, v] : labels) {
+      series_.push_back(sep);
+      series_.append(k);
+      series_.append("=\"");
+      AppendEscaped(series_, v);
+      series_.push_back('"');
+      sep = ',';
+    }
+    series_.push_back('}');
+  }
+  return series_;
+}
+
+namespace {
+
+// The entry of `key` in `map`, added (value-initialised) when missing; no allocation when found.
+template <typename Map>
+typename Map::mapped_type& Slot(Map& map, std::string_view key) {
+  auto it = map.lower_bound(key);
+  if (it == map.end() || it->first != key) {
+    it = map.emplace_hint(it, std::string(key), typename Map::mapped_type());
+  }
+  return it->second;
+}
+
+}  // namespace
+
 void Metrics::Inc(std::string_view name, const Labels& labels, double by) {
   EGRESS_CHECK(Find(name).type == Type::kCounter);
-  values_[{std::string(name), RenderLabels(labels)}] += by;
+  Slot(values_, SeriesKey(name, labels)) += by;
 }
 
 void Metrics::Set(std::string_view name, const Labels& labels, double value) {
   EGRESS_CHECK(Find(name).type == Type::kGauge);
-  values_[{std::string(name), RenderLabels(labels)}] = value;
+  Slot(values_, SeriesKey(name, labels)) = value;
 }
 
 void Metrics::Observe(std::string_view name, const Labels& labels, double value) {
   EGRESS_CHECK(Find(name).type == Type::kHistogram);
-  Histogram& h = histograms_[{std::string(name), RenderLabels(labels)}];
+  Histogram& h = Slot(histograms_, SeriesKey(name, labels));
   const auto buckets = BucketsOf(name);
   h.counts.resize(buckets.size());
   for (size_t i = 0; i < buckets.size(); ++i) {
@@ -126,15 +158,16 @@ void Metrics::Observe(std::string_view name, const Labels& labels, double value)
 }
 
 double Metrics::Value(std::string_view name, const Labels& labels) const {
-  auto it = values_.find({std::string(name), RenderLabels(labels)});
+  auto it = values_.find(SeriesKey(name, labels));
   return it == values_.end() ? 0 : it->second;
 }
 
 double Metrics::Total(std::string_view name) const {
   double sum = 0;
-  for (const auto& [key, v] : values_) {
-    if (key.first == name) {
-      sum += v;
+  for (auto it = values_.lower_bound(name); it != values_.end() && it->first.starts_with(name);
+       ++it) {
+    if (IsSeriesOf(it->first, name)) {
+      sum += it->second;
     }
   }
   return sum;
@@ -147,25 +180,31 @@ std::string Metrics::Render() const {
                        : d.type == Type::kGauge ? "gauge"
                                                 : "histogram";
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", d.name, d.help, d.name, type);
-    for (auto it = values_.lower_bound({std::string(d.name), ""});
-         it != values_.end() && it->first.first == d.name; ++it) {
-      out += fmt::format("{} {}\n", Series(d.name, it->first.second), it->second);
+    for (auto it = values_.lower_bound(d.name);
+         it != values_.end() && it->first.starts_with(d.name); ++it) {
+      if (IsSeriesOf(it->first, d.name)) {
+        out += fmt::format("{} {}\n", it->first, it->second);
+      }
     }
-    for (auto it = histograms_.lower_bound({std::string(d.name), ""});
-         it != histograms_.end() && it->first.first == d.name; ++it) {
+    for (auto it = histograms_.lower_bound(d.name);
+         it != histograms_.end() && it->first.starts_with(d.name); ++it) {
+      if (!IsSeriesOf(it->first, d.name)) {
+        continue;
+      }
+      const std::string labels(LabelsOf(it->first, d.name));
       const auto buckets = BucketsOf(d.name);
       for (size_t i = 0; i < buckets.size(); ++i) {
         out += fmt::format("{} {}\n",
-                           Series(std::string(d.name) + "_bucket", it->first.second,
+                           Series(std::string(d.name) + "_bucket", labels,
                                   fmt::format("le=\"{}\"", buckets[i])),
                            it->second.counts[i]);
       }
       out += fmt::format("{} {}\n",
-                         Series(std::string(d.name) + "_bucket", it->first.second, "le=\"+Inf\""),
+                         Series(std::string(d.name) + "_bucket", labels, "le=\"+Inf\""),
                          it->second.count);
-      out += fmt::format("{} {}\n", Series(std::string(d.name) + "_sum", it->first.second),
+      out += fmt::format("{} {}\n", Series(std::string(d.name) + "_sum", labels),
                          it->second.sum);
-      out += fmt::format("{} {}\n", Series(std::string(d.name) + "_count", it->first.second),
+      out += fmt::format("{} {}\n", Series(std::string(d.name) + "_count", labels),
                          it->second.count);
     }
   }

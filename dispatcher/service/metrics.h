@@ -1,5 +1,6 @@
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -13,7 +14,8 @@ namespace egress::service {
 // All methods run on the service loop.
 class Metrics {
  public:
-  using Labels = std::vector<std::pair<std::string, std::string>>;
+  // Label names and values, in the order they are rendered; only read during the call.
+  using Labels = std::initializer_list<std::pair<std::string_view, std::string_view>>;
 
   void Inc(std::string_view name, const Labels& labels = {}, double by = 1);
   void Set(std::string_view name, const Labels& labels, double value);
@@ -32,9 +34,13 @@ class Metrics {
     double sum = 0;
     double count = 0;
   };
-  using Key = std::pair<std::string, std::string>;  // name, rendered labels
-  std::map<Key, double> values_;
-  std::map<Key, Histogram> histograms_;
+  // Writes the series `name{labels}` (labels escaped) to series_ and returns it: the key of
+  // values_ and histograms_. Reuses one buffer, so a series seen before costs no allocation.
+  std::string_view SeriesKey(std::string_view name, const Labels& labels) const;
+
+  mutable std::string series_;
+  std::map<std::string, double, std::less<>> values_;
+  std::map<std::string, Histogram, std::less<>> histograms_;
 };
 
 }  // namespace egress::service
