@@ -1,10 +1,20 @@
 #include "adapters/json_reader.h"
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
 
 namespace egress::adapters {
 namespace {
+
+// Bytes that stand for themselves inside a string: printable ASCII but the quote and backslash.
+constexpr std::array<bool, 256> kPlainInString = [] {
+  std::array<bool, 256> plain{};
+  for (int c = 0x20; c < 0x80; ++c) {
+    plain[c] = c != '"' && c != '\\';
+  }
+  return plain;
+}();
 
 // Appends code point `cp` as UTF-8.
 void AppendUtf8(std::string& out, unsigned cp) {
@@ -437,6 +447,12 @@ bool JsonReader::String(std::string* out) {
   const Byte* start = p_;
   bool escaped = false;
   while (p_ < end_) {
+    while (p_ < end_ && kPlainInString[*p_]) {
+      ++p_;
+    }
+    if (p_ == end_) {
+      break;
+    }
     const Byte c = *p_;
     if (c == '"') {
       if (out != nullptr) {
