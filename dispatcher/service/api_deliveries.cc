@@ -1,13 +1,17 @@
 // POST/GET/DELETE /v1/deliveries...
 
+#include <algorithm>
 #include <charconv>
 #include <memory>
+#include <optional>
 
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include "adapters/json_reader.h"
 #include "dispatcher/service/api_handlers.h"
 #include "dispatcher/service/api_http.h"
+#include "dispatcher/service/api_intake.h"
 #include "dispatcher/service/delivery_request.h"
 #include "dispatcher/service/service.h"
 #include "dispatcher/time_text.h"
@@ -20,83 +24,20 @@ using nlohmann::json;
 using storage::Delivery;
 using storage::DeliveryState;
 
-// Runs `work` on the storage pool, then `done(result)` on the loop.
-template <class Work, class Done>
-void OnStore(Service& s, Work work, Done done) {
-  asio::post(s.storage_pool(), [&s, work = std::move(work), done = std::move(done)]() mutable {
-    auto result = work(s.store());
-    asio::post(s.io(), [done = std::move(done), result = std::move(result)]() mutable {
-      done(std::move(result));
-    });
-  });
-}
-
-// The 429 of the backpressure contract, with every header.
-HttpResponse Throttled(const IntakeLimiter::Decision& d, WallTime now, std::string_view why) {
-  const int64_t retry_ms = std::max<int64_t>(1, d.retry_after.count());
-  const int64_t retry_s = (retry_ms + 999) / 1000;
-  const int64_t reset_s = (d.reset_after.count() + 999) / 1000;
-  const int64_t window_s = std::max<int64_t>(1, (d.budget.scale_ms + 999) / 1000);
-  HttpResponse res =
-      JsonResponse(429, {{"error", "rate_limited"},
-                         {"message", fmt::format("tenant is over its {}; retry later", why)},
-                         {"retry_after_ms", retry_ms}});
-  res.set("Retry-After", std::to_string(retry_s));
-  res.set("X-RateLimit-Limit", std::to_string(d.budget.limit));
-  res.set("X-RateLimit-Remaining", std::to_string(d.remaining));
-  res.set("X-RateLimit-Reset",
-          std::to_string(
-              std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count() +
-              reset_s));
-  res.set("RateLimit-Policy", fmt::format("\"tenant_intake\";q={};w={}", d.budget.limit, window_s));
-  res.set("RateLimit", fmt::format("\"tenant_intake\";r={};t={}", d.remaining, reset_s));
-  return res;
-}
-
-HttpResponse Unavailable(const Status& s) {
-  HttpResponse res = ErrorResponse(FromStatus(s));
-  if (res.result_int() == 503) {
-    res.set("Retry-After", "1");
+// The fields of a POST /v1/deliveries body: read straight from the text, or from nlohmann's
+// tree when the reader does not take the text (a byte order mark; malformed JSON, which the
+// tree answers with its 400).
+tl::expected<DeliveryFields, ApiError> BodyFields(const HttpRequest& request) {
+  adapters::JsonReader reader(request.body());
+  DeliveryFields fields;
+  if (ReadDeliveryFields(reader, fields) && reader.AtEnd()) {
+    return fields;
   }
-  return res;
-}
-
-Delivery Queued(const storage::NewDelivery& in, const std::string& id, int64_t now_ms) {
-  Delivery d;
-  d.id = id;
-  d.tenant = in.tenant;
-  d.platform = in.platform;
-  d.destination = in.destination;
-  d.credential = in.credential;
-  d.created_ms = now_ms;
-  d.updated_ms = now_ms;
-  d.next_attempt_ms = now_ms;
-  d.cost = in.cost;
-  d.ordering_key = in.ordering_key;
-  return d;
-}
-
-// Parses and checks one item: shape, then the tenant's credential.
-tl::expected<storage::NewDelivery, ApiError> CheckItem(Service& s, const json& item) {
-  auto parsed = ParseDeliveryRequest(item, s.options().intake);
-  if (!parsed) {
-    return parsed;
+  auto body = ParseJsonBody(request);
+  if (!body) {
+    return tl::unexpected(body.error());
   }
-  auto cred = s.credentials().Find(parsed->tenant, parsed->credential);
-  if (!cred) {
-    return tl::unexpected(ApiError{422, "unknown_credential",
-                                   fmt::format("credential: '{}' is not registered for tenant '{}'",
-                                               parsed->credential, parsed->tenant),
-                                   "credential"});
-  }
-  if (cred->platform != parsed->platform) {
-    return tl::unexpected(
-        ApiError{422, "credential_platform_mismatch",
-                 fmt::format("credential: '{}' is a {} credential, not {}", parsed->credential,
-                             cred->platform, parsed->platform),
-                 "credential"});
-  }
-  return parsed;
+  return FieldsOf(*body);
 }
 
 struct EnqueueOutcome {
@@ -167,24 +108,24 @@ HttpResponse Accepted(Service& s, const std::vector<storage::NewDelivery>& parts
 }  // namespace
 
 void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
-  auto body = ParseJsonBody(request);
-  if (!body) {
+  auto fields = BodyFields(request);
+  if (!fields) {
     s.metrics().Inc("relay_egress_intake_rejections_total",
                     {{"tenant", ""}, {"reason", "invalid"}});
-    respond(ErrorResponse(body.error()));
+    respond(ErrorResponse(fields.error()));
     return;
   }
-  auto item = CheckItem(s, *body);
+  const std::string tenant_label =
+      fields->tenant.kind == RequestField::Kind::kString ? fields->tenant.text : "";
+  CredentialPlatforms credentials(s.credentials());
+  auto item = CheckItem(s, std::move(*fields), credentials);
   auto parts =
       item
           ? SplitDelivery(std::move(*item))
           : tl::expected<std::vector<storage::NewDelivery>, ApiError>(tl::unexpected(item.error()));
   if (!parts) {
-    s.metrics().Inc(
-        "relay_egress_intake_rejections_total",
-        {{"tenant",
-          body->value("tenant", json("")).is_string() ? body->value("tenant", std::string()) : ""},
-         {"reason", parts.error().code}});
+    s.metrics().Inc("relay_egress_intake_rejections_total",
+                    {{"tenant", tenant_label}, {"reason", parts.error().code}});
     respond(ErrorResponse(parts.error()));
     return;
   }
@@ -218,116 +159,6 @@ void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
           return;
         }
         respond(Accepted(s, *shared, *out.results, now_ms, out.state));
-      });
-}
-
-void CreateBatch(Service& s, const HttpRequest& request, Respond respond) {
-  auto body = ParseJsonBody(request);
-  if (!body) {
-    respond(ErrorResponse(body.error()));
-    return;
-  }
-  auto items = body->find("deliveries");
-  if (!body->is_object() || items == body->end() || !items->is_array()) {
-    respond(
-        ErrorResponse({400, "invalid_request", "deliveries: required, an array", "deliveries"}));
-    return;
-  }
-  if (items->size() > s.options().intake.max_batch_items || items->empty()) {
-    respond(ErrorResponse(
-        {413, "batch_too_large",
-         fmt::format("deliveries: 1 to {} items per batch", s.options().intake.max_batch_items),
-         "deliveries"}));
-    return;
-  }
-  // Per item: an error now, or an index into the write.
-  std::vector<json> results(items->size());
-  std::vector<storage::NewDelivery> valid;
-  std::vector<size_t> slots;
-  std::map<std::string, int64_t> per_tenant;
-  std::vector<tl::expected<std::vector<storage::NewDelivery>, ApiError>> checked;
-  for (const json& item : *items) {
-    auto one = CheckItem(s, item);
-    checked.push_back(one ? SplitDelivery(std::move(*one))
-                          : tl::unexpected(std::move(one.error())));
-    if (checked.back()) {
-      per_tenant[checked.back()->front().tenant] += static_cast<int64_t>(checked.back()->size());
-    }
-  }
-  std::map<std::string, IntakeLimiter::Decision> denied;
-  for (const auto& [tenant, n] : per_tenant) {
-    auto d = s.intake_limiter().Take(tenant, n);
-    if (!d.allowed) {
-      denied.emplace(tenant, d);
-      s.metrics().Inc("relay_egress_intake_rejections_total",
-                      {{"tenant", tenant}, {"reason", "rate_limited"}}, static_cast<double>(n));
-    }
-  }
-  for (size_t i = 0; i < checked.size(); ++i) {
-    if (!checked[i]) {
-      results[i] = checked[i].error().ToJson();
-      results[i]["status"] = checked[i].error().http_status;
-    } else if (auto it = denied.find(checked[i]->front().tenant); it != denied.end()) {
-      results[i] = {{"error", "rate_limited"},
-                    {"status", 429},
-                    {"retry_after_ms", std::max<int64_t>(1, it->second.retry_after.count())}};
-    } else {
-      for (storage::NewDelivery& part : *checked[i]) {
-        slots.push_back(i);
-        valid.push_back(std::move(part));
-      }
-    }
-  }
-  if (valid.empty() && !denied.empty()) {
-    respond(Throttled(denied.begin()->second, s.clock().WallNow(), "intake budget"));
-    return;
-  }
-  const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
-  OnStore(
-      s, [valid, now_ms](storage::QueueStore& store) { return store.EnqueueBatch(valid, now_ms); },
-      [&s, valid, slots, now_ms, results = std::move(results),
-       respond = std::move(respond)](auto stored) mutable {
-        if (!stored) {
-          respond(Unavailable(stored.error()));
-          return;
-        }
-        // Parts of one item (a split LINE multicast) are adjacent in `slots`.
-        bool all_ok = true;
-        std::vector<bool> answered(results.size(), false);
-        for (size_t k = 0; k < slots.size(); ++k) {
-          const auto& r = (*stored)[k];
-          json& result = results[slots[k]];
-          if (!r) {
-            ApiError e = FromStatus(r.error());
-            result = e.ToJson();
-            result["status"] = e.http_status;
-            answered[slots[k]] = true;
-            continue;
-          }
-          if (r->created) {
-            s.metrics().Inc("relay_egress_deliveries_accepted_total",
-                            {{"tenant", valid[k].tenant}, {"platform", valid[k].platform}});
-            s.loop().Notify(Queued(valid[k], r->id, now_ms));
-          }
-          if (!answered[slots[k]]) {
-            answered[slots[k]] = true;
-            result = {{"id", r->id}, {"state", "queued"}, {"created", r->created}};
-            if (k + 1 < slots.size() && slots[k + 1] == slots[k]) {
-              result["ids"] = json::array();
-            }
-          } else if (result.contains("error")) {
-            continue;
-          } else if (r->created) {
-            result["created"] = true;
-          }
-          if (result.contains("ids")) {
-            result["ids"].push_back(r->id);
-          }
-        }
-        for (size_t i = 0; i < results.size(); ++i) {
-          all_ok = all_ok && answered[i] && !results[i].contains("error");
-        }
-        respond(JsonResponse(all_ok ? 202 : 207, {{"results", results}}));
       });
 }
 

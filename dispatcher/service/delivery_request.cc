@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 #include <fmt/format.h>
 
+#include "adapters/json_reader.h"
 #include "adapters/line_adapter.h"
 #include "dispatcher/scope_path.h"
 
@@ -33,29 +35,94 @@ bool IsHttpUrl(std::string_view s) {
          rest.find_first_of(" \t\r\n") == std::string_view::npos;
 }
 
+using Kind = RequestField::Kind;
+
 // Reads an optional string field; false (with `err`) when present but not a string.
-bool OptionalString(const json& body, const char* field, std::string& out, ApiError& err) {
-  auto it = body.find(field);
-  if (it == body.end() || it->is_null()) {
+bool OptionalString(RequestField& field, const char* name, std::string& out, ApiError& err) {
+  if (field.kind == Kind::kAbsent || field.kind == Kind::kNull) {
     return true;
   }
-  if (!it->is_string()) {
-    err = Bad(field, "must be a string");
+  if (field.kind != Kind::kString) {
+    err = Bad(name, "must be a string");
     return false;
   }
-  out = it->get<std::string>();
+  out = std::move(field.text);
   return true;
 }
 
-bool RequiredString(const json& body, const char* field, std::string& out, ApiError& err) {
-  if (!OptionalString(body, field, out, err)) {
+bool RequiredString(RequestField& field, const char* name, std::string& out, ApiError& err) {
+  if (!OptionalString(field, name, out, err)) {
     return false;
   }
   if (out.empty()) {
-    err = Bad(field, "required");
+    err = Bad(name, "required");
     return false;
   }
   return true;
+}
+
+// The field `name` of `body`; an object's text (its dump) only when `keep_object`.
+RequestField FieldOf(const json& body, const char* name, bool keep_object = false) {
+  RequestField f;
+  auto it = body.find(name);
+  if (it == body.end()) {
+    return f;
+  }
+  if (it->is_null()) {
+    f.kind = Kind::kNull;
+  } else if (it->is_string()) {
+    f.kind = Kind::kString;
+    f.text = it->get<std::string>();
+  } else if (it->is_number_integer()) {
+    f.kind = Kind::kInteger;
+    f.integer = it->get<int64_t>();
+  } else if (it->is_object()) {
+    f.kind = Kind::kObject;
+    if (keep_object) {
+      f.text = it->dump();
+    }
+  } else {
+    f.kind = Kind::kOther;
+  }
+  return f;
+}
+
+// The value `reader` is at as a field: strings decoded, integers read, an object's text kept
+// (compacted) only when `keep_object`.
+bool ReadField(adapters::JsonReader& reader, RequestField& f, bool keep_object) {
+  f.text.clear();
+  switch (reader.Peek()) {
+    case '"':
+      f.kind = Kind::kString;
+      return reader.ReadString(f.text);
+    case 'n':
+      f.kind = Kind::kNull;
+      return reader.SkipValue();
+    case '{': {
+      f.kind = Kind::kObject;
+      std::string_view span;
+      bool spaced = false;
+      if (!reader.SkipValue(&span, &spaced)) {
+        return false;
+      }
+      if (keep_object) {
+        f.text = spaced ? adapters::CompactJson(span) : std::string(span);
+      }
+      return true;
+    }
+    default: {
+      std::string_view span;
+      if (!reader.SkipValue(&span)) {
+        return false;
+      }
+      // nlohmann reads an integer that fits int64_t as one (and larger ones as unsigned or
+      // double, which the cost check refuses all the same).
+      auto [end, ec] = std::from_chars(span.data(), span.data() + span.size(), f.integer);
+      f.kind = ec == std::errc() && end == span.data() + span.size() ? Kind::kInteger
+                                                                       : Kind::kOther;
+      return true;
+    }
+  }
 }
 
 }  // namespace
@@ -97,15 +164,59 @@ std::string CheckDestinationShape(std::string_view platform, std::string_view d)
   return "unknown platform";
 }
 
-tl::expected<storage::NewDelivery, ApiError> ParseDeliveryRequest(const json& body,
-                                                                  const IntakeLimits& limits) {
+DeliveryFields FieldsOf(const json& body) {
+  DeliveryFields f;
   if (!body.is_object()) {
+    f.is_object = false;
+    return f;
+  }
+  f.tenant = FieldOf(body, "tenant");
+  f.platform = FieldOf(body, "platform");
+  f.destination = FieldOf(body, "destination");
+  f.credential = FieldOf(body, "credential");
+  f.payload = FieldOf(body, "payload", /*keep_object=*/true);
+  f.idempotency_key = FieldOf(body, "idempotency_key");
+  f.ordering_key = FieldOf(body, "ordering_key");
+  f.cost = FieldOf(body, "cost");
+  return f;
+}
+
+bool ReadDeliveryFields(adapters::JsonReader& reader, DeliveryFields& out) {
+  out = DeliveryFields();
+  if (reader.Peek() != '{') {
+    out.is_object = false;
+    return reader.SkipValue();
+  }
+  reader.EnterObject();
+  std::string key;
+  while (reader.NextKey(key)) {
+    // A repeated key: the last one counts, as in nlohmann's tree.
+    RequestField* field = key == "tenant"            ? &out.tenant
+                          : key == "platform"        ? &out.platform
+                          : key == "destination"     ? &out.destination
+                          : key == "credential"      ? &out.credential
+                          : key == "payload"         ? &out.payload
+                          : key == "idempotency_key" ? &out.idempotency_key
+                          : key == "ordering_key"    ? &out.ordering_key
+                          : key == "cost"            ? &out.cost
+                                                     : nullptr;
+    if (!(field != nullptr ? ReadField(reader, *field, field == &out.payload)
+                           : reader.SkipValue())) {
+      return false;
+    }
+  }
+  return !reader.failed();
+}
+
+tl::expected<storage::NewDelivery, ApiError> CheckDeliveryFields(DeliveryFields&& f,
+                                                                 const IntakeLimits& limits) {
+  if (!f.is_object) {
     return tl::unexpected(ApiError{400, "invalid_request", "body: must be a JSON object"});
   }
   storage::NewDelivery d;
   ApiError err;
-  if (!RequiredString(body, "tenant", d.tenant, err) ||
-      !RequiredString(body, "platform", d.platform, err)) {
+  if (!RequiredString(f.tenant, "tenant", d.tenant, err) ||
+      !RequiredString(f.platform, "platform", d.platform, err)) {
     return tl::unexpected(err);
   }
   if (!dispatcher::ParsePlatform(d.platform)) {
@@ -114,42 +225,46 @@ tl::expected<storage::NewDelivery, ApiError> ParseDeliveryRequest(const json& bo
             fmt::format("unknown platform '{}' (slack, discord, line, webhook)", d.platform), 422,
             "unknown_platform"));
   }
-  if (!RequiredString(body, "destination", d.destination, err) ||
-      !RequiredString(body, "credential", d.credential, err) ||
-      !OptionalString(body, "idempotency_key", d.idempotency_key, err) ||
-      !OptionalString(body, "ordering_key", d.ordering_key, err)) {
+  if (!RequiredString(f.destination, "destination", d.destination, err) ||
+      !RequiredString(f.credential, "credential", d.credential, err) ||
+      !OptionalString(f.idempotency_key, "idempotency_key", d.idempotency_key, err) ||
+      !OptionalString(f.ordering_key, "ordering_key", d.ordering_key, err)) {
     return tl::unexpected(err);
   }
   if (std::string problem = CheckDestinationShape(d.platform, d.destination); !problem.empty()) {
     return tl::unexpected(Bad("destination", problem, 422, "invalid_destination"));
   }
-  auto payload = body.find("payload");
-  if (payload == body.end() || !payload->is_object()) {
+  if (f.payload.kind != Kind::kObject) {
     return tl::unexpected(Bad("payload", "required, a JSON object (the platform's native body)"));
   }
-  d.payload = payload->dump();
+  d.payload = std::move(f.payload.text);
   if (d.payload.size() > limits.max_payload_bytes) {
     return tl::unexpected(Bad(
         "payload",
         fmt::format("{} bytes is over the limit of {}", d.payload.size(), limits.max_payload_bytes),
         413, "payload_too_large"));
   }
-  if (auto cost = body.find("cost"); cost != body.end() && !cost->is_null()) {
-    if (!cost->is_number_integer() || cost->get<int64_t>() < 1 ||
-        cost->get<int64_t>() > limits.max_cost) {
+  if (f.cost.kind != Kind::kAbsent && f.cost.kind != Kind::kNull) {
+    if (f.cost.kind != Kind::kInteger || f.cost.integer < 1 || f.cost.integer > limits.max_cost) {
       return tl::unexpected(
           Bad("cost", fmt::format("must be an integer from 1 to {}", limits.max_cost)));
     }
-    d.cost = static_cast<uint32_t>(cost->get<int64_t>());
+    d.cost = static_cast<uint32_t>(f.cost.integer);
   }
   return d;
 }
 
+tl::expected<storage::NewDelivery, ApiError> ParseDeliveryRequest(const json& body,
+                                                                  const IntakeLimits& limits) {
+  return CheckDeliveryFields(FieldsOf(body), limits);
+}
+
 tl::expected<std::vector<storage::NewDelivery>, ApiError> SplitDelivery(storage::NewDelivery d) {
   std::vector<storage::NewDelivery> out;
-  // The payload is a compact dump, so a "to" array reads `"to":[`; anything else is not a
-  // multicast and needs no parse.
-  if (d.platform != "line" || d.payload.find("\"to\":[") == std::string::npos) {
+  // The payload has no whitespace between tokens, so a "to" array reads `"to":[` unless the key
+  // is spelled with escapes; anything else is not a multicast and needs no parse.
+  if (d.platform != "line" || (d.payload.find("\"to\":[") == std::string::npos &&
+                               d.payload.find("\\u") == std::string::npos)) {
     out.push_back(std::move(d));
     return out;
   }

@@ -264,9 +264,13 @@ TEST_F(ServiceTest, LineMulticastSplitsAtIntake) {
   EXPECT_EQ(sim["totals"]["duplicates"], 0) << sim.dump();
 }
 
-// Verifies bad intake bodies get the right status and envelope, and leave nothing behind.
+// Verifies bad intake bodies get the right status and envelope (a body that is JSON but not an
+// object too, which once threw from the rejection metric's label), and leave nothing behind.
 TEST_F(ServiceTest, RejectsBadIntakeWithTypedErrors) {
   EXPECT_EQ(HttpCall(port_, "POST", "/v1/deliveries", "{not json").status, 400);
+  TestResponse not_object = HttpCall(port_, "POST", "/v1/deliveries", "[1]");
+  EXPECT_EQ(not_object.status, 400);
+  EXPECT_EQ(not_object.Json()["error"], "invalid_request");
   json unknown = Webhook("acme", "x", 1);
   unknown["platform"] = "myspace";
   TestResponse r = Post("/v1/deliveries", unknown);
