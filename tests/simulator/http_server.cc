@@ -8,13 +8,13 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/basic_waitable_timer.hpp>
-#include <boost/asio/buffer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
@@ -150,10 +150,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Write() {
-    asio::async_write(socket_, asio::buffer(out_),
-                      [self = shared_from_this()](beast::error_code ec, size_t /*bytes*/) {
-                        self->OnWrite(ec);
-                      });
+    asio::async_write(
+        socket_, asio::buffer(out_),
+        [self = shared_from_this()](beast::error_code ec, size_t /*bytes*/) { self->OnWrite(ec); });
   }
 
   void OnWrite(beast::error_code ec) {

@@ -21,9 +21,8 @@ void AssignLower(std::string& out, std::string_view in) {
 
 }  // namespace
 
-void SimRequestParser::on_request_impl(boost::beast::http::verb /*method*/,
-                                       string_view method_str, string_view target, int version,
-                                       error_code& /*ec*/) {
+void SimRequestParser::on_request_impl(boost::beast::http::verb /*method*/, string_view method_str,
+                                       string_view target, int version, error_code& /*ec*/) {
   version_ = static_cast<unsigned>(version);
   request_.method.assign(method_str.data(), method_str.size());
   std::string_view t(target.data(), target.size());

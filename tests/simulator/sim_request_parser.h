@@ -24,8 +24,8 @@ class SimRequestParser : public boost::beast::http::basic_parser<true> {
   using string_view = boost::beast::string_view;
   using error_code = boost::beast::error_code;
 
-  void on_request_impl(boost::beast::http::verb method, string_view method_str,
-                       string_view target, int version, error_code& ec) override;
+  void on_request_impl(boost::beast::http::verb method, string_view method_str, string_view target,
+                       int version, error_code& ec) override;
   void on_response_impl(int code, string_view reason, int version, error_code& ec) override;
   void on_field_impl(boost::beast::http::field name, string_view name_string, string_view value,
                      error_code& ec) override;
