@@ -8,6 +8,8 @@
 #   INTAKE_ONLY=1 bench/e2e.sh        # accepted/s alone (nothing delivered)
 #   STORE_ON=/dev/shm bench/e2e.sh    # store on tmpfs: what is left without fsync cost
 #   PERF=1 bench/e2e.sh               # also `perf record -e cpu-clock` the service (needs perf)
+#   SIM_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=/tmp/cg-sim.out" TOTAL=5000 \
+#     TIMEOUT_S=600 bench/e2e.sh      # the simulator's instructions per request
 #
 # Starts build/relay-egress-sim and build/relay-egress serve on 127.0.0.1 (free ports), with a
 # temp config and store under a temp dir, and stops both at exit. Bounded by TOTAL and
@@ -67,7 +69,9 @@ wait_port() {
   return 1
 }
 
-start sim "$BUILD/relay-egress-sim" --port 0 --threads "$SIM_THREADS"
+# SIM_WRAPPER: the same for the simulator, e.g. "valgrind --tool=callgrind
+# --callgrind-out-file=/tmp/cg-sim.out" (it stops on the SIGTERM at exit and writes the file).
+start sim ${SIM_WRAPPER:-} "$BUILD/relay-egress-sim" --port 0 --threads "$SIM_THREADS"
 SIM_PORT="$(wait_port sim)"
 
 if [[ "$INTAKE_ONLY" == 1 ]]; then

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "adapters/webhook_signature.h"
+#include "tests/simulator/accepted_fields.h"
 #include "tests/simulator/http_date_format.h"
 #include "tests/simulator/json_text.h"
 
@@ -91,8 +92,7 @@ SimResponse HookSim::Receive(SimContext& ctx, const SimRequest& req, const std::
     ++c.duplicates;
     r = JsonResponse(200, R"({"ok":true,"duplicate":true})");
   } else {
-    nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
-    RecordAccepted(ctx, dest, body, 1);
+    RecordAccepted(ctx, dest, ScanAcceptedFields(req.body), 1);
     r = JsonResponse(200, R"({"ok":true})");
   }
   FinishFault(ctx, dest, std::move(fault), r);

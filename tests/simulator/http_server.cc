@@ -1,7 +1,6 @@
 #include "tests/simulator/http_server.h"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <memory>
@@ -9,22 +8,23 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/beast/core/bind_handler.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/message.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
+#include <boost/beast/core/read_size.hpp>
+#include <boost/beast/http/error.hpp>
 #include <fmt/format.h>
+
+#include "tests/simulator/sim_request_parser.h"
+#include "tests/simulator/sim_response_format.h"
 
 namespace egress::sim {
 namespace {
@@ -34,128 +34,178 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
 
+// A connection with no request for between one and two of these is closed.
 constexpr auto kIdleTimeout = std::chrono::seconds(120);
 constexpr uint64_t kBodyLimit = 8 * 1024 * 1024;
+// Most bytes asked of one read (Beast's http::read asks the same).
+constexpr std::size_t kReadLimit = 64 * 1024;
 
-SimRequest ToSimRequest(http::request<http::string_body>&& req) {
-  SimRequest out;
-  out.method = std::string(req.method_string());
-  std::string_view target(req.target().data(), req.target().size());
-  size_t q = target.find('?');
-  out.path = std::string(target.substr(0, q));
-  if (q != std::string_view::npos) {
-    out.query = std::string(target.substr(q + 1));
-  }
-  for (const auto& field : req) {
-    std::string name(field.name_string());
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    out.headers.emplace_back(std::move(name), std::string(field.value()));
-  }
-  out.body = std::move(req.body());
-  return out;
-}
+// Sockets and timers bound to a connection's strand: handlers run there without wrapping, and
+// no type-erased executor is copied (and allocated) per operation.
+using Strand = asio::strand<asio::io_context::executor_type>;
+using Socket = asio::basic_stream_socket<tcp, Strand>;
+using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
+                                         asio::wait_traits<std::chrono::steady_clock>, Strand>;
 
 // One connection: read a request, answer it (after an optional delay), repeat while keep-alive.
-// Runs on its own strand; handlers hold shared_from_this().
+// Runs on its own strand; I/O handlers hold shared_from_this(), the idle timer a weak_ptr.
+// The request, the response and their buffers are reused from one request to the next.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& socket, const RequestHandler& handler)
-      : stream_(std::move(socket)), timer_(stream_.get_executor()), handler_(handler) {}
+  Session(Socket&& socket, const RequestHandler& handler)
+      : socket_(std::move(socket)),
+        idle_timer_(socket_.get_executor()),
+        delay_timer_(socket_.get_executor()),
+        handler_(handler) {}
 
   void Start() {
-    asio::dispatch(stream_.get_executor(),
-                   beast::bind_front_handler(&Session::DoRead, shared_from_this()));
+    asio::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+      self->ArmIdleTimer();
+      self->ReadRequest();
+    });
   }
 
  private:
-  void DoRead() {
-    parser_.emplace();
+  // Parses the next request from bytes already here (pipelining) or from the socket.
+  void ReadRequest() {
+    parser_.emplace(request_);
     parser_->body_limit(kBodyLimit);
-    stream_.expires_after(kIdleTimeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+    parser_->eager(true);
+    if (buffer_.size() > 0) {
+      Parse();
+    } else {
+      ReadSome();
+    }
   }
 
-  void OnRead(beast::error_code ec, size_t /*bytes*/) {
-    if (ec == http::error::end_of_stream) {
+  void ReadSome() {
+    socket_.async_read_some(buffer_.prepare(beast::read_size(buffer_, kReadLimit)),
+                            [self = shared_from_this()](beast::error_code ec, size_t bytes) {
+                              self->OnReadSome(ec, bytes);
+                            });
+  }
+
+  void OnReadSome(beast::error_code ec, size_t bytes) {
+    if (ec == asio::error::eof && !parser_->got_some()) {
       beast::error_code ignored;
-      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      socket_.shutdown(tcp::socket::shutdown_send, ignored);
       return;
     }
     if (ec) {
       return;
     }
-    http::request<http::string_body> req = parser_->release();
-    const unsigned version = req.version();
-    const bool keep_alive = req.keep_alive();
-    SimResponse sim = handler_(ToSimRequest(std::move(req)));
-    if (sim.reset_connection && sim.delay_ms <= 0) {
+    active_ = true;
+    buffer_.commit(bytes);
+    Parse();
+  }
+
+  void Parse() {
+    while (!parser_->is_done()) {
+      if (buffer_.size() == 0) {
+        ReadSome();
+        return;
+      }
+      beast::error_code ec;
+      size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == http::error::need_more || (!ec && used == 0)) {
+        ReadSome();
+        return;
+      }
+      if (ec) {
+        return;  // malformed or too large: drop the connection
+      }
+    }
+    Respond();
+  }
+
+  void Respond() {
+    const unsigned version = parser_->version();
+    const bool keep_alive = parser_->keep_alive();
+    response_ = handler_(request_);
+    if (response_.reset_connection && response_.delay_ms <= 0) {
       Reset();
       return;
     }
-    res_ = {};
-    res_.version(version);
-    res_.keep_alive(keep_alive);
-    res_.result(static_cast<unsigned>(sim.status));
-    for (auto& [name, value] : sim.headers) {
-      res_.set(name, value);
-    }
-    if (!sim.body.empty() || sim.status != 204) {
-      res_.set(http::field::content_type, sim.content_type);
-    }
-    res_.body() = std::move(sim.body);
-    res_.prepare_payload();
-    reset_after_delay_ = sim.reset_connection;
-    if (sim.delay_ms > 0) {
-      timer_.expires_after(std::chrono::milliseconds(sim.delay_ms));
-      timer_.async_wait(beast::bind_front_handler(&Session::OnDelay, shared_from_this()));
+    out_.clear();
+    keep_alive_ = AppendHttpResponse(response_, version, keep_alive, out_);
+    if (response_.delay_ms > 0) {
+      delay_timer_.expires_after(std::chrono::milliseconds(response_.delay_ms));
+      delay_timer_.async_wait(
+          [self = shared_from_this()](beast::error_code ec) { self->OnDelay(ec); });
       return;
     }
-    DoWrite();
+    Write();
   }
 
   void OnDelay(beast::error_code ec) {
     if (ec) {
       return;
     }
-    if (reset_after_delay_) {
+    if (response_.reset_connection) {
       Reset();
       return;
     }
-    DoWrite();
+    Write();
   }
 
-  void DoWrite() {
-    http::async_write(stream_, res_,
-                      beast::bind_front_handler(&Session::OnWrite, shared_from_this()));
+  void Write() {
+    asio::async_write(
+        socket_, asio::buffer(out_),
+        [self = shared_from_this()](beast::error_code ec, size_t /*bytes*/) { self->OnWrite(ec); });
   }
 
-  void OnWrite(beast::error_code ec, size_t /*bytes*/) {
+  void OnWrite(beast::error_code ec) {
     if (ec) {
       return;
     }
-    if (!res_.keep_alive()) {
+    if (!keep_alive_) {
       beast::error_code ignored;
-      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      socket_.shutdown(tcp::socket::shutdown_send, ignored);
       return;
     }
-    DoRead();
+    ReadRequest();
+  }
+
+  // Every kIdleTimeout: closes the connection when no request arrived since the last tick (the
+  // pending read or write then fails and the session ends). One timer wait per period instead
+  // of one per read and write.
+  void ArmIdleTimer() {
+    idle_timer_.expires_after(kIdleTimeout);
+    idle_timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+      std::shared_ptr<Session> self = weak.lock();
+      if (ec || !self) {
+        return;
+      }
+      if (!self->active_) {
+        beast::error_code ignored;
+        self->socket_.close(ignored);
+        self->delay_timer_.cancel();
+        return;
+      }
+      self->active_ = false;
+      self->ArmIdleTimer();
+    });
   }
 
   // Closes with SO_LINGER 0, so the peer sees a connection reset.
   void Reset() {
     beast::error_code ignored;
-    stream_.socket().set_option(asio::socket_base::linger(true, 0), ignored);
-    stream_.socket().close(ignored);
+    socket_.set_option(asio::socket_base::linger(true, 0), ignored);
+    socket_.close(ignored);
+    idle_timer_.cancel();
   }
 
-  beast::tcp_stream stream_;
-  asio::steady_timer timer_;
+  Socket socket_;
+  Timer idle_timer_;
+  Timer delay_timer_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  http::response<http::string_body> res_;
-  bool reset_after_delay_ = false;
+  SimRequest request_;
+  std::optional<SimRequestParser> parser_;
+  SimResponse response_;
+  std::string out_;
+  bool keep_alive_ = true;
+  bool active_ = false;  // a request arrived since the last idle tick
   const RequestHandler& handler_;
 };
 
@@ -167,11 +217,13 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
   void DoAccept() {
     acceptor_.async_accept(asio::make_strand(ioc_),
-                           beast::bind_front_handler(&Listener::OnAccept, shared_from_this()));
+                           [self = shared_from_this()](beast::error_code ec, Socket socket) {
+                             self->OnAccept(ec, std::move(socket));
+                           });
   }
 
  private:
-  void OnAccept(beast::error_code ec, tcp::socket socket) {
+  void OnAccept(beast::error_code ec, Socket socket) {
     if (ec == asio::error::operation_aborted) {
       return;
     }

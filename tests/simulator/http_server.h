@@ -18,8 +18,9 @@ struct ServerOptions {
   int threads = 2;
 };
 
-// Called for every request, from any loop thread; must be thread-safe.
-using RequestHandler = std::function<SimResponse(SimRequest&&)>;
+// Called for every request, from any loop thread; must be thread-safe. The request is valid
+// only during the call (the connection reuses it for its next request).
+using RequestHandler = std::function<SimResponse(const SimRequest&)>;
 
 // Serves HTTP/1.1 with keep-alive (Beast, after example/http/server/async) until SIGINT or
 // SIGTERM. `on_listening` is called once with "ADDRESS:PORT" after the listener is bound.

@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   }
   egress::sim::Simulator& sim = **simulator;
   egress::Status status = egress::sim::RunServer(
-      options, [&sim](egress::sim::SimRequest&& req) { return sim.Handle(req); },
+      options, [&sim](const egress::sim::SimRequest& req) { return sim.Handle(req); },
       [](const std::string& bound) {
         std::printf("listening %s\n", bound.c_str());
         std::fflush(stdout);

@@ -9,24 +9,13 @@ namespace {
 // How long an accepted msg_id is remembered: the whole run.
 constexpr std::chrono::nanoseconds kForever = std::chrono::hours(24 * 365);
 
-std::optional<std::string> IdentityText(const nlohmann::json& v) {
-  if (v.is_string()) {
-    return v.get<std::string>();
-  }
-  if (v.is_number_integer()) {
-    return std::to_string(v.get<int64_t>());
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::optional<SimResponse> StartFault(SimContext& ctx, const std::string& dest,
                                       const FaultPlan& plan, FaultDecision& decision) {
   decision = ctx.faults.Decide(dest, plan, ctx.clock.WallNow());
-  DestinationCounters& c = ctx.stats.Counters(dest);
   if (decision.reset_connection) {
-    ++c.faults;
+    ++ctx.stats.Counters(dest).faults;
     SimResponse r;
     r.reset_connection = true;
     r.delay_ms = decision.delay_ms;
@@ -36,6 +25,7 @@ std::optional<SimResponse> StartFault(SimContext& ctx, const std::string& dest,
     return std::nullopt;
   }
   SimResponse r = std::move(*decision.replacement);
+  DestinationCounters& c = ctx.stats.Counters(dest);
   ++c.faults;
   if (r.status == 429) {
     ++c.rate_limited;
@@ -60,30 +50,32 @@ void FinishFault(SimContext& ctx, const std::string& dest, FaultDecision&& decis
   response.delay_ms = decision.delay_ms;
 }
 
-void RecordAccepted(SimContext& ctx, const std::string& dest, const nlohmann::json& body,
+void RecordAccepted(SimContext& ctx, const std::string& dest, const AcceptedFields& fields,
                     int64_t units) {
   DestinationCounters& c = ctx.stats.Counters(dest);
   ++c.accepted;
   c.payloads += units;
-  if (!body.is_object()) {
+  if (!fields.object) {
     return;
   }
   SteadyTime now = ctx.clock.Now();
-  if (auto it = body.find("msg_id"); it != body.end()) {
-    if (auto id = IdentityText(*it);
-        id && ctx.stats.SeenAccepted(dest, "msg_id", *id, now, kForever)) {
-      ++c.duplicates;
-    }
+  if (fields.msg_id && ctx.stats.SeenAccepted(dest, "msg_id", *fields.msg_id, now, kForever)) {
+    ++c.duplicates;
   }
-  if (auto it = body.find("seq"); it != body.end() && it->is_number_integer()) {
+  if (fields.seq) {
     // Ordering is per destination and ordering key (default: the destination alone).
     std::string key = dest;
-    if (auto k = body.find("ordering_key"); k != body.end()) {
-      key.append(1, '\n').append(IdentityText(*k).value_or(""));
+    if (fields.ordering_key) {
+      key.append(1, '\n').append(*fields.ordering_key);
     }
     // The violation is counted inside; the verdict itself is not needed here.
-    ctx.stats.CheckOrder(dest, key, it->get<int64_t>());
+    ctx.stats.CheckOrder(dest, key, *fields.seq);
   }
+}
+
+void RecordAccepted(SimContext& ctx, const std::string& dest, const nlohmann::json& body,
+                    int64_t units) {
+  RecordAccepted(ctx, dest, AcceptedFieldsOf(body), units);
 }
 
 int64_t CeilSeconds(std::chrono::nanoseconds wait) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dispatcher/clock.h"
+#include "tests/simulator/accepted_fields.h"
 #include "tests/simulator/destination_stats.h"
 #include "tests/simulator/fault_book.h"
 #include "tests/simulator/sim_config.h"
@@ -36,7 +37,10 @@ void FinishFault(SimContext& ctx, const std::string& dest, FaultDecision&& decis
 
 // The accounting of an accepted payload on `dest`: accepted, `units` payloads, a payload
 // "msg_id" seen before counts a duplicate, a payload "seq" below the last one of its
-// "ordering_key" (default: the destination) counts an order violation. `body` may be null.
+// "ordering_key" (default: the destination) counts an order violation.
+void RecordAccepted(SimContext& ctx, const std::string& dest, const AcceptedFields& fields,
+                    int64_t units);
+// The same for a parsed payload; `body` may be null.
 void RecordAccepted(SimContext& ctx, const std::string& dest, const nlohmann::json& body,
                     int64_t units);
 

@@ -28,7 +28,7 @@ struct SimResponse {
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
-  std::string content_type = "application/json";
+  std::string_view content_type = "application/json";  // a literal: never owned
   int delay_ms = 0;
   bool reset_connection = false;
 
