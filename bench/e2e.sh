@@ -7,7 +7,8 @@
 #   TOTAL=100000 CLIENTS=2 BATCH=1000 DESTINATIONS=128 INTAKE_ONLY=1 bench/e2e.sh
 #   INTAKE_ONLY=1 bench/e2e.sh        # accepted/s alone (nothing delivered)
 #   STORE_ON=/dev/shm bench/e2e.sh    # store on tmpfs: what is left without fsync cost
-#   PERF=1 bench/e2e.sh               # also `perf record -e cpu-clock` the service (needs perf)
+#   PERF=1 bench/e2e.sh               # also `perf record -e cpu-clock` the service (needs perf;
+#                                     # PERF_CALLGRAPH= records without call graphs)
 #   SIM_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=/tmp/cg-sim.out" TOTAL=5000 \
 #     TIMEOUT_S=600 bench/e2e.sh      # the simulator's instructions per request
 #
