@@ -68,6 +68,13 @@ class BudgetStore {
   // Ends a park at once (e.g. an operator override).
   virtual Status Unpark(ScopeKey key) = 0;
 
+  // The budget of `key` changed from `from` to `to` (an operator override): the units its meter
+  // still owes at `now` are kept, now paid at the new interval. Raising a budget frees the scope
+  // at once and lowering one slows it, instead of the old pace lasting until the meter drains
+  // (an hour, after a 1-per-hour budget). A key never charged is left alone.
+  virtual Status Rescale(ScopeKey key, const GcraParams& from, const GcraParams& to,
+                         SteadyTime now) = 0;
+
   // The key's state at `now` under `params`; a key never charged is empty.
   virtual Result<MeterView> Inspect(ScopeKey key, const GcraParams& params, SteadyTime now) = 0;
 

@@ -140,6 +140,21 @@ Status MemoryBudgetStore::Unpark(ScopeKey key) {
   return Status::Ok();
 }
 
+Status MemoryBudgetStore::Rescale(ScopeKey key, const GcraParams& from, const GcraParams& to,
+                                  SteadyTime now) {
+  if (meters_.empty() || from.interval_ns <= 0) {
+    return Status::Ok();
+  }
+  Meter& meter = meters_[Probe(StoredKey(key))];
+  const int64_t now_ns = ToNanos(now);
+  if (meter.key == 0 || meter.tat_ns <= now_ns) {
+    return Status::Ok();
+  }
+  const __int128 owed = static_cast<__int128>(meter.tat_ns - now_ns) * to.interval_ns / from.interval_ns;
+  meter.tat_ns = now_ns + static_cast<int64_t>(owed);
+  return Status::Ok();
+}
+
 Result<MeterView> MemoryBudgetStore::Inspect(ScopeKey key, const GcraParams& params,
                                              SteadyTime now) {
   const int64_t now_ns = ToNanos(now);

@@ -22,6 +22,8 @@ class MemoryBudgetStore final : public BudgetStore {
   Result<TakeResult> TakeAll(std::span<const Charge> charges, SteadyTime now) override;
   Status Park(ScopeKey key, SteadyTime until, ParkKind kind) override;
   Status Unpark(ScopeKey key) override;
+  Status Rescale(ScopeKey key, const GcraParams& from, const GcraParams& to,
+                 SteadyTime now) override;
   Result<MeterView> Inspect(ScopeKey key, const GcraParams& params, SteadyTime now) override;
   size_t Sweep(SteadyTime now) override;
 

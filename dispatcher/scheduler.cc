@@ -712,6 +712,8 @@ Status Scheduler::SetTenantBudgets(const std::string& tenant,
     return status;
   }
   const uint32_t t = TenantIndex(tenant);
+  const SteadyTime now = clock_.Now();
+  std::vector<bool> repaced(scopes_.slot_limit(), false);
   for (uint32_t i = 0; i < scopes_.slot_limit(); ++i) {
     const ScopeTable::Slot& slot = scopes_.at(i);
     if (slot.refs == 0 || slot.tenant != t) {
@@ -719,22 +721,52 @@ Status Scheduler::SetTenantBudgets(const std::string& tenant,
     }
     const Budget effective = budgets_.Effective(tenant, scopes_.name(i));
     if (slot.learned == 0) {
+      const GcraParams before = scopes_.params(i);
       scopes_.SetBudget(i, effective, false);
+      repaced[i] = RepaceScope(i, before, now);
       continue;
     }
     // A pace lowered under a configured budget follows the new one as its ceiling.
     auto it = adaptive_.find(slot.key);
     if (it != adaptive_.end() && !it->second.ceiling_learned()) {
       it->second.SetCeiling(effective);
+      const GcraParams before = scopes_.params(i);
       if (it->second.at_ceiling()) {
         scopes_.SetBudget(i, effective, false);
         adaptive_.erase(it);
       } else {
         scopes_.SetBudget(i, it->second.Current(), true);
       }
+      repaced[i] = RepaceScope(i, before, now);
+    }
+  }
+  // A scope with one destination holds it on that destination's own timer, not a wait list.
+  for (uint32_t d = 0; d < dests_.size(); ++d) {
+    const Dest& dest = dests_[d];
+    if (dest.tenant != t || dest.state != State::kTimer || dest.reason != DeferReason::kBudget) {
+      continue;
+    }
+    for (uint8_t k = 0; k < dest.scope_count; ++k) {
+      if (repaced[dest.scopes[k]]) {
+        MakeReady(d);
+        break;
+      }
     }
   }
   return Status::Ok();
+}
+
+bool Scheduler::RepaceScope(uint32_t scope, const GcraParams& before, SteadyTime now) {
+  const GcraParams& after = scopes_.params(scope);
+  if (after == before) {
+    return false;
+  }
+  // A store that cannot be reached keeps the old debt; the next charge paces at the new rate.
+  store_.Rescale(scopes_.at(scope).key, before, after, now).IgnoreError();
+  if (scopes_.at(scope).wait_head != kNil) {
+    ArmScope(scope, ToNanos(now));  // its waiters are looked at again on the next Next()
+  }
+  return true;
 }
 
 Status Scheduler::SetTenantWeight(const std::string& tenant, uint32_t weight) {

@@ -266,6 +266,9 @@ class Scheduler {
   // non-empty one is at its platform's in-flight cap.
   int PickPlatform(Tenant& tenant);
   void ArmTimer(uint32_t d, int64_t at_ns, DeferReason reason);
+  // After the budget of `scope` was set, `before` being the old one: when it changed, rescales
+  // its meter (BudgetStore::Rescale), has its waiters looked at again at once and returns true.
+  bool RepaceScope(uint32_t scope, const GcraParams& before, SteadyTime now);
   void ArmScope(uint32_t scope, int64_t at_ns);
   void FireTimers(int64_t now_ns);
   void ReleaseScopeWaiters(uint32_t scope, int64_t now_ns);

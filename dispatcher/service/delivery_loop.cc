@@ -238,9 +238,14 @@ void DeliveryLoop::OfferHead(Dest& dest) {
   item.sequence = storage::DeliveryIdSequence(head->id);
   item.cost = head->cost;
   item.ordering_key = head->ordering_key;
-  const int64_t wait_ms = head->next_attempt_ms - WallMs();
+  // A wait for a budget was written down as a deferral with the time the meter then foresaw;
+  // the meter itself decides (an operator may have raised the budget since). Retry-After and
+  // backoff times bind: nothing else remembers them across a restart.
+  const bool budget_wait =
+      head->state == DeliveryState::kDeferred && head->reason.starts_with("budget");
+  const int64_t wait_ms = budget_wait ? 0 : head->next_attempt_ms - WallMs();
   item.not_before = clock_.Now() + Millis(std::max<int64_t>(0, wait_ms));
-  if (head->state == DeliveryState::kDeferred) {
+  if (head->state == DeliveryState::kDeferred && !budget_wait) {
     item.wait_reason = head->reason.starts_with("backoff") ? dispatcher::DeferReason::kBackoff
                                                            : dispatcher::DeferReason::kRetryAfter;
   }
@@ -249,6 +254,8 @@ void DeliveryLoop::OfferHead(Dest& dest) {
     SchedulePump();
   }
 }
+
+void DeliveryLoop::BudgetsChanged() { SchedulePump(); }
 
 void DeliveryLoop::SchedulePump() {
   if (pump_scheduled_ || draining_) {

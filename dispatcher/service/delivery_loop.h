@@ -87,6 +87,9 @@ class DeliveryLoop {
   void Drain(std::function<void()> done);
   // Re-enables a disabled destination (by its destination key); false when unknown.
   bool Enable(const std::string& destination_key);
+  // The Scheduler's budgets changed (an operator override): looks at the waiting work again now
+  // rather than at the wake-up the old budgets had set.
+  void BudgetsChanged();
 
   std::vector<DestinationInfo> Destinations() const;
   size_t destination_count() const { return dests_.size(); }

@@ -153,6 +153,9 @@ Status Service::SetTenantOverrides(
   }
   intake_limiter_->SetBudget(tenant, intake);
   overrides_[tenant] = overrides;
+  if (loop_) {
+    loop_->BudgetsChanged();
+  }
   return Status::Ok();
 }
 

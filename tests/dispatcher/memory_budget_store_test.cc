@@ -15,6 +15,27 @@ GcraParams Params(int64_t limit, int64_t scale_ms, int64_t burst = 1) {
   return GcraParams::FromBudget(Budget{limit, scale_ms, burst});
 }
 
+// Verifies that a rescaled meter keeps what it owes in units, paid at the new interval, and
+// that a drained or unknown key is left alone.
+TEST(MemoryBudgetStoreTest, RescaleKeepsOwedUnits) {
+  FakeClock clock;
+  MemoryBudgetStore store;
+  const GcraParams slow = Params(1, 10'000);
+  const GcraParams fast = Params(10, 1'000);  // 100 ms a unit
+  std::vector<Charge> path = {{1, slow, 1}};
+  ASSERT_TRUE(store.TakeAll(path, clock.Now())->allowed);
+  EXPECT_EQ(store.Inspect(1, slow, clock.Now())->reset_after, milliseconds(10'000));
+  ASSERT_TRUE(store.Rescale(1, slow, fast, clock.Now()).ok());
+  EXPECT_EQ(store.Inspect(1, fast, clock.Now())->reset_after, milliseconds(100));
+  ASSERT_TRUE(store.Rescale(1, fast, slow, clock.Now()).ok());
+  EXPECT_EQ(store.Inspect(1, slow, clock.Now())->reset_after, milliseconds(10'000));
+  clock.Advance(milliseconds(20'000));
+  ASSERT_TRUE(store.Rescale(1, slow, fast, clock.Now()).ok());
+  EXPECT_EQ(store.Inspect(1, fast, clock.Now())->remaining, 1);
+  ASSERT_TRUE(store.Rescale(99, slow, fast, clock.Now()).ok());
+  EXPECT_EQ(store.size(), 1u);
+}
+
 // Verifies that when an inner scope denies, no unit is taken from the outer one.
 TEST(MemoryBudgetStoreTest, TakesAllOrNothing) {
   FakeClock clock;

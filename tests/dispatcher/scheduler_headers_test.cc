@@ -150,6 +150,46 @@ TEST_F(SchedulerHeadersTest, LearnedLimitReplacesDefault) {
   EXPECT_EQ(scheduler_.EffectiveBudget(dest, BudgetName::kWebhookDestination)->limit, 2);
 }
 
+// Verifies that raising a budget frees what waits on it at once: the meter's debt is repaid at
+// the new pace and the waiters are looked at again, instead of waiting out the old wake-up.
+TEST_F(SchedulerHeadersTest, RaisedOverrideReleasesWaitersAtOnce) {
+  ASSERT_TRUE(
+      scheduler_.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1, 3'600'000, 1}}}).ok());
+  DestinationSpec spec = Discord("https://hooks.example/x");
+  spec.platform = Platform::kWebhook;
+  DestinationId dest = Add(spec);
+  SendOne(dest);
+  OfferOne(dest);
+  Decision wait = scheduler_.Next();
+  ASSERT_EQ(wait.kind, Decision::Kind::kWait);
+  EXPECT_EQ(wait.wake_at, clock_.Now() + milliseconds(3'600'000));
+  EXPECT_EQ(Reason(dest), "budget:tenant_egress");
+  clock_.Advance(milliseconds(1'000));
+  ASSERT_TRUE(
+      scheduler_.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1000, 1'000, 10}}}).ok());
+  Decision now = scheduler_.Next();
+  ASSERT_EQ(now.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(now.destination, dest);
+}
+
+// Verifies that lowering a budget slows what is already owed: an hour's debt at 1 per second
+// becomes the same units at 1 per minute.
+TEST_F(SchedulerHeadersTest, LoweredOverrideKeepsTheDebtInUnits) {
+  ASSERT_TRUE(
+      scheduler_.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1, 1'000, 1}}}).ok());
+  DestinationSpec spec = Discord("https://hooks.example/x");
+  spec.platform = Platform::kWebhook;
+  DestinationId dest = Add(spec);
+  SendOne(dest);
+  OfferOne(dest);
+  ASSERT_EQ(scheduler_.Next().wake_at, clock_.Now() + milliseconds(1'000));
+  ASSERT_TRUE(
+      scheduler_.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1, 60'000, 1}}}).ok());
+  Decision wait = scheduler_.Next();
+  ASSERT_EQ(wait.kind, Decision::Kind::kWait);
+  EXPECT_EQ(wait.wake_at, clock_.Now() + milliseconds(60'000));
+}
+
 // Verifies that routes reporting one X-RateLimit-Bucket share one meter.
 TEST_F(SchedulerHeadersTest, LearnedBucketSharesMeterAcrossRoutes) {
   DestinationSpec post = Discord("channels/1");

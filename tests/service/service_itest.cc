@@ -351,7 +351,8 @@ TEST_F(ServiceTest, IntakeBackpressureAndAdminOverrides) {
 
 // Verifies that a delivery held back by an exhausted budget is deferred in the store with the
 // budget as its reason and its next eligible time, counted as a deferral, and that
-// /v1/destinations shows the budget, the exact counts and the oldest deferral.
+// /v1/destinations shows the budget, the exact counts and the oldest deferral; and that raising
+// the budget through the admin API releases it at once.
 TEST_F(ServiceTest, BudgetWaitIsDeferredWithReasonAndNextEligibleTime) {
   const std::vector<std::pair<std::string, std::string>> admin = {{"X-Admin-Token", kAdminToken}};
   ASSERT_EQ(HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
@@ -388,6 +389,15 @@ TEST_F(ServiceTest, BudgetWaitIsDeferredWithReasonAndNextEligibleTime) {
   EXPECT_TRUE(dest.contains("oldest_deferral_ms")) << dest.dump();
   const std::string metrics = HttpCall(port_, "GET", "/metrics").body;
   EXPECT_NE(metrics.find(R"(reason="budget:webhook_destination")"), std::string::npos);
+
+  // An operator raising the budget releases it at once, not a minute later.
+  ASSERT_EQ(HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+                     R"({"rate_limits":{"webhook_destination":{"scale_ms":1000,"limit":100}}})",
+                     admin)
+                .status,
+            200);
+  WaitForStats([](const json& s) { return s["delivered"] == 2 && s["deferred"] == 0; });
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/deliveries/" + id).Json()["state"], "delivered");
 }
 
 // Verifies that a 410 disables the destination: its deliveries are kept (not dropped) and
