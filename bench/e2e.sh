@@ -6,6 +6,8 @@
 #   bench/e2e.sh                      # defaults below
 #   TOTAL=100000 CLIENTS=2 BATCH=1000 DESTINATIONS=128 INTAKE_ONLY=1 bench/e2e.sh
 #   INTAKE_ONLY=1 bench/e2e.sh        # accepted/s alone (nothing delivered)
+#   DRAIN=1 bench/e2e.sh              # intake with delivery held back, then the drain alone
+#                                     # (drained_per_s: delivered/s with nothing else running)
 #   STORE_ON=/dev/shm bench/e2e.sh    # store on tmpfs: what is left without fsync cost
 #   PERF=1 bench/e2e.sh               # also `perf record -e cpu-clock` the service (needs perf;
 #                                     # PERF_CALLGRAPH= records without call graphs)
@@ -29,7 +31,11 @@ SIM_THREADS="${SIM_THREADS:-1}"
 PERF="${PERF:-0}"
 PER_DEST="${PER_DEST:-4}"
 # INTAKE_ONLY=1: tenant_egress is 1 per hour, so nothing is delivered and intake runs alone.
-INTAKE_ONLY="${INTAKE_ONLY:-0}"   # max_in_flight_per_destination (each head fetch reads that many records)
+INTAKE_ONLY="${INTAKE_ONLY:-0}"
+# DRAIN=1: the same during intake; then e2e_load raises tenant_egress through the admin API
+# (PUT /api/admin/tenants/{t}/rate_limits) and times the drain on its own.
+DRAIN="${DRAIN:-0}"
+ADMIN_TOKEN="bench-admin-token-0123456789abcdef"
 
 for bin in relay-egress relay-egress-sim bench/e2e_load; do
   if [[ ! -x "$BUILD/$bin" ]]; then
@@ -75,7 +81,7 @@ wait_port() {
 start sim ${SIM_WRAPPER:-} "$BUILD/relay-egress-sim" --port 0 --threads "$SIM_THREADS"
 SIM_PORT="$(wait_port sim)"
 
-if [[ "$INTAKE_ONLY" == 1 ]]; then
+if [[ "$INTAKE_ONLY" == 1 || "$DRAIN" == 1 ]]; then
   EGRESS_LIMIT=1 EGRESS_SCALE_MS=3600000 EGRESS_BURST=1
 else
   EGRESS_LIMIT=1000000 EGRESS_SCALE_MS=1000 EGRESS_BURST=100000
@@ -87,6 +93,7 @@ listen = "127.0.0.1:0"
 data_dir = "$STORE_PARENT/store"
 batch_max_items = 1000
 tenant_backlog_watermark = 10000000
+admin_token = "$ADMIN_TOKEN"
 
 [transport]
 max_host_connections = 64
@@ -141,7 +148,9 @@ fi
 set +e
 "$BUILD/bench/e2e_load" --port "$PORT" --hook_base "http://127.0.0.1:$SIM_PORT/hooks/" \
   --clients "$CLIENTS" --batch "$BATCH" --total "$TOTAL" --destinations "$DESTINATIONS" \
-  --tenants "$TENANTS" --timeout_s "$TIMEOUT_S" --wait "$((1 - INTAKE_ONLY))" | tee "$TMP/load.out"
+  --tenants "$TENANTS" --timeout_s "$TIMEOUT_S" --wait "$((1 - INTAKE_ONLY))" \
+  $([[ "$DRAIN" == 1 ]] && echo --drain_token "$ADMIN_TOKEN" --service_pid "$SERVICE_PID") |
+  tee "$TMP/load.out"
 rc=${PIPESTATUS[0]}
 set -e
 

@@ -4,6 +4,12 @@
 //
 //   e2e_load --port P --hook_base http://127.0.0.1:SIM/hooks/ [--clients 4] [--batch 500]
 //            [--total 20000] [--destinations 64] [--tenants 4] [--timeout_s 120] [--wait 1]
+//            [--drain_token T --service_pid PID]
+//
+// With --drain_token the service is expected to hold everything back (its tenant_egress budget
+// nearly zero): after intake, PUT /api/admin/tenants/bench-N/rate_limits (X-Admin-Token T)
+// raises tenant_egress out of the way for every tenant, and the drain alone is timed
+// (drain_seconds, drained_per_s) with the service's CPU over it (/proc/PID/stat).
 //
 // Loopback only; bounded by --total and --timeout_s. Prints one "key value" per line.
 
@@ -38,7 +44,33 @@ struct Options {
   int tenants = 4;
   int timeout_s = 120;
   int wait = 1;  // 0: do not wait for delivery
+  std::string drain_token;  // non-empty: intake first, then release and time the drain
+  int service_pid = 0;
 };
+
+// User plus system CPU seconds of process `pid` so far; 0 when unreadable.
+double CpuSeconds(int pid) {
+  if (pid <= 0) {
+    return 0;
+  }
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) {
+    return 0;
+  }
+  char buf[1024] = {};
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');  // the command name may hold spaces
+  unsigned long utime = 0, stime = 0;
+  if (p == nullptr ||
+      std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2) {
+    return 0;
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
 
 struct Response {
   int status = 0;
@@ -53,13 +85,13 @@ class Connection {
 
   // False on any socket or framing error (the connection is closed; the next call reconnects).
   bool Call(const std::string& method, const std::string& target, const std::string& body,
-            Response& out) {
+            Response& out, const std::string& extra_headers = "") {
     if (fd_ < 0 && !Open()) {
       return false;
     }
     std::string req = method + " " + target +
-                      " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                      "Content-Length: " +
+                      " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+                      extra_headers + "Content-Length: " +
                       std::to_string(body.size()) + "\r\n\r\n" + body;
     for (size_t sent = 0; sent < req.size();) {
       const ssize_t n = send(fd_, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
@@ -171,6 +203,9 @@ bool ParseArgs(int argc, char** argv, Options& o) {
   num("--tenants", o.tenants);
   num("--timeout_s", o.timeout_s);
   num("--wait", o.wait);
+  num("--service_pid", o.service_pid);
+  if (kv.count("--drain_token"))
+    o.drain_token = kv["--drain_token"];
   if (kv.count("--hook_base"))
     o.hook_base = kv["--hook_base"];
   return o.port > 0 && o.hook_base.rfind("http://127.0.0.1:", 0) == 0 && o.clients > 0 &&
@@ -185,7 +220,8 @@ int main(int argc, char** argv) {
     std::fprintf(
         stderr,
         "usage: e2e_load --port P --hook_base http://127.0.0.1:SIM/hooks/ [--clients N]"
-        " [--batch N] [--total N] [--destinations N] [--tenants N] [--timeout_s S] [--wait 0|1]\n");
+        " [--batch N] [--total N] [--destinations N] [--tenants N] [--timeout_s S] [--wait 0|1]"
+        " [--drain_token T --service_pid PID]\n");
     return 2;
   }
   Connection control(o.port);
@@ -225,6 +261,23 @@ int main(int argc, char** argv) {
     t.join();
   const double intake_s = std::chrono::duration<double>(Clock::now() - t0).count();
 
+  // Drain mode: everything accepted is held back; release it and time the drain alone.
+  const auto drain0 = Clock::now();
+  const double cpu0 = CpuSeconds(o.service_pid);
+  if (!o.drain_token.empty()) {
+    const std::string raise =
+        R"({"rate_limits":{"tenant_egress":{"limit":1000000,"scale_ms":1000}}})";
+    for (int t = 0; t < o.tenants; ++t) {
+      if (!control.Call("PUT", "/api/admin/tenants/bench-" + std::to_string(t) + "/rate_limits",
+                        raise, r, "X-Admin-Token: " + o.drain_token + "\r\n") ||
+          r.status != 200) {
+        std::fprintf(stderr, "raising tenant_egress of bench-%d failed (status %d): %s\n", t,
+                     r.status, r.body.c_str());
+        return 1;
+      }
+    }
+  }
+
   long delivered = delivered0;
   while (o.wait != 0 && Clock::now() < deadline) {
     if (control.Call("GET", "/v1/stats", "", r) && r.status == 200) {
@@ -235,6 +288,8 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // Counts() is not free
   }
   const double total_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double drain_s = std::chrono::duration<double>(Clock::now() - drain0).count();
+  const double drain_cpu = CpuSeconds(o.service_pid) - cpu0;
   const long done = delivered - delivered0;
   std::printf("clients %d\nbatch %d\ndestinations %d\ntenants %d\n", o.clients, o.batch,
               o.destinations, o.tenants);
@@ -243,5 +298,11 @@ int main(int argc, char** argv) {
   std::printf("intake_seconds %.3f\naccepted_per_s %.0f\n", intake_s, accepted.load() / intake_s);
   std::printf("delivered %ld\nfirst_post_to_all_delivered_seconds %.3f\ndelivered_per_s %.0f\n",
               done, total_s, done / total_s);
+  if (!o.drain_token.empty()) {
+    std::printf("drain_seconds %.3f\ndrained_per_s %.0f\n", drain_s, done / drain_s);
+    if (o.service_pid > 0 && done > 0) {
+      std::printf("drain_service_cpu_us_per_delivery %.1f\n", drain_cpu * 1e6 / done);
+    }
+  }
   return o.wait == 0 || done >= accepted.load() ? 0 : 1;
 }
