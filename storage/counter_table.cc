@@ -9,7 +9,7 @@ namespace egress::storage {
 
 Status CounterTable::Load(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta) {
   constexpr std::array<std::string_view, 3> kPrefixes = {"backlog/", "count/", "destcount/"};
-  std::unordered_map<std::string, int64_t> loaded;
+  CounterMap loaded;
   std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions(), meta));
   for (std::string_view prefix : kPrefixes) {
     const rocksdb::Slice p(prefix.data(), prefix.size());
@@ -34,7 +34,10 @@ void CounterTable::Apply(const CounterDeltas& deltas) {
     if (delta == 0) {
       continue;
     }
-    auto [it, fresh] = values_.try_emplace(key, 0);
+    auto it = values_.find(std::string_view(key));
+    if (it == values_.end()) {
+      it = values_.emplace(key, 0).first;
+    }
     it->second += delta;
     if (it->second == 0) {
       values_.erase(it);  // memory follows the counters in use
@@ -44,7 +47,7 @@ void CounterTable::Apply(const CounterDeltas& deltas) {
 
 int64_t CounterTable::Get(std::string_view key) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = values_.find(std::string(key));
+  auto it = values_.find(key);
   return it == values_.end() ? 0 : it->second;
 }
 

@@ -12,15 +12,29 @@
 
 namespace egress::storage {
 
+// Hashes std::string and std::string_view alike, so maps keyed by std::string are searched with
+// a view (no key string built for a counter already present).
+struct CounterKeyHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
+};
+using CounterMap = std::unordered_map<std::string, int64_t, CounterKeyHash, std::equal_to<>>;
+
 // Counter changes of one write, netted per key (a -1 and a +1 on one key cancel out), in no
 // particular order.
 class CounterDeltas {
  public:
-  void Add(std::string key, int64_t delta) { deltas_[std::move(key)] += delta; }
-  const std::unordered_map<std::string, int64_t>& deltas() const { return deltas_; }
+  void Add(std::string_view key, int64_t delta) {
+    auto it = deltas_.find(key);
+    if (it == deltas_.end()) {
+      it = deltas_.emplace(std::string(key), 0).first;
+    }
+    it->second += delta;
+  }
+  const CounterMap& deltas() const { return deltas_; }
 
  private:
-  std::unordered_map<std::string, int64_t> deltas_;
+  CounterMap deltas_;
 };
 
 // The store's exact counters (per state, per tenant backlog, per destination and state), kept
@@ -38,7 +52,7 @@ class CounterTable {
 
  private:
   mutable std::mutex mu_;
-  std::unordered_map<std::string, int64_t> values_;
+  CounterMap values_;
 };
 
 }  // namespace egress::storage

@@ -69,11 +69,16 @@ std::string CountKey(DeliveryState state) {
 }
 
 std::string DestCountKey(std::string_view destination_key, DeliveryState state) {
-  std::string key = "destcount/";
-  key.append(StateName(state));
-  key.push_back('/');
-  key.append(destination_key);
+  std::string key;
+  SetDestCountKey(key, destination_key, state);
   return key;
+}
+
+void SetDestCountKey(std::string& out, std::string_view destination_key, DeliveryState state) {
+  out.assign("destcount/");
+  out.append(StateName(state));
+  out.push_back('/');
+  out.append(destination_key);
 }
 
 std::string BacklogKey(std::string_view tenant) {

@@ -40,5 +40,7 @@ std::string CountKey(DeliveryState state);
 std::string BacklogKey(std::string_view tenant);
 // meta: exact count of one destination's deliveries in a non-terminal state (merged counter).
 std::string DestCountKey(std::string_view destination_key, DeliveryState state);
+// The same key written over `out` (whose capacity is reused).
+void SetDestCountKey(std::string& out, std::string_view destination_key, DeliveryState state);
 
 }  // namespace egress::storage

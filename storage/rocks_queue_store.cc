@@ -373,10 +373,12 @@ void AddCounterMoves(const Delivery* before, const Delivery* after, std::string_
   if (before != nullptr && after != nullptr && before->state == after->state) {
     return;
   }
+  std::string key;  // one buffer for the per-destination keys
   auto add = [&](DeliveryState state, int64_t sign) {
     out.Add(CountKey(state), sign);
     if (!IsTerminal(state)) {
-      out.Add(DestCountKey(dest, state), sign);
+      SetDestCountKey(key, dest, state);
+      out.Add(key, sign);
     }
   };
   if (before != nullptr) {
