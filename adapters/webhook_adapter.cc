@@ -1,7 +1,6 @@
 #include "adapters/webhook_adapter.h"
 
 #include <utility>
-#include <vector>
 
 #include "adapters/attempt_reports.h"
 #include "adapters/json_body.h"
@@ -14,23 +13,6 @@ namespace {
 
 bool IsThrottleStatus(int status) {
   return status == 429 || status == 502 || status == 503 || status == 504;
-}
-
-Result<std::vector<WebhookKey>> KeysOf(const Credential& credential) {
-  if (credential.secrets.empty()) {
-    return Status::FailedPrecondition("webhook credential '" + credential.name +
-                                      "' has no signing secret");
-  }
-  std::vector<WebhookKey> keys;
-  for (size_t i = 0; i < credential.secrets.size(); ++i) {
-    Result<WebhookKey> key = ParseWebhookSecret(credential.secrets[i]);
-    if (!key.has_value()) {
-      return Status::FailedPrecondition("webhook credential '" + credential.name + "' secret #" +
-                                        std::to_string(i + 1) + ": " + key.error().message());
-    }
-    keys.push_back(std::move(*key));
-  }
-  return keys;
 }
 
 }  // namespace
@@ -46,12 +28,12 @@ Result<HttpRequest> WebhookAdapter::BuildRequest(const storage::Delivery& delive
   if (!IsJsonText(delivery.payload)) {
     return Status::InvalidArgument("webhook payload is not JSON");
   }
-  Result<std::vector<WebhookKey>> keys = KeysOf(credential);
-  if (!keys.has_value()) {
-    return keys.error();
+  Result<std::shared_ptr<const WebhookSigner>> signer = signers_.For(credential);
+  if (!signer.has_value()) {
+    return signer.error();
   }
   Result<WebhookSignatureHeaders> signature =
-      SignWebhook(*keys, delivery.id, now, delivery.payload);
+      (*signer)->Sign(delivery.id, now, delivery.payload);
   if (!signature.has_value()) {
     return signature.error();
   }
