@@ -123,6 +123,27 @@ TEST_F(CurlTransportTest, ReusedHandleForgetsPreviousRequest) {
   EXPECT_EQ(server.connections_accepted(), 1);
 }
 
+// Verifies that each request goes to its own URL when handles and parsed URLs are reused
+// (CURLOPT_CURLU from the transport's cache), and that a URL curl cannot parse still fails as
+// malformed without disturbing the next request.
+TEST_F(CurlTransportTest, EachRequestGoesToItsOwnUrl) {
+  Server server([](const Server::Request& r) { return Server::Response{200, {}, r.target}; });
+  const std::string base = server.Url("");
+  for (const char* target : {"/a?x=1", "/b", "/a?x=1", "/a?x=2", "/c/d?e=f%20g", "/b"}) {
+    Result<HttpResponse> r = SendOne({.url = base + target});
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    EXPECT_EQ(r->body, target);
+  }
+  Result<HttpResponse> fragment = SendOne({.url = base + "/h#frag"});
+  ASSERT_TRUE(fragment.has_value()) << fragment.error().ToString();
+  EXPECT_EQ(fragment->body, "/h");  // a fragment is not sent
+  Result<HttpResponse> bad = SendOne({.url = "http://[::1/x"});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code(), Status::Code::kInvalidArgument) << bad.error().ToString();
+  EXPECT_EQ(SendOne({.url = base + "/after"})->body, "/after");
+  EXPECT_EQ(server.connections_accepted(), 1);
+}
+
 // Verifies that connections the server closes are replaced, with requests in flight on others:
 // the sockets of closed connections are forgotten, and new ones (often under the same
 // descriptor number) are watched afresh.
