@@ -107,6 +107,19 @@ TEST_F(CurlTransportTest, SendsUserAgent) {
             TransportOptions{}.user_agent);
 }
 
+// Verifies that no request waits for "100 Continue", small or large (over libcurl's 1 MiB
+// threshold), and that the body arrives whole either way.
+TEST_F(CurlTransportTest, NeverSendsExpect100Continue) {
+  Server server([](const Server::Request& r) {
+    return Server::Response{200, {}, "[" + r.Header("Expect") + "] " + std::to_string(r.body.size())};
+  });
+  for (size_t size : {size_t{0}, size_t{10}, size_t{1024}, size_t{1025}, size_t{(1 << 20) + 1}}) {
+    Result<HttpResponse> r = SendOne({.url = server.Url("/"), .body = std::string(size, 'b')});
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    EXPECT_EQ(r->body, "[] " + std::to_string(size));
+  }
+}
+
 // Verifies that a pooled easy handle carries nothing over from its previous request: method,
 // body and headers are each request's own.
 TEST_F(CurlTransportTest, ReusedHandleForgetsPreviousRequest) {
