@@ -67,6 +67,9 @@ struct Origin {
   bool multiplexed = false;
 };
 
+// Room reserved for response headers, enough for most answers without regrowing.
+constexpr size_t kExpectedResponseHeaders = 8;
+
 // "scheme://authority" of an absolute URL (the whole text when it is not one: curl rejects it).
 std::string_view OriginOf(std::string_view url) {
   const size_t scheme_end = url.find("://");
@@ -342,6 +345,7 @@ void CurlTransport::Send(HttpRequest request, HttpCallback done) {
   }
   t->request = std::move(request);
   t->response = HttpResponse{};
+  t->response.headers.reserve(kExpectedResponseHeaders);
   t->refused = Status::Ok();
   t->done = std::move(done);
   t->body_cap = options_.max_response_body;

@@ -39,10 +39,12 @@ Result<HttpRequest> WebhookAdapter::BuildRequest(const storage::Delivery& delive
   }
   HttpRequest request;
   request.url = delivery.destination;
-  request.headers = {{"Content-Type", "application/json"},
-                     {"webhook-id", std::move(signature->id)},
-                     {"webhook-timestamp", std::move(signature->timestamp)},
-                     {"webhook-signature", std::move(signature->signature)}};
+  // Moved in one by one: a braced list would copy every string out of its initializer_list.
+  request.headers.reserve(4);
+  request.headers.push_back({"Content-Type", "application/json"});
+  request.headers.push_back({"webhook-id", std::move(signature->id)});
+  request.headers.push_back({"webhook-timestamp", std::move(signature->timestamp)});
+  request.headers.push_back({"webhook-signature", std::move(signature->signature)});
   request.body = delivery.payload;
   request.ssrf = endpoints_.webhook_ssrf;
   return request;
