@@ -300,8 +300,8 @@ std::shared_ptr<const ParsedUrl> CurlTransport::Parse(const std::string& url) {
     return nullptr;
   }
   auto parsed = std::make_shared<const ParsedUrl>(h);
-  if (curl_url_set(h, CURLUPART_URL, url.c_str(),
-                   CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK) {
+  if (curl_url_set(h, CURLUPART_URL, url.c_str(), CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) !=
+      CURLUE_OK) {
     return nullptr;
   }
   if (parsed_urls_.size() >= kMaxParsedUrls) {
@@ -435,7 +435,6 @@ void CurlTransport::Finish(CURL* easy, int code) {
   t->live = false;
   --in_flight_;
   t->response.elapsed = std::chrono::duration_cast<Millis>(clock_.Now() - t->started);
-  Result<HttpResponse> result = Status::Unavailable("unset");
   if (code == CURLE_OK) {
     long status = 0;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
@@ -448,10 +447,10 @@ void CurlTransport::Finish(CURL* easy, int code) {
     if (t->origin != nullptr && version >= CURL_HTTP_VERSION_2_0) {
       t->origin->multiplexed = true;
     }
-    result = std::move(t->response);
-  } else {
-    result = FromCurl(static_cast<CURLcode>(code), *t);
   }
+  Result<HttpResponse> result =
+      code == CURLE_OK ? Result<HttpResponse>(std::move(t->response))
+                       : Result<HttpResponse>(FromCurl(static_cast<CURLcode>(code), *t));
   Leave(*t);
   HttpCallback done = std::move(t->done);
   Release(*t);
@@ -481,7 +480,8 @@ void CurlTransport::CancelAll() {
 
 void CurlTransport::Release(Transfer& t) {
   t.request = HttpRequest{};  // an idle handle keeps no payload alive
-  curl_easy_setopt(t.easy, CURLOPT_CURLU, nullptr);  // the handle may go with the cache
+  // The parsed URL may leave the cache while the handle idles: curl keeps no pointer to it.
+  curl_easy_setopt(t.easy, CURLOPT_CURLU, nullptr);
   t.url = nullptr;
   t.done = nullptr;
   idle_.push_back(&t);

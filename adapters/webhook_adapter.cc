@@ -32,8 +32,7 @@ Result<HttpRequest> WebhookAdapter::BuildRequest(const storage::Delivery& delive
   if (!signer.has_value()) {
     return signer.error();
   }
-  Result<WebhookSignatureHeaders> signature =
-      (*signer)->Sign(delivery.id, now, delivery.payload);
+  Result<WebhookSignatureHeaders> signature = (*signer)->Sign(delivery.id, now, delivery.payload);
   if (!signature.has_value()) {
     return signature.error();
   }

@@ -111,7 +111,8 @@ TEST_F(CurlTransportTest, SendsUserAgent) {
 // threshold), and that the body arrives whole either way.
 TEST_F(CurlTransportTest, NeverSendsExpect100Continue) {
   Server server([](const Server::Request& r) {
-    return Server::Response{200, {}, "[" + r.Header("Expect") + "] " + std::to_string(r.body.size())};
+    return Server::Response{
+        200, {}, "[" + r.Header("Expect") + "] " + std::to_string(r.body.size())};
   });
   for (size_t size : {size_t{0}, size_t{10}, size_t{1024}, size_t{1025}, size_t{(1 << 20) + 1}}) {
     Result<HttpResponse> r = SendOne({.url = server.Url("/"), .body = std::string(size, 'b')});

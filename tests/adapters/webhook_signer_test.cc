@@ -15,7 +15,9 @@ constexpr int64_t kSpecTimestamp = 1614265330;
 constexpr std::string_view kSpecBody = R"({"test": 2432232314})";
 constexpr std::string_view kSpecSignature = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=";
 
-WebhookKey SpecKey() { return ParseWebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").value(); }
+WebhookKey SpecKey() {
+  return ParseWebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").value();
+}
 
 // Verifies that a prepared signer gives the published signature, and the same again for every
 // later message (the keyed state is copied, never consumed).
