@@ -18,6 +18,17 @@ namespace asio = boost::asio;
 
 struct Origin;
 
+// A URL as libcurl parsed it (a CURLU handle), handed to curl with CURLOPT_CURLU so that a
+// transfer does not parse its URL again (curl_url_set plus the normalised URL it re-assembles
+// with its printf: ~11k instructions per request, measured). Shared by the transfers using it.
+struct ParsedUrl {
+  explicit ParsedUrl(CURLU* h) : handle(h) {}
+  ~ParsedUrl() { curl_url_cleanup(handle); }
+  ParsedUrl(const ParsedUrl&) = delete;
+  ParsedUrl& operator=(const ParsedUrl&) = delete;
+  CURLU* handle;
+};
+
 // One pooled easy handle and everything curl points into while it runs a request. Options that
 // never change are set once when it is made; Send sets the per-request ones over the previous
 // request's, so a handle is never reset (curl_easy_reset would restore ~100 defaults, and the
@@ -29,6 +40,8 @@ struct Transfer {
   // reused from request to request (curl only reads the list).
   std::vector<curl_slist> header_nodes;
   std::string header_text;
+  // The parsed form of request.url, while curl may read it; null when curl parses the text.
+  std::shared_ptr<const ParsedUrl> url;
   HttpRequest request;
   HttpResponse response;
   HttpCallback done;
@@ -53,6 +66,9 @@ struct Origin {
   std::deque<Transfer*> waiting;
   bool multiplexed = false;
 };
+
+// Room reserved for response headers, enough for most answers without regrowing.
+constexpr size_t kExpectedResponseHeaders = 8;
 
 // "scheme://authority" of an absolute URL (the whole text when it is not one: curl rejects it).
 std::string_view OriginOf(std::string_view url) {
@@ -129,15 +145,22 @@ Status FromCurl(CURLcode code, const Transfer& t) {
   }
 }
 
+// libcurl asks for "100-continue" only for bodies above this (EXPECT_100_THRESHOLD: 1 MiB since
+// 7.58, 1 KiB before); a smaller body needs no "Expect:" header to keep it from doing so.
+constexpr size_t kExpectThreshold = 1024;
+
 // Points t.header_nodes / t.header_text at `headers`, then "User-Agent: <user_agent>" unless
-// `headers` has one or `user_agent` is empty, then "Expect:" (no 100-continue round trip). No
-// allocation once the buffers have grown to the largest request seen. (The User-Agent rides in
-// the list rather than CURLOPT_USERAGENT, which libcurl formats into a header of its own with
-// its printf on every request: ~1.5k instructions more, measured.)
-curl_slist* BuildHeaderList(Transfer& t, const HttpHeaders& headers, std::string_view user_agent) {
+// `headers` has one or `user_agent` is empty, then, for a body over kExpectThreshold, "Expect:"
+// (no 100-continue round trip). No allocation once the buffers have grown to the largest
+// request seen. (The User-Agent rides in the list rather than CURLOPT_USERAGENT, which libcurl
+// formats into a header of its own with its printf on every request: ~1.5k instructions more,
+// measured. Every entry costs a little in each of libcurl's ~8 header lookups per request.)
+curl_slist* BuildHeaderList(Transfer& t, const HttpHeaders& headers, std::string_view user_agent,
+                            size_t body_size) {
   constexpr std::string_view kNoExpect = "Expect:";
   constexpr std::string_view kUserAgent = "User-Agent";
   bool add_user_agent = !user_agent.empty();
+  const bool add_no_expect = body_size > kExpectThreshold;
   size_t bytes = kNoExpect.size() + 1 + kUserAgent.size() + 2 + user_agent.size() + 1;
   for (const HttpHeader& h : headers) {
     bytes += h.name.size() + 2 + h.value.size() + 1;
@@ -147,7 +170,10 @@ curl_slist* BuildHeaderList(Transfer& t, const HttpHeaders& headers, std::string
   text.clear();
   text.reserve(bytes);  // no reallocation below: the nodes point into `text`
   std::vector<curl_slist>& nodes = t.header_nodes;
-  nodes.resize(headers.size() + (add_user_agent ? 2 : 1));
+  nodes.resize(headers.size() + (add_user_agent ? 1 : 0) + (add_no_expect ? 1 : 0));
+  if (nodes.empty()) {
+    return nullptr;
+  }
   size_t i = 0;
   auto add = [&](std::string_view name, std::string_view value, bool with_value) {
     const size_t at = text.size();
@@ -167,7 +193,9 @@ curl_slist* BuildHeaderList(Transfer& t, const HttpHeaders& headers, std::string
   if (add_user_agent) {
     add(kUserAgent, user_agent, true);
   }
-  add(kNoExpect, {}, false);
+  if (add_no_expect) {
+    add(kNoExpect, {}, false);
+  }
   return nodes.data();
 }
 
@@ -195,6 +223,7 @@ class CurlTransport final : public HttpTransport {
 
  private:
   Transfer* Acquire();
+  std::shared_ptr<const ParsedUrl> Parse(const std::string& url);
   void Configure(Transfer& t);
   void Start(Transfer& t);
   void Admit(Origin& origin);
@@ -211,6 +240,9 @@ class CurlTransport final : public HttpTransport {
   std::vector<Transfer*> idle_;                       // those not running a request
   size_t in_flight_ = 0;
   std::unordered_map<std::string, Origin> origins_;  // those with transfers, when limited
+  // URLs parsed so far; dropped all at once at kMaxParsedUrls (transfers keep theirs alive).
+  std::unordered_map<std::string, std::shared_ptr<const ParsedUrl>> parsed_urls_;
+  static constexpr size_t kMaxParsedUrls = 1024;
 };
 
 // A pooled transfer, or a new one with the options every request shares.
@@ -256,11 +288,38 @@ Transfer* CurlTransport::Acquire() {
   return t;
 }
 
+// `url` parsed by libcurl the way a transfer would parse it (url.c, parseurlandfillconn: guess a
+// missing scheme, accept any scheme here and refuse it later), from the cache or now; null when
+// curl refuses it, so that the transfer parses the text itself and fails with curl's own error.
+std::shared_ptr<const ParsedUrl> CurlTransport::Parse(const std::string& url) {
+  if (auto it = parsed_urls_.find(url); it != parsed_urls_.end()) {
+    return it->second;
+  }
+  CURLU* h = curl_url();
+  if (h == nullptr) {
+    return nullptr;
+  }
+  auto parsed = std::make_shared<const ParsedUrl>(h);
+  if (curl_url_set(h, CURLUPART_URL, url.c_str(), CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) !=
+      CURLUE_OK) {
+    return nullptr;
+  }
+  if (parsed_urls_.size() >= kMaxParsedUrls) {
+    parsed_urls_.clear();
+  }
+  parsed_urls_.emplace(url, parsed);
+  return parsed;
+}
+
 // The per-request options, each set on every request so none carries over from the last.
 void CurlTransport::Configure(Transfer& t) {
   CURL* e = t.easy;
   const HttpRequest& r = t.request;
+  // Both: curl takes the parts from the CURLU handle, and keeps the text as the transfer's URL
+  // (7.88 would otherwise keep the previous request's text for a reused handle).
   curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
+  t.url = Parse(r.url);
+  curl_easy_setopt(e, CURLOPT_CURLU, t.url != nullptr ? t.url->handle : nullptr);
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout.count()));
   const bool with_body = !r.body.empty() || r.method == "POST" || r.method == "PUT";
@@ -273,7 +332,8 @@ void CurlTransport::Configure(Transfer& t) {
   // POST with a body and GET without one are curl's own methods; others are named.
   const bool curl_method = with_body ? r.method == "POST" : r.method == "GET";
   curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, curl_method ? nullptr : r.method.c_str());
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, BuildHeaderList(t, r.headers, options_.user_agent));
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER,
+                   BuildHeaderList(t, r.headers, options_.user_agent, r.body.size()));
 }
 
 void CurlTransport::Send(HttpRequest request, HttpCallback done) {
@@ -285,6 +345,7 @@ void CurlTransport::Send(HttpRequest request, HttpCallback done) {
   }
   t->request = std::move(request);
   t->response = HttpResponse{};
+  t->response.headers.reserve(kExpectedResponseHeaders);
   t->refused = Status::Ok();
   t->done = std::move(done);
   t->body_cap = options_.max_response_body;
@@ -374,7 +435,6 @@ void CurlTransport::Finish(CURL* easy, int code) {
   t->live = false;
   --in_flight_;
   t->response.elapsed = std::chrono::duration_cast<Millis>(clock_.Now() - t->started);
-  Result<HttpResponse> result = Status::Unavailable("unset");
   if (code == CURLE_OK) {
     long status = 0;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
@@ -387,10 +447,10 @@ void CurlTransport::Finish(CURL* easy, int code) {
     if (t->origin != nullptr && version >= CURL_HTTP_VERSION_2_0) {
       t->origin->multiplexed = true;
     }
-    result = std::move(t->response);
-  } else {
-    result = FromCurl(static_cast<CURLcode>(code), *t);
   }
+  Result<HttpResponse> result =
+      code == CURLE_OK ? Result<HttpResponse>(std::move(t->response))
+                       : Result<HttpResponse>(FromCurl(static_cast<CURLcode>(code), *t));
   Leave(*t);
   HttpCallback done = std::move(t->done);
   Release(*t);
@@ -420,6 +480,9 @@ void CurlTransport::CancelAll() {
 
 void CurlTransport::Release(Transfer& t) {
   t.request = HttpRequest{};  // an idle handle keeps no payload alive
+  // The parsed URL may leave the cache while the handle idles: curl keeps no pointer to it.
+  curl_easy_setopt(t.easy, CURLOPT_CURLU, nullptr);
+  t.url = nullptr;
   t.done = nullptr;
   idle_.push_back(&t);
 }

@@ -1,7 +1,6 @@
 #include "adapters/webhook_adapter.h"
 
 #include <utility>
-#include <vector>
 
 #include "adapters/attempt_reports.h"
 #include "adapters/json_body.h"
@@ -14,23 +13,6 @@ namespace {
 
 bool IsThrottleStatus(int status) {
   return status == 429 || status == 502 || status == 503 || status == 504;
-}
-
-Result<std::vector<WebhookKey>> KeysOf(const Credential& credential) {
-  if (credential.secrets.empty()) {
-    return Status::FailedPrecondition("webhook credential '" + credential.name +
-                                      "' has no signing secret");
-  }
-  std::vector<WebhookKey> keys;
-  for (size_t i = 0; i < credential.secrets.size(); ++i) {
-    Result<WebhookKey> key = ParseWebhookSecret(credential.secrets[i]);
-    if (!key.has_value()) {
-      return Status::FailedPrecondition("webhook credential '" + credential.name + "' secret #" +
-                                        std::to_string(i + 1) + ": " + key.error().message());
-    }
-    keys.push_back(std::move(*key));
-  }
-  return keys;
 }
 
 }  // namespace
@@ -46,21 +28,22 @@ Result<HttpRequest> WebhookAdapter::BuildRequest(const storage::Delivery& delive
   if (!IsJsonText(delivery.payload)) {
     return Status::InvalidArgument("webhook payload is not JSON");
   }
-  Result<std::vector<WebhookKey>> keys = KeysOf(credential);
-  if (!keys.has_value()) {
-    return keys.error();
+  Result<std::shared_ptr<const WebhookSigner>> signer = signers_.For(credential);
+  if (!signer.has_value()) {
+    return signer.error();
   }
-  Result<WebhookSignatureHeaders> signature =
-      SignWebhook(*keys, delivery.id, now, delivery.payload);
+  Result<WebhookSignatureHeaders> signature = (*signer)->Sign(delivery.id, now, delivery.payload);
   if (!signature.has_value()) {
     return signature.error();
   }
   HttpRequest request;
   request.url = delivery.destination;
-  request.headers = {{"Content-Type", "application/json"},
-                     {"webhook-id", std::move(signature->id)},
-                     {"webhook-timestamp", std::move(signature->timestamp)},
-                     {"webhook-signature", std::move(signature->signature)}};
+  // Moved in one by one: a braced list would copy every string out of its initializer_list.
+  request.headers.reserve(4);
+  request.headers.push_back({"Content-Type", "application/json"});
+  request.headers.push_back({"webhook-id", std::move(signature->id)});
+  request.headers.push_back({"webhook-timestamp", std::move(signature->timestamp)});
+  request.headers.push_back({"webhook-signature", std::move(signature->signature)});
   request.body = delivery.payload;
   request.ssrf = endpoints_.webhook_ssrf;
   return request;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "adapters/platform_adapter.h"
+#include "adapters/webhook_signer_cache.h"
 
 namespace egress::adapters {
 
@@ -17,7 +18,8 @@ namespace egress::adapters {
 // any, as the minimum wait). Other 3xx/4xx: dead with http_<status>. Transport errors are
 // transient, except an SSRF refusal (dead, "ssrf_refused").
 //
-// Immutable after construction; safe from any thread.
+// Safe from any thread: its only state after construction is a cache of the credentials'
+// prepared signing keys (WebhookSignerCache).
 class WebhookAdapter final : public PlatformAdapter {
  public:
   explicit WebhookAdapter(PlatformEndpoints endpoints);
@@ -33,6 +35,7 @@ class WebhookAdapter final : public PlatformAdapter {
 
  private:
   PlatformEndpoints endpoints_;
+  WebhookSignerCache signers_;
 };
 
 }  // namespace egress::adapters

@@ -48,6 +48,7 @@ std::string WebhookSignatureEntry(const WebhookKey& key, std::string_view id, in
 // `keys` is empty or `id` is empty or contains '.' (the spec forbids it).
 Result<WebhookSignatureHeaders> SignWebhook(std::span<const WebhookKey> keys, std::string_view id,
                                             WallTime attempt_time, std::string_view body);
+// (WebhookSigner::Sign does the same with keys prepared once, for signing many messages.)
 
 // Receiver-side check, used by tests and the simulator. Ok when some "v1," entry of
 // `headers.signature` matches some key (constant-time comparison) and the timestamp lies within

@@ -107,6 +107,20 @@ TEST_F(CurlTransportTest, SendsUserAgent) {
             TransportOptions{}.user_agent);
 }
 
+// Verifies that no request waits for "100 Continue", small or large (over libcurl's 1 MiB
+// threshold), and that the body arrives whole either way.
+TEST_F(CurlTransportTest, NeverSendsExpect100Continue) {
+  Server server([](const Server::Request& r) {
+    return Server::Response{
+        200, {}, "[" + r.Header("Expect") + "] " + std::to_string(r.body.size())};
+  });
+  for (size_t size : {size_t{0}, size_t{10}, size_t{1024}, size_t{1025}, size_t{(1 << 20) + 1}}) {
+    Result<HttpResponse> r = SendOne({.url = server.Url("/"), .body = std::string(size, 'b')});
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    EXPECT_EQ(r->body, "[] " + std::to_string(size));
+  }
+}
+
 // Verifies that a pooled easy handle carries nothing over from its previous request: method,
 // body and headers are each request's own.
 TEST_F(CurlTransportTest, ReusedHandleForgetsPreviousRequest) {
@@ -120,6 +134,27 @@ TEST_F(CurlTransportTest, ReusedHandleForgetsPreviousRequest) {
   EXPECT_EQ(SendOne({.method = "PUT", .url = server.Url("/"), .body = "two"})->body,
             "PUT [two] x=");
   EXPECT_EQ(SendOne({.url = server.Url("/")})->body, "POST [] x=");
+  EXPECT_EQ(server.connections_accepted(), 1);
+}
+
+// Verifies that each request goes to its own URL when handles and parsed URLs are reused
+// (CURLOPT_CURLU from the transport's cache), and that a URL curl cannot parse still fails as
+// malformed without disturbing the next request.
+TEST_F(CurlTransportTest, EachRequestGoesToItsOwnUrl) {
+  Server server([](const Server::Request& r) { return Server::Response{200, {}, r.target}; });
+  const std::string base = server.Url("");
+  for (const char* target : {"/a?x=1", "/b", "/a?x=1", "/a?x=2", "/c/d?e=f%20g", "/b"}) {
+    Result<HttpResponse> r = SendOne({.url = base + target});
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    EXPECT_EQ(r->body, target);
+  }
+  Result<HttpResponse> fragment = SendOne({.url = base + "/h#frag"});
+  ASSERT_TRUE(fragment.has_value()) << fragment.error().ToString();
+  EXPECT_EQ(fragment->body, "/h");  // a fragment is not sent
+  Result<HttpResponse> bad = SendOne({.url = "http://[::1/x"});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code(), Status::Code::kInvalidArgument) << bad.error().ToString();
+  EXPECT_EQ(SendOne({.url = base + "/after"})->body, "/after");
   EXPECT_EQ(server.connections_accepted(), 1);
 }
 

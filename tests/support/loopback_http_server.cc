@@ -86,12 +86,14 @@ void LoopbackHttpServer::Serve(int fd, int connection) {
   asio::ip::tcp::socket sock(io, asio::ip::tcp::v4(), fd);
   boost::beast::flat_buffer buffer;
   for (;;) {
-    http::request<http::string_body> req;
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(8 << 20);  // Beast's default (1 MiB) is below what tests send
     boost::system::error_code ec;
-    http::read(sock, buffer, req, ec);
+    http::read(sock, buffer, parser, ec);
     if (ec) {
       break;
     }
+    http::request<http::string_body> req = parser.release();
     Request r{
         std::string(req.method_string()), std::string(req.target()), {}, req.body(), connection};
     for (const auto& f : req) {
