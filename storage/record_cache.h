@@ -1,11 +1,12 @@
 #pragma once
 
 #include <cstddef>
-#include <map>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -28,9 +29,15 @@ class RecordCache {
   size_t size() const;
 
  private:
+  // Hashes std::string and std::string_view alike (lookups by view build no key).
+  struct IdHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
+  };
+
   const size_t max_bytes_;
   mutable std::mutex mu_;
-  std::map<std::string, std::string, std::less<>> records_;
+  std::unordered_map<std::string, std::string, IdHash, std::equal_to<>> records_;
   size_t bytes_ = 0;
 };
 
