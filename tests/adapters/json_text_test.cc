@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/text_mutator.h"
+
 namespace egress::adapters {
 namespace {
 
@@ -112,35 +114,10 @@ TEST(JsonTextTest, AgreesWithNlohmannOnMutations) {
                                            std::string(1, '\0'),
                                            "\x1F",
                                            "1e999"};
-  uint64_t state = 0x9E3779B97F4A7C15u;
-  auto next = [&state](uint64_t n) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state % n;
-  };
+  TextMutator mutator;
   int agreed = 0, valid = 0;
   for (int round = 0; round < 30000; ++round) {
-    std::string text = seeds[next(seeds.size())];
-    const int edits = 1 + static_cast<int>(next(3));
-    for (int e = 0; e < edits; ++e) {
-      const size_t at = next(text.size() + 1);
-      switch (next(3)) {
-        case 0:
-          text.insert(at, pieces[next(pieces.size())]);
-          break;
-        case 1:
-          if (at < text.size()) {
-            text.erase(at, 1 + next(3));
-          }
-          break;
-        default:
-          if (at < text.size()) {
-            text.replace(at, 1, pieces[next(pieces.size())]);
-          }
-          break;
-      }
-    }
+    const std::string text = mutator.Mutate(seeds, pieces);
     // nlohmann stops reading at a NUL byte (accepting "[1]\0junk"); a raw NUL is never JSON.
     const bool expected = text.find('\0') == std::string::npos && NlohmannAccepts(text);
     ASSERT_EQ(IsJsonText(text), expected) << "text: " << text;

@@ -24,6 +24,12 @@ class SchedulerHeadersTest : public ::testing::Test {
   SchedulerHeadersTest() : scheduler_(clock_, store_, random_, SchedulerOptions{}) {}
 
   DestinationId Add(const DestinationSpec& spec) { return *scheduler_.AddDestination(spec); }
+  // A webhook destination of tenant acme.
+  DestinationId AddHook() {
+    DestinationSpec spec = Discord("https://hooks.example/x");
+    spec.platform = Platform::kWebhook;
+    return Add(spec);
+  }
   void OfferOne(DestinationId id) {
     WorkItem item;
     item.id = "d" + std::to_string(++sequence_);
@@ -73,9 +79,7 @@ TEST_F(SchedulerHeadersTest, RemainingZeroParksKey) {
 
 // Verifies that Retry-After parks the key for exactly that long.
 TEST_F(SchedulerHeadersTest, RetryAfterParksKey) {
-  DestinationSpec spec = Discord("https://hooks.example/x");
-  spec.platform = Platform::kWebhook;
-  DestinationId dest = Add(spec);
+  DestinationId dest = AddHook();
   SendOne(dest);
   RateLimitObservation observation;
   observation.retry_after = milliseconds(5000);
@@ -130,9 +134,7 @@ TEST_F(SchedulerHeadersTest, SharedScopeParksOnlyThatResource) {
 
 // Verifies that a learned limit replaces the configured default for that key.
 TEST_F(SchedulerHeadersTest, LearnedLimitReplacesDefault) {
-  DestinationSpec spec = Discord("https://hooks.example/x");
-  spec.platform = Platform::kWebhook;
-  DestinationId dest = Add(spec);
+  DestinationId dest = AddHook();
   EXPECT_EQ(*scheduler_.EffectiveBudget(dest, BudgetName::kWebhookDestination),
             (Budget{50, 1000, 1}));
   RateLimitObservation observation;
@@ -155,9 +157,7 @@ TEST_F(SchedulerHeadersTest, LearnedLimitReplacesDefault) {
 TEST_F(SchedulerHeadersTest, RaisedOverrideReleasesWaitersAtOnce) {
   ASSERT_TRUE(
       scheduler_.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1, 3'600'000, 1}}}).ok());
-  DestinationSpec spec = Discord("https://hooks.example/x");
-  spec.platform = Platform::kWebhook;
-  DestinationId dest = Add(spec);
+  DestinationId dest = AddHook();
   SendOne(dest);
   OfferOne(dest);
   Decision wait = scheduler_.Next();
@@ -177,9 +177,7 @@ TEST_F(SchedulerHeadersTest, RaisedOverrideReleasesWaitersAtOnce) {
 TEST_F(SchedulerHeadersTest, LoweredOverrideKeepsTheDebtInUnits) {
   ASSERT_TRUE(
       scheduler_.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1, 1'000, 1}}}).ok());
-  DestinationSpec spec = Discord("https://hooks.example/x");
-  spec.platform = Platform::kWebhook;
-  DestinationId dest = Add(spec);
+  DestinationId dest = AddHook();
   SendOne(dest);
   OfferOne(dest);
   ASSERT_EQ(scheduler_.Next().wake_at, clock_.Now() + milliseconds(1'000));

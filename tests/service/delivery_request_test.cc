@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "adapters/json_reader.h"
+#include "tests/support/text_mutator.h"
 
 namespace egress::service {
 namespace {
@@ -160,35 +161,10 @@ TEST(DeliveryRequestTest, TextAndTreeAgreeOnMutations) {
                                            "99999999999999999999",
                                            "\xC3\xA9",
                                            "\x80"};
-  uint64_t state = 0x9E3779B97F4A7C15u;
-  auto next = [&state](uint64_t n) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state % n;
-  };
+  TextMutator mutator;
   int read = 0, delivered = 0;
   for (int round = 0; round < 20000; ++round) {
-    std::string text = seeds[next(seeds.size())];
-    const int edits = 1 + static_cast<int>(next(3));
-    for (int e = 0; e < edits; ++e) {
-      const size_t at = next(text.size() + 1);
-      switch (next(3)) {
-        case 0:
-          text.insert(at, pieces[next(pieces.size())]);
-          break;
-        case 1:
-          if (at < text.size()) {
-            text.erase(at, 1 + next(3));
-          }
-          break;
-        default:
-          if (at < text.size()) {
-            text.replace(at, 1, pieces[next(pieces.size())]);
-          }
-          break;
-      }
-    }
+    const std::string text = mutator.Mutate(seeds, pieces);
     const Read r = ExpectSameAnswer(text);
     read += r != Read::kRefused ? 1 : 0;
     delivered += r == Read::kDelivery ? 1 : 0;
