@@ -137,51 +137,30 @@ bool JsonReader::EnterArray() {
   return true;
 }
 
-bool JsonReader::NextKey(std::string& key) {
-  if (failed_ || entered_.empty()) {
-    return Fail();
-  }
-  char& state = entered_.back();
-  SkipSpace();
-  if (p_ < end_ && *p_ == '}') {
-    if (state == '{' || state == '}') {
-      ++p_;
-      entered_.pop_back();
-      return false;
-    }
-  }
-  if (state == '}') {
-    if (p_ == end_ || *p_ != ',') {
-      return Fail();
-    }
-    ++p_;
-  } else if (state != '{') {
-    return Fail();
-  }
-  state = '}';
-  return Key(&key) || Fail();
-}
+bool JsonReader::NextKey(std::string& key) { return Advance('{', '}') && (Key(&key) || Fail()); }
 
-bool JsonReader::NextElement() {
+bool JsonReader::NextElement() { return Advance('[', ']'); }
+
+bool JsonReader::Advance(char open, char close) {
   if (failed_ || entered_.empty()) {
     return Fail();
   }
   char& state = entered_.back();
   SkipSpace();
-  if (p_ < end_ && *p_ == ']' && (state == '[' || state == ']')) {
+  if (p_ < end_ && *p_ == close && (state == open || state == close)) {
     ++p_;
     entered_.pop_back();
     return false;
   }
-  if (state == ']') {
+  if (state == close) {
     if (p_ == end_ || *p_ != ',') {
       return Fail();
     }
     ++p_;
-  } else if (state != '[') {
+  } else if (state != open) {
     return Fail();
   }
-  state = ']';
+  state = close;
   return true;
 }
 

@@ -54,6 +54,9 @@ class JsonReader {
 
   bool Fail();
   void SkipSpace();
+  // Steps to the next member of the container entered last (`open` '{' or '[', `close` its
+  // closing byte): past the ',' after the first. False at `close` (consumed) or on a failure.
+  bool Advance(char open, char close);
   bool Key(std::string* key);
   bool Scalar();
   bool Literal(std::string_view word);

@@ -241,13 +241,16 @@ void DeliveryLoop::OfferHead(Dest& dest) {
   // A wait for a budget was written down as a deferral with the time the meter then foresaw;
   // the meter itself decides (an operator may have raised the budget since). Retry-After and
   // backoff times bind: nothing else remembers them across a restart.
-  const bool budget_wait =
-      head->state == DeliveryState::kDeferred && head->reason.starts_with("budget");
+  using dispatcher::DeferReason;
+  using dispatcher::DeferReasonString;
+  const bool budget_wait = head->state == DeliveryState::kDeferred &&
+                           head->reason.starts_with(DeferReasonString(DeferReason::kBudget));
   const int64_t wait_ms = budget_wait ? 0 : head->next_attempt_ms - WallMs();
   item.not_before = clock_.Now() + Millis(std::max<int64_t>(0, wait_ms));
   if (head->state == DeliveryState::kDeferred && !budget_wait) {
-    item.wait_reason = head->reason.starts_with("backoff") ? dispatcher::DeferReason::kBackoff
-                                                           : dispatcher::DeferReason::kRetryAfter;
+    item.wait_reason = head->reason.starts_with(DeferReasonString(DeferReason::kBackoff))
+                           ? DeferReason::kBackoff
+                           : DeferReason::kRetryAfter;
   }
   if (scheduler_.Offer(dest.id, std::move(item)).ok()) {
     dest.offered_id = head->id;
