@@ -26,6 +26,7 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   }
   s->store_ = std::move(*store);
   s->storage_pool_ = std::make_unique<asio::thread_pool>(std::max<size_t>(1, o.storage_threads));
+  s->loop_pool_ = std::make_unique<asio::thread_pool>(1);
   s->scheduler_ =
       std::make_unique<dispatcher::Scheduler>(clock, s->budget_store_, s->random_, o.scheduler);
   for (const auto& [name, budget] : o.budget_defaults) {
@@ -55,7 +56,7 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   s->adapters_ = std::make_unique<adapters::AdapterRegistry>(o.endpoints);
   const adapters::AdapterRegistry* registry = s->adapters_.get();
   s->loop_ = std::make_unique<DeliveryLoop>(
-      io, *s->storage_pool_, *s->store_, *s->scheduler_, *s->transport_,
+      io, *s->loop_pool_, *s->store_, *s->scheduler_, *s->transport_,
       [registry](std::string_view p) { return registry->Find(p); }, s->credentials_, clock,
       s->metrics_);
   Service* self = s.get();
@@ -74,8 +75,10 @@ Service::~Service() {
   if (server_) {
     server_->StopAccepting();
   }
-  if (storage_pool_) {
-    storage_pool_->join();
+  for (auto* pool : {storage_pool_.get(), loop_pool_.get()}) {
+    if (pool != nullptr) {
+      pool->join();
+    }
   }
   loop_.reset();
   transport_.reset();
@@ -98,6 +101,7 @@ void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
     timer->cancel();
     transport_->CancelAll();
     storage_pool_->join();
+    loop_pool_->join();
     done(store_->Close());
   };
   timer->async_wait([finish](const boost::system::error_code& ec) {

@@ -39,13 +39,15 @@ struct ServiceOptions {
   // Tenants' credentials from the config: (tenant, credential).
   std::vector<std::pair<std::string, adapters::Credential>> credentials;
   std::vector<std::pair<std::string, uint32_t>> tenant_weights;
-  // Threads for blocking store calls; several let concurrent intakes share one fsync.
-  // Default: 4.
+  // Threads for the API's blocking store calls (intake, reads, steering); several let
+  // concurrent intakes share one fsync. The delivery loop has one thread of its own
+  // (Service::loop_pool_). Default: 4.
   size_t storage_threads = 4;
 };
 
 // The worker service: owns the store, the pacing engine, the transport, the delivery loop and
-// the HTTP API, all driven by one loop thread (`io`) plus a storage thread pool.
+// the HTTP API, all driven by one loop thread (`io`) plus two pools for blocking store calls:
+// the API's (storage_threads) and the delivery loop's single thread.
 // Shutdown order (STYLE 2.4): stop intake, let in-flight attempts finish, stop the loop's work,
 // close the store. Construct, run and destroy on the thread running `io`.
 class Service {
@@ -93,6 +95,11 @@ class Service {
   CredentialBook credentials_;
   std::unique_ptr<storage::QueueStore> store_;
   std::unique_ptr<boost::asio::thread_pool> storage_pool_;
+  // The delivery loop's store calls (reads ahead, leases, outcomes), one after another on one
+  // thread: the loop posts many small jobs, and one thread that is still busy takes the next
+  // without being woken. On the API's pool each job woke a thread (a futex wake and a context
+  // switch): see bench/README.md, "one store thread for the loop".
+  std::unique_ptr<boost::asio::thread_pool> loop_pool_;
   dispatcher::MemoryBudgetStore budget_store_;
   dispatcher::SplitMixRandom random_;
   std::unique_ptr<dispatcher::Scheduler> scheduler_;
