@@ -1,20 +1,26 @@
 #include "storage/delivery_id.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 
 namespace egress::storage {
 namespace {
 
 constexpr char kAlphabet[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
-int DecodeChar(char c) {
+// The value of each byte as a base32 digit, -1 for a byte outside kAlphabet: a table, as the
+// loop decodes a delivery's id on every offer (a linear search was ~2k instructions an id).
+constexpr std::array<int8_t, 256> kDigits = [] {
+  std::array<int8_t, 256> digits{};
+  digits.fill(-1);
   for (int i = 0; i < 32; ++i) {
-    if (kAlphabet[i] == c) {
-      return i;
-    }
+    digits[static_cast<unsigned char>(kAlphabet[i])] = static_cast<int8_t>(i);
   }
-  return -1;
-}
+  return digits;
+}();
+
+int DecodeChar(char c) { return kDigits[static_cast<unsigned char>(c)]; }
 
 // 128 bits as (time:48 | hi:16 | lo:64) to 26 base32 characters, most significant first.
 std::string Encode(uint64_t ms, uint16_t hi, uint64_t lo) {

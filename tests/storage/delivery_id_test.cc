@@ -48,6 +48,26 @@ TEST(DeliveryIdTest, UniqueWithinOneMillisecond) {
   EXPECT_FALSE(IsDeliveryId("ZZZZZZZZZZZZZZZZZZZZZZZZZZ"));  // over 128 bits
 }
 
+// Verifies that only Crockford base32 capitals decode: lower case, the letters the alphabet
+// leaves out (I L O U) and bytes outside ASCII are refused wherever they stand.
+TEST(DeliveryIdTest, RefusesCharactersOutsideTheAlphabet) {
+  DeliveryIdGenerator gen(3, "");
+  const std::string id = gen.Next(1'767'225'600'123);
+  ASSERT_TRUE(IsDeliveryId(id));
+  EXPECT_EQ(DeliveryIdMillis(id), 1'767'225'600'123);
+  for (char bad : {'a', 'z', 'I', 'L', 'O', 'U', '-', '\0', static_cast<char>(0xC3)}) {
+    for (size_t at : {size_t{0}, size_t{12}, size_t{25}}) {
+      std::string changed = id;
+      changed[at] = bad;
+      EXPECT_FALSE(IsDeliveryId(changed)) << at << " " << static_cast<int>(bad);
+      EXPECT_EQ(DeliveryIdSequence(changed), 0u);
+      EXPECT_EQ(DeliveryIdMillis(changed), -1);
+    }
+  }
+  EXPECT_TRUE(IsDeliveryId("7ZZZZZZZZZZZZZZZZZZZZZZZZZ"));  // the largest 128-bit value
+  EXPECT_FALSE(IsDeliveryId("80000000000000000000000000"));  // 129 bits
+}
+
 // Verifies that the floor of a millisecond sorts between the ids minted before it and at it.
 TEST(DeliveryIdTest, FloorSeparatesMilliseconds) {
   DeliveryIdGenerator gen(7, "");
