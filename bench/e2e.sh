@@ -9,6 +9,8 @@
 #   DRAIN=1 bench/e2e.sh              # intake with delivery held back, then the drain alone
 #                                     # (drained_per_s: delivered/s with nothing else running)
 #   STORE_ON=/dev/shm bench/e2e.sh    # store on tmpfs: what is left without fsync cost
+#   PER_DEST=8 HOST_CONNS=128 bench/e2e.sh   # more in flight: per destination, and connections
+#                                     # to the simulator (defaults 4 and 64)
 #   PERF=1 bench/e2e.sh               # also `perf record -e cpu-clock` the service (needs perf;
 #                                     # PERF_CALLGRAPH= records without call graphs)
 #   SIM_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=/tmp/cg-sim.out" TOTAL=5000 \
@@ -30,6 +32,7 @@ TIMEOUT_S="${TIMEOUT_S:-120}"
 SIM_THREADS="${SIM_THREADS:-1}"
 PERF="${PERF:-0}"
 PER_DEST="${PER_DEST:-4}"
+HOST_CONNS="${HOST_CONNS:-64}"
 # INTAKE_ONLY=1: tenant_egress is 1 per hour, so nothing is delivered and intake runs alone.
 INTAKE_ONLY="${INTAKE_ONLY:-0}"
 # DRAIN=1: the same during intake; then e2e_load raises tenant_egress through the admin API
@@ -96,7 +99,7 @@ tenant_backlog_watermark = 10000000
 admin_token = "$ADMIN_TOKEN"
 
 [transport]
-max_host_connections = 64
+max_host_connections = $HOST_CONNS
 max_total_connections = 256
 
 [platforms.webhook]
