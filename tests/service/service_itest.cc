@@ -414,8 +414,12 @@ TEST_F(ServiceTest, GoneReceiverDisablesDestinationWithoutDropping) {
   json dests = HttpCall(port_, "GET", "/v1/destinations").Json();
   ASSERT_EQ(dests["destinations"].size(), 1u) << dests.dump();
   EXPECT_EQ(dests["destinations"][0]["disabled"], true) << dests.dump();
+  // The three may all have gone out before the first 410 came back (a webhook destination
+  // takes four in flight; under ThreadSanitizer two did): none is sent again once it is
+  // disabled.
   json sim = SimStats();
-  EXPECT_EQ(sim["totals"]["requests"], 1) << sim.dump();
+  EXPECT_GE(sim["totals"]["requests"].get<int>(), 1) << sim.dump();
+  EXPECT_LE(sim["totals"]["requests"].get<int>(), 3) << sim.dump();
 }
 
 // Verifies cancel and replay through the API, and the list endpoint's filters.
