@@ -13,11 +13,6 @@ namespace egress::adapters {
 namespace {
 
 constexpr std::string_view kSecretPrefix = "whsec_";
-constexpr std::string_view kVersionPrefix = "v1,";
-
-int64_t UnixSeconds(WallTime t) {
-  return std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count();
-}
 
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
@@ -30,7 +25,7 @@ bool HeaderHasSignature(std::string_view header, std::string_view expected) {
     size_t end = header.find(' ');
     std::string_view entry = header.substr(0, end);
     header.remove_prefix(end == std::string_view::npos ? header.size() : end + 1);
-    if (entry.substr(0, kVersionPrefix.size()) == kVersionPrefix) {
+    if (entry.starts_with(kWebhookSignatureVersion)) {
       found = ConstantTimeEquals(entry, expected) || found;
     }
   }
@@ -86,7 +81,7 @@ Status VerifyWebhook(std::span<const WebhookKey> keys, const WebhookSignatureHea
   if (!timestamp.has_value()) {
     return timestamp.error();
   }
-  int64_t now_s = UnixSeconds(now);
+  int64_t now_s = WebhookTimestamp(now);
   if (*timestamp < now_s - tolerance.count() || *timestamp > now_s + tolerance.count()) {
     return Status::Rejected(fmt::format("webhook-timestamp {} is more than {} s from now ({})",
                                         *timestamp, tolerance.count(), now_s));

@@ -32,6 +32,15 @@ inline constexpr std::chrono::seconds kDefaultWebhookTolerance{300};
 // the base64 is malformed or the key is outside 24..64 bytes.
 Result<WebhookKey> ParseWebhookSecret(std::string_view secret);
 
+// The version tag that starts each signature entry: "v1,<base64>".
+inline constexpr std::string_view kWebhookSignatureVersion = "v1,";
+
+// webhook-timestamp of an attempt at `t`: whole Unix seconds, truncated (floor) as the spec's
+// reference libraries do.
+inline int64_t WebhookTimestamp(WallTime t) {
+  return std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+
 // The three headers of one attempt.
 struct WebhookSignatureHeaders {
   std::string id;         // webhook-id: stable across retries.

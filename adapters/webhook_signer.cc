@@ -13,7 +13,6 @@ namespace {
 
 constexpr size_t kSha256Block = 64;
 constexpr size_t kSha256Bytes = 32;
-constexpr std::string_view kVersionPrefix = "v1,";
 // base64 of 32 bytes: 44 characters, plus the NUL EVP_EncodeBlock writes.
 constexpr size_t kBase64MacChars = 4 * ((kSha256Bytes + 2) / 3);
 
@@ -93,9 +92,7 @@ Result<WebhookSignatureHeaders> WebhookSigner::Sign(std::string_view id, WallTim
   if (id.empty() || id.find('.') != std::string_view::npos) {
     return Status::InvalidArgument("webhook-id must be non-empty and contain no '.'");
   }
-  // Whole seconds, truncated (floor) as the spec's reference libraries do.
-  const int64_t timestamp =
-      std::chrono::floor<std::chrono::seconds>(attempt_time.time_since_epoch()).count();
+  const int64_t timestamp = WebhookTimestamp(attempt_time);
   WebhookSignatureHeaders headers{std::string(id), std::to_string(timestamp), ""};
   Append(id, timestamp, body, &headers.signature);
   return headers;
@@ -107,7 +104,7 @@ void WebhookSigner::Append(std::string_view id, int64_t timestamp, std::string_v
   const auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), timestamp);
   const std::string_view ts(digits, static_cast<size_t>(end - digits));
   const std::string_view parts[] = {id, ".", ts, ".", body};
-  out->reserve(out->size() + count_ * (1 + kVersionPrefix.size() + kBase64MacChars));
+  out->reserve(out->size() + count_ * (1 + kWebhookSignatureVersion.size() + kBase64MacChars));
   EVP_MD_CTX* ctx = WorkContext();
   for (size_t k = 0; k < count_; ++k) {
     unsigned char inner[kSha256Bytes];
@@ -128,7 +125,7 @@ void WebhookSigner::Append(std::string_view id, int64_t timestamp, std::string_v
     if (k > 0) {
       out->push_back(' ');
     }
-    out->append(kVersionPrefix);
+    out->append(kWebhookSignatureVersion);
     out->append(b64, static_cast<size_t>(n));
   }
 }

@@ -9,16 +9,12 @@
 #include <rocksdb/db.h>
 
 #include "dispatcher/result.h"
+#include "storage/string_view_hash.h"
 
 namespace egress::storage {
 
-// Hashes std::string and std::string_view alike, so maps keyed by std::string are searched with
-// a view (no key string built for a counter already present).
-struct CounterKeyHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
-};
-using CounterMap = std::unordered_map<std::string, int64_t, CounterKeyHash, std::equal_to<>>;
+// Counters by key, searched by view (no key string built for a counter already present).
+using CounterMap = std::unordered_map<std::string, int64_t, StringViewHash, std::equal_to<>>;
 
 // Counter changes of one write, netted per key (a -1 and a +1 on one key cancel out), in no
 // particular order.
@@ -40,8 +36,9 @@ class CounterDeltas {
 // The store's exact counters (per state, per tenant backlog, per destination and state), kept
 // in memory beside their durable copy in the meta column family. Loaded once on open; every
 // committed write applies its deltas, and the store's in-memory leases apply theirs here only
-// (so the table counts what readers see; the durable copy counts what the disk holds). Reads never touch RocksDB, so they do not pay for the
-// merge operands a hot counter piles up in the memtable. Thread-safe.
+// (so the table counts what readers see; the durable copy counts what the disk holds). Reads never
+// touch RocksDB, so they do not pay for the merge operands a hot counter piles up in the memtable.
+// Thread-safe.
 class CounterTable {
  public:
   // Reads every counter (count/, backlog/, destcount/ keys) from `meta`.

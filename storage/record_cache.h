@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "storage/string_view_hash.h"
+
 namespace egress::storage {
 
 // Encoded records of waiting deliveries (queued, deferred) as last written, so that reading one
@@ -29,15 +31,9 @@ class RecordCache {
   size_t size() const;
 
  private:
-  // Hashes std::string and std::string_view alike (lookups by view build no key).
-  struct IdHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
-  };
-
   const size_t max_bytes_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::string, IdHash, std::equal_to<>> records_;
+  std::unordered_map<std::string, std::string, StringViewHash, std::equal_to<>> records_;
   size_t bytes_ = 0;
 };
 

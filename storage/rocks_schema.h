@@ -42,7 +42,8 @@ Status FromRocks(const rocksdb::Status& s, std::string_view what);
 
 // RocksDB counts every key comparison of a thread in a thread-local perf context, reached through
 // __tls_get_addr from the shared library: a tenth of a memtable insert. Nothing here reads those
-// counters, so every call into RocksDB on a new thread turns them off first (once per thread).
+// counters, so the store turns them off (once per thread) before each write and each record read
+// from disk; a thread that only iterates keeps counting, at a little cost per comparison.
 void QuietPerfCounters();
 
 // Every write waits for the WAL to reach disk. (Leases, which a crash may lose, are not

@@ -36,6 +36,15 @@ class SchedulerHeadersTest : public ::testing::Test {
     item.sequence = sequence_;
     ASSERT_TRUE(scheduler_.Offer(id, std::move(item)).ok());
   }
+  // A webhook destination of tenant acme, its tenant_egress budget set to `egress`, that has
+  // sent one delivery and holds the next: the budget's meter owes one unit.
+  DestinationId HookWaitingOnEgress(Budget egress) {
+    EXPECT_TRUE(scheduler_.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, egress}}).ok());
+    DestinationId dest = AddHook();
+    SendOne(dest);
+    OfferOne(dest);
+    return dest;
+  }
   // Dispatches the head of `id` and completes it with 200.
   void SendOne(DestinationId id) {
     OfferOne(id);
@@ -155,11 +164,7 @@ TEST_F(SchedulerHeadersTest, LearnedLimitReplacesDefault) {
 // Verifies that raising a budget frees what waits on it at once: the meter's debt is repaid at
 // the new pace and the waiters are looked at again, instead of waiting out the old wake-up.
 TEST_F(SchedulerHeadersTest, RaisedOverrideReleasesWaitersAtOnce) {
-  ASSERT_TRUE(
-      scheduler_.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1, 3'600'000, 1}}}).ok());
-  DestinationId dest = AddHook();
-  SendOne(dest);
-  OfferOne(dest);
+  DestinationId dest = HookWaitingOnEgress({1, 3'600'000, 1});
   Decision wait = scheduler_.Next();
   ASSERT_EQ(wait.kind, Decision::Kind::kWait);
   EXPECT_EQ(wait.wake_at, clock_.Now() + milliseconds(3'600'000));
@@ -172,14 +177,10 @@ TEST_F(SchedulerHeadersTest, RaisedOverrideReleasesWaitersAtOnce) {
   EXPECT_EQ(now.destination, dest);
 }
 
-// Verifies that lowering a budget slows what is already owed: an hour's debt at 1 per second
-// becomes the same units at 1 per minute.
+// Verifies that lowering a budget slows what is already owed: the one unit owed at 1 per second
+// is then owed at 1 per minute.
 TEST_F(SchedulerHeadersTest, LoweredOverrideKeepsTheDebtInUnits) {
-  ASSERT_TRUE(
-      scheduler_.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1, 1'000, 1}}}).ok());
-  DestinationId dest = AddHook();
-  SendOne(dest);
-  OfferOne(dest);
+  HookWaitingOnEgress({1, 1'000, 1});
   ASSERT_EQ(scheduler_.Next().wake_at, clock_.Now() + milliseconds(1'000));
   ASSERT_TRUE(
       scheduler_.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1, 60'000, 1}}}).ok());
