@@ -5,8 +5,8 @@
 namespace egress::adapters {
 namespace {
 
-using dispatcher::RateLimitScope;
-using dispatcher::TransportResult;
+using pacing::RateLimitScope;
+using pacing::TransportResult;
 
 constexpr size_t kMaxHeadersKept = 32;
 constexpr size_t kMaxHeaderValue = 256;
@@ -96,8 +96,8 @@ AttemptReport ReportResponse(const HttpResponse& response, WallTime received_at,
   return report;
 }
 
-dispatcher::RateLimitObservation ObservationFrom(const RateLimitHeaders& headers) {
-  dispatcher::RateLimitObservation obs;
+pacing::RateLimitObservation ObservationFrom(const RateLimitHeaders& headers) {
+  pacing::RateLimitObservation obs;
   obs.limit = headers.limit;
   if (headers.policy_window.has_value() && headers.policy_quota.has_value() &&
       headers.limit == headers.policy_quota) {

@@ -9,7 +9,7 @@
 #include "adapters/http_transport.h"
 #include "adapters/platform_adapter.h"
 #include "adapters/rate_limit_headers.h"
-#include "dispatcher/rate_limit_observation.h"
+#include "dispatcher/pacing/rate_limit_observation.h"
 
 namespace egress::adapters {
 
@@ -33,7 +33,7 @@ AttemptReport ReportResponse(const HttpResponse& response, WallTime received_at,
 // The pacing engine's view of parsed headers (without retry_after, which the adapter decides):
 // limit (+ window when it is the IETF policy's), remaining, reset_after (or reset_at measured
 // from receipt, within [0, kMaxRateLimitWait]), global, scope, bucket.
-dispatcher::RateLimitObservation ObservationFrom(const RateLimitHeaders& headers);
+pacing::RateLimitObservation ObservationFrom(const RateLimitHeaders& headers);
 
 // Rate-limit related header names: retry-after, x-ratelimit-*, ratelimit*, x-line-*.
 bool IsRateLimitHeaderName(std::string_view name);

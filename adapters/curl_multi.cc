@@ -6,7 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <curl/curl.h>
 
-#include "dispatcher/check.h"
+#include "dispatcher/base/check.h"
 
 namespace egress::adapters {
 

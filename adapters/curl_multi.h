@@ -10,8 +10,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "dispatcher/clock.h"
-#include "dispatcher/status.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/base/status.h"
 
 namespace egress::adapters {
 

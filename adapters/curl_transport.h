@@ -6,7 +6,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "adapters/http_transport.h"
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 
 namespace egress::adapters {
 

@@ -59,7 +59,7 @@ void Interpret429(AttemptReport& report, const std::optional<json>& body) {
     }
   }
   MarkThrottled(report, wait, std::move(code));
-  if (report.observation.scope == dispatcher::RateLimitScope::kShared) {
+  if (report.observation.scope == pacing::RateLimitScope::kShared) {
     report.attempt.detail = "shared-scope 429 (not counted as an invalid request)";
   }
 }

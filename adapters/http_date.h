@@ -3,7 +3,7 @@
 #include <optional>
 #include <string_view>
 
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 
 namespace egress::adapters {
 

@@ -6,8 +6,8 @@
 
 #include "adapters/http_header.h"
 #include "adapters/ssrf_guard.h"
-#include "dispatcher/clock.h"
-#include "dispatcher/result.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/base/result.h"
 
 namespace egress::adapters {
 

@@ -21,11 +21,11 @@ InvalidRequestCounter::InvalidRequestCounter(Options options)
           1,
           std::chrono::duration_cast<std::chrono::nanoseconds>(options.window).count() / kSlots)) {}
 
-bool InvalidRequestCounter::Counts(int http_status, dispatcher::RateLimitScope scope) {
+bool InvalidRequestCounter::Counts(int http_status, pacing::RateLimitScope scope) {
   if (http_status == 401 || http_status == 403) {
     return true;
   }
-  return http_status == 429 && scope != dispatcher::RateLimitScope::kShared;
+  return http_status == 429 && scope != pacing::RateLimitScope::kShared;
 }
 
 int64_t InvalidRequestCounter::SlotIndex(SteadyTime t) const {
@@ -45,7 +45,7 @@ int64_t InvalidRequestCounter::Live(const Window& window, int64_t current) const
 }
 
 std::optional<SteadyTime> InvalidRequestCounter::Record(std::string_view token_key, int http_status,
-                                                        dispatcher::RateLimitScope scope,
+                                                        pacing::RateLimitScope scope,
                                                         SteadyTime now) {
   if (Counts(http_status, scope)) {
     auto it = windows_.find(token_key);

@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "adapters/platform_adapter.h"
-#include "dispatcher/clock.h"
-#include "dispatcher/rate_limit_observation.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/rate_limit_observation.h"
 
 namespace egress::adapters {
 
@@ -37,12 +37,12 @@ class InvalidRequestCounter {
   explicit InvalidRequestCounter(Options options);
 
   // True for what Discord counts: 401, 403, and 429 unless its scope is shared.
-  static bool Counts(int http_status, dispatcher::RateLimitScope scope);
+  static bool Counts(int http_status, pacing::RateLimitScope scope);
 
   // Records one response for `token_key` (a stable identity of the token, never the secret) if
   // it counts; returns StopUntil(token_key, now).
   std::optional<SteadyTime> Record(std::string_view token_key, int http_status,
-                                   dispatcher::RateLimitScope scope, SteadyTime now);
+                                   pacing::RateLimitScope scope, SteadyTime now);
   // The same for an adapter's report (its HTTP status and observation scope).
   std::optional<SteadyTime> Record(std::string_view token_key, const AttemptReport& report,
                                    SteadyTime now);

@@ -7,7 +7,7 @@
 
 #include <sys/socket.h>
 
-#include "dispatcher/result.h"
+#include "dispatcher/base/result.h"
 
 namespace egress::adapters {
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dispatcher/result.h"
+#include "dispatcher/base/result.h"
 
 namespace egress::adapters {
 

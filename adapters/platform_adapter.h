@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "adapters/http_transport.h"
-#include "dispatcher/delivery_outcome.h"
-#include "dispatcher/rate_limit_observation.h"
-#include "dispatcher/result.h"
+#include "dispatcher/pacing/delivery_outcome.h"
+#include "dispatcher/pacing/rate_limit_observation.h"
+#include "dispatcher/base/result.h"
 #include "storage/delivery.h"
 
 namespace egress::adapters {
@@ -32,8 +32,8 @@ struct PlatformEndpoints {
 
 // What one attempt taught, ready for the pacing engine and the store.
 struct AttemptReport {
-  dispatcher::DeliveryOutcome outcome;          // for Scheduler::OnOutcome / Classify
-  dispatcher::RateLimitObservation observation;  // for Scheduler::Observe
+  pacing::DeliveryOutcome outcome;          // for Scheduler::OnOutcome / Classify
+  pacing::RateLimitObservation observation;  // for Scheduler::Observe
   storage::Attempt attempt;                      // for the delivery's history
   // The destination can never work as configured (webhook 410, Discord unknown webhook 10015,
   // Slack channel_is_archived): disable it with this reason; its deliveries defer.

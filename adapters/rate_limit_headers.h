@@ -7,7 +7,7 @@
 #include <string>
 
 #include "adapters/http_header.h"
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 
 namespace egress::adapters {
 

@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 
 #include "adapters/ip_address.h"
-#include "dispatcher/status.h"
+#include "dispatcher/base/status.h"
 
 namespace egress::adapters {
 

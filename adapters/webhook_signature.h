@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "dispatcher/clock.h"
-#include "dispatcher/result.h"
-#include "dispatcher/status.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/base/result.h"
+#include "dispatcher/base/status.h"
 
 namespace egress::adapters {
 

@@ -6,7 +6,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "dispatcher/check.h"
+#include "dispatcher/base/check.h"
 
 namespace egress::adapters {
 namespace {

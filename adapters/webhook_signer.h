@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "adapters/webhook_signature.h"
-#include "dispatcher/clock.h"
-#include "dispatcher/result.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/base/result.h"
 
 namespace egress::adapters {
 

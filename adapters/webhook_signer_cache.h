@@ -9,7 +9,7 @@
 
 #include "adapters/platform_adapter.h"
 #include "adapters/webhook_signer.h"
-#include "dispatcher/result.h"
+#include "dispatcher/base/result.h"
 
 namespace egress::adapters {
 

@@ -15,9 +15,9 @@
 
 #include <benchmark/benchmark.h>
 
-#include "dispatcher/memory_budget_store.h"
-#include "dispatcher/random.h"
-#include "dispatcher/scheduler.h"
+#include "dispatcher/pacing/memory_budget_store.h"
+#include "dispatcher/base/random.h"
+#include "dispatcher/pacing/scheduler.h"
 #include "tests/support/fake_clock.h"
 
 namespace {
@@ -52,18 +52,18 @@ void operator delete(void* p, size_t) noexcept { operator delete(p); }
 namespace {
 
 using egress::FakeClock;
-using egress::dispatcher::Budget;
-using egress::dispatcher::BudgetName;
-using egress::dispatcher::Decision;
-using egress::dispatcher::DeliveryOutcome;
-using egress::dispatcher::DestinationId;
-using egress::dispatcher::DestinationSpec;
-using egress::dispatcher::MemoryBudgetStore;
-using egress::dispatcher::Platform;
-using egress::dispatcher::Scheduler;
-using egress::dispatcher::SchedulerOptions;
-using egress::dispatcher::SplitMixRandom;
-using egress::dispatcher::WorkItem;
+using egress::pacing::Budget;
+using egress::pacing::BudgetName;
+using egress::pacing::Decision;
+using egress::pacing::DeliveryOutcome;
+using egress::pacing::DestinationId;
+using egress::pacing::DestinationSpec;
+using egress::pacing::MemoryBudgetStore;
+using egress::pacing::Platform;
+using egress::pacing::Scheduler;
+using egress::pacing::SchedulerOptions;
+using egress::SplitMixRandom;
+using egress::pacing::WorkItem;
 
 constexpr int kTenants = 10;
 

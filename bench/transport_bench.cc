@@ -197,7 +197,7 @@ class Driver {
                        const adapters::AttemptReport report =
                            adapter_.Interpret(*delivery, response, clock_.WallNow());
                        const auto& o = report.outcome;
-                       if (o.transport != egress::dispatcher::TransportResult::kResponse ||
+                       if (o.transport != egress::pacing::TransportResult::kResponse ||
                            o.http_status < 200 || o.http_status > 299) {
                          ++failures_;
                        }

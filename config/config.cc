@@ -1,10 +1,10 @@
 #include "config/config.h"
 
-#include "dispatcher/scheduler.h"
+#include "dispatcher/pacing/scheduler.h"
 
 namespace egress::config {
 
-using dispatcher::Platform;
+using pacing::Platform;
 
 Config DefaultConfig() {
   Config config;
@@ -14,15 +14,15 @@ Config DefaultConfig() {
   config.platform(Platform::kLine).base_url = endpoint_defaults.line_base_url;
   config.platform(Platform::kWebhook).allow_private_networks =
       endpoint_defaults.webhook_ssrf.allow_private_networks;
-  const dispatcher::SchedulerOptions scheduler_defaults;
-  for (int i = 0; i < dispatcher::kPlatformCount; ++i) {
+  const pacing::SchedulerOptions scheduler_defaults;
+  for (int i = 0; i < pacing::kPlatformCount; ++i) {
     config.platforms[i].max_in_flight_per_destination =
         scheduler_defaults.max_in_flight_per_destination[i];
     config.platforms[i].max_in_flight_per_platform =
         scheduler_defaults.max_in_flight_per_platform[i];
   }
-  for (int i = 0; i < dispatcher::kBudgetNameCount; ++i) {
-    config.budgets[i] = dispatcher::DefaultBudget(static_cast<dispatcher::BudgetName>(i));
+  for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
+    config.budgets[i] = pacing::DefaultBudget(static_cast<pacing::BudgetName>(i));
   }
   return config;
 }

@@ -9,8 +9,8 @@
 #include "config/platform_config.h"
 #include "config/server_options.h"
 #include "config/tenant_config.h"
-#include "dispatcher/budget.h"
-#include "dispatcher/scope_path.h"
+#include "dispatcher/pacing/budget.h"
+#include "dispatcher/pacing/scope_path.h"
 
 namespace egress::config {
 
@@ -20,10 +20,10 @@ namespace egress::config {
 // into the option structs of the service's parts.
 struct Config {
   ServerOptions server;
-  // Indexed by dispatcher::Platform (slack, discord, line, webhook).
-  std::array<PlatformConfig, dispatcher::kPlatformCount> platforms;
-  // Deployment default of each budget, indexed by dispatcher::BudgetName ([budgets.<name>]).
-  std::array<dispatcher::Budget, dispatcher::kBudgetNameCount> budgets;
+  // Indexed by pacing::Platform (slack, discord, line, webhook).
+  std::array<PlatformConfig, pacing::kPlatformCount> platforms;
+  // Deployment default of each budget, indexed by pacing::BudgetName ([budgets.<name>]).
+  std::array<pacing::Budget, pacing::kBudgetNameCount> budgets;
   // The outbound HTTP client ([transport]).
   adapters::TransportOptions transport;
   // By tenant id ([tenants.<tenant>]).
@@ -31,12 +31,12 @@ struct Config {
   // The files read, in the order applied (profiles first, the main file last).
   std::vector<std::string> sources;
 
-  PlatformConfig& platform(dispatcher::Platform p) { return platforms[static_cast<size_t>(p)]; }
-  const PlatformConfig& platform(dispatcher::Platform p) const {
+  PlatformConfig& platform(pacing::Platform p) { return platforms[static_cast<size_t>(p)]; }
+  const PlatformConfig& platform(pacing::Platform p) const {
     return platforms[static_cast<size_t>(p)];
   }
-  dispatcher::Budget& budget(dispatcher::BudgetName b) { return budgets[static_cast<size_t>(b)]; }
-  const dispatcher::Budget& budget(dispatcher::BudgetName b) const {
+  pacing::Budget& budget(pacing::BudgetName b) { return budgets[static_cast<size_t>(b)]; }
+  const pacing::Budget& budget(pacing::BudgetName b) const {
     return budgets[static_cast<size_t>(b)];
   }
 };

@@ -2,11 +2,11 @@
 
 namespace egress::config {
 
-using dispatcher::Platform;
+using pacing::Platform;
 
-dispatcher::SchedulerOptions ToSchedulerOptions(const Config& config) {
-  dispatcher::SchedulerOptions options;
-  for (int i = 0; i < dispatcher::kPlatformCount; ++i) {
+pacing::SchedulerOptions ToSchedulerOptions(const Config& config) {
+  pacing::SchedulerOptions options;
+  for (int i = 0; i < pacing::kPlatformCount; ++i) {
     const PlatformConfig& platform = config.platforms[i];
     options.retry[i] = platform.retry;
     options.max_in_flight_per_destination[i] = platform.max_in_flight_per_destination;
@@ -35,9 +35,9 @@ storage::StoreOptions ToStoreOptions(const Config& config) {
   return options;
 }
 
-Status ApplyBudgetDefaults(const Config& config, dispatcher::BudgetTable& table) {
-  for (int i = 0; i < dispatcher::kBudgetNameCount; ++i) {
-    Status status = table.SetDefault(static_cast<dispatcher::BudgetName>(i), config.budgets[i]);
+Status ApplyBudgetDefaults(const Config& config, pacing::BudgetTable& table) {
+  for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
+    Status status = table.SetDefault(static_cast<pacing::BudgetName>(i), config.budgets[i]);
     if (!status.ok()) {
       return status;
     }

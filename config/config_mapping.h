@@ -4,8 +4,8 @@
 #include "adapters/http_transport.h"
 #include "adapters/platform_adapter.h"
 #include "config/config.h"
-#include "dispatcher/budget_table.h"
-#include "dispatcher/scheduler.h"
+#include "dispatcher/pacing/budget_table.h"
+#include "dispatcher/pacing/scheduler.h"
 #include "storage/queue_store.h"
 
 namespace egress::config {
@@ -14,7 +14,7 @@ namespace egress::config {
 
 // Retry policies and in-flight caps per platform; the other fields keep their defaults.
 // Budgets are not part of SchedulerOptions: see ApplyBudgetDefaults.
-dispatcher::SchedulerOptions ToSchedulerOptions(const Config& config);
+pacing::SchedulerOptions ToSchedulerOptions(const Config& config);
 
 // Base URLs of Slack, Discord and LINE, and the webhook SSRF policy.
 adapters::PlatformEndpoints ToPlatformEndpoints(const Config& config);
@@ -29,7 +29,7 @@ storage::StoreOptions ToStoreOptions(const Config& config);
 // its BudgetTable and SchedulerOptions has no budget defaults yet; until it does, the service
 // cannot hand these to the Scheduler. The values were validated by
 // LoadConfig, so an error here means a Config built by hand.
-Status ApplyBudgetDefaults(const Config& config, dispatcher::BudgetTable& table);
+Status ApplyBudgetDefaults(const Config& config, pacing::BudgetTable& table);
 
 // Stamps a platform's timeouts on a request built by its adapter.
 void ApplyTimeouts(const PlatformConfig& platform, adapters::HttpRequest& request);

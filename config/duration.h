@@ -3,8 +3,8 @@
 #include <string>
 #include <string_view>
 
-#include "dispatcher/clock.h"
-#include "dispatcher/result.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/base/result.h"
 
 namespace egress::config {
 

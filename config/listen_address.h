@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "dispatcher/result.h"
+#include "dispatcher/base/result.h"
 
 namespace egress::config {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "config/config.h"
-#include "dispatcher/result.h"
+#include "dispatcher/base/result.h"
 
 namespace egress::config {
 

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "dispatcher/clock.h"
-#include "dispatcher/retry_policy.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/retry_policy.h"
 
 namespace egress::config {
 
@@ -16,7 +16,7 @@ struct PlatformConfig {
   // Webhooks only: lets destinations resolve to loopback and private addresses. Default: false.
   bool allow_private_networks = false;
   // How transient failures are retried ([platforms.<platform>.retry]).
-  dispatcher::RetryPolicy retry;
+  pacing::RetryPolicy retry;
   // Per attempt. Defaults: 5 s to connect, 15 s in all.
   Millis connect_timeout{5'000};
   Millis timeout{15'000};

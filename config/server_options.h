@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "dispatcher/log_options.h"
+#include "dispatcher/base/log_options.h"
 
 namespace egress::config {
 

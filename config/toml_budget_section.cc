@@ -7,8 +7,8 @@
 namespace egress::config {
 namespace {
 
-using dispatcher::BudgetName;
-using dispatcher::Platform;
+using pacing::BudgetName;
+using pacing::Platform;
 
 // The platform whose profile sets a budget; nullopt for tenant-wide budgets (main file only).
 std::optional<Platform> ProfileOf(BudgetName name) {
@@ -32,20 +32,20 @@ std::optional<Platform> ProfileOf(BudgetName name) {
 
 std::string KnownBudgets() {
   std::string names;
-  for (int i = 0; i < dispatcher::kBudgetNameCount; ++i) {
+  for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
     names += (i == 0 ? "" : ", ");
-    names += dispatcher::BudgetNameString(static_cast<BudgetName>(i));
+    names += pacing::BudgetNameString(static_cast<BudgetName>(i));
   }
   return names;
 }
 
-Status ReadBudget(const TomlFields& fields, dispatcher::Budget& out) {
+Status ReadBudget(const TomlFields& fields, pacing::Budget& out) {
   Status status = fields.CheckKeys({"limit", "scale_ms", "burst"});
   if (!status.ok()) {
     return status;
   }
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  dispatcher::Budget budget = out;
+  pacing::Budget budget = out;
   if (status = fields.ReadInt("limit", 1, kMax, budget.limit); !status.ok()) {
     return status;
   }
@@ -63,7 +63,7 @@ Status ReadBudget(const TomlFields& fields, dispatcher::Budget& out) {
 
 Status ReadBudgetsSection(const TomlFields& budgets, std::optional<Platform> only, Config& out) {
   return budgets.ForEachTable([&](std::string_view name, const TomlFields& fields) -> Status {
-    std::optional<BudgetName> budget = dispatcher::ParseBudgetName(name);
+    std::optional<BudgetName> budget = pacing::ParseBudgetName(name);
     if (!budget.has_value()) {
       return budgets.Error(fields.table(), fields.prefix(),
                            fmt::format("unknown budget (known: {})", KnownBudgets()));
@@ -71,7 +71,7 @@ Status ReadBudgetsSection(const TomlFields& budgets, std::optional<Platform> onl
     if (only.has_value() && ProfileOf(*budget) != only) {
       return budgets.Error(fields.table(), fields.prefix(),
                            fmt::format("the {} profile may set only its own platform's budgets",
-                                       dispatcher::PlatformString(*only)));
+                                       pacing::PlatformString(*only)));
     }
     return ReadBudget(fields, out.budget(*budget));
   });

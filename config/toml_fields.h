@@ -14,9 +14,9 @@
 
 #include <toml++/toml.h>
 
-#include "dispatcher/clock.h"
-#include "dispatcher/result.h"
-#include "dispatcher/status.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/base/result.h"
+#include "dispatcher/base/status.h"
 
 namespace egress::config {
 

@@ -5,12 +5,12 @@
 namespace egress::config {
 namespace {
 
-using dispatcher::Platform;
+using pacing::Platform;
 
 std::optional<Platform> ParsePlatform(std::string_view name) {
-  for (int i = 0; i < dispatcher::kPlatformCount; ++i) {
+  for (int i = 0; i < pacing::kPlatformCount; ++i) {
     const auto p = static_cast<Platform>(i);
-    if (dispatcher::PlatformString(p) == name) {
+    if (pacing::PlatformString(p) == name) {
       return p;
     }
   }
@@ -29,7 +29,7 @@ bool LooksLikeBaseUrl(std::string_view url) {
   return false;
 }
 
-Status ReadRetry(const TomlFields& retry, dispatcher::RetryPolicy& out) {
+Status ReadRetry(const TomlFields& retry, pacing::RetryPolicy& out) {
   Status status = retry.CheckKeys(
       {"schedule", "max_attempts", "max_age", "base_backoff", "max_backoff", "throttle_wait"});
   if (!status.ok()) {
@@ -118,7 +118,7 @@ Status ReadPlatformsSection(const TomlFields& platforms, std::optional<Platform>
     if (only.has_value() && *platform != *only) {
       return platforms.Error(fields.table(), fields.prefix(),
                              fmt::format("the {0} profile may set only platforms.{0}",
-                                         dispatcher::PlatformString(*only)));
+                                         pacing::PlatformString(*only)));
     }
     return ReadPlatform(fields, *platform, out.platform(*platform));
   });

@@ -13,7 +13,7 @@
 #include "config/load_config.h"
 #include "dispatcher/cli/cli.h"
 #include "dispatcher/service/event_log.h"
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 #include "dispatcher/service/serve.h"
 
 namespace {
@@ -61,8 +61,8 @@ egress::service::ServiceOptions ToServiceOptions(const egress::config::Config& c
   o.admin_token = c.server.admin_token;
   o.store = config::ToStoreOptions(c);
   o.scheduler = config::ToSchedulerOptions(c);
-  for (int i = 0; i < egress::dispatcher::kBudgetNameCount; ++i) {
-    const auto name = static_cast<egress::dispatcher::BudgetName>(i);
+  for (int i = 0; i < egress::pacing::kBudgetNameCount; ++i) {
+    const auto name = static_cast<egress::pacing::BudgetName>(i);
     o.budget_defaults.emplace_back(name, c.budget(name));
   }
   o.endpoints = config::ToPlatformEndpoints(c);

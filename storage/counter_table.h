@@ -8,7 +8,7 @@
 
 #include <rocksdb/db.h>
 
-#include "dispatcher/result.h"
+#include "dispatcher/base/result.h"
 #include "storage/string_view_hash.h"
 
 namespace egress::storage {

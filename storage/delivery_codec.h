@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "dispatcher/result.h"
+#include "dispatcher/base/result.h"
 #include "storage/delivery.h"
 
 namespace egress::storage {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "dispatcher/result.h"
+#include "dispatcher/base/result.h"
 #include "storage/delivery.h"
 #include "storage/state_machine.h"
 

@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "dispatcher/result.h"
+#include "dispatcher/base/result.h"
 #include "storage/queue_store.h"
 
 namespace egress::storage {

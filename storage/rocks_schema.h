@@ -10,7 +10,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/status.h>
 
-#include "dispatcher/status.h"
+#include "dispatcher/base/status.h"
 
 namespace egress::storage {
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "dispatcher/status.h"
+#include "dispatcher/base/status.h"
 #include "storage/delivery.h"
 
 namespace egress::storage {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dispatcher/cli/http_client.h"
-#include "dispatcher/result.h"
+#include "dispatcher/base/result.h"
 
 namespace egress::cli {
 

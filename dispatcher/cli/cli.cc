@@ -6,7 +6,7 @@
 
 #include "config/load_config.h"
 #include "dispatcher/cli/time_flag.h"
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 
 namespace egress::cli {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "dispatcher/cli/cli.h"
 #include "dispatcher/cli/top_frame.h"
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 
 namespace egress::cli {
 namespace {

@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 
 #include "dispatcher/cli/backend.h"
-#include "dispatcher/clock.h"
-#include "dispatcher/service/delivery_request.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/service/api/delivery_request.h"
 #include "storage/rocks_queue_store.h"
 
 namespace egress::cli {

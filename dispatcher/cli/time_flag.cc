@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-#include "dispatcher/time_text.h"
+#include "dispatcher/base/time_text.h"
 
 namespace egress::cli {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "dispatcher/result.h"
+#include "dispatcher/base/result.h"
 
 namespace egress::cli {
 

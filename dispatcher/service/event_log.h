@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dispatcher/log_options.h"
+#include "dispatcher/base/log_options.h"
 
 namespace egress::service {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "dispatcher/check.h"
+#include "dispatcher/base/check.h"
 
 namespace egress::service {
 namespace {

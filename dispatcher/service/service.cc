@@ -5,7 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "dispatcher/service/api_handlers.h"
+#include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/tenant_settings.h"
 #include "storage/rocks_queue_store.h"
 
@@ -28,7 +28,7 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   s->storage_pool_ = std::make_unique<asio::thread_pool>(std::max<size_t>(1, o.storage_threads));
   s->loop_pool_ = std::make_unique<asio::thread_pool>(1);
   s->scheduler_ =
-      std::make_unique<dispatcher::Scheduler>(clock, s->budget_store_, s->random_, o.scheduler);
+      std::make_unique<pacing::Scheduler>(clock, s->budget_store_, s->random_, o.scheduler);
   for (const auto& [name, budget] : o.budget_defaults) {
     if (Status st = s->scheduler_->SetDefaultBudget(name, budget); !st.ok()) {
       return st;
@@ -42,9 +42,9 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   for (const auto& [tenant, credential] : o.credentials) {
     s->credentials_.Put(tenant, credential);
   }
-  dispatcher::Budget intake = dispatcher::DefaultBudget(dispatcher::BudgetName::kTenantIntake);
+  pacing::Budget intake = pacing::DefaultBudget(pacing::BudgetName::kTenantIntake);
   for (const auto& [name, budget] : o.budget_defaults) {
-    if (name == dispatcher::BudgetName::kTenantIntake) {
+    if (name == pacing::BudgetName::kTenantIntake) {
       intake = budget;
     }
   }
@@ -145,13 +145,13 @@ Status Service::LoadSettings() {
 
 Status Service::SetTenantOverrides(
     const std::string& tenant,
-    const std::vector<std::pair<dispatcher::BudgetName, dispatcher::Budget>>& overrides) {
+    const std::vector<std::pair<pacing::BudgetName, pacing::Budget>>& overrides) {
   if (Status st = scheduler_->SetTenantBudgets(tenant, overrides); !st.ok()) {
     return st;
   }
-  std::optional<dispatcher::Budget> intake;
+  std::optional<pacing::Budget> intake;
   for (const auto& [name, budget] : overrides) {
-    if (name == dispatcher::BudgetName::kTenantIntake) {
+    if (name == pacing::BudgetName::kTenantIntake) {
       intake = budget;
     }
   }
@@ -163,8 +163,8 @@ Status Service::SetTenantOverrides(
   return Status::Ok();
 }
 
-std::pair<dispatcher::Budget, bool> Service::EffectiveBudget(const std::string& tenant,
-                                                             dispatcher::BudgetName name) const {
+std::pair<pacing::Budget, bool> Service::EffectiveBudget(const std::string& tenant,
+                                                             pacing::BudgetName name) const {
   if (auto it = overrides_.find(tenant); it != overrides_.end()) {
     for (const auto& [n, budget] : it->second) {
       if (n == name) {
@@ -177,7 +177,7 @@ std::pair<dispatcher::Budget, bool> Service::EffectiveBudget(const std::string& 
       return {budget, false};
     }
   }
-  return {dispatcher::DefaultBudget(name), false};
+  return {pacing::DefaultBudget(name), false};
 }
 
 }  // namespace egress::service

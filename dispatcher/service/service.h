@@ -12,14 +12,14 @@
 
 #include "adapters/adapter_registry.h"
 #include "adapters/curl_transport.h"
-#include "dispatcher/memory_budget_store.h"
-#include "dispatcher/random.h"
-#include "dispatcher/scheduler.h"
+#include "dispatcher/pacing/memory_budget_store.h"
+#include "dispatcher/base/random.h"
+#include "dispatcher/pacing/scheduler.h"
 #include "dispatcher/service/credential_book.h"
-#include "dispatcher/service/delivery_loop.h"
-#include "dispatcher/service/delivery_request.h"
-#include "dispatcher/service/http_server.h"
-#include "dispatcher/service/intake_limiter.h"
+#include "dispatcher/service/delivery/delivery_loop.h"
+#include "dispatcher/service/api/delivery_request.h"
+#include "dispatcher/service/api/http_server.h"
+#include "dispatcher/service/api/intake_limiter.h"
 #include "dispatcher/service/metrics.h"
 #include "storage/queue_store.h"
 
@@ -29,8 +29,8 @@ struct ServiceOptions {
   HttpServerOptions http;
   std::string admin_token;  // required by /api/admin; empty refuses every admin call
   storage::StoreOptions store;
-  dispatcher::SchedulerOptions scheduler;
-  std::vector<std::pair<dispatcher::BudgetName, dispatcher::Budget>> budget_defaults;
+  pacing::SchedulerOptions scheduler;
+  std::vector<std::pair<pacing::BudgetName, pacing::Budget>> budget_defaults;
   adapters::PlatformEndpoints endpoints;
   adapters::TransportOptions transport;
   IntakeLimits intake;
@@ -66,7 +66,7 @@ class Service {
   storage::QueueStore& store() { return *store_; }
   boost::asio::thread_pool& storage_pool() { return *storage_pool_; }
   DeliveryLoop& loop() { return *loop_; }
-  dispatcher::Scheduler& scheduler() { return *scheduler_; }
+  pacing::Scheduler& scheduler() { return *scheduler_; }
   IntakeLimiter& intake_limiter() { return *intake_limiter_; }
   CredentialBook& credentials() { return credentials_; }
   Metrics& metrics() { return metrics_; }
@@ -78,10 +78,10 @@ class Service {
   // Replaces a tenant's operator overrides (all budgets at once; empty clears them).
   Status SetTenantOverrides(
       const std::string& tenant,
-      const std::vector<std::pair<dispatcher::BudgetName, dispatcher::Budget>>& overrides);
+      const std::vector<std::pair<pacing::BudgetName, pacing::Budget>>& overrides);
   // The budget in force for the tenant, and whether an override set it.
-  std::pair<dispatcher::Budget, bool> EffectiveBudget(const std::string& tenant,
-                                                      dispatcher::BudgetName name) const;
+  std::pair<pacing::Budget, bool> EffectiveBudget(const std::string& tenant,
+                                                      pacing::BudgetName name) const;
 
  private:
   Service(boost::asio::io_context& io, const Clock& clock, ServiceOptions options);
@@ -100,16 +100,16 @@ class Service {
   // without being woken. On the API's pool each job woke a thread (a futex wake and a context
   // switch): see bench/README.md, "one store thread for the loop".
   std::unique_ptr<boost::asio::thread_pool> loop_pool_;
-  dispatcher::MemoryBudgetStore budget_store_;
-  dispatcher::SplitMixRandom random_;
-  std::unique_ptr<dispatcher::Scheduler> scheduler_;
+  pacing::MemoryBudgetStore budget_store_;
+  SplitMixRandom random_;
+  std::unique_ptr<pacing::Scheduler> scheduler_;
   std::unique_ptr<adapters::HttpTransport> transport_;
   std::unique_ptr<adapters::AdapterRegistry> adapters_;
   std::unique_ptr<DeliveryLoop> loop_;
   std::unique_ptr<IntakeLimiter> intake_limiter_;
   std::unique_ptr<HttpServer> server_;
   bool accepting_ = true;
-  std::map<std::string, std::vector<std::pair<dispatcher::BudgetName, dispatcher::Budget>>>
+  std::map<std::string, std::vector<std::pair<pacing::BudgetName, pacing::Budget>>>
       overrides_;
 };
 

@@ -1,7 +1,7 @@
 #include "dispatcher/service/tenant_settings.h"
 
 #include "adapters/webhook_signature.h"
-#include "dispatcher/scope_path.h"
+#include "dispatcher/pacing/scope_path.h"
 
 namespace egress::service {
 namespace {
@@ -19,7 +19,7 @@ tl::expected<BudgetOverrides, ApiError> ParseRateLimits(const json& limits) {
   }
   BudgetOverrides overrides;
   for (const auto& [name, value] : limits.items()) {
-    auto budget_name = dispatcher::ParseBudgetName(name);
+    auto budget_name = pacing::ParseBudgetName(name);
     const std::string field = "rate_limits." + name;
     if (!budget_name) {
       return tl::unexpected(
@@ -33,7 +33,7 @@ tl::expected<BudgetOverrides, ApiError> ParseRateLimits(const json& limits) {
     }
     overrides.emplace_back(
         *budget_name,
-        dispatcher::Budget{value["limit"].get<int64_t>(), value["scale_ms"].get<int64_t>(),
+        pacing::Budget{value["limit"].get<int64_t>(), value["scale_ms"].get<int64_t>(),
                            value.contains("burst") ? value["burst"].get<int64_t>() : 1});
   }
   return overrides;
@@ -42,7 +42,7 @@ tl::expected<BudgetOverrides, ApiError> ParseRateLimits(const json& limits) {
 json RateLimitsToJson(const BudgetOverrides& overrides) {
   json j = json::object();
   for (const auto& [name, b] : overrides) {
-    j[std::string(dispatcher::BudgetNameString(name))] = {
+    j[std::string(pacing::BudgetNameString(name))] = {
         {"limit", b.limit}, {"scale_ms", b.scale_ms}, {"burst", b.burst}};
   }
   return j;
@@ -60,7 +60,7 @@ tl::expected<adapters::Credential, ApiError> CredentialFromJson(const std::strin
   adapters::Credential c;
   c.name = name;
   c.platform = body.value("platform", std::string());
-  if (!dispatcher::ParsePlatform(c.platform)) {
+  if (!pacing::ParsePlatform(c.platform)) {
     return tl::unexpected(
         ApiError{422, "unknown_platform", "platform: slack, discord, line or webhook", "platform"});
   }

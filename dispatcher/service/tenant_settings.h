@@ -8,12 +8,12 @@
 #include <tl/expected.hpp>
 
 #include "adapters/platform_adapter.h"
-#include "dispatcher/budget.h"
-#include "dispatcher/service/api_error.h"
+#include "dispatcher/pacing/budget.h"
+#include "dispatcher/service/api/error.h"
 
 namespace egress::service {
 
-using BudgetOverrides = std::vector<std::pair<dispatcher::BudgetName, dispatcher::Budget>>;
+using BudgetOverrides = std::vector<std::pair<pacing::BudgetName, pacing::Budget>>;
 
 // {"webhook_destination":{"scale_ms":1000,"limit":20,"burst"?:N}, ...} -> overrides; a 400 naming
 // the first unknown budget or bad value. The same text is persisted as the store setting

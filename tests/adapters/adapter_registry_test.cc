@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "dispatcher/classify.h"
+#include "dispatcher/pacing/classify.h"
 #include "tests/adapters/adapter_fixtures.h"
 
 namespace egress::adapters {
@@ -82,7 +82,7 @@ TEST(AdapterRegistryTest, GarbageNeverCrashes) {
       if (r.outcome.retry_after.has_value()) {
         EXPECT_GE(r.outcome.retry_after->count(), 0);
       }
-      (void)dispatcher::Classify(r.outcome);
+      (void)pacing::Classify(r.outcome);
       Result<HttpRequest> built = adapter->BuildRequest(d, TokenCredential("t"), kTestNow);
       if (!built.has_value()) {
         EXPECT_FALSE(built.error().message().empty());

@@ -12,15 +12,15 @@
 #include "adapters/adapter_registry.h"
 #include "adapters/base64.h"
 #include "adapters/curl_transport.h"
-#include "dispatcher/classify.h"
+#include "dispatcher/pacing/classify.h"
 #include "tests/support/child_process.h"
 
 namespace egress::adapters {
 namespace {
 
-using dispatcher::Classify;
-using dispatcher::OutcomeClass;
-using dispatcher::RateLimitScope;
+using pacing::Classify;
+using pacing::OutcomeClass;
+using pacing::RateLimitScope;
 using nlohmann::json;
 
 std::string Secret(char fill) { return "whsec_" + Base64Encode(std::string(32, fill)); }
@@ -171,7 +171,7 @@ TEST_F(AdaptersSimTest, Line) {
   Configure(R"({"line":{"faults":{"delay_ms":1500}}})");
   storage::Delivery slow = Delivery("line", "U2", messages, "L2");
   AttemptReport timeout = Attempt(slow, Token("line-2"), Millis(300));
-  EXPECT_EQ(timeout.outcome.transport, dispatcher::TransportResult::kTimeout);
+  EXPECT_EQ(timeout.outcome.transport, pacing::TransportResult::kTimeout);
   EXPECT_EQ(Classify(timeout.outcome), OutcomeClass::kRetry);
   Configure(R"({"line":{"faults":{"delay_ms":0}}})");
   AttemptReport retried = Attempt(slow, Token("line-2"), Millis(5000));

@@ -8,8 +8,8 @@
 namespace egress::adapters {
 namespace {
 
-using dispatcher::RateLimitScope;
-using dispatcher::TransportResult;
+using pacing::RateLimitScope;
+using pacing::TransportResult;
 
 // Verifies the transport error mapping: timeouts, cancels and connect errors stay transient;
 // an SSRF refusal, a TLS rejection and a malformed URL are permanent.

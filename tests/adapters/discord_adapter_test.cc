@@ -5,15 +5,15 @@
 
 #include "adapters/idempotency_keys.h"
 #include "adapters/rate_limit_headers.h"
-#include "dispatcher/classify.h"
+#include "dispatcher/pacing/classify.h"
 #include "tests/adapters/adapter_fixtures.h"
 
 namespace egress::adapters {
 namespace {
 
-using dispatcher::Classify;
-using dispatcher::OutcomeClass;
-using dispatcher::RateLimitScope;
+using pacing::Classify;
+using pacing::OutcomeClass;
+using pacing::RateLimitScope;
 using nlohmann::json;
 
 class DiscordAdapterTest : public ::testing::Test {

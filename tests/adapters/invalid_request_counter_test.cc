@@ -5,7 +5,7 @@
 namespace egress::adapters {
 namespace {
 
-using dispatcher::RateLimitScope;
+using pacing::RateLimitScope;
 using std::chrono::minutes;
 using std::chrono::seconds;
 

@@ -4,14 +4,14 @@
 #include <nlohmann/json.hpp>
 
 #include "adapters/idempotency_keys.h"
-#include "dispatcher/classify.h"
+#include "dispatcher/pacing/classify.h"
 #include "tests/adapters/adapter_fixtures.h"
 
 namespace egress::adapters {
 namespace {
 
-using dispatcher::Classify;
-using dispatcher::OutcomeClass;
+using pacing::Classify;
+using pacing::OutcomeClass;
 using nlohmann::json;
 
 constexpr char kMessages[] = R"({"messages":[{"type":"text","text":"hi"}]})";

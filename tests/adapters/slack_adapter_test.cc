@@ -3,14 +3,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "dispatcher/classify.h"
+#include "dispatcher/pacing/classify.h"
 #include "tests/adapters/adapter_fixtures.h"
 
 namespace egress::adapters {
 namespace {
 
-using dispatcher::Classify;
-using dispatcher::OutcomeClass;
+using pacing::Classify;
+using pacing::OutcomeClass;
 using nlohmann::json;
 
 class SlackAdapterTest : public ::testing::Test {

@@ -6,14 +6,14 @@
 
 #include "adapters/base64.h"
 #include "adapters/webhook_signature.h"
-#include "dispatcher/classify.h"
+#include "dispatcher/pacing/classify.h"
 #include "tests/adapters/adapter_fixtures.h"
 
 namespace egress::adapters {
 namespace {
 
-using dispatcher::Classify;
-using dispatcher::OutcomeClass;
+using pacing::Classify;
+using pacing::OutcomeClass;
 
 std::string Secret(char fill) { return "whsec_" + Base64Encode(std::string(32, fill)); }
 

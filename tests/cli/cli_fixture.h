@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 #include "storage/rocks_queue_store.h"
 #include "tests/support/child_process.h"
 #include "tests/support/run_command.h"

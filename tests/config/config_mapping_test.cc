@@ -7,9 +7,9 @@
 namespace egress::config {
 namespace {
 
-using dispatcher::Budget;
-using dispatcher::BudgetName;
-using dispatcher::Platform;
+using pacing::Budget;
+using pacing::BudgetName;
+using pacing::Platform;
 
 // Verifies retry policies and in-flight caps land in the platform's SchedulerOptions slot.
 TEST(ConfigMappingTest, SchedulerOptionsPerPlatform) {
@@ -18,13 +18,13 @@ TEST(ConfigMappingTest, SchedulerOptionsPerPlatform) {
   config.platform(Platform::kLine).retry.schedule = {Millis(1000), Millis(2000)};
   config.platform(Platform::kDiscord).max_in_flight_per_destination = 2;
   config.platform(Platform::kWebhook).max_in_flight_per_platform = 9;
-  const dispatcher::SchedulerOptions options = ToSchedulerOptions(config);
+  const pacing::SchedulerOptions options = ToSchedulerOptions(config);
   EXPECT_EQ(options.retry[static_cast<size_t>(Platform::kLine)].max_attempts, 3);
   EXPECT_EQ(options.retry[static_cast<size_t>(Platform::kLine)].schedule.size(), 2u);
   EXPECT_EQ(options.retry[static_cast<size_t>(Platform::kSlack)].max_attempts, 10);
   EXPECT_EQ(options.max_in_flight_per_destination[static_cast<size_t>(Platform::kDiscord)], 2);
   EXPECT_EQ(options.max_in_flight_per_platform[static_cast<size_t>(Platform::kWebhook)], 9);
-  const dispatcher::SchedulerOptions defaults;
+  const pacing::SchedulerOptions defaults;
   EXPECT_EQ(options.quantum, defaults.quantum);
   EXPECT_EQ(options.retry_budget, defaults.retry_budget);
 }
@@ -53,7 +53,7 @@ TEST(ConfigMappingTest, EndpointsStoreAndTransport) {
 TEST(ConfigMappingTest, BudgetDefaults) {
   Config config = DefaultConfig();
   config.budget(BudgetName::kWebhookDestination) = Budget{20, 1000, 2};
-  dispatcher::BudgetTable table;
+  pacing::BudgetTable table;
   ASSERT_TRUE(ApplyBudgetDefaults(config, table).ok());
   EXPECT_EQ(table.Effective("any", BudgetName::kWebhookDestination), (Budget{20, 1000, 2}));
   EXPECT_EQ(table.Effective("any", BudgetName::kSlackChannel), (Budget{1, 1000, 3}));

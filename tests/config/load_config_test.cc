@@ -6,15 +6,15 @@
 #include <gtest/gtest.h>
 
 #include "config/duration.h"
-#include "dispatcher/scheduler.h"
+#include "dispatcher/pacing/scheduler.h"
 #include "tests/config/config_files.h"
 
 namespace egress::config {
 namespace {
 
-using dispatcher::Budget;
-using dispatcher::BudgetName;
-using dispatcher::Platform;
+using pacing::Budget;
+using pacing::BudgetName;
+using pacing::Platform;
 
 std::vector<Millis> Durations(std::initializer_list<const char*> texts) {
   std::vector<Millis> out;
@@ -40,8 +40,8 @@ TEST(LoadConfigTest, EmptyFilesGiveDefaults) {
   EXPECT_EQ(config->platform(Platform::kLine).base_url, "https://api.line.me");
   EXPECT_EQ(config->platform(Platform::kWebhook).base_url, "");
   EXPECT_FALSE(config->platform(Platform::kWebhook).allow_private_networks);
-  const dispatcher::SchedulerOptions scheduler;
-  for (int i = 0; i < dispatcher::kPlatformCount; ++i) {
+  const pacing::SchedulerOptions scheduler;
+  for (int i = 0; i < pacing::kPlatformCount; ++i) {
     EXPECT_EQ(config->platforms[i].max_in_flight_per_destination,
               scheduler.max_in_flight_per_destination[i]);
     EXPECT_EQ(config->platforms[i].retry.max_attempts, 10);
@@ -49,8 +49,8 @@ TEST(LoadConfigTest, EmptyFilesGiveDefaults) {
     EXPECT_EQ(config->platforms[i].timeout, Millis(15'000));
     EXPECT_EQ(config->platforms[i].connect_timeout, Millis(5'000));
   }
-  for (int i = 0; i < dispatcher::kBudgetNameCount; ++i) {
-    EXPECT_EQ(config->budgets[i], dispatcher::DefaultBudget(static_cast<BudgetName>(i)));
+  for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
+    EXPECT_EQ(config->budgets[i], pacing::DefaultBudget(static_cast<BudgetName>(i)));
   }
   EXPECT_TRUE(config->tenants.empty());
   EXPECT_EQ(config->transport.user_agent, "relay-egress/0.1");
@@ -257,10 +257,10 @@ TEST(LoadConfigTest, ShippedDefaultConfigLoads) {
   EXPECT_EQ(config->server.data_dir, "./var/data");
   EXPECT_EQ(config->server.admin_token, "");
   EXPECT_TRUE(config->tenants.empty());
-  for (int i = 0; i < dispatcher::kBudgetNameCount; ++i) {
+  for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
     const auto name = static_cast<BudgetName>(i);
-    EXPECT_EQ(config->budgets[i], dispatcher::DefaultBudget(name))
-        << dispatcher::BudgetNameString(name);
+    EXPECT_EQ(config->budgets[i], pacing::DefaultBudget(name))
+        << pacing::BudgetNameString(name);
   }
   const PlatformConfig& hook = config->platform(Platform::kWebhook);
   EXPECT_EQ(hook.retry.schedule, Durations({"5s", "5m", "30m", "2h", "5h", "10h", "10h"}));
@@ -269,8 +269,8 @@ TEST(LoadConfigTest, ShippedDefaultConfigLoads) {
   EXPECT_EQ(config->platform(Platform::kSlack).base_url, "https://slack.com");
   EXPECT_EQ(config->platform(Platform::kSlack).retry.max_attempts, 11);
   EXPECT_EQ(config->platform(Platform::kLine).retry.max_age, Millis(23 * 3'600'000));
-  const dispatcher::SchedulerOptions scheduler;
-  for (int i = 0; i < dispatcher::kPlatformCount; ++i) {
+  const pacing::SchedulerOptions scheduler;
+  for (int i = 0; i < pacing::kPlatformCount; ++i) {
     EXPECT_EQ(config->platforms[i].max_in_flight_per_destination,
               scheduler.max_in_flight_per_destination[i]);
     EXPECT_EQ(config->platforms[i].max_in_flight_per_platform,

@@ -17,7 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "dispatcher/check.h"
+#include "dispatcher/base/check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   EGRESS_CHECK(egress::adapters::FuzzRateLimitHeadersOnce(data, size));

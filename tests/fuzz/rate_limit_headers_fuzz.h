@@ -9,7 +9,7 @@
 
 #include "adapters/http_header.h"
 #include "adapters/rate_limit_headers.h"
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 
 namespace egress::adapters {
 

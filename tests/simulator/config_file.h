@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "dispatcher/result.h"
+#include "dispatcher/base/result.h"
 
 namespace egress::sim {
 

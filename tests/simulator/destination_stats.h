@@ -8,7 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 
 namespace egress::sim {
 

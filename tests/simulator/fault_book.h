@@ -4,7 +4,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 #include "tests/simulator/sim_config.h"
 #include "tests/simulator/sim_message.h"
 

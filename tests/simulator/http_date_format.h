@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 
 namespace egress::sim {
 

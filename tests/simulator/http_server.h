@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "dispatcher/status.h"
+#include "dispatcher/base/status.h"
 #include "tests/simulator/sim_message.h"
 
 namespace egress::sim {

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 #include "tests/simulator/config_file.h"
 #include "tests/simulator/http_server.h"
 #include "tests/simulator/simulator.h"

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dispatcher/result.h"
+#include "dispatcher/base/result.h"
 
 namespace egress::sim {
 

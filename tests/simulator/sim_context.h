@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 #include "tests/simulator/accepted_fields.h"
 #include "tests/simulator/destination_stats.h"
 #include "tests/simulator/fault_book.h"

@@ -4,8 +4,8 @@
 #include <mutex>
 #include <string>
 
-#include "dispatcher/clock.h"
-#include "dispatcher/result.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/base/result.h"
 #include "tests/simulator/destination_stats.h"
 #include "tests/simulator/discord_sim.h"
 #include "tests/simulator/fault_book.h"

@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 
 namespace egress::sim {
 

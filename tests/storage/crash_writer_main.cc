@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 #include "storage/rocks_queue_store.h"
 
 namespace {

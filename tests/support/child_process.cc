@@ -12,7 +12,7 @@
 
 #include <sys/wait.h>
 
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 
 extern char** environ;
 

@@ -3,7 +3,7 @@
 #include <atomic>
 #include <chrono>
 
-#include "dispatcher/clock.h"
+#include "dispatcher/base/clock.h"
 
 namespace egress {
 

@@ -4,12 +4,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "dispatcher/random.h"
+#include "dispatcher/base/random.h"
 
 namespace egress {
 
 // Returns scripted values in a cycle (or `value` forever) and counts draws.
-class FakeRandom final : public dispatcher::Random {
+class FakeRandom final : public Random {
  public:
   explicit FakeRandom(uint64_t value = 0) : values_{value} {}
   explicit FakeRandom(std::vector<uint64_t> values) : values_(std::move(values)) {}

@@ -14,7 +14,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "dispatcher/check.h"
+#include "dispatcher/base/check.h"
 
 namespace egress {
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "dispatcher/check.h"
+#include "dispatcher/base/check.h"
 
 namespace egress {
 

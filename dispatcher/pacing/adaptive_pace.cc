@@ -1,0 +1,107 @@
+#include "dispatcher/pacing/adaptive_pace.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace egress::pacing {
+
+AdaptivePace::AdaptivePace(const AdaptivePaceOptions& options, const Budget& ceiling,
+                           bool ceiling_learned)
+    : options_(options),
+      ceiling_(ceiling),
+      ceiling_learned_(ceiling_learned),
+      limit_(ceiling.limit) {}
+
+bool AdaptivePace::OnThrottle(int64_t now_ns) {
+  if (now_ns < hold_until_ns_) {
+    ++cohort_throttled_;
+    Refine();
+    return false;
+  }
+  before_ = limit_;
+  cohort_ok_ = 0;
+  cohort_throttled_ = 1;
+  // A 429 within the first window after an increase: that probe failed, the level before it
+  // was fine. Back to it, and probe again only after twice as many windows.
+  probe_failed_ = probing_ && last_good_ > 0;
+  if (probe_failed_) {
+    limit_ = last_good_;
+    windows_per_increase_ = std::min(64, windows_per_increase_ * 2);
+    step_ = std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
+  } else {
+    windows_per_increase_ = 1;
+    Refine();
+  }
+  probing_ = false;
+  successes_ = 0;
+  windows_ = 0;
+  increases_ = 0;
+  ++throttles_;
+  return true;
+}
+
+void AdaptivePace::Refine() {
+  if (probe_failed_) {
+    return;
+  }
+  const double share = static_cast<double>(cohort_ok_ + 1) /
+                       static_cast<double>(std::max<int64_t>(1, cohort_ok_ + cohort_throttled_));
+  const double factor = std::min(std::clamp(options_.decrease, 0.0, 1.0), share);
+  const auto lowered = static_cast<int64_t>(std::floor(static_cast<double>(before_) * factor));
+  limit_ = std::min(before_, std::max(std::max<int64_t>(1, options_.min_limit), lowered));
+  step_ = std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
+}
+
+Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
+  const int64_t cap = std::max<int64_t>(1, options_.max_park.count());
+  int64_t full = std::clamp<int64_t>(throttle_wait.count(), 1, cap);
+  for (int i = 1; i < throttles_ && full < cap; ++i) {
+    full = std::min(cap, full * 2);
+  }
+  const int64_t jitter = static_cast<int64_t>(draw % static_cast<uint64_t>(full / 2 + 1));
+  const Millis park(std::min(cap, full + jitter));
+  hold_until_ns_ = now_ns + Nanos(park).count();
+  return park;
+}
+
+bool AdaptivePace::OnSuccess(int64_t now_ns) {
+  if (now_ns < hold_until_ns_) {
+    ++cohort_ok_;
+    const int64_t old = limit_;
+    Refine();
+    return limit_ != old;
+  }
+  throttles_ = 0;
+  if (at_ceiling()) {
+    return false;
+  }
+  if (++successes_ < limit_) {
+    return false;
+  }
+  successes_ = 0;
+  probing_ = false;  // a whole window passed at this level
+  if (++windows_ < windows_per_increase_) {
+    return false;
+  }
+  windows_ = 0;
+  last_good_ = limit_;
+  probing_ = true;
+  limit_ = std::min(ceiling_.limit, limit_ + step_);
+  if (++increases_ % std::max(1, options_.increases_per_doubling) == 0) {
+    step_ = std::min(step_ * 2, ceiling_.limit);
+  }
+  return true;
+}
+
+Budget AdaptivePace::Current() const {
+  return Budget{limit_, ceiling_.scale_ms, std::min(ceiling_.burst, limit_)};
+}
+
+void AdaptivePace::SetCeiling(const Budget& ceiling) {
+  ceiling_ = ceiling;
+  ceiling_learned_ = false;
+  limit_ = std::min(limit_, ceiling.limit);
+  before_ = std::min(before_, ceiling.limit);
+}
+
+}  // namespace egress::pacing

@@ -1,0 +1,97 @@
+#pragma once
+
+#include <cstdint>
+
+#include "dispatcher/pacing/budget.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/gcra_meter.h"
+
+namespace egress::pacing {
+
+// How the pace of a key adapts to 429s that carry no usable headers (LINE always; any webhook
+// that sends a bare 429). See docs/pacing.md "Adaptive pace".
+struct AdaptivePaceOptions {
+  // The limit is multiplied by at most this on a header-less 429; by less when most of the
+  // requests already in flight come back 429 too (see AdaptivePace). Default: 0.5.
+  double decrease = 0.5;
+  // The lowest limit, in units per the budget's scale. Default: 1.
+  int64_t min_limit = 1;
+  // The additive step per window of successes, in percent of the limit the last decrease set
+  // (at least 1 unit). Default: 10 (after a halving, 5% of the limit before it).
+  int64_t increase_percent = 10;
+  // After this many increases without a 429 the step doubles, so a limit that went away is
+  // found again in tens of windows, not hundreds. Default: 10.
+  int increases_per_doubling = 10;
+  // The park after a header-less 429 grows with consecutive 429s: throttle_wait * 2^(n-1) plus
+  // up to half of that again at random, at most this. Default: 60 s.
+  Millis max_park{60'000};
+};
+
+// The AIMD state of one scope key whose budget was lowered by header-less 429s: its current
+// limit, the ceiling it probes back up to, and the backoff of consecutive 429s. Pure logic over
+// times passed in. Not thread-safe: runs on the dispatcher loop.
+//
+// A 429 outside a park lowers the limit and parks the key. Responses that arrive during the park
+// belong to requests sent before it, at the old limit (the cohort): they do not decrease again,
+// but their share of successes refines the decrease: the limit becomes the old one times
+// min(decrease, (successes + 1) / (successes + 429s)), so 40 requests in flight of which 38 come
+// back 429 take the limit to a 20th at once instead of costing five halvings.
+//
+// A 429 within the first window after an increase means that probe went too far: the limit
+// goes back to the level before it (no halving) and the next probe waits twice as many windows
+// (at most 64), so a steady real limit costs fewer and fewer 429s. A 429 at a level that had
+// already passed a whole window means the real limit fell: multiplicative decrease.
+class AdaptivePace {
+ public:
+  // `ceiling` is the budget the key had before its first decrease (configured, an operator
+  // override or learned from headers); the pace never probes above it.
+  AdaptivePace(const AdaptivePaceOptions& options, const Budget& ceiling, bool ceiling_learned);
+
+  // A header-less 429 that arrived at `now_ns`. While the key is still parked by the previous
+  // decrease, counts it in that decrease's cohort (the limit may fall further) and returns false;
+  // else lowers the limit, counts one more consecutive 429 and returns true (then call Park()).
+  bool OnThrottle(int64_t now_ns);
+  // After OnThrottle() returned true: the park to apply (growing, jittered by `draw`, any
+  // 64-bit value), and from then on 429s arriving before `now_ns + park` are held off.
+  Millis Park(Millis throttle_wait, uint64_t draw, int64_t now_ns);
+  // A delivered request that arrived at `now_ns`: during a park, counted in the cohort; after
+  // it, one window of successes (the current limit's worth) adds one step. Returns true when
+  // the limit changed.
+  bool OnSuccess(int64_t now_ns);
+
+  // The budget the key has now: the ceiling's scale and burst (at most the limit) with the
+  // current limit.
+  Budget Current() const;
+  const Budget& ceiling() const { return ceiling_; }
+  bool ceiling_learned() const { return ceiling_learned_; }
+  bool at_ceiling() const { return limit_ >= ceiling_.limit; }
+  // The deadline before which a 429 is held off.
+  int64_t hold_until_ns() const { return hold_until_ns_; }
+
+  // A new ceiling (the operator changed the configured budget); the limit is clamped to it.
+  void SetCeiling(const Budget& ceiling);
+
+ private:
+  AdaptivePaceOptions options_;
+  Budget ceiling_;
+  bool ceiling_learned_ = false;
+  // The cohort estimate: the limit before the last decrease and the responses since.
+  void Refine();
+
+  int64_t limit_;
+  int64_t before_ = 0;
+  int64_t cohort_ok_ = 0;
+  int64_t cohort_throttled_ = 0;
+  int64_t step_ = 1;
+  int64_t successes_ = 0;  // in the current window
+  int increases_ = 0;
+  int64_t last_good_ = 0;  // the level before the last increase
+  bool probing_ = false;   // no whole window has passed since the last increase
+  bool probe_failed_ = false;
+  int windows_ = 0;  // whole windows since the last increase
+  int windows_per_increase_ = 1;
+  int throttles_ = 0;  // consecutive 429s without a success in between
+  int64_t hold_until_ns_ = INT64_MIN;
+};
+
+}  // namespace egress::pacing

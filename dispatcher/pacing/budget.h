@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace egress::pacing {
+
+// The named budgets of the product's budget table (issue 5). Each meters one scope of a
+// delivery's path; see docs/pacing.md for which key each one uses.
+enum class BudgetName : uint8_t {
+  kTenantEgress,        // tenant, all platforms
+  kWebhookDestination,  // tenant + destination URL
+  kSlackWorkspace,      // Slack token (workspace)
+  kSlackChannel,        // Slack token + channel
+  kDiscordGlobal,       // Discord bot token
+  kDiscordRoute,        // Discord bot token + bucket (or route) + major parameter
+  kLineChannel,         // LINE channel token + endpoint
+  kTenantIntake,        // tenant, intake API (metered by the service, not on any path)
+};
+inline constexpr int kBudgetNameCount = 8;
+
+// "tenant_egress", "webhook_destination", ... as used in config and in `budget:<name>` reasons.
+std::string_view BudgetNameString(BudgetName name);
+// The inverse of BudgetNameString; nullopt for an unknown name.
+std::optional<BudgetName> ParseBudgetName(std::string_view text);
+
+// `limit` units per `scale_ms`, with at most `burst` units at once (the meter's depth). A burst of
+// 1 paces smoothly: no window of `scale_ms` ever holds more than `limit` units. A delivery whose
+// cost exceeds `burst` passes only through an empty meter.
+struct Budget {
+  int64_t limit = 1;
+  int64_t scale_ms = 1000;
+  int64_t burst = 1;
+
+  // True when limit, scale_ms and burst are all positive.
+  bool Valid() const { return limit > 0 && scale_ms > 0 && burst > 0; }
+  friend bool operator==(const Budget&, const Budget&) = default;
+};
+
+// The deployment default for each budget (issue 5's table).
+Budget DefaultBudget(BudgetName name);
+
+}  // namespace egress::pacing

@@ -1,0 +1,322 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "dispatcher/pacing/adaptive_pace.h"
+#include "dispatcher/pacing/budget_store.h"
+#include "dispatcher/pacing/budget_table.h"
+#include "dispatcher/base/chunked_vector.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/defer_reason.h"
+#include "dispatcher/pacing/delivery_outcome.h"
+#include "dispatcher/pacing/packed_id.h"
+#include "dispatcher/base/random.h"
+#include "dispatcher/pacing/rate_limit_observation.h"
+#include "dispatcher/base/result.h"
+#include "dispatcher/pacing/retry_policy.h"
+#include "dispatcher/pacing/scope_path.h"
+#include "dispatcher/pacing/scope_table.h"
+#include "dispatcher/pacing/timer_heap.h"
+#include "dispatcher/pacing/work_item.h"
+
+namespace egress::pacing {
+
+// A destination known to the Scheduler. Valid until RemoveDestination().
+struct DestinationId {
+  uint32_t value = UINT32_MAX;
+  friend bool operator==(DestinationId, DestinationId) = default;
+};
+
+struct SchedulerOptions {
+  // In-flight cap per destination, by platform (slack, discord, line, webhook). Default:
+  // 1 for Slack and Discord (serial per bucket), 4 for LINE and webhooks.
+  std::array<int, kPlatformCount> max_in_flight_per_destination = {1, 1, 4, 4};
+  // In-flight cap per platform, so a slow receiver cannot take every connection. Default: 256.
+  std::array<int, kPlatformCount> max_in_flight_per_platform = {256, 256, 256, 256};
+  // Deficit round robin quantum in cost units, multiplied by the tenant weight. Default: 1.
+  int64_t quantum = 1;
+  // Added to every remaining == 0 reset wait (discord.js offset). Default: 50 ms.
+  Millis reset_offset{50};
+  // Every meter paces this fraction under its budget (the emission interval grows by it), so
+  // jitter on the way cannot land a send on the wrong side of a platform's own meter. Budgets
+  // shown and learned stay as they are. 0 to 0.5. Default: 0 (the service configures it:
+  // server.pacing_margin).
+  double pacing_margin = 0;
+  // The wait after the budget store fails. Default: 1 s.
+  Millis store_retry{1000};
+  // Retry policy per platform profile.
+  std::array<RetryPolicy, kPlatformCount> retry{};
+  // Global retry budget: transient failures beyond it wait with reason retry_budget.
+  // Default: 100 retries per second, burst 100.
+  Budget retry_budget{100, 1000, 100};
+  // How the destination's own key slows down on 429s without usable headers and probes back up.
+  AdaptivePaceOptions adaptive;
+};
+
+// What to do now.
+struct Decision {
+  enum class Kind : uint8_t {
+    kDispatch,  // send `delivery_id` of `destination` now; then Offer() its next head
+    kWait,      // nothing may go before `wake_at`; call Next() again then (or after any call)
+    kIdle,      // nothing is waiting on time; only Offer(), OnOutcome() or Enable() add work
+  };
+  Kind kind = Kind::kIdle;
+  DestinationId destination;
+  std::string delivery_id;
+  uint64_t sequence = 0;
+  SteadyTime wake_at{};
+};
+
+// What the Scheduler knows of one destination (GET /v1/destinations).
+struct DestinationView {
+  bool has_head = false;
+  int in_flight = 0;
+  // Why its head is not leaving and until when; kNone when it is due or has no head.
+  Deferral deferral;
+  bool disabled = false;
+  std::string disabled_reason;
+  // The destination's own scope (the last of its path): its budget, whether response headers
+  // taught it, and the units it could take now.
+  BudgetName budget_name = BudgetName::kTenantEgress;
+  Budget budget;
+  bool budget_learned = false;
+  int64_t remaining = 0;
+  // The budget of the destination's own key while header-less 429s hold it below its configured
+  // (or learned) one (docs/pacing.md "Adaptive pace"); nullopt at full pace.
+  std::optional<Budget> adaptive;
+};
+
+// The pacing engine: decides, for the head of every destination, whether it may go now or must
+// wait, until when and why. Pure logic over the injected clock; it never sleeps or owns a timer:
+// the service arms one timer for Decision::wake_at.
+//
+// Protocol: AddDestination() once per destination; Offer() its head (the earliest undelivered
+// delivery) whenever it has none; call Next() until it returns kWait or kIdle; after each
+// kDispatch, Offer() that destination's next head; report the response with Observe() (headers)
+// and OnOutcome() (which returns the Verdict to persist; a deferred delivery is offered again with
+// not_before = Verdict::next_attempt when it is the head).
+//
+// Destinations waiting on time sit in a min-heap by next-eligible time; destinations waiting for
+// a shared scope (tenant egress, a token) in that scope's FIFO, released as it refills; due ones
+// in their tenant's FIFO (one per platform), served by deficit round robin weighted by cost and
+// tenant weight. A platform at its in-flight cap leaves its destinations in those FIFOs, so the
+// freed slots go round the tenants too. Idle destinations are never scanned; each decision is
+// O(log n) plus O(tenants) when every platform with due work is at its cap.
+//
+// All methods run on the dispatcher loop. `clock`, `store` and `random` must outlive the
+// Scheduler. Errors: kNotFound for an unknown DestinationId, kInvalidArgument for bad input,
+// kFailedPrecondition for calls out of protocol; the state is unchanged then.
+class Scheduler {
+ public:
+  Scheduler(const Clock& clock, BudgetStore& store, Random& random, SchedulerOptions options);
+
+  // Registers a destination and builds its scope path. kInvalidArgument for a bad spec.
+  Result<DestinationId> AddDestination(const DestinationSpec& spec);
+  // Forgets a destination; kFailedPrecondition while it has a head or deliveries in flight.
+  Status RemoveDestination(DestinationId id);
+
+  // Hands the destination's head to the Scheduler. An item earlier (by sequence) than the current
+  // head replaces it (the replaced one stays in the store and is offered again later);
+  // kAlreadyExists when a head with an equal or earlier sequence is held.
+  Status Offer(DestinationId id, WorkItem&& item);
+  // Drops the head (the delivery was cancelled). No-op without a head.
+  Status Withdraw(DestinationId id);
+
+  // The next decision at the clock's now. kDispatch takes the head out of the Scheduler and
+  // counts one delivery in flight until OnOutcome().
+  Decision Next();
+
+  // Folds what a response taught into the destination's scopes (parks, learned limits, Discord
+  // buckets). Call before OnOutcome() for the same response.
+  Status Observe(DestinationId id, const RateLimitObservation& observation);
+
+  // Ends the in-flight delivery `sequence` of `id` and plans what happens to it. A 429 or
+  // throttle also parks the key its platform's Retry-After covers. A 429 or throttle with neither
+  // a Retry-After nor rate-limit headers (in the outcome or the Observe() just before) also
+  // lowers the pace of the destination's own key, and parks with a growing, jittered wait
+  // (SchedulerOptions::adaptive); deliveries probe the pace back up.
+  Result<Verdict> OnOutcome(DestinationId id, uint64_t sequence, const DeliveryOutcome& outcome,
+                            const AttemptInfo& info);
+
+  // A disabled destination keeps its head, deferred with destination_disabled and `reason`,
+  // until Enable().
+  Status Disable(DestinationId id, std::string reason);
+  Status Enable(DestinationId id);
+
+  // Replaces the tenant's operator overrides (see BudgetTable::SetOverrides); applies at once
+  // to every scope not governed by learned limits.
+  Status SetTenantBudgets(const std::string& tenant,
+                          const std::vector<std::pair<BudgetName, Budget>>& overrides);
+  // The tenant's share in deficit round robin. Default: 1. kInvalidArgument for 0.
+  Status SetTenantWeight(const std::string& tenant, uint32_t weight);
+  // Replaces the deployment default of one budget (from the config); call before any
+  // destination is added. kInvalidArgument for a non-positive field.
+  Status SetDefaultBudget(BudgetName name, const Budget& budget) {
+    return budgets_.SetDefault(name, budget);
+  }
+
+  Result<DestinationView> Inspect(DestinationId id) const;
+  // The effective budget of scope `budget` on the destination's path; kNotFound if not on it.
+  Result<Budget> EffectiveBudget(DestinationId id, BudgetName budget) const;
+
+  // Drops meter state that equals a fresh key's; call now and then (e.g. once a minute).
+  size_t Sweep();
+
+  // Told whenever a head is held back by pacing (a budget, a park from Retry-After or
+  // remaining 0): which destination, why and until when. Not for concurrency caps, ordering or
+  // disabled destinations. May be called again for the same head on re-evaluation. Runs inside
+  // Next(); it must not call back into the Scheduler.
+  using WaitObserver = std::function<void(DestinationId, const Deferral&)>;
+  void SetWaitObserver(WaitObserver observer) { wait_observer_ = std::move(observer); }
+
+  size_t destination_count() const { return live_count_; }
+  size_t scope_count() const { return scopes_.size(); }
+
+ private:
+  enum class State : uint8_t {
+    kEmpty,      // no head, in no structure
+    kReady,      // in its tenant's FIFO
+    kTimer,      // in the heap under `generation`
+    kScopeWait,  // in a scope's FIFO
+    kBlocked,    // waits for an outcome (concurrency or ordering)
+    kDisabled,   // waits for Enable()
+  };
+
+  // 88 bytes: this and its heap entry are most of what an idle destination costs.
+  struct Dest {
+    PackedId head_id;  // the text is in long_ids_ when head_form is kLong
+    uint64_t head_sequence = 0;
+    int64_t head_not_before_ns = 0;
+    int64_t until_ns = 0;  // while kTimer or kScopeWait: the wake-up
+    std::array<uint32_t, kMaxScopes> scopes{};
+    uint32_t tenant = 0;
+    uint32_t generation = 0;
+    uint32_t link = ScopeTable::kNil;  // next in whichever FIFO holds it
+    uint32_t head_cost = 1;
+    // 32-bit hash of the ordering key, 0 for none. Two keys of one destination that collide
+    // are serialized together: stricter, never looser.
+    uint32_t head_ordering = 0;
+    uint16_t in_flight = 0;
+    uint8_t scope_count = 0;
+    uint8_t credential_index = 0;
+    uint8_t retry_after_index = 0;
+    uint8_t leaf_index = 0;
+    Platform platform = Platform::kWebhook;
+    State state = State::kEmpty;
+    DeferReason reason = DeferReason::kNone;
+    DeferReason head_wait_reason = DeferReason::kScheduled;
+    BudgetName reason_budget = BudgetName::kTenantEgress;
+    uint8_t head_form : 2 = 0;  // IdForm
+    bool has_head : 1 = false;
+    bool disabled : 1 = false;
+    bool live : 1 = false;
+    // The last Observe() carried rate-limit headers; read and cleared by OnOutcome().
+    bool headers_seen : 1 = false;
+  };
+  static_assert(sizeof(Dest) <= 88);
+
+  struct Fifo {
+    uint32_t head = ScopeTable::kNil;
+    uint32_t tail = ScopeTable::kNil;
+  };
+
+  struct Tenant {
+    std::string name;
+    std::array<Fifo, kPlatformCount> ready;  // one per platform, so a full platform blocks
+                                             // only that platform's destinations
+    uint8_t next_platform = 0;
+    int64_t deficit = 0;
+    uint32_t weight = 1;
+    bool in_ring = false;
+    bool turn = false;
+  };
+
+  // Ordering keys of one destination held by a delivery in flight or awaiting its retry.
+  struct HeldKey {
+    uint32_t ordering = 0;
+    uint64_t sequence = 0;
+    bool retrying = false;
+  };
+
+  struct DiscordKeys {
+    ScopeKey route = 0;
+    ScopeKey major = 0;
+    uint64_t epoch = 0;
+  };
+
+  static constexpr uint32_t kScopeTimerBit = 0x80000000u;
+
+  Result<Dest*> Find(DestinationId id);
+  Result<const Dest*> Find(DestinationId id) const;
+  uint32_t TenantIndex(const std::string& name);
+
+  void PushBack(Fifo& fifo, uint32_t d);
+  uint32_t PopFront(Fifo& fifo);
+
+  void MakeReady(uint32_t d);
+  // The platform whose ready FIFO `tenant` serves next: -1 when all are empty, -2 when every
+  // non-empty one is at its platform's in-flight cap.
+  int PickPlatform(Tenant& tenant);
+  void ArmTimer(uint32_t d, int64_t at_ns, DeferReason reason);
+  // After the budget of `scope` was set, `before` being the old one: when it changed, rescales
+  // its meter (BudgetStore::Rescale), has its waiters looked at again at once and returns true.
+  bool RepaceScope(uint32_t scope, const GcraParams& before, SteadyTime now);
+  void ArmScope(uint32_t scope, int64_t at_ns);
+  void FireTimers(int64_t now_ns);
+  void ReleaseScopeWaiters(uint32_t scope, int64_t now_ns);
+  std::optional<int64_t> EarliestTimer();
+
+  // Takes `d` (popped from its FIFO) and either dispatches its head into `decision` (true) or
+  // moves it to the structure it must wait in (false).
+  bool Evaluate(uint32_t d, int64_t now_ns, Decision& decision);
+  bool OrderingHeld(uint32_t d) const;
+  void Deny(uint32_t d, const TakeResult& result, int64_t now_ns);
+  void DispatchHead(uint32_t d, Decision& decision);
+  void ClearHeadId(uint32_t d);
+  void RekeyDiscord(uint32_t d);
+  void ReleaseOrdering(uint32_t d, uint64_t sequence, bool retrying);
+  void ParkScope(const Dest& dest, uint8_t index, Millis wait, ParkKind kind);
+  Verdict ApplyRetryBudget(Verdict verdict, SteadyTime now);
+  // Adaptive pace (AIMD) of the destination's own key: a header-less throttle lowers it and parks
+  // the Retry-After key (once per park: 429s of requests sent before it teach nothing new); a
+  // delivery probes it back up. Returns the verdict with next_attempt no earlier than the park.
+  Verdict AdaptToThrottle(const Dest& dest, Verdict verdict, Millis throttle_wait);
+  void AdaptToSuccess(const Dest& dest);
+  // Drops one reference to a scope; forgets its adaptive pace with the last one.
+  void ReleaseScope(uint32_t scope);
+
+  const Clock& clock_;
+  BudgetStore& store_;
+  Random& random_;
+  SchedulerOptions options_;
+  BudgetTable budgets_;
+  ScopeTable scopes_;
+  TimerHeap timers_;
+  ChunkedVector<Dest> dests_;
+  std::vector<uint32_t> free_dests_;
+  size_t live_count_ = 0;
+  std::vector<Tenant> tenants_;
+  std::unordered_map<std::string, uint32_t> tenant_index_;
+  std::deque<uint32_t> ring_;
+  std::array<int, kPlatformCount> platform_in_flight_{};
+  std::unordered_map<uint32_t, std::vector<HeldKey>> held_;
+  std::unordered_map<uint32_t, std::string> disabled_reasons_;
+  std::unordered_map<uint32_t, std::string> long_ids_;  // heads whose id packs in no other form
+  std::unordered_map<uint32_t, DiscordKeys> discord_;
+  std::unordered_map<ScopeKey, ScopeKey> discord_buckets_;  // route hash → bucket hash
+  uint64_t discord_epoch_ = 0;
+  // Keys whose pace header-less 429s lowered, by scope key; empty while every key is at full pace.
+  std::unordered_map<ScopeKey, AdaptivePace> adaptive_;
+  int64_t retry_tat_ns_ = 0;
+  WaitObserver wait_observer_;
+};
+
+}  // namespace egress::pacing

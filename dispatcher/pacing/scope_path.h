@@ -1,0 +1,79 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dispatcher/pacing/budget.h"
+#include "dispatcher/pacing/budget_store.h"
+#include "dispatcher/base/result.h"
+
+namespace egress::pacing {
+
+enum class Platform : uint8_t { kSlack, kDiscord, kLine, kWebhook };
+inline constexpr int kPlatformCount = 4;
+
+// "slack", "discord", "line", "webhook".
+std::string_view PlatformString(Platform platform);
+// The inverse of PlatformString ("slack", "discord", "line", "webhook"); nullopt otherwise.
+std::optional<Platform> ParsePlatform(std::string_view name);
+
+// Where deliveries go, as the service knows it. Strings are only read while the path is built.
+struct DestinationSpec {
+  std::string tenant;
+  Platform platform = Platform::kWebhook;
+  // A stable identity of the credential, e.g. "tenant/name" or a hash of the token; never the
+  // secret itself. Keys the token-wide scopes (Discord global, Slack workspace, LINE channel).
+  std::string credential;
+  // Slack channel id or incoming-webhook URL; Discord `channels/<id>` or `webhooks/<id>/<token>`;
+  // LINE user/group/room id; webhook absolute URL.
+  std::string target;
+  // Discord only: the route template, e.g. "POST /channels/:id/messages". Default: derived from
+  // `target`.
+  std::string route;
+  // LINE only: the endpoint, e.g. "POST /v2/bot/message/push". Default: push.
+  std::string endpoint;
+};
+
+// The scope keys of a destination, outermost first (tenant egress first, the destination's own
+// key last). Every delivery passes all of them, all or nothing.
+inline constexpr size_t kMaxScopes = 4;
+struct ScopePath {
+  std::array<BudgetName, kMaxScopes> budgets{};
+  std::array<ScopeKey, kMaxScopes> keys{};
+  uint8_t size = 0;
+  // Which scope a token-wide (Discord global) 429 parks, which one an ordinary Retry-After
+  // parks, and the destination's own key (remaining == 0, learned limits and buckets).
+  uint8_t credential_index = 0;
+  uint8_t retry_after_index = 0;
+  uint8_t leaf_index = 0;
+  // Discord only: the hashes the leaf key is made of, so that a learned bucket can re-key it.
+  ScopeKey discord_route = 0;
+  ScopeKey discord_major = 0;
+};
+
+// The path for a destination:
+//   discord: tenant_egress(tenant) > discord_global(credential) > discord_route(credential,
+//            bucket-or-route, major parameter);
+//   slack:   tenant_egress(tenant) > slack_workspace(credential) > slack_channel(credential,
+//            channel);
+//   line:    tenant_egress(tenant) > line_channel(credential, endpoint);
+//   webhook: tenant_egress(tenant) > webhook_destination(tenant, URL).
+// kInvalidArgument for an empty tenant, credential (except webhooks) or target, or a Discord
+// target that is neither `channels/<id>` nor `webhooks/<id>/<token>`.
+Result<ScopePath> BuildScopePath(const DestinationSpec& spec);
+
+// The 64-bit key of a scope identity: FNV-1a over the parts with separators, then a 64-bit
+// finalizer (splitmix64). Deterministic across processes and builds.
+ScopeKey HashScope(BudgetName budget, std::initializer_list<std::string_view> parts);
+
+// The Discord leaf key for a bucket (or route) hash and a major-parameter hash.
+ScopeKey DiscordLeafKey(ScopeKey bucket_or_route, ScopeKey major);
+
+// The hash a learned Discord bucket id is keyed by, per credential (its discord_global key).
+ScopeKey DiscordBucketKey(ScopeKey credential_scope, std::string_view bucket);
+
+}  // namespace egress::pacing

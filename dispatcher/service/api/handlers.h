@@ -1,0 +1,38 @@
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "dispatcher/service/api/http_server.h"
+
+namespace egress::service {
+
+class Service;
+
+// The HTTP API (docs/api.md). Every handler runs on the loop, does its store work on the
+// storage pool and answers through `respond` on the loop. `service` outlives every handler
+// (Service joins its storage pool before it is destroyed).
+void Route(Service& service, HttpRequest&& request, Respond respond);
+
+void CreateDelivery(Service& service, const HttpRequest& request, Respond respond);
+void CreateBatch(Service& service, const HttpRequest& request, Respond respond);
+void GetDelivery(Service& service, const std::string& id, Respond respond);
+void ListDeliveries(Service& service, const std::map<std::string, std::string>& query,
+                    Respond respond);
+void ReplayDelivery(Service& service, const std::string& id, Respond respond);
+void ReplayMatching(Service& service, const HttpRequest& request, Respond respond);
+void CancelDelivery(Service& service, const std::string& id, Respond respond);
+
+void GetStats(Service& service, Respond respond);
+void GetDestinations(Service& service, const std::map<std::string, std::string>& query,
+                     Respond respond);
+void EnableDestination(Service& service, const HttpRequest& request, Respond respond);
+void GetMetrics(Service& service, Respond respond);
+
+void PutRateLimits(Service& service, const std::string& tenant, const HttpRequest& request,
+                   Respond respond);
+void GetRateLimits(Service& service, const std::string& tenant, Respond respond);
+void PutCredential(Service& service, const std::string& tenant, const std::string& name,
+                   const HttpRequest& request, Respond respond);
+
+}  // namespace egress::service

@@ -1,0 +1,100 @@
+#include "dispatcher/service/api/http.h"
+
+#include <boost/beast/http/field.hpp>
+
+namespace egress::service {
+namespace {
+
+namespace http = boost::beast::http;
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
+  return -1;
+}
+
+std::string Decode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out.push_back(' ');
+    } else if (s[i] == '%' && i + 2 < s.size() + 0 && HexValue(s[i + 1]) >= 0 &&
+               HexValue(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+HttpResponse TextResponse(unsigned status, std::string body, std::string_view content_type) {
+  HttpResponse res{static_cast<http::status>(status), 11};
+  res.set(http::field::content_type, std::string(content_type));
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+HttpResponse JsonResponse(unsigned status, const nlohmann::json& body) {
+  return TextResponse(status, body.dump(), "application/json");
+}
+
+HttpResponse ErrorResponse(const ApiError& error) {
+  return JsonResponse(static_cast<unsigned>(error.http_status), error.ToJson());
+}
+
+std::vector<std::string> PathSegments(std::string_view target) {
+  target = target.substr(0, target.find('?'));
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= target.size()) {
+    size_t slash = target.find('/', start);
+    if (slash == std::string_view::npos) {
+      slash = target.size();
+    }
+    if (slash > start) {
+      out.push_back(Decode(target.substr(start, slash - start)));
+    }
+    start = slash + 1;
+  }
+  return out;
+}
+
+std::map<std::string, std::string> QueryParams(std::string_view target) {
+  std::map<std::string, std::string> out;
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) {
+    return out;
+  }
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    std::string_view pair = rest.substr(0, amp);
+    const size_t eq = pair.find('=');
+    out[Decode(pair.substr(0, eq))] =
+        eq == std::string_view::npos ? "" : Decode(pair.substr(eq + 1));
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+  }
+  return out;
+}
+
+tl::expected<nlohmann::json, ApiError> ParseJsonBody(const HttpRequest& request) {
+  nlohmann::json body = nlohmann::json::parse(request.body(), nullptr, false);
+  if (body.is_discarded()) {
+    return tl::unexpected(ApiError{400, "malformed_json", "body: not valid JSON"});
+  }
+  return body;
+}
+
+}  // namespace egress::service

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dispatcher/service/api/error.h"
+#include "dispatcher/service/api/http_server.h"
+
+namespace egress::service {
+
+// Response and request helpers shared by the API handlers.
+HttpResponse JsonResponse(unsigned status, const nlohmann::json& body);
+HttpResponse ErrorResponse(const ApiError& error);
+HttpResponse TextResponse(unsigned status, std::string body, std::string_view content_type);
+
+// The path without the query, split at '/': "/v1/deliveries/X" -> {"v1","deliveries","X"}.
+std::vector<std::string> PathSegments(std::string_view target);
+// Query parameters, percent-decoded ("+" is a space).
+std::map<std::string, std::string> QueryParams(std::string_view target);
+
+// Parses a JSON body; a typed 400 naming the problem when it is not JSON.
+tl::expected<nlohmann::json, ApiError> ParseJsonBody(const HttpRequest& request);
+
+}  // namespace egress::service

@@ -1,0 +1,155 @@
+// GET /v1/stats, /v1/destinations, /metrics; POST /v1/destinations/enable.
+
+#include <algorithm>
+
+#include <boost/asio/post.hpp>
+
+#include "dispatcher/service/api/handlers.h"
+#include "dispatcher/service/api/http.h"
+#include "dispatcher/service/service.h"
+
+namespace egress::service {
+namespace {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+
+json CountsJson(const storage::StateCounts& counts) {
+  json j = json::object();
+  for (auto state : storage::kAllStates) {
+    j[std::string(storage::StateName(state))] = storage::CountOf(counts, state);
+  }
+  return j;
+}
+
+}  // namespace
+
+void GetStats(Service& s, Respond respond) {
+  asio::post(s.storage_pool(), [&s, respond = std::move(respond)]() mutable {
+    auto counts = s.store().Counts();
+    asio::post(s.io(), [&s, counts = std::move(counts), respond = std::move(respond)] {
+      if (!counts) {
+        respond(ErrorResponse(FromStatus(counts.error())));
+        return;
+      }
+      for (auto state : storage::kAllStates) {
+        s.metrics().Set("relay_egress_queue_depth",
+                        {{"state", std::string(storage::StateName(state))}},
+                        static_cast<double>(storage::CountOf(*counts, state)));
+      }
+      json out = CountsJson(*counts);
+      auto count = [&](const char* m) { return static_cast<uint64_t>(s.metrics().Total(m)); };
+      out["platform_429s"] = count("relay_egress_platform_429_total");
+      out["throttles"] = count("relay_egress_throttles_total");
+      out["deferrals"] = count("relay_egress_deferrals_total");
+      out["accepted"] = count("relay_egress_deliveries_accepted_total");
+      out["intake_rejections"] = count("relay_egress_intake_rejections_total");
+      out["destinations"] = s.loop().destination_count();
+      respond(JsonResponse(200, out));
+    });
+  });
+}
+
+void GetDestinations(Service& s, const std::map<std::string, std::string>& q, Respond respond) {
+  auto want = [&](const char* key, const std::string& value) {
+    auto it = q.find(key);
+    return it == q.end() || it->second.empty() || it->second == value;
+  };
+  const SteadyTime now = s.clock().Now();
+  const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
+  std::vector<std::string> keys;
+  json list = json::array();
+  for (const DestinationInfo& d : s.loop().Destinations()) {
+    if (!want("platform", d.platform) || !want("tenant", d.tenant)) {
+      continue;
+    }
+    std::string key = storage::DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination);
+    json j = {{"platform", d.platform},
+              {"tenant", d.tenant},
+              {"credential", d.credential},
+              {"destination", d.destination},
+              {"key", key},
+              {"has_head", d.view.has_head},
+              {"in_flight", d.view.in_flight},
+              {"disabled", d.view.disabled},
+              {"budget",
+               {{"name", pacing::BudgetNameString(d.view.budget_name)},
+                {"limit", d.view.budget.limit},
+                {"scale_ms", d.view.budget.scale_ms},
+                {"burst", d.view.budget.burst},
+                {"learned", d.view.budget_learned}}},
+              {"remaining", d.view.remaining}};
+    if (d.view.adaptive) {
+      // Header-less 429s hold the destination below its budget (adaptive pace).
+      j["adaptive"] = {{"limit", d.view.adaptive->limit},
+                       {"scale_ms", d.view.adaptive->scale_ms},
+                       {"burst", d.view.adaptive->burst}};
+    }
+    if (d.view.disabled) {
+      j["disabled_reason"] = d.view.disabled_reason;
+    }
+    if (d.view.deferral.reason != pacing::DeferReason::kNone) {
+      j["deferral"] = d.view.deferral.ToString();
+    }
+    // The head may go now unless the Scheduler holds it until a time.
+    if (d.view.has_head) {
+      int64_t eligible_ms = now_ms;
+      if (d.view.deferral.until) {
+        eligible_ms += std::max<int64_t>(
+            0, std::chrono::duration_cast<Millis>(*d.view.deferral.until - now).count());
+      }
+      j["next_eligible_ms"] = eligible_ms;
+    }
+    if (d.oldest_deferral_ms != 0) {
+      j["oldest_deferral_ms"] = d.oldest_deferral_ms;
+      j["oldest_deferral_age_ms"] = std::max<int64_t>(0, now_ms - d.oldest_deferral_ms);
+    }
+    json headers = json::object();
+    for (const auto& [name, value] : d.last_headers) {
+      headers[name] = value;
+    }
+    j["last_headers"] = headers;
+    if (d.last_response_ms != 0) {
+      j["last_response_ms"] = d.last_response_ms;
+    }
+    keys.push_back(std::move(key));
+    list.push_back(std::move(j));
+  }
+  // Exact queued / deferred counts come from the store's per-destination counters.
+  asio::post(s.storage_pool(), [&s, keys = std::move(keys), list = std::move(list),
+                                respond = std::move(respond)]() mutable {
+    auto counts = s.store().DestinationCounts(keys);
+    asio::post(s.io(), [counts = std::move(counts), list = std::move(list),
+                        respond = std::move(respond)]() mutable {
+      if (!counts) {
+        respond(ErrorResponse(FromStatus(counts.error())));
+        return;
+      }
+      for (size_t i = 0; i < list.size(); ++i) {
+        list[i]["queued"] = storage::CountOf((*counts)[i], storage::DeliveryState::kQueued);
+        list[i]["deferred"] = storage::CountOf((*counts)[i], storage::DeliveryState::kDeferred);
+      }
+      respond(JsonResponse(200, {{"destinations", list}}));
+    });
+  });
+}
+
+void EnableDestination(Service& s, const HttpRequest& request, Respond respond) {
+  auto body = ParseJsonBody(request);
+  if (!body || !body->is_object() || !body->contains("key") || !(*body)["key"].is_string()) {
+    respond(ErrorResponse({400, "invalid_request", "key: required, a destination key", "key"}));
+    return;
+  }
+  const std::string key = (*body)["key"];
+  if (!s.loop().Enable(key)) {
+    respond(ErrorResponse({404, "not_found", "no destination with work has that key", "key"}));
+    return;
+  }
+  respond(JsonResponse(200, {{"key", key}, {"enabled", true}}));
+}
+
+void GetMetrics(Service& s, Respond respond) {
+  respond(TextResponse(200, s.metrics().Render(), "text/plain; version=0.0.4"));
+}
+
+}  // namespace egress::service

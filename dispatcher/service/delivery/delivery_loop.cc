@@ -1,0 +1,583 @@
+#include "dispatcher/service/delivery/delivery_loop.h"
+
+#include <cstdlib>
+
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+
+#include "dispatcher/service/event_log.h"
+#include "storage/delivery_id.h"
+
+namespace egress::service {
+namespace {
+
+namespace asio = boost::asio;
+using pacing::Decision;
+using pacing::Verdict;
+using pacing::VerdictKind;
+using storage::Delivery;
+using storage::DeliveryState;
+
+constexpr size_t kDestinationPage = 1000;
+
+}  // namespace
+
+DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::thread_pool& storage,
+                           storage::QueueStore& store, pacing::Scheduler& scheduler,
+                           adapters::HttpTransport& transport, AdapterLookup adapters,
+                           const CredentialBook& credentials, const Clock& clock, Metrics& metrics,
+                           Options options)
+    : io_(io),
+      storage_(storage),
+      store_(store),
+      scheduler_(scheduler),
+      transport_(transport),
+      adapters_(std::move(adapters)),
+      credentials_(credentials),
+      clock_(clock),
+      metrics_(metrics),
+      options_(std::move(options)),
+      leases_(io, storage, store),
+      outcomes_(io, storage, store),
+      discord_invalid_(options_.discord_invalid_requests),
+      timer_(io),
+      maintenance_(io),
+      alive_(std::make_shared<bool>(true)) {
+  scheduler_.SetWaitObserver([this](pacing::DestinationId id, const pacing::Deferral& wait) {
+    OnPacingWait(id, wait);
+  });
+}
+
+DeliveryLoop::~DeliveryLoop() {
+  scheduler_.SetWaitObserver(nullptr);
+  *alive_ = false;
+}
+
+void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral& wait) {
+  auto key_it = keys_by_id_.find(id.value);
+  if (key_it == keys_by_id_.end()) {
+    return;
+  }
+  Dest& dest = dests_.at(key_it->second);
+  const PendingDelivery* head = dest.queue.head();
+  if (head == nullptr || head->id != dest.offered_id) {
+    return;
+  }
+  const std::string reason = wait.ToString();
+  storage::DestinationParts parts;
+  if (std::string counted = head->id + "/" + reason; counted != dest.counted_wait) {
+    dest.counted_wait = std::move(counted);
+    if (storage::SplitDestinationKey(dest.key, parts)) {
+      metrics_.Inc("relay_egress_deferrals_total",
+                   {{"tenant", parts.tenant}, {"platform", parts.platform}, {"reason", reason}});
+    }
+  }
+  if (!wait.until || dest.writing_wait) {
+    return;
+  }
+  const int64_t now_ms = WallMs();
+  const int64_t wait_ms = std::chrono::duration_cast<Millis>(*wait.until - clock_.Now()).count();
+  const int64_t next_ms = now_ms + std::max<int64_t>(0, wait_ms);
+  if (wait_ms < options_.persist_wait.count() ||
+      (head->state == DeliveryState::kDeferred && head->reason == reason &&
+       std::abs(head->next_attempt_ms - next_ms) < options_.persist_wait.count())) {
+    return;
+  }
+  // Rate-limit waits consume no attempt. Compare-and-set on the state read: a head leased or
+  // cancelled meanwhile is left alone.
+  storage::StateChange change{.to = DeliveryState::kDeferred, .at_ms = now_ms};
+  change.next_attempt_ms = next_ms;
+  change.reason = reason;
+  change.expect = head->state;
+  dest.writing_wait = true;
+  outcomes_.Submit(head->id, std::move(change), [this, key = dest.key](Result<Delivery> stored) {
+    auto it = dests_.find(key);
+    if (it == dests_.end()) {
+      return;
+    }
+    it->second.writing_wait = false;
+    if (stored && storage::IsWaiting(stored->state) && it->second.queue.Add(PendingOf(*stored))) {
+      OfferHead(it->second);
+    }
+    CheckDrained();
+  });
+}
+
+void DeliveryLoop::Start() {
+  // Page through the destinations with work on the storage pool, registering each on the loop.
+  // The function holds itself only weakly (a shared_ptr to itself would never be freed); the
+  // jobs on their way keep it. Pool jobs touch `this` only on the loop, behind `alive`.
+  auto page = std::make_shared<std::function<void(std::string)>>();
+  *page = [this, alive = alive_, self = std::weak_ptr(page)](std::string after) {
+    asio::post(storage_, [this, &store = store_, &io = io_, alive, page = self.lock(), after] {
+      auto keys = store.ListDestinations(after, kDestinationPage);
+      asio::post(io, [this, alive, page, keys = std::move(keys)] {
+        if (!*alive || !keys || keys->empty()) {
+          return;
+        }
+        for (const std::string& key : *keys) {
+          if (Dest* dest = Ensure(key)) {
+            Fetch(*dest);
+          }
+        }
+        if (keys->size() == kDestinationPage) {
+          (*page)(keys->back());
+        }
+      });
+    });
+  };
+  (*page)("");
+  ScheduleMaintenance();
+}
+
+void DeliveryLoop::ScheduleMaintenance() {
+  maintenance_.expires_after(std::chrono::seconds(60));
+  maintenance_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (ec || !*alive || draining_) {
+      return;
+    }
+    scheduler_.Sweep();
+    discord_invalid_.Sweep(clock_.Now());
+    ScheduleMaintenance();
+  });
+}
+
+DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
+  if (auto it = dests_.find(key); it != dests_.end()) {
+    return &it->second;
+  }
+  storage::DestinationParts parts;
+  std::optional<pacing::Platform> platform;
+  if (!storage::SplitDestinationKey(key, parts) ||
+      !(platform = pacing::ParsePlatform(parts.platform))) {
+    return nullptr;  // intake validates platforms; an old record of a removed one waits
+  }
+  auto id = scheduler_.AddDestination({.tenant = parts.tenant,
+                                       .platform = *platform,
+                                       .credential = parts.tenant + "/" + parts.credential,
+                                       .target = parts.destination});
+  if (!id) {
+    return nullptr;
+  }
+  Dest& dest = dests_.try_emplace(key, Dest{.queue = DestinationQueue(options_.read_ahead)})
+                    .first->second;
+  dest.id = *id;
+  dest.key = key;
+  dest.discord = *platform == pacing::Platform::kDiscord;
+  dest.token_key = parts.tenant + "/" + parts.credential;
+  keys_by_id_[id->value] = key;
+  metrics_.Set("relay_egress_destinations", {}, static_cast<double>(dests_.size()));
+  return &dest;
+}
+
+void DeliveryLoop::Notify(const Delivery& d) {
+  if (!storage::IsWaiting(d.state) || in_flight_.count(d.id) != 0) {
+    return;
+  }
+  Dest* dest = Ensure(storage::DestinationKeyOf(d));
+  if (dest == nullptr) {
+    return;
+  }
+  if (dest->queue.Notify(PendingOf(d))) {
+    OfferHead(*dest);
+  }
+  Fetch(*dest);
+}
+
+void DeliveryLoop::Fetch(Dest& dest) {
+  auto plan = dest.queue.StartFetch(static_cast<size_t>(dest.in_flight));
+  if (!plan) {
+    return;
+  }
+  asio::post(storage_, [this, &store = store_, &io = io_, alive = alive_, key = dest.key,
+                        plan = std::move(*plan)] {
+    auto work = store.PendingFor(key, plan.after, plan.limit);
+    asio::post(io, [this, alive, key, work = std::move(work)]() mutable {
+      if (*alive) {
+        OnFetched(key, std::move(work));
+      }
+    });
+  });
+}
+
+void DeliveryLoop::OnFetched(const std::string& key, Result<storage::DestinationWork> work) {
+  auto it = dests_.find(key);
+  if (it == dests_.end()) {
+    return;
+  }
+  Dest& dest = it->second;
+  if (!work) {
+    dest.queue.FetchFailed();  // TODO(egress): back off when the store keeps failing
+    return;
+  }
+  std::vector<PendingDelivery> waiting;
+  waiting.reserve(work->deliveries.size());
+  for (const Delivery& d : work->deliveries) {
+    if (storage::IsWaiting(d.state) && in_flight_.count(d.id) == 0) {
+      waiting.push_back(PendingOf(d));
+    }
+  }
+  const std::string last = work->deliveries.empty() ? std::string() : work->deliveries.back().id;
+  if (dest.queue.Fetched(std::move(waiting), work->deliveries.size(), last)) {
+    OfferHead(dest);
+  }
+  Fetch(dest);  // more to read when the page was full (or the cursor moved back meanwhile)
+  SchedulePump();
+}
+
+void DeliveryLoop::OfferHead(Dest& dest) {
+  const PendingDelivery* head = dest.queue.head();
+  if (head == nullptr || head->id == dest.offered_id) {
+    return;
+  }
+  if (!dest.offered_id.empty() && dest.offered_id < head->id) {
+    return;  // the Scheduler holds an earlier one (its record changed meanwhile); it goes first
+  }
+  pacing::WorkItem item;
+  item.id = head->id;
+  item.sequence = storage::DeliveryIdSequence(head->id);
+  item.cost = head->cost;
+  item.ordering_key = head->ordering_key;
+  // A wait for a budget was written down as a deferral with the time the meter then foresaw;
+  // the meter itself decides (an operator may have raised the budget since). Retry-After and
+  // backoff times bind: nothing else remembers them across a restart.
+  using pacing::DeferReason;
+  using pacing::DeferReasonString;
+  const bool budget_wait = head->state == DeliveryState::kDeferred &&
+                           head->reason.starts_with(DeferReasonString(DeferReason::kBudget));
+  const int64_t wait_ms = budget_wait ? 0 : head->next_attempt_ms - WallMs();
+  item.not_before = clock_.Now() + Millis(std::max<int64_t>(0, wait_ms));
+  if (head->state == DeliveryState::kDeferred && !budget_wait) {
+    item.wait_reason = head->reason.starts_with(DeferReasonString(DeferReason::kBackoff))
+                           ? DeferReason::kBackoff
+                           : DeferReason::kRetryAfter;
+  }
+  if (scheduler_.Offer(dest.id, std::move(item)).ok()) {
+    dest.offered_id = head->id;
+    SchedulePump();
+  }
+}
+
+void DeliveryLoop::BudgetsChanged() { SchedulePump(); }
+
+void DeliveryLoop::SchedulePump() {
+  if (pump_scheduled_ || draining_) {
+    return;
+  }
+  pump_scheduled_ = true;
+  asio::post(io_, [this, alive = alive_] {
+    if (*alive) {
+      pump_scheduled_ = false;
+      Pump();
+    }
+  });
+}
+
+void DeliveryLoop::Pump() {
+  while (!draining_) {
+    Decision decision = scheduler_.Next();
+    if (decision.kind == Decision::Kind::kDispatch) {
+      Dispatch(decision);
+      continue;
+    }
+    if (decision.kind == Decision::Kind::kWait) {
+      timer_.expires_at(decision.wake_at);
+      timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+        if (!ec && *alive) {
+          Pump();
+        }
+      });
+    } else {
+      timer_.cancel();
+    }
+    return;
+  }
+}
+
+void DeliveryLoop::Dispatch(const Decision& decision) {
+  auto key_it = keys_by_id_.find(decision.destination.value);
+  if (key_it == keys_by_id_.end()) {
+    return;
+  }
+  const std::string key = key_it->second;
+  Dest& dest = dests_.at(key);
+  dest.offered_id.clear();
+  if (const PendingDelivery* head = dest.queue.head(); head && head->id == decision.delivery_id) {
+    dest.queue.TakeHead();
+  }
+  ++dest.in_flight;
+  in_flight_[decision.delivery_id] = {key, decision.sequence};
+  OfferHead(dest);  // the next head, already read ahead
+  Fetch(dest);
+  // Only a waiting delivery may be leased (state_machine.cc): a cancelled one fails here.
+  storage::StateChange lease{.to = DeliveryState::kInFlight, .at_ms = WallMs()};
+  leases_.Submit(decision.delivery_id, std::move(lease),
+                 [this, key, id = decision.delivery_id, sequence = decision.sequence](
+                     Result<Delivery> leased) { OnLeased(key, sequence, id, std::move(leased)); });
+}
+
+void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std::string& id,
+                            Result<Delivery> leased) {
+  if (leased && leased->state != DeliveryState::kInFlight) {
+    leased = Status::FailedPrecondition(fmt::format("delivery {} is {}", id,
+                                                    storage::StateName(leased->state)));
+  }
+  if (leased) {
+    Send(key, sequence, std::move(*leased));
+    return;
+  }
+  // Cancelled or changed meanwhile: release the scheduler's slot, nothing to persist. What
+  // was read ahead may be as stale: read the destination again.
+  in_flight_.erase(id);
+  Dest& dest = dests_.at(key);
+  --dest.in_flight;
+  pacing::DeliveryOutcome aborted{.transport = pacing::TransportResult::kCancelled};
+  scheduler_.OnOutcome(dest.id, sequence, aborted, {}).status().IgnoreError();
+  dest.queue.Reset();
+  Fetch(dest);
+  SchedulePump();
+  CheckDrained();
+}
+
+void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
+  auto adapter = adapters_(d.platform);
+  auto credential = credentials_.Find(d.tenant, d.credential);
+  Result<adapters::HttpRequest> request = Status::NotFound("no adapter");
+  if (!adapter) {
+    request = adapter.error();
+  } else if (!credential) {
+    request = Status::NotFound(
+        fmt::format("credential {} of tenant {} is not registered", d.credential, d.tenant));
+  } else {
+    request = (*adapter)->BuildRequest(d, *credential, clock_.WallNow());
+  }
+  if (!request) {
+    // Nothing was sent. A bad delivery (InvalidArgument) is dead with the reason; a missing or
+    // unusable credential is the operator's to fix, so the destination is disabled and the
+    // delivery waits, deferred with destination_disabled.
+    const pacing::DestinationId id = dests_.at(key).id;
+    pacing::DeliveryOutcome outcome{.permanent = true, .platform_error = "unsendable"};
+    scheduler_.OnOutcome(id, sequence, outcome, {}).status().IgnoreError();
+    if (request.error().code() != Status::Code::kInvalidArgument) {
+      const std::string why = "credential_unusable: " + request.error().message();
+      scheduler_.Disable(id, why).IgnoreError();
+      LogEvent(LogLevel::kWarn, "destination_disabled", {{"destination", key}, {"reason", why}});
+      Verdict wait{.kind = VerdictKind::kDefer, .next_attempt = clock_.Now()};
+      wait.deferral = {.reason = pacing::DeferReason::kDestinationDisabled, .detail = why};
+      Finish(key, d, wait, std::nullopt);
+      return;
+    }
+    Verdict dead{.kind = VerdictKind::kDead,
+                 .dead_reason = "unsendable: " + request.error().message()};
+    Finish(key, d, dead, std::nullopt);
+    return;
+  }
+  const adapters::PlatformAdapter* a = *adapter;
+  transport_.Send(std::move(*request), [this, alive = alive_, key, sequence, d = std::move(d),
+                                        a](Result<adapters::HttpResponse> r) mutable {
+    if (*alive) {
+      OnResponse(key, sequence, d, *a, std::move(r));
+    }
+  });
+}
+
+void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const Delivery& d,
+                              const adapters::PlatformAdapter& adapter,
+                              Result<adapters::HttpResponse> r) {
+  adapters::AttemptReport report = adapter.Interpret(d, r, clock_.WallNow());
+  Dest& dest = dests_.at(key);
+  scheduler_.Observe(dest.id, report.observation).IgnoreError();  // bad observations are dropped
+  if (dest.discord) {
+    GuardDiscordToken(dest, report);
+  }
+  dest.last_headers = report.attempt.rate_limit_headers;
+  dest.last_response_ms = report.attempt.at_ms;
+  const pacing::AttemptInfo info{static_cast<int>(d.attempts), FromUnixMillis(d.created_ms)};
+  Result<Verdict> verdict = scheduler_.OnOutcome(dest.id, sequence, report.outcome, info);
+  // A destination (or credential) that can never work as configured is disabled; its
+  // deliveries wait, deferred with the reason, for an operator to fix and re-enable it.
+  std::optional<std::string> disabled = report.disable_destination;
+  if (report.invalidate_credential) {
+    disabled = "credential_invalid: " + *report.invalidate_credential;
+  }
+  if (disabled) {
+    scheduler_.Disable(dest.id, *disabled).IgnoreError();
+    LogEvent(LogLevel::kWarn, "destination_disabled",
+             {{"destination", key}, {"reason", *disabled}, {"delivery", d.id}});
+    if (verdict) {
+      verdict->kind = VerdictKind::kDefer;
+      verdict->consumes_attempt = false;
+      verdict->next_attempt = clock_.Now();
+      verdict->deferral = {.reason = pacing::DeferReason::kDestinationDisabled,
+                           .detail = *disabled};
+    }
+  }
+  const std::string platform = d.platform;
+  if (report.outcome.http_status == 429) {
+    metrics_.Inc("relay_egress_platform_429_total", {{"platform", platform}});
+  }
+  if (report.observation.remaining) {
+    metrics_.Set("relay_egress_platform_remaining", {{"destination", key}},
+                 static_cast<double>(*report.observation.remaining));
+    if (report.observation.limit && *report.observation.limit > 0) {
+      metrics_.Observe("relay_egress_bucket_fill_ratio", {{"platform", platform}},
+                       1.0 - static_cast<double>(*report.observation.remaining) /
+                                 static_cast<double>(*report.observation.limit));
+    }
+  }
+  metrics_.Observe("relay_egress_attempt_duration_seconds", {{"platform", platform}},
+                   static_cast<double>(report.attempt.duration_ms) / 1000.0);
+  if (!verdict) {
+    // Out of protocol (should not happen): keep the delivery, retry it after a minute.
+    Verdict retry{.kind = VerdictKind::kDefer, .next_attempt = clock_.Now() + Millis(60'000)};
+    retry.deferral.reason = pacing::DeferReason::kBackoff;
+    retry.deferral.detail = verdict.error().message();
+    Finish(key, d, retry, report.attempt);
+    return;
+  }
+  if (report.outcome.throttled || report.outcome.http_status == 429) {
+    metrics_.Inc(
+        "relay_egress_throttles_total",
+        {{"tenant", d.tenant}, {"platform", platform}, {"reason", verdict->deferral.ToString()}});
+  }
+  Finish(key, d, *verdict, report.attempt);
+}
+
+void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdict& verdict,
+                          std::optional<storage::Attempt> attempt) {
+  in_flight_.erase(d.id);
+  --dests_.at(key).in_flight;
+  storage::StateChange change{.at_ms = WallMs(), .attempt = std::move(attempt)};
+  change.consume_attempt = verdict.consumes_attempt;
+  change.expect = DeliveryState::kInFlight;
+  std::string outcome;
+  switch (verdict.kind) {
+    case VerdictKind::kDelivered:
+      change.to = DeliveryState::kDelivered;
+      outcome = "delivered";
+      break;
+    case VerdictKind::kDead:
+      change.to = DeliveryState::kDead;
+      change.reason = verdict.dead_reason.empty() ? "dead" : verdict.dead_reason;
+      outcome = "dead";
+      break;
+    case VerdictKind::kDefer: {
+      change.to = DeliveryState::kDeferred;
+      change.reason = verdict.deferral.ToString();
+      const auto wait = std::chrono::duration_cast<Millis>(verdict.next_attempt - clock_.Now());
+      change.next_attempt_ms = change.at_ms + std::max<int64_t>(0, wait.count());
+      outcome = "deferred";
+      metrics_.Inc("relay_egress_deferrals_total",
+                   {{"tenant", d.tenant}, {"platform", d.platform}, {"reason", change.reason}});
+      break;
+    }
+  }
+  metrics_.Inc("relay_egress_deliveries_total", {{"platform", d.platform}, {"outcome", outcome}});
+  outcomes_.Submit(d.id, std::move(change), [this, key](Result<Delivery> stored) {
+    OnPersisted(key, std::move(stored));
+  });
+  SchedulePump();
+}
+
+void DeliveryLoop::OnPersisted(const std::string& key, Result<Delivery> stored) {
+  auto it = dests_.find(key);
+  if (it == dests_.end()) {
+    return;
+  }
+  Dest& dest = it->second;
+  if (stored && storage::IsWaiting(stored->state)) {
+    // An earlier delivery is waiting again: it becomes the head (order is kept).
+    if (dest.queue.Add(PendingOf(*stored))) {
+      OfferHead(dest);
+    }
+  } else if (!stored) {
+    // The outcome is not on disk (the delivery stays in_flight there until a restart recovers
+    // it); what was read ahead is still right.
+    metrics_.Inc("relay_egress_store_errors_total", {{"operation", "outcome"}});
+    LogEvent(LogLevel::kError, "outcome_not_written",
+             {{"destination", key}, {"error", stored.error().ToString()}});
+  }
+  Fetch(dest);
+  SchedulePump();
+  CheckDrained();
+}
+
+void DeliveryLoop::Drain(std::function<void()> done) {
+  draining_ = true;
+  timer_.cancel();
+  maintenance_.cancel();
+  drained_ = std::move(done);
+  CheckDrained();
+}
+
+void DeliveryLoop::CheckDrained() {
+  if (draining_ && in_flight_.empty() && leases_.pending() == 0 && outcomes_.pending() == 0 &&
+      drained_) {
+    auto done = std::move(drained_);
+    drained_ = nullptr;
+    *alive_ = false;
+    done();
+  }
+}
+
+void DeliveryLoop::GuardDiscordToken(Dest& dest, const adapters::AttemptReport& report) {
+  const SteadyTime now = clock_.Now();
+  std::optional<SteadyTime> stop = discord_invalid_.Record(dest.token_key, report, now);
+  if (!stop) {
+    return;
+  }
+  // Park every bucket of the token, as a global 429 would, until enough invalid requests have
+  // left the window.
+  pacing::RateLimitObservation park;
+  park.retry_after = std::chrono::duration_cast<Millis>(*stop - now);
+  park.global = true;
+  park.scope = pacing::RateLimitScope::kGlobal;
+  scheduler_.Observe(dest.id, park).IgnoreError();
+  metrics_.Inc("relay_egress_discord_invalid_request_stops_total", {{"credential", dest.token_key}});
+  LogEvent(LogLevel::kWarn, "discord_token_stopped",
+           {{"credential", dest.token_key},
+            {"invalid_requests", discord_invalid_.Count(dest.token_key, now)},
+            {"stop_ms", park.retry_after->count()}});
+}
+
+bool DeliveryLoop::Enable(const std::string& destination_key) {
+  auto it = dests_.find(destination_key);
+  if (it == dests_.end()) {
+    return false;
+  }
+  scheduler_.Enable(it->second.id).IgnoreError();
+  LogEvent(LogLevel::kInfo, "destination_enabled", {{"destination", destination_key}});
+  SchedulePump();
+  return true;
+}
+
+std::vector<DestinationInfo> DeliveryLoop::Destinations() const {
+  std::vector<DestinationInfo> out;
+  for (const auto& [key, dest] : dests_) {
+    DestinationInfo info;
+    storage::DestinationParts parts;
+    if (!storage::SplitDestinationKey(key, parts)) {
+      continue;
+    }
+    info.platform = parts.platform;
+    info.tenant = parts.tenant;
+    info.credential = parts.credential;
+    info.destination = parts.destination;
+    if (auto view = scheduler_.Inspect(dest.id)) {
+      info.view = *view;
+    }
+    info.last_headers = dest.last_headers;
+    info.last_response_ms = dest.last_response_ms;
+    for (const PendingDelivery& p : dest.queue.held()) {
+      if (p.state == DeliveryState::kDeferred) {
+        if (info.oldest_deferral_ms == 0 || p.updated_ms < info.oldest_deferral_ms) {
+          info.oldest_deferral_ms = p.updated_ms;
+        }
+      }
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+}  // namespace egress::service

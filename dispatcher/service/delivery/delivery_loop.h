@@ -1,0 +1,167 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "adapters/invalid_request_counter.h"
+#include "adapters/platform_adapter.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/scheduler.h"
+#include "dispatcher/service/credential_book.h"
+#include "dispatcher/service/delivery/destination_queue.h"
+#include "dispatcher/service/metrics.h"
+#include "dispatcher/service/delivery/store_writer.h"
+#include "storage/queue_store.h"
+
+namespace egress::service {
+
+// Finds the adapter of a platform ("slack", ...); InvalidArgument for an unknown one.
+using AdapterLookup =
+    std::function<Result<const adapters::PlatformAdapter*>(std::string_view platform)>;
+
+// What GET /v1/destinations shows of one destination.
+struct DestinationInfo {
+  std::string platform, tenant, credential, destination;
+  pacing::DestinationView view;
+  std::vector<std::pair<std::string, std::string>> last_headers;
+  int64_t last_response_ms = 0;
+  // When the oldest deferred delivery the loop holds (head and read-ahead) was deferred
+  // (Unix ms, 0: none).
+  int64_t oldest_deferral_ms = 0;
+};
+
+// Moves deliveries from the store to the platforms: keeps one head per destination with work in
+// the Scheduler, asks it what may go, leases the delivery, sends it through its adapter and the
+// transport, folds the response into the Scheduler and persists the verdict.
+//
+// The head of a destination is its earliest delivery that is not in flight (store order), so a
+// deferred delivery holds those behind it until its next attempt: order is kept and a parked
+// destination stays parked. Each destination reads a bounded number of waiting deliveries ahead
+// (DestinationQueue), so the next head is at hand when one leaves: memory grows with
+// destinations that have work, not with deliveries. Leases and outcomes are written in group
+// commits (StoreWriter): one write, and for outcomes one fsync, for all that finished together.
+//
+// All methods run on the loop (`io`). Store calls run on `storage` and post back. Everything
+// passed in must outlive the DeliveryLoop; Service destroys it after the loop has stopped.
+class DeliveryLoop {
+ public:
+  struct Options {
+    // Deliveries one store read fetches per destination. Default: 32.
+    size_t read_ahead = 32;
+    // Discord's invalid-request guard (401, 403, 429 per bot token in 10 minutes).
+    adapters::InvalidRequestCounter::Options discord_invalid_requests;
+    // A head held back by pacing for at least this long is written to the store as deferred,
+    // with the reason and the next eligible time, so the record says why it waits. Shorter
+    // waits (routine pacing) are only counted. Default: 5 s.
+    Millis persist_wait{5000};
+  };
+
+  DeliveryLoop(boost::asio::io_context& io, boost::asio::thread_pool& storage,
+               storage::QueueStore& store, pacing::Scheduler& scheduler,
+               adapters::HttpTransport& transport, AdapterLookup adapters,
+               const CredentialBook& credentials, const Clock& clock, Metrics& metrics,
+               Options options);
+  DeliveryLoop(boost::asio::io_context& io, boost::asio::thread_pool& storage,
+               storage::QueueStore& store, pacing::Scheduler& scheduler,
+               adapters::HttpTransport& transport, AdapterLookup adapters,
+               const CredentialBook& credentials, const Clock& clock, Metrics& metrics)
+      : DeliveryLoop(io, storage, store, scheduler, transport, std::move(adapters), credentials,
+                     clock, metrics, Options{}) {}
+
+  ~DeliveryLoop();
+  DeliveryLoop(const DeliveryLoop&) = delete;
+  DeliveryLoop& operator=(const DeliveryLoop&) = delete;
+
+  // Loads every destination with work from the store and starts pacing.
+  void Start();
+  // A delivery became durable or was replayed: make sure its destination is paced.
+  void Notify(const storage::Delivery& delivery);
+  // Stops dispatching; calls `done` once no attempt is in flight and every outcome is written.
+  void Drain(std::function<void()> done);
+  // Re-enables a disabled destination (by its destination key); false when unknown.
+  bool Enable(const std::string& destination_key);
+  // The Scheduler's budgets changed (an operator override): looks at the waiting work again now
+  // rather than at the wake-up the old budgets had set.
+  void BudgetsChanged();
+
+  std::vector<DestinationInfo> Destinations() const;
+  size_t destination_count() const { return dests_.size(); }
+  size_t in_flight() const { return in_flight_.size(); }
+
+ private:
+  struct Dest {
+    pacing::DestinationId id;
+    std::string key;
+    bool discord = false;
+    std::string token_key;  // tenant/credential
+    DestinationQueue queue;
+    std::string offered_id;  // the head the Scheduler holds; empty when none
+    int in_flight = 0;
+    std::vector<std::pair<std::string, std::string>> last_headers;
+    int64_t last_response_ms = 0;
+    std::string counted_wait;  // head id and reason of the last pacing wait counted
+    bool writing_wait = false;
+  };
+  struct InFlight {
+    std::string dest_key;
+    uint64_t sequence = 0;
+  };
+
+  Dest* Ensure(const std::string& key);
+  void Fetch(Dest& dest);
+  void OnFetched(const std::string& key, Result<storage::DestinationWork> work);
+  // Offers the destination's head to the Scheduler when it holds another (or none).
+  void OfferHead(Dest& dest);
+  void SchedulePump();
+  void Pump();
+  void Dispatch(const pacing::Decision& decision);
+  void OnLeased(const std::string& key, uint64_t sequence, const std::string& id,
+                Result<storage::Delivery> leased);
+  void Send(const std::string& key, uint64_t sequence, storage::Delivery d);
+  void OnResponse(const std::string& key, uint64_t sequence, const storage::Delivery& d,
+                  const adapters::PlatformAdapter& adapter, Result<adapters::HttpResponse> r);
+  // The Scheduler holds a head back (budget, park): counts the deferral and, when it is long,
+  // writes it to the store.
+  void OnPacingWait(pacing::DestinationId id, const pacing::Deferral& wait);
+  // Stops a Discord token that nears the invalid-request ban line.
+  void GuardDiscordToken(Dest& dest, const adapters::AttemptReport& report);
+  // Releases the attempt and persists its verdict.
+  void Finish(const std::string& key, const storage::Delivery& d,
+              const pacing::Verdict& verdict, std::optional<storage::Attempt> attempt);
+  void OnPersisted(const std::string& key, Result<storage::Delivery> stored);
+  void ScheduleMaintenance();
+  void CheckDrained();
+  int64_t WallMs() const { return ToUnixMillis(clock_.WallNow()); }
+
+  boost::asio::io_context& io_;
+  boost::asio::thread_pool& storage_;
+  storage::QueueStore& store_;
+  pacing::Scheduler& scheduler_;
+  adapters::HttpTransport& transport_;
+  AdapterLookup adapters_;
+  const CredentialBook& credentials_;
+  const Clock& clock_;
+  Metrics& metrics_;
+  const Options options_;
+  StoreWriter leases_;
+  StoreWriter outcomes_;
+  adapters::InvalidRequestCounter discord_invalid_;
+  boost::asio::steady_timer timer_;
+  boost::asio::steady_timer maintenance_;
+  std::shared_ptr<bool> alive_;
+  bool pump_scheduled_ = false;
+  bool draining_ = false;
+  std::function<void()> drained_;
+  std::unordered_map<std::string, Dest> dests_;
+  std::unordered_map<uint32_t, std::string> keys_by_id_;
+  std::unordered_map<std::string, InFlight> in_flight_;  // delivery id ->
+};
+
+}  // namespace egress::service

@@ -1,0 +1,118 @@
+#include "dispatcher/service/delivery/destination_queue.h"
+
+#include <algorithm>
+
+namespace egress::service {
+
+PendingDelivery PendingOf(const storage::Delivery& d) {
+  return {.id = d.id,
+          .state = d.state,
+          .next_attempt_ms = d.next_attempt_ms,
+          .updated_ms = d.updated_ms,
+          .cost = d.cost,
+          .ordering_key = d.ordering_key,
+          .reason = d.reason};
+}
+
+DestinationQueue::DestinationQueue(size_t read_ahead) : read_ahead_(std::max<size_t>(1, read_ahead)) {}
+
+bool DestinationQueue::Add(PendingDelivery p) {
+  auto it = std::lower_bound(held_.begin(), held_.end(), p.id,
+                             [](const PendingDelivery& a, const std::string& id) { return a.id < id; });
+  if (it != held_.end() && it->id == p.id) {
+    if (p.updated_ms > it->updated_ms) {
+      *it = std::move(p);
+    }
+    return false;
+  }
+  const bool new_head = it == held_.begin();
+  held_.insert(it, std::move(p));
+  Trim();
+  return new_head;
+}
+
+bool DestinationQueue::Notify(PendingDelivery p) {
+  if (!complete_ && p.id > cursor_) {
+    if (!fetching_) {
+      return false;  // the next fetch reads it
+    }
+    // The fetch on its way may have read the store before this one was there, and if it comes
+    // back short it declares the queue complete: hold this one now (Fetched merges copies).
+    return Add(std::move(p));
+  }
+  if (p.id > cursor_) {
+    cursor_ = p.id;
+  }
+  return Add(std::move(p));
+}
+
+std::optional<DestinationQueue::FetchPlan> DestinationQueue::StartFetch(size_t in_flight) {
+  if (fetching_ || complete_ || held_.size() > read_ahead_ / 2) {
+    return std::nullopt;
+  }
+  fetching_ = true;
+  fetch_epoch_ = epoch_;
+  asked_ = read_ahead_ + (cursor_.empty() ? in_flight : 0);
+  return FetchPlan{cursor_, asked_};
+}
+
+bool DestinationQueue::Fetched(std::vector<PendingDelivery> waiting, size_t read,
+                               const std::string& last_id) {
+  fetching_ = false;
+  const std::string head_before = held_.empty() ? std::string() : held_.front().id;
+  held_.insert(held_.end(), std::make_move_iterator(waiting.begin()),
+               std::make_move_iterator(waiting.end()));
+  // Merge: both runs are in id order; keep the newest copy of an id held twice.
+  std::inplace_merge(held_.begin(), held_.end() - static_cast<std::ptrdiff_t>(waiting.size()),
+                     held_.end(),
+                     [](const PendingDelivery& a, const PendingDelivery& b) { return a.id < b.id; });
+  for (auto it = held_.begin(); it != held_.end();) {
+    auto next = std::next(it);
+    if (next != held_.end() && next->id == it->id) {
+      if (it->updated_ms > next->updated_ms) {
+        *next = std::move(*it);
+      }
+      it = held_.erase(it);
+    } else {
+      it = next;
+    }
+  }
+  // The read covers (cursor, last_id], or everything after the cursor when it came back short;
+  // unless the cursor moved back meanwhile (Trim, Reset): then only the next read tells.
+  if (fetch_epoch_ == epoch_) {
+    if (last_id > cursor_) {
+      cursor_ = last_id;
+    }
+    complete_ = read < asked_;
+  }
+  Trim();
+  return !held_.empty() && held_.front().id != head_before;
+}
+
+void DestinationQueue::Reset() {
+  held_.clear();
+  cursor_.clear();
+  complete_ = false;
+  ++epoch_;
+}
+
+std::optional<PendingDelivery> DestinationQueue::TakeHead() {
+  if (held_.empty()) {
+    return std::nullopt;
+  }
+  PendingDelivery p = std::move(held_.front());
+  held_.pop_front();
+  return p;
+}
+
+void DestinationQueue::Trim() {
+  if (held_.size() <= 2 * read_ahead_) {
+    return;
+  }
+  held_.resize(read_ahead_);
+  cursor_ = held_.back().id;
+  complete_ = false;
+  ++epoch_;
+}
+
+}  // namespace egress::service

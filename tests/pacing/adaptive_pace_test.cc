@@ -1,0 +1,153 @@
+#include "dispatcher/pacing/adaptive_pace.h"
+
+#include <gtest/gtest.h>
+
+namespace egress::pacing {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+// Verifies that a 429 halves the limit down to the floor, keeping scale and capping burst.
+TEST(AdaptivePaceTest, ThrottleHalvesDownToFloor) {
+  AdaptivePaceOptions options;
+  options.min_limit = 3;
+  AdaptivePace pace(options, Budget{20, 1000, 8}, false);
+  ASSERT_TRUE(pace.OnThrottle(0));
+  EXPECT_EQ(pace.Current(), (Budget{10, 1000, 8}));
+  ASSERT_TRUE(pace.OnThrottle(0));
+  EXPECT_EQ(pace.Current(), (Budget{5, 1000, 5}));
+  ASSERT_TRUE(pace.OnThrottle(0));
+  EXPECT_EQ(pace.Current().limit, 3);
+  ASSERT_TRUE(pace.OnThrottle(0));
+  EXPECT_EQ(pace.Current().limit, 3);
+}
+
+// Verifies that 429s arriving while the previous decrease's park lasts are held off.
+TEST(AdaptivePaceTest, HoldsOffUntilParkEnds) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
+  ASSERT_TRUE(pace.OnThrottle(0));
+  EXPECT_EQ(pace.Park(Millis(1000), 0, 0), Millis(1000));
+  EXPECT_FALSE(pace.OnThrottle(kSecond - 1));
+  EXPECT_EQ(pace.Current().limit, 1000);
+  EXPECT_TRUE(pace.OnThrottle(kSecond));
+  EXPECT_EQ(pace.Current().limit, 500);
+}
+
+// Verifies that the park doubles with consecutive 429s, is jittered by up to half, caps at
+// max_park, and starts over after a success.
+TEST(AdaptivePaceTest, ParkGrowsWithJitterAndResets) {
+  AdaptivePaceOptions options;
+  options.max_park = Millis(5000);
+  AdaptivePace pace(options, Budget{2000, 1000, 1}, false);
+  ASSERT_TRUE(pace.OnThrottle(0));
+  EXPECT_EQ(pace.Park(Millis(1000), 0, 0), Millis(1000));
+  ASSERT_TRUE(pace.OnThrottle(10 * kSecond));
+  EXPECT_EQ(pace.Park(Millis(1000), 1000, 10 * kSecond), Millis(3000));  // 2000 + 1000 % 1001
+  ASSERT_TRUE(pace.OnThrottle(20 * kSecond));
+  EXPECT_EQ(pace.Park(Millis(1000), 7, 20 * kSecond), Millis(4007));
+  ASSERT_TRUE(pace.OnThrottle(30 * kSecond));
+  EXPECT_EQ(pace.Park(Millis(1000), 2000, 30 * kSecond), Millis(5000));  // capped
+  pace.OnSuccess(36 * kSecond);
+  ASSERT_TRUE(pace.OnThrottle(40 * kSecond));
+  EXPECT_EQ(pace.Park(Millis(1000), 0, 40 * kSecond), Millis(1000));
+}
+
+// Verifies additive recovery: a window of successes (the current limit's worth) adds 10% of the
+// lowered limit; the limit never passes the ceiling.
+TEST(AdaptivePaceTest, RecoversAdditivelyUpToCeiling) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{100, 1000, 1}, false);
+  ASSERT_TRUE(pace.OnThrottle(0));
+  ASSERT_EQ(pace.Current().limit, 50);
+  for (int i = 0; i < 49; ++i) {
+    EXPECT_FALSE(pace.OnSuccess(kSecond));
+  }
+  EXPECT_TRUE(pace.OnSuccess(kSecond));
+  EXPECT_EQ(pace.Current().limit, 55);
+  int64_t sent = 0;
+  while (!pace.at_ceiling() && sent < 100'000) {
+    pace.OnSuccess(kSecond);
+    ++sent;
+  }
+  EXPECT_EQ(pace.Current().limit, 100);
+  EXPECT_FALSE(pace.OnSuccess(kSecond));
+  EXPECT_EQ(pace.Current().limit, 100);
+}
+
+// Verifies that the step doubles after increases_per_doubling increases, so a limit that went
+// away is found again quickly.
+TEST(AdaptivePaceTest, StepDoublesAfterRunOfIncreases) {
+  AdaptivePaceOptions options;
+  options.increases_per_doubling = 2;
+  AdaptivePace pace(options, Budget{1000, 1000, 1}, false);
+  ASSERT_TRUE(pace.OnThrottle(0));  // 500, step 50
+  auto window = [&pace] {
+    const int64_t limit = pace.Current().limit;
+    for (int64_t i = 0; i < limit; ++i) {
+      pace.OnSuccess(kSecond);
+    }
+    return pace.Current().limit;
+  };
+  EXPECT_EQ(window(), 550);
+  EXPECT_EQ(window(), 600);  // second increase: the step doubles to 100
+  EXPECT_EQ(window(), 700);
+  EXPECT_EQ(window(), 800);  // the step doubles to 200
+  EXPECT_EQ(window(), 1000);
+  EXPECT_TRUE(pace.at_ceiling());
+}
+
+// Verifies the cohort estimate: responses arriving during the park (sent before it) refine the
+// decrease by their share of successes, never above the plain halving.
+TEST(AdaptivePaceTest, CohortDuringParkRefinesDecrease) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
+  ASSERT_TRUE(pace.OnThrottle(0));
+  pace.Park(Millis(1000), 0, 0);
+  for (int i = 0; i < 19; ++i) {
+    EXPECT_FALSE(pace.OnThrottle(kSecond / 2));  // held off: 20 429s, no success
+  }
+  EXPECT_EQ(pace.Current().limit, 100);  // 2000 * 1 / 20
+  EXPECT_TRUE(pace.OnSuccess(kSecond / 2));
+  EXPECT_EQ(pace.Current().limit, 190);  // 2000 * 2 / 21
+  for (int i = 0; i < 100; ++i) {
+    pace.OnSuccess(kSecond / 2);
+  }
+  EXPECT_EQ(pace.Current().limit, 1000);  // never above the halving
+  // After the park, a success counts toward the next increase instead.
+  EXPECT_FALSE(pace.OnSuccess(kSecond));
+  EXPECT_EQ(pace.Current().limit, 1000);
+}
+
+// Verifies that a 429 right after an increase returns to the level before it (no halving) and
+// doubles the windows before the next probe, while a 429 at a level that held for a whole
+// window halves.
+TEST(AdaptivePaceTest, FailedProbeBacksOffToLastGoodLevel) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{1000, 1000, 1}, false);
+  ASSERT_TRUE(pace.OnThrottle(0));  // 500, step 50
+  auto window = [&pace] {
+    const int64_t limit = pace.Current().limit;
+    for (int64_t i = 0; i < limit; ++i) {
+      pace.OnSuccess(kSecond);
+    }
+    return pace.Current().limit;
+  };
+  EXPECT_EQ(window(), 550);
+  ASSERT_TRUE(pace.OnThrottle(kSecond));
+  EXPECT_EQ(pace.Current().limit, 500);
+  EXPECT_EQ(window(), 500);  // two windows before the next probe
+  EXPECT_EQ(window(), 550);
+  EXPECT_EQ(window(), 550);  // a whole window passed at 550 ...
+  ASSERT_TRUE(pace.OnThrottle(kSecond));
+  EXPECT_EQ(pace.Current().limit, 275);  // ... so this 429 means the limit fell
+}
+
+// Verifies that a new ceiling clamps the current limit.
+TEST(AdaptivePaceTest, SetCeilingClamps) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{100, 1000, 1}, true);
+  ASSERT_TRUE(pace.OnThrottle(0));
+  pace.SetCeiling(Budget{30, 1000, 1});
+  EXPECT_EQ(pace.Current().limit, 30);
+  EXPECT_TRUE(pace.at_ceiling());
+  EXPECT_FALSE(pace.ceiling_learned());
+}
+
+}  // namespace
+}  // namespace egress::pacing

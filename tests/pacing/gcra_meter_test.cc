@@ -1,0 +1,112 @@
+#include "dispatcher/pacing/gcra_meter.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/fake_clock.h"
+
+namespace egress::pacing {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Verifies that a fresh meter accepts one unit and denies the next for exactly one interval.
+TEST(GcraMeterTest, DeniesForExactlyOneIntervalAfterAccept) {
+  FakeClock clock;
+  GcraMeter meter(clock, Budget{10, 1000, 1});
+  GcraDecision first = meter.Consume(1);
+  EXPECT_TRUE(first.allowed);
+  EXPECT_EQ(first.remaining, 0);
+  EXPECT_EQ(first.reset_after, milliseconds(100));
+  GcraDecision second = meter.Consume(1);
+  EXPECT_FALSE(second.allowed);
+  EXPECT_EQ(second.retry_after, milliseconds(100));
+}
+
+// Verifies conformance at the boundary: 1 ns early is denied with 1 ns to wait, on time passes.
+TEST(GcraMeterTest, ConformsExactlyAtTheBoundary) {
+  FakeClock clock;
+  GcraMeter meter(clock, Budget{10, 1000, 1});
+  ASSERT_TRUE(meter.Consume(1).allowed);
+  clock.Advance(milliseconds(100) - std::chrono::nanoseconds(1));
+  GcraDecision early = meter.Consume(1);
+  EXPECT_FALSE(early.allowed);
+  EXPECT_EQ(early.retry_after, std::chrono::nanoseconds(1));
+  clock.Advance(std::chrono::nanoseconds(1));
+  EXPECT_TRUE(meter.Consume(1).allowed);
+}
+
+// Verifies that a burst passes at once, then the meter paces at the limit.
+TEST(GcraMeterTest, BurstPassesAtOnceThenPaces) {
+  FakeClock clock;
+  GcraMeter meter(clock, Budget{1, 1000, 3});
+  EXPECT_EQ(meter.Remaining(), 3);
+  EXPECT_EQ(meter.Consume(1).remaining, 2);
+  EXPECT_EQ(meter.Consume(1).remaining, 1);
+  GcraDecision third = meter.Consume(1);
+  EXPECT_TRUE(third.allowed);
+  EXPECT_EQ(third.remaining, 0);
+  EXPECT_EQ(third.reset_after, milliseconds(3000));
+  GcraDecision fourth = meter.Consume(1);
+  EXPECT_FALSE(fourth.allowed);
+  EXPECT_EQ(fourth.retry_after, milliseconds(1000));
+  clock.Advance(milliseconds(1000));
+  EXPECT_TRUE(meter.Consume(1).allowed);
+  EXPECT_FALSE(meter.Consume(1).allowed);
+}
+
+// Verifies that a cost of 5 takes 5 units and the wait scales with the cost.
+TEST(GcraMeterTest, CostWeightsTakeSeveralUnits) {
+  FakeClock clock;
+  GcraMeter meter(clock, Budget{10, 1000, 10});
+  GcraDecision big = meter.Consume(5);
+  EXPECT_TRUE(big.allowed);
+  EXPECT_EQ(big.remaining, 5);
+  EXPECT_TRUE(meter.Consume(5).allowed);
+  GcraDecision denied = meter.Consume(5);
+  EXPECT_FALSE(denied.allowed);
+  EXPECT_EQ(denied.retry_after, milliseconds(500));
+  EXPECT_EQ(meter.NextAvailable(1), milliseconds(100));
+}
+
+// Verifies that a cost above the burst passes only through an empty meter.
+TEST(GcraMeterTest, CostAboveBurstWaitsForEmptyMeter) {
+  FakeClock clock;
+  GcraMeter meter(clock, Budget{10, 1000, 1});
+  ASSERT_TRUE(meter.Consume(1).allowed);
+  EXPECT_EQ(meter.NextAvailable(5), milliseconds(100));
+  clock.Advance(milliseconds(100));
+  EXPECT_TRUE(meter.Consume(5).allowed);
+  EXPECT_EQ(meter.NextAvailable(1), milliseconds(500));
+}
+
+// Verifies that a denial takes nothing: the wait does not grow with denied attempts.
+TEST(GcraMeterTest, DenialTakesNothing) {
+  FakeClock clock;
+  GcraMeter meter(clock, Budget{2, 1000, 1});
+  ASSERT_TRUE(meter.Consume(1).allowed);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(meter.Consume(1).retry_after, milliseconds(500));
+  }
+}
+
+// Verifies that the interval is rounded up so a meter never runs faster than its budget.
+TEST(GcraMeterTest, RoundsIntervalUp) {
+  GcraParams params = GcraParams::FromBudget(Budget{3, 1000, 1});
+  EXPECT_EQ(params.interval_ns, 333'333'334);
+  EXPECT_EQ(params.depth, 1);
+}
+
+// Verifies the pure function's reset_after and remaining on denial.
+TEST(GcraMeterTest, EvaluateReportsResetOnDenial) {
+  GcraParams params{100, 4};
+  GcraDecision d = GcraEvaluate(1000, params, 2, 700);
+  // tat 1000, now 700: 300 ns queued of 400 depth: one unit free, two asked.
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.remaining, 1);
+  EXPECT_EQ(d.retry_after.count(), 100);
+  EXPECT_EQ(d.reset_after.count(), 300);
+  EXPECT_EQ(d.tat_ns, 1000);
+}
+
+}  // namespace
+}  // namespace egress::pacing

@@ -1,0 +1,372 @@
+#include <map>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "dispatcher/pacing/memory_budget_store.h"
+#include "dispatcher/pacing/scheduler.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_random.h"
+
+namespace egress::pacing {
+namespace {
+
+using std::chrono::milliseconds;
+
+DestinationSpec Spec(Platform platform, std::string target) {
+  DestinationSpec spec;
+  spec.tenant = "acme";
+  spec.platform = platform;
+  spec.credential = "channel-1";
+  spec.target = std::move(target);
+  return spec;
+}
+
+DeliveryOutcome Http(int status) {
+  DeliveryOutcome outcome;
+  outcome.http_status = status;
+  return outcome;
+}
+
+class SchedulerAdaptiveTest : public ::testing::Test {
+ protected:
+  SchedulerAdaptiveTest() : scheduler_(clock_, store_, random_, SchedulerOptions{}) {}
+
+  DestinationId Add(const DestinationSpec& spec) { return *scheduler_.AddDestination(spec); }
+  // Offers one delivery and waits (on the fake clock) until it is dispatched.
+  uint64_t Dispatch(DestinationId id) {
+    WorkItem item;
+    item.id = "d" + std::to_string(++sequence_);
+    item.sequence = sequence_;
+    EXPECT_TRUE(scheduler_.Offer(id, std::move(item)).ok());
+    for (;;) {
+      Decision decision = scheduler_.Next();
+      if (decision.kind == Decision::Kind::kDispatch) {
+        EXPECT_EQ(decision.destination, id);
+        return decision.sequence;
+      }
+      EXPECT_EQ(decision.kind, Decision::Kind::kWait);
+      clock_.Advance(decision.wake_at - clock_.Now());
+    }
+  }
+  Verdict Complete(DestinationId id, uint64_t sequence, const DeliveryOutcome& outcome) {
+    return *scheduler_.OnOutcome(id, sequence, outcome, {0, clock_.WallNow()});
+  }
+  void SendOk(DestinationId id, int n) {
+    for (int i = 0; i < n; ++i) {
+      Complete(id, Dispatch(id), Http(200));
+    }
+  }
+  int64_t Limit(DestinationId id, BudgetName name) {
+    return scheduler_.EffectiveBudget(id, name)->limit;
+  }
+
+  FakeClock clock_;
+  MemoryBudgetStore store_;
+  FakeRandom random_;
+  Scheduler scheduler_;
+  uint64_t sequence_ = 0;
+};
+
+// Verifies that a LINE 429 without headers halves the channel's pace, parks it for
+// throttle_wait and shows the lowered budget in Inspect.
+TEST_F(SchedulerAdaptiveTest, HeaderlessThrottleLowersOwnKey) {
+  DestinationId user = Add(Spec(Platform::kLine, "U1"));
+  DestinationId other = Add(Spec(Platform::kLine, "U2"));
+  EXPECT_FALSE(scheduler_.Inspect(user)->adaptive.has_value());
+  const uint64_t sent = Dispatch(user);
+  Verdict verdict = Complete(user, sent, Http(429));
+  EXPECT_EQ(verdict.kind, VerdictKind::kDefer);
+  EXPECT_FALSE(verdict.consumes_attempt);
+  EXPECT_EQ(verdict.next_attempt, clock_.Now() + milliseconds(1000));
+  EXPECT_EQ(Limit(user, BudgetName::kLineChannel), 1000);
+  // The channel is one key: every user of it slows down, and waits for the park.
+  EXPECT_EQ(Limit(other, BudgetName::kLineChannel), 1000);
+  EXPECT_EQ(scheduler_.Inspect(other)->adaptive, (Budget{1000, 1000, 1}));
+  WorkItem item;
+  item.id = "x";
+  item.sequence = ++sequence_;
+  ASSERT_TRUE(scheduler_.Offer(other, std::move(item)).ok());
+  Decision wait = scheduler_.Next();
+  ASSERT_EQ(wait.kind, Decision::Kind::kWait);
+  EXPECT_EQ(wait.wake_at, clock_.Now() + milliseconds(1000));
+  EXPECT_EQ(scheduler_.Inspect(other)->deferral.ToString(), "retry_after");
+}
+
+// Verifies that 429s of requests sent before the park lower the pace only once.
+TEST_F(SchedulerAdaptiveTest, InFlightThrottlesCountOnce) {
+  DestinationId user = Add(Spec(Platform::kLine, "U1"));
+  WorkItem first;
+  first.id = "a";
+  first.sequence = 1;
+  ASSERT_TRUE(scheduler_.Offer(user, std::move(first)).ok());
+  Decision a = scheduler_.Next();
+  WorkItem second;
+  second.id = "b";
+  second.sequence = 2;
+  ASSERT_TRUE(scheduler_.Offer(user, std::move(second)).ok());
+  clock_.Advance(milliseconds(1));
+  Decision b = scheduler_.Next();
+  ASSERT_EQ(a.kind, Decision::Kind::kDispatch);
+  ASSERT_EQ(b.kind, Decision::Kind::kDispatch);
+  Verdict va = Complete(user, a.sequence, Http(429));
+  clock_.Advance(milliseconds(30));
+  Verdict vb = Complete(user, b.sequence, Http(429));
+  EXPECT_EQ(Limit(user, BudgetName::kLineChannel), 1000);
+  // The second waits for the same park, not a longer one.
+  EXPECT_EQ(vb.next_attempt, va.next_attempt);
+}
+
+// Verifies additive recovery: after a window of deliveries the pace grows by 5% of the limit it
+// had, and at the configured limit the key is configured again (operator overrides apply).
+TEST_F(SchedulerAdaptiveTest, RecoversAdditivelyAndCapsAtConfigured) {
+  DestinationId hook = Add(Spec(Platform::kWebhook, "https://a.example/hook"));
+  Complete(hook, Dispatch(hook), Http(429));
+  ASSERT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);
+  SendOk(hook, 24);
+  EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);
+  SendOk(hook, 1);
+  EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 27);  // + 5% of 50
+  for (int i = 0; i < 40 && scheduler_.Inspect(hook)->adaptive.has_value(); ++i) {
+    SendOk(hook, static_cast<int>(Limit(hook, BudgetName::kWebhookDestination)));
+  }
+  EXPECT_FALSE(scheduler_.Inspect(hook)->adaptive.has_value());
+  EXPECT_EQ(*scheduler_.EffectiveBudget(hook, BudgetName::kWebhookDestination),
+            (Budget{50, 1000, 1}));
+  SendOk(hook, 200);
+  EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 50);
+  ASSERT_TRUE(
+      scheduler_.SetTenantBudgets("acme", {{BudgetName::kWebhookDestination, {80, 1000, 1}}}).ok());
+  EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 80);
+}
+
+// Verifies that a lowered pace follows an operator override as its new ceiling.
+TEST_F(SchedulerAdaptiveTest, OverrideBecomesCeiling) {
+  DestinationId hook = Add(Spec(Platform::kWebhook, "https://a.example/hook"));
+  Complete(hook, Dispatch(hook), Http(429));
+  ASSERT_TRUE(
+      scheduler_.SetTenantBudgets("acme", {{BudgetName::kWebhookDestination, {10, 1000, 1}}}).ok());
+  EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 10);
+  EXPECT_FALSE(scheduler_.Inspect(hook)->adaptive.has_value());
+}
+
+// Verifies that a 429 with usable headers (Retry-After, or rate-limit headers observed just
+// before) parks as the headers say and leaves the pace alone.
+TEST_F(SchedulerAdaptiveTest, HeadersPresentMeansNoAdaptivePace) {
+  DestinationId hook = Add(Spec(Platform::kWebhook, "https://a.example/hook"));
+  DeliveryOutcome with_retry_after = Http(429);
+  with_retry_after.retry_after = milliseconds(3000);
+  Verdict verdict = Complete(hook, Dispatch(hook), with_retry_after);
+  EXPECT_EQ(verdict.next_attempt, clock_.Now() + milliseconds(3000));
+  EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 50);
+  clock_.Advance(milliseconds(3000));
+
+  const uint64_t sent = Dispatch(hook);
+  RateLimitObservation observation;
+  observation.remaining = 3;
+  ASSERT_TRUE(scheduler_.Observe(hook, observation).ok());
+  Complete(hook, sent, Http(429));
+  EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 50);
+  EXPECT_FALSE(scheduler_.Inspect(hook)->adaptive.has_value());
+  clock_.Advance(milliseconds(1000));
+
+  // The headers count for one response only: the next bare 429 adapts.
+  Complete(hook, Dispatch(hook), Http(429));
+  EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);
+}
+
+// Verifies that a limit learned from headers ends the adaptive pace of that key.
+TEST_F(SchedulerAdaptiveTest, LearnedLimitEndsAdaptivePace) {
+  DestinationId hook = Add(Spec(Platform::kWebhook, "https://a.example/hook"));
+  Complete(hook, Dispatch(hook), Http(429));
+  ASSERT_TRUE(scheduler_.Inspect(hook)->adaptive.has_value());
+  RateLimitObservation observation;
+  observation.limit = 40;
+  ASSERT_TRUE(scheduler_.Observe(hook, observation).ok());
+  EXPECT_FALSE(scheduler_.Inspect(hook)->adaptive.has_value());
+  EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 40);
+}
+
+// Verifies that a key released by its last destination forgets its lowered pace.
+TEST_F(SchedulerAdaptiveTest, RemovedKeyForgetsPace) {
+  DestinationId user = Add(Spec(Platform::kLine, "U1"));
+  Complete(user, Dispatch(user), Http(429));
+  ASSERT_TRUE(scheduler_.RemoveDestination(user).ok());
+  DestinationId again = Add(Spec(Platform::kLine, "U1"));
+  EXPECT_EQ(Limit(again, BudgetName::kLineChannel), 2000);
+  EXPECT_FALSE(scheduler_.Inspect(again)->adaptive.has_value());
+}
+
+// A LINE channel configured at 2,000/s whose real limit is lower, modelled by a GCRA meter that
+// answers 429 (without headers) when it is spent; responses take `latency`. Destinations are
+// users of the channel, each with its own store of pending deliveries, offered as the service
+// does (the earliest pending one not in flight).
+class LineChannelSimulation {
+ public:
+  LineChannelSimulation(Budget real_limit, int users, Millis latency)
+      : scheduler_(clock_, store_, random_, SchedulerOptions{}),
+        real_(GcraParams::FromBudget(real_limit)),
+        latency_(latency) {
+    for (int u = 0; u < users; ++u) {
+      users_.push_back(
+          {*scheduler_.AddDestination(Spec(Platform::kLine, "U" + std::to_string(u))), {}, 0});
+    }
+  }
+
+  void Enqueue(int per_user) {
+    for (User& user : users_) {
+      for (int i = 0; i < per_user; ++i) {
+        user.pending[next_sequence_++] = SteadyTime{};
+      }
+      OfferHead(user);
+    }
+  }
+
+  // Runs until every delivery is delivered or `limit` simulated time has passed.
+  void Run(Millis limit) {
+    const SteadyTime end = clock_.Now() + limit;
+    while (clock_.Now() < end) {
+      CompleteDue();
+      Decision decision = scheduler_.Next();
+      if (decision.kind == Decision::Kind::kDispatch) {
+        Send(decision);
+        continue;
+      }
+      SteadyTime next = end;
+      if (decision.kind == Decision::Kind::kWait) {
+        next = std::min(next, decision.wake_at);
+      }
+      if (!responses_.empty()) {
+        next = std::min(next, responses_.top().at);
+      }
+      if (decision.kind == Decision::Kind::kIdle && responses_.empty()) {
+        return;
+      }
+      clock_.Advance(std::max(next - clock_.Now(), SteadyTime::duration(1)));
+    }
+  }
+
+  int delivered() const { return delivered_; }
+  int throttled() const { return throttled_; }
+  Millis elapsed() const { return std::chrono::duration_cast<Millis>(clock_.Now() - start_); }
+  std::optional<Budget> adaptive() const { return scheduler_.Inspect(users_[0].id)->adaptive; }
+
+ private:
+  struct User {
+    DestinationId id;
+    std::map<uint64_t, SteadyTime> pending;  // sequence → not before; not in flight
+    uint64_t offered = 0;                    // the head the scheduler holds, 0 for none
+  };
+  struct Response {
+    SteadyTime at;
+    size_t user;
+    uint64_t sequence;
+    bool accepted;
+    bool operator>(const Response& other) const { return at > other.at; }
+  };
+
+  void OfferHead(User& user) {
+    if (user.pending.empty()) {
+      return;
+    }
+    const auto& [sequence, not_before] = *user.pending.begin();
+    if (user.offered != 0 && user.offered <= sequence) {
+      return;
+    }
+    WorkItem item;
+    item.id = "d" + std::to_string(sequence);
+    item.sequence = sequence;
+    item.not_before = not_before;
+    ASSERT_TRUE(scheduler_.Offer(user.id, std::move(item)).ok());
+    user.offered = sequence;
+  }
+
+  void Send(const Decision& decision) {
+    const size_t u = decision.destination.value - users_.front().id.value;
+    User& user = users_[u];
+    user.pending.erase(decision.sequence);
+    user.offered = 0;
+    const GcraDecision real = GcraEvaluate(real_tat_ns_, real_, 1, ToNanos(clock_.Now()));
+    if (real.allowed) {
+      real_tat_ns_ = real.tat_ns;
+    }
+    responses_.push({clock_.Now() + latency_, u, decision.sequence, real.allowed});
+    OfferHead(user);
+  }
+
+  void CompleteDue() {
+    while (!responses_.empty() && responses_.top().at <= clock_.Now()) {
+      const Response response = responses_.top();
+      responses_.pop();
+      User& user = users_[response.user];
+      ASSERT_TRUE(scheduler_.Observe(user.id, RateLimitObservation{}).ok());
+      Result<Verdict> verdict = scheduler_.OnOutcome(
+          user.id, response.sequence, Http(response.accepted ? 200 : 429), {0, clock_.WallNow()});
+      ASSERT_TRUE(verdict.has_value());
+      if (verdict->kind == VerdictKind::kDelivered) {
+        ++delivered_;
+        continue;
+      }
+      ++throttled_;
+      user.pending[response.sequence] = verdict->next_attempt;
+      if (user.offered > response.sequence) {
+        user.offered = 0;  // the earlier delivery replaces the held head
+      }
+      OfferHead(user);
+    }
+  }
+
+  FakeClock clock_;
+  MemoryBudgetStore store_;
+  FakeRandom random_{0x9e3779b97f4a7c15ULL};
+  Scheduler scheduler_;
+  GcraParams real_;
+  int64_t real_tat_ns_ = 0;
+  Millis latency_;
+  SteadyTime start_ = clock_.Now();
+  std::vector<User> users_;
+  uint64_t next_sequence_ = 1;
+  std::priority_queue<Response, std::vector<Response>, std::greater<>> responses_;
+  int delivered_ = 0;
+  int throttled_ = 0;
+};
+
+// Verifies the promise: a limit lower than the profile's costs a handful of 429s, not
+// one per message. 2,000/s configured, 100/s real, 5,000 deliveries to 4 users of the channel
+// (up to 16 in flight), 5 ms latency.
+TEST(SchedulerAdaptiveSimulationTest, LowRealLimitCostsAHandfulOf429s) {
+  LineChannelSimulation sim(Budget{100, 1000, 1}, 4, milliseconds(5));
+  sim.Enqueue(1250);
+  sim.Run(milliseconds(600'000));
+  EXPECT_EQ(sim.delivered(), 5000);
+  EXPECT_LE(sim.throttled(), 20);
+  // 5,000 at 100/s take 50 s; the pace stays within a factor 1.5 of the real limit.
+  EXPECT_LT(sim.elapsed(), milliseconds(75'000));
+}
+
+// Verifies the same with deeper pipelining (10 users, 20 ms: up to 40 requests in flight when
+// the first 429 comes back): what is in flight then is lost once, the cohort estimate takes the
+// pace down in few steps, and the steady state costs few 429s.
+TEST(SchedulerAdaptiveSimulationTest, DeepPipelineCostsAboutWhatIsInFlight) {
+  LineChannelSimulation sim(Budget{100, 1000, 1}, 10, milliseconds(20));
+  sim.Enqueue(500);
+  sim.Run(milliseconds(600'000));
+  EXPECT_EQ(sim.delivered(), 5000);
+  EXPECT_LE(sim.throttled(), 45);
+  EXPECT_LT(sim.elapsed(), milliseconds(75'000));
+}
+
+// Verifies that with no lower real limit nothing is throttled and the pace stays configured.
+TEST(SchedulerAdaptiveSimulationTest, NoThrottleKeepsConfiguredPace) {
+  LineChannelSimulation sim(Budget{4000, 1000, 1}, 10, milliseconds(2));
+  sim.Enqueue(500);
+  sim.Run(milliseconds(60'000));
+  EXPECT_EQ(sim.delivered(), 5000);
+  EXPECT_EQ(sim.throttled(), 0);
+  EXPECT_FALSE(sim.adaptive().has_value());
+}
+
+}  // namespace
+}  // namespace egress::pacing

@@ -1,0 +1,206 @@
+#include "dispatcher/pacing/scheduler.h"
+
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "dispatcher/pacing/memory_budget_store.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_random.h"
+
+namespace egress::pacing {
+namespace {
+
+using std::chrono::milliseconds;
+
+DestinationSpec Webhook(std::string url, std::string tenant = "acme") {
+  DestinationSpec spec;
+  spec.tenant = std::move(tenant);
+  spec.platform = Platform::kWebhook;
+  spec.target = std::move(url);
+  return spec;
+}
+
+WorkItem Item(uint64_t sequence, std::string ordering_key = "") {
+  WorkItem item;
+  item.id = "d" + std::to_string(sequence);
+  item.sequence = sequence;
+  item.ordering_key = std::move(ordering_key);
+  return item;
+}
+
+DeliveryOutcome Http(int status) {
+  DeliveryOutcome outcome;
+  outcome.http_status = status;
+  return outcome;
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  explicit SchedulerTest(SchedulerOptions options = {})
+      : scheduler_(clock_, store_, random_, std::move(options)) {}
+
+  DestinationId Add(const DestinationSpec& spec) {
+    Result<DestinationId> id = scheduler_.AddDestination(spec);
+    EXPECT_TRUE(id.has_value());
+    return *id;
+  }
+  std::string Reason(DestinationId id) { return scheduler_.Inspect(id)->deferral.ToString(); }
+  Verdict Finish(DestinationId id, uint64_t sequence, int status) {
+    Result<Verdict> verdict = scheduler_.OnOutcome(id, sequence, Http(status), {});
+    EXPECT_TRUE(verdict.has_value());
+    return *verdict;
+  }
+
+  FakeClock clock_;
+  MemoryBudgetStore store_;
+  FakeRandom random_;
+  Scheduler scheduler_;
+};
+
+// Verifies that an offered head is dispatched and the engine then has nothing to do.
+TEST_F(SchedulerTest, DispatchesOfferedHead) {
+  DestinationId dest = Add(Webhook("https://a.example/hook"));
+  ASSERT_TRUE(scheduler_.Offer(dest, Item(1)).ok());
+  Decision decision = scheduler_.Next();
+  ASSERT_EQ(decision.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(decision.destination, dest);
+  EXPECT_EQ(decision.delivery_id, "d1");
+  EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kIdle);
+}
+
+// Verifies that a budget denial defers with budget:<name> and the exact wake time.
+TEST_F(SchedulerTest, DefersWithBudgetReasonUntilExactTime) {
+  DestinationId dest = Add(Webhook("https://a.example/hook"));
+  ASSERT_TRUE(scheduler_.Offer(dest, Item(1)).ok());
+  ASSERT_EQ(scheduler_.Next().kind, Decision::Kind::kDispatch);
+  Finish(dest, 1, 200);
+  ASSERT_TRUE(scheduler_.Offer(dest, Item(2)).ok());
+  Decision wait = scheduler_.Next();
+  ASSERT_EQ(wait.kind, Decision::Kind::kWait);
+  EXPECT_EQ(wait.wake_at, clock_.Now() + milliseconds(20));  // 50/s
+  EXPECT_EQ(Reason(dest), "budget:webhook_destination");
+  clock_.Advance(milliseconds(20));
+  EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kDispatch);
+}
+
+// Verifies nested scopes: a tenant-wide denial takes nothing from the destination's own key.
+TEST_F(SchedulerTest, NestedScopesAreAllOrNothing) {
+  ASSERT_TRUE(
+      scheduler_.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1, 1000, 1}}}).ok());
+  DestinationId a = Add(Webhook("https://a.example/hook"));
+  DestinationId b = Add(Webhook("https://b.example/hook"));
+  ASSERT_TRUE(scheduler_.Offer(a, Item(1)).ok());
+  ASSERT_TRUE(scheduler_.Offer(b, Item(1)).ok());
+  ASSERT_EQ(scheduler_.Next().destination, a);
+  Decision wait = scheduler_.Next();
+  ASSERT_EQ(wait.kind, Decision::Kind::kWait);
+  EXPECT_EQ(Reason(b), "budget:tenant_egress");
+  EXPECT_EQ(wait.wake_at, clock_.Now() + milliseconds(1000));
+  clock_.Advance(milliseconds(1000));
+  Decision next = scheduler_.Next();
+  ASSERT_EQ(next.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(next.destination, b);
+}
+
+// Verifies that a disabled destination's head is deferred (not dropped) and goes on Enable.
+TEST_F(SchedulerTest, DisabledDestinationDefersUntilEnabled) {
+  DestinationId dest = Add(Webhook("https://gone.example/hook"));
+  ASSERT_TRUE(scheduler_.Disable(dest, "webhook 410").ok());
+  ASSERT_TRUE(scheduler_.Offer(dest, Item(1)).ok());
+  EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kIdle);
+  Result<DestinationView> view = scheduler_.Inspect(dest);
+  EXPECT_TRUE(view->has_head);
+  EXPECT_EQ(view->deferral.ToString(), "destination_disabled");
+  EXPECT_EQ(view->deferral.detail, "webhook 410");
+  ASSERT_TRUE(scheduler_.Enable(dest).ok());
+  EXPECT_EQ(scheduler_.Next().delivery_id, "d1");
+}
+
+// Verifies the per-destination in-flight cap and that an outcome frees the slot.
+TEST_F(SchedulerTest, CapsInFlightPerDestination) {
+  DestinationSpec spec = Webhook("https://slow.example/hook");
+  spec.platform = Platform::kSlack;
+  spec.credential = "xoxb";
+  spec.target = "C1";
+  DestinationId dest = Add(spec);
+  ASSERT_TRUE(scheduler_.Offer(dest, Item(1)).ok());
+  ASSERT_EQ(scheduler_.Next().kind, Decision::Kind::kDispatch);
+  ASSERT_TRUE(scheduler_.Offer(dest, Item(2)).ok());
+  EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kIdle);
+  EXPECT_EQ(Reason(dest), "concurrency");
+  Finish(dest, 1, 200);
+  // The channel has a burst of 3, the workspace paces 300/min: one every 200 ms.
+  Decision wait = scheduler_.Next();
+  ASSERT_EQ(wait.kind, Decision::Kind::kWait);
+  EXPECT_EQ(Reason(dest), "budget:slack_workspace");
+  clock_.Advance(milliseconds(200));
+  EXPECT_EQ(scheduler_.Next().delivery_id, "d2");
+}
+
+// Verifies that offering an earlier item replaces the head and a later one is refused.
+TEST_F(SchedulerTest, EarlierOfferReplacesHead) {
+  DestinationId dest = Add(Webhook("https://a.example/hook"));
+  ASSERT_TRUE(scheduler_.Offer(dest, Item(5)).ok());
+  EXPECT_EQ(scheduler_.Offer(dest, Item(6)).code(), Status::Code::kAlreadyExists);
+  ASSERT_TRUE(scheduler_.Offer(dest, Item(3)).ok());
+  EXPECT_EQ(scheduler_.Next().delivery_id, "d3");
+}
+
+// Verifies that unknown destinations and out-of-protocol calls are errors, not crashes.
+TEST_F(SchedulerTest, ReportsProtocolErrors) {
+  EXPECT_EQ(scheduler_.Offer(DestinationId{42}, Item(1)).code(), Status::Code::kNotFound);
+  DestinationId dest = Add(Webhook("https://a.example/hook"));
+  EXPECT_EQ(scheduler_.OnOutcome(dest, 1, Http(200), {}).status().code(),
+            Status::Code::kFailedPrecondition);
+  WorkItem bad = Item(1);
+  bad.cost = 0;
+  EXPECT_EQ(scheduler_.Offer(dest, std::move(bad)).code(), Status::Code::kInvalidArgument);
+  ASSERT_TRUE(scheduler_.Offer(dest, Item(1)).ok());
+  EXPECT_EQ(scheduler_.RemoveDestination(dest).code(), Status::Code::kFailedPrecondition);
+  ASSERT_TRUE(scheduler_.Withdraw(dest).ok());
+  EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kIdle);
+  EXPECT_TRUE(scheduler_.RemoveDestination(dest).ok());
+}
+
+// Verifies that a head whose next attempt is in the future waits with its own reason.
+TEST_F(SchedulerTest, HeadWaitsForNotBefore) {
+  DestinationId dest = Add(Webhook("https://a.example/hook"));
+  WorkItem item = Item(1);
+  item.not_before = clock_.Now() + milliseconds(5000);
+  item.wait_reason = DeferReason::kBackoff;
+  ASSERT_TRUE(scheduler_.Offer(dest, std::move(item)).ok());
+  Decision wait = scheduler_.Next();
+  ASSERT_EQ(wait.kind, Decision::Kind::kWait);
+  EXPECT_EQ(wait.wake_at, clock_.Now() + milliseconds(5000));
+  EXPECT_EQ(Reason(dest), "backoff");
+  clock_.Advance(milliseconds(5000));
+  EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kDispatch);
+}
+
+class SchedulerPlatformCapTest : public SchedulerTest {
+ protected:
+  static SchedulerOptions Options() {
+    SchedulerOptions options;
+    options.max_in_flight_per_platform[static_cast<size_t>(Platform::kWebhook)] = 1;
+    return options;
+  }
+  SchedulerPlatformCapTest() : SchedulerTest(Options()) {}
+};
+
+// Verifies the per-platform cap: a second destination waits until a slot frees.
+TEST_F(SchedulerPlatformCapTest, CapsInFlightPerPlatform) {
+  DestinationId a = Add(Webhook("https://a.example/hook"));
+  DestinationId b = Add(Webhook("https://b.example/hook"));
+  ASSERT_TRUE(scheduler_.Offer(a, Item(1)).ok());
+  ASSERT_TRUE(scheduler_.Offer(b, Item(1)).ok());
+  ASSERT_EQ(scheduler_.Next().destination, a);
+  EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kIdle);
+  EXPECT_EQ(Reason(b), "platform_concurrency");
+  Finish(a, 1, 200);
+  clock_.Advance(milliseconds(1));  // tenant_egress paces 1000/s
+  EXPECT_EQ(scheduler_.Next().destination, b);
+}
+
+}  // namespace
+}  // namespace egress::pacing

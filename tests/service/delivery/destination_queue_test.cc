@@ -1,0 +1,148 @@
+// DestinationQueue: the head and read-ahead of one destination, and what it must fetch.
+
+#include "dispatcher/service/delivery/destination_queue.h"
+
+#include <gtest/gtest.h>
+
+namespace egress::service {
+namespace {
+
+PendingDelivery P(std::string id, int64_t updated_ms = 1) {
+  PendingDelivery p;
+  p.id = std::move(id);
+  p.updated_ms = updated_ms;
+  return p;
+}
+
+std::vector<std::string> Ids(const DestinationQueue& q) {
+  std::vector<std::string> out;
+  for (const auto& p : q.held()) {
+    out.push_back(p.id);
+  }
+  return out;
+}
+
+TEST(DestinationQueueTest, FirstFetchReadsFromTheStartAndAShortReadCompletesIt) {
+  DestinationQueue q(4);
+  auto plan = q.StartFetch(2);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->after, "");
+  EXPECT_EQ(plan->limit, 6u);  // the read meets the two in flight first
+  EXPECT_FALSE(q.StartFetch(0).has_value()) << "one fetch at a time";
+  EXPECT_TRUE(q.Fetched({P("b"), P("c")}, 4, "d"));  // a and d are in flight
+  EXPECT_EQ(q.head()->id, "b");
+  EXPECT_TRUE(q.complete());
+  EXPECT_EQ(q.cursor(), "d");
+  EXPECT_FALSE(q.StartFetch(0).has_value()) << "complete: later work comes through Notify";
+}
+
+TEST(DestinationQueueTest, FullReadLeavesMoreToFetchOnceTheQueueRunsLow) {
+  DestinationQueue q(4);
+  q.StartFetch(0);
+  q.Fetched({P("a"), P("b"), P("c"), P("d")}, 4, "d");
+  EXPECT_FALSE(q.complete());
+  EXPECT_FALSE(q.StartFetch(0).has_value()) << "holds enough";
+  q.TakeHead();
+  EXPECT_FALSE(q.StartFetch(0).has_value()) << "more than half is still enough";
+  q.TakeHead();
+  auto plan = q.StartFetch(3);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->after, "d");
+  EXPECT_EQ(plan->limit, 4u);
+}
+
+TEST(DestinationQueueTest, NotifyAddsOnlyWhatIsCovered) {
+  DestinationQueue q(4);
+  EXPECT_FALSE(q.Notify(P("x"))) << "not read yet: the fetch will find it";
+  EXPECT_EQ(q.size(), 0u);
+  q.StartFetch(0);
+  q.Fetched({P("a")}, 1, "a");
+  EXPECT_FALSE(q.Notify(P("b")));
+  EXPECT_EQ(q.cursor(), "b");
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(DestinationQueueTest, AnEarlierDeliveryWaitingAgainBecomesTheHead) {
+  DestinationQueue q(4);
+  q.StartFetch(0);
+  q.Fetched({P("c"), P("d")}, 2, "d");
+  EXPECT_TRUE(q.Add(P("a")));   // deferred after its attempt
+  EXPECT_FALSE(q.Add(P("b")));  // another one, behind the new head
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"a", "b", "c", "d"}));
+  EXPECT_FALSE(q.Add(P("c", 0))) << "an older copy of a held id is ignored";
+  PendingDelivery newer = P("c", 5);
+  newer.state = storage::DeliveryState::kDeferred;
+  q.Add(newer);
+  EXPECT_EQ(q.held()[2].state, storage::DeliveryState::kDeferred);
+}
+
+TEST(DestinationQueueTest, OverflowDropsTheTailAndReadsItAgainLater) {
+  DestinationQueue q(2);
+  q.StartFetch(0);
+  q.Fetched({}, 0, "");
+  ASSERT_TRUE(q.complete());
+  for (const char* id : {"a", "b", "c", "d", "e"}) {
+    q.Notify(P(id));
+  }
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(q.cursor(), "b");
+  EXPECT_FALSE(q.complete());
+  EXPECT_FALSE(q.Notify(P("f"))) << "beyond the cursor again";
+  q.TakeHead();
+  q.TakeHead();
+  auto plan = q.StartFetch(0);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->after, "b");
+}
+
+TEST(DestinationQueueTest, AFetchAnsweredAfterTheCursorMovedBackDoesNotSkipAnything) {
+  DestinationQueue q(2);
+  q.StartFetch(0);
+  q.Fetched({P("a")}, 1, "a");
+  q.TakeHead();
+  q.Notify(P("b"));
+  q.Reset();  // the store disagreed with what was read ahead
+  auto plan = q.StartFetch(0);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->after, "");
+  q.Reset();  // again, while that read is on its way
+  q.Fetched({P("b"), P("c")}, 2, "c");
+  EXPECT_EQ(q.cursor(), "") << "the read started before the reset";
+  EXPECT_FALSE(q.complete());
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"b", "c"}));
+}
+
+TEST(DestinationQueueTest, FetchedMergesWithWhatNotifyAddedMeanwhile) {
+  DestinationQueue q(4);
+  q.StartFetch(0);
+  q.Fetched({P("a")}, 1, "a");
+  q.TakeHead();
+  q.Notify(P("c"));  // complete: added
+  q.Reset();
+  q.StartFetch(0);
+  q.Notify(P("d"));  // not complete: left for the fetch
+  q.Add(P("c", 3));  // its outcome: waiting again
+  q.Fetched({P("b"), P("c", 2), P("d")}, 3, "d");
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"b", "c", "d"}));
+  EXPECT_EQ(q.held()[1].updated_ms, 3);
+  EXPECT_TRUE(q.complete());
+}
+
+// The race the e2e bench found: a delivery made durable (and notified) after the fetch on its
+// way read the store must not be lost when that fetch comes back short ("complete").
+TEST(DestinationQueueTest, NotifyDuringAFetchIsKeptWhenTheFetchComesBackShort) {
+  DestinationQueue q(4);
+  q.StartFetch(0);
+  q.Fetched({P("a"), P("b"), P("c"), P("d")}, 4, "d");  // a full page: more may follow
+  q.TakeHead();
+  q.TakeHead();
+  q.TakeHead();
+  ASSERT_TRUE(q.StartFetch(0).has_value());  // reads after "d" ...
+  q.Notify(P("f"));                          // ... "f" is enqueued after that read
+  q.Fetched({P("e")}, 1, "e");               // short: complete from here on
+  EXPECT_TRUE(q.complete());
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"d", "e", "f"}));
+}
+
+}  // namespace
+}  // namespace egress::service
