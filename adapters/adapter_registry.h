@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <string_view>
 
 #include "adapters/discord_adapter.h"
@@ -7,14 +8,22 @@
 #include "adapters/platform_adapter.h"
 #include "adapters/slack_adapter.h"
 #include "adapters/webhook_adapter.h"
+#include "dispatcher/base/platform.h"
+#include "dispatcher/base/result.h"
 
 namespace egress::adapters {
 
-// The four platform adapters, built once from the endpoints. Immutable after construction; the
-// pointers Find() returns live as long as the registry. Safe from any thread.
+// The adapter of every platform, indexed by Platform. Immutable after construction: safe to
+// read from any thread.
 class AdapterRegistry {
  public:
   explicit AdapterRegistry(const PlatformEndpoints& endpoints);
+  AdapterRegistry(const AdapterRegistry&) = delete;
+  AdapterRegistry& operator=(const AdapterRegistry&) = delete;
+
+  const PlatformAdapter& Get(Platform platform) const {
+    return *by_platform_[static_cast<size_t>(platform)];
+  }
 
   // The adapter for "slack", "discord", "line" or "webhook" (exact, lowercase, as stored in
   // Delivery::platform); InvalidArgument naming any other platform.
@@ -25,6 +34,7 @@ class AdapterRegistry {
   DiscordAdapter discord_;
   LineAdapter line_;
   WebhookAdapter webhook_;
+  std::array<const PlatformAdapter*, kPlatformCount> by_platform_;
 };
 
 }  // namespace egress::adapters

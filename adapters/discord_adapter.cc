@@ -1,5 +1,6 @@
 #include "adapters/discord_adapter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -166,6 +167,24 @@ AttemptReport DiscordAdapter::Interpret(const storage::Delivery& delivery,
     report.disable_destination = "discord unknown webhook (10015)";
   }
   return report;
+}
+
+Status DiscordAdapter::CheckDestination(std::string_view d) const {
+  auto all_digits = [](std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (d.starts_with(kChannelsPrefix) && all_digits(d.substr(kChannelsPrefix.size()))) {
+    return Status::Ok();
+  }
+  if (d.starts_with(kWebhooksPrefix)) {
+    std::string_view rest = d.substr(kWebhooksPrefix.size());
+    const size_t slash = rest.find('/');
+    if (slash != std::string_view::npos && all_digits(rest.substr(0, slash)) &&
+        slash + 1 < rest.size() && rest.substr(slash + 1).find('/') == std::string_view::npos) {
+      return Status::Ok();
+    }
+  }
+  return Status::InvalidArgument("must be channels/<id> or webhooks/<id>/<token>");
 }
 
 }  // namespace egress::adapters

@@ -30,6 +30,9 @@ class DiscordAdapter final : public PlatformAdapter {
  public:
   explicit DiscordAdapter(PlatformEndpoints endpoints);
 
+  Platform platform() const override { return Platform::kDiscord; }
+  Status CheckDestination(std::string_view destination) const override;
+
   // InvalidArgument for a malformed destination or a payload that is not a JSON object;
   // FailedPrecondition when a bot destination's credential has no token.
   Result<HttpRequest> BuildRequest(const storage::Delivery& delivery, const Credential& credential,

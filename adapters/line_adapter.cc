@@ -1,5 +1,7 @@
 #include "adapters/line_adapter.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <utility>
 
@@ -175,6 +177,17 @@ AttemptReport LineAdapter::Interpret(const storage::Delivery&, const Result<Http
     report.invalidate_credential = "line 401";
   }
   return report;
+}
+
+Status LineAdapter::CheckDestination(std::string_view d) const {
+  const bool ok = d.size() == 33 && (d[0] == 'U' || d[0] == 'C' || d[0] == 'R') &&
+                  std::all_of(d.begin() + 1, d.end(), [](char c) {
+                    return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+                  });
+  if (ok) {
+    return Status::Ok();
+  }
+  return Status::InvalidArgument("must be a LINE user, group or room id (U, C or R and 32 hex digits)");
 }
 
 }  // namespace egress::adapters

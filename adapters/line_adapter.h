@@ -35,6 +35,9 @@ class LineAdapter final : public PlatformAdapter {
  public:
   explicit LineAdapter(PlatformEndpoints endpoints);
 
+  Platform platform() const override { return Platform::kLine; }
+  Status CheckDestination(std::string_view destination) const override;
+
   // InvalidArgument for a malformed destination or payload, a multicast over 500 recipients or a
   // delivery without an id; FailedPrecondition when the credential has no token.
   Result<HttpRequest> BuildRequest(const storage::Delivery& delivery, const Credential& credential,

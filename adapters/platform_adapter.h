@@ -2,11 +2,13 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "adapters/http_transport.h"
 #include "dispatcher/pacing/delivery_outcome.h"
 #include "dispatcher/pacing/rate_limit_observation.h"
+#include "dispatcher/base/platform.h"
 #include "dispatcher/base/result.h"
 #include "storage/delivery.h"
 
@@ -49,6 +51,14 @@ struct AttemptReport {
 class PlatformAdapter {
  public:
   virtual ~PlatformAdapter() = default;
+
+  virtual Platform platform() const = 0;
+
+  // Whether `destination` has this platform's shape (intake refuses a delivery otherwise, with
+  // 422 invalid_destination): OK, or InvalidArgument whose message says what the shape must be.
+  // Says nothing about reachability (the SSRF guard decides that on the resolved address).
+  virtual Status CheckDestination(std::string_view destination) const = 0;
+
 
   // InvalidArgument naming the problem when the delivery cannot be sent as it is (payload not
   // JSON, destination malformed); such a delivery is dead, not retried.

@@ -1,6 +1,8 @@
 #include "adapters/slack_adapter.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <utility>
 
 #include "adapters/attempt_reports.h"
@@ -225,6 +227,18 @@ AttemptReport SlackAdapter::Interpret(const storage::Delivery& delivery,
     return InterpretWebhook(*response, received_at);
   }
   return InterpretApi(*response, received_at);
+}
+
+Status SlackAdapter::CheckDestination(std::string_view d) const {
+  const bool channel =
+      !d.empty() && d.size() <= 64 && std::all_of(d.begin(), d.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0;
+      });
+  if (channel || IsHttpsUrl(d)) {
+    return Status::Ok();
+  }
+  return Status::InvalidArgument(
+      "must be a Slack channel id (e.g. C0123456789) or an https incoming-webhook URL");
 }
 
 }  // namespace egress::adapters

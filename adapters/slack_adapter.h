@@ -41,6 +41,9 @@ class SlackAdapter final : public PlatformAdapter {
  public:
   explicit SlackAdapter(PlatformEndpoints endpoints);
 
+  Platform platform() const override { return Platform::kSlack; }
+  Status CheckDestination(std::string_view destination) const override;
+
   // InvalidArgument for a malformed destination or a payload that is not a JSON object;
   // FailedPrecondition when chat.postMessage needs a token and the credential has none.
   Result<HttpRequest> BuildRequest(const storage::Delivery& delivery, const Credential& credential,

@@ -24,6 +24,9 @@ class WebhookAdapter final : public PlatformAdapter {
  public:
   explicit WebhookAdapter(PlatformEndpoints endpoints);
 
+  Platform platform() const override { return Platform::kWebhook; }
+  Status CheckDestination(std::string_view destination) const override;
+
   // InvalidArgument for a destination that is not an http(s) URL, a payload that is not JSON or
   // a delivery id unfit for webhook-id (empty or with '.'); FailedPrecondition when the credential
   // has no secrets or one is not a valid "whsec_" secret.

@@ -59,7 +59,7 @@ using egress::pacing::DeliveryOutcome;
 using egress::pacing::DestinationId;
 using egress::pacing::DestinationSpec;
 using egress::pacing::MemoryBudgetStore;
-using egress::pacing::Platform;
+using egress::Platform;
 using egress::pacing::Scheduler;
 using egress::pacing::SchedulerOptions;
 using egress::SplitMixRandom;

@@ -4,7 +4,6 @@
 
 namespace egress::config {
 
-using pacing::Platform;
 
 Config DefaultConfig() {
   Config config;
@@ -15,7 +14,7 @@ Config DefaultConfig() {
   config.platform(Platform::kWebhook).allow_private_networks =
       endpoint_defaults.webhook_ssrf.allow_private_networks;
   const pacing::SchedulerOptions scheduler_defaults;
-  for (int i = 0; i < pacing::kPlatformCount; ++i) {
+  for (int i = 0; i < kPlatformCount; ++i) {
     config.platforms[i].max_in_flight_per_destination =
         scheduler_defaults.max_in_flight_per_destination[i];
     config.platforms[i].max_in_flight_per_platform =

@@ -20,8 +20,8 @@ namespace egress::config {
 // into the option structs of the service's parts.
 struct Config {
   ServerOptions server;
-  // Indexed by pacing::Platform (slack, discord, line, webhook).
-  std::array<PlatformConfig, pacing::kPlatformCount> platforms;
+  // Indexed by Platform (slack, discord, line, webhook).
+  std::array<PlatformConfig, kPlatformCount> platforms;
   // Deployment default of each budget, indexed by pacing::BudgetName ([budgets.<name>]).
   std::array<pacing::Budget, pacing::kBudgetNameCount> budgets;
   // The outbound HTTP client ([transport]).
@@ -31,8 +31,8 @@ struct Config {
   // The files read, in the order applied (profiles first, the main file last).
   std::vector<std::string> sources;
 
-  PlatformConfig& platform(pacing::Platform p) { return platforms[static_cast<size_t>(p)]; }
-  const PlatformConfig& platform(pacing::Platform p) const {
+  PlatformConfig& platform(Platform p) { return platforms[static_cast<size_t>(p)]; }
+  const PlatformConfig& platform(Platform p) const {
     return platforms[static_cast<size_t>(p)];
   }
   pacing::Budget& budget(pacing::BudgetName b) { return budgets[static_cast<size_t>(b)]; }

@@ -2,11 +2,10 @@
 
 namespace egress::config {
 
-using pacing::Platform;
 
 pacing::SchedulerOptions ToSchedulerOptions(const Config& config) {
   pacing::SchedulerOptions options;
-  for (int i = 0; i < pacing::kPlatformCount; ++i) {
+  for (int i = 0; i < kPlatformCount; ++i) {
     const PlatformConfig& platform = config.platforms[i];
     options.retry[i] = platform.retry;
     options.max_in_flight_per_destination[i] = platform.max_in_flight_per_destination;

@@ -8,7 +8,6 @@ namespace egress::config {
 namespace {
 
 using pacing::BudgetName;
-using pacing::Platform;
 
 // The platform whose profile sets a budget; nullopt for tenant-wide budgets (main file only).
 std::optional<Platform> ProfileOf(BudgetName name) {
@@ -71,7 +70,7 @@ Status ReadBudgetsSection(const TomlFields& budgets, std::optional<Platform> onl
     if (only.has_value() && ProfileOf(*budget) != only) {
       return budgets.Error(fields.table(), fields.prefix(),
                            fmt::format("the {} profile may set only its own platform's budgets",
-                                       pacing::PlatformString(*only)));
+                                       PlatformString(*only)));
     }
     return ReadBudget(fields, out.budget(*budget));
   });

@@ -16,7 +16,6 @@
 namespace egress::config {
 namespace {
 
-using pacing::Platform;
 
 Result<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -133,10 +132,10 @@ Result<Config> LoadConfig(const std::string& path, const LoadOptions& options) {
   const std::filesystem::path dir = options.profiles_dir.empty()
                                         ? std::filesystem::path(path).parent_path() / "profiles"
                                         : std::filesystem::path(options.profiles_dir);
-  for (int i = 0; i < pacing::kPlatformCount; ++i) {
+  for (int i = 0; i < kPlatformCount; ++i) {
     const auto platform = static_cast<Platform>(i);
     const std::string file =
-        (dir / fmt::format("{}.toml", pacing::PlatformString(platform))).string();
+        (dir / fmt::format("{}.toml", PlatformString(platform))).string();
     if (Status status = ApplyFile(file, platform, config); !status.ok()) {
       return status;
     }

@@ -5,12 +5,11 @@
 namespace egress::config {
 namespace {
 
-using pacing::Platform;
 
 std::optional<Platform> ParsePlatform(std::string_view name) {
-  for (int i = 0; i < pacing::kPlatformCount; ++i) {
+  for (int i = 0; i < kPlatformCount; ++i) {
     const auto p = static_cast<Platform>(i);
-    if (pacing::PlatformString(p) == name) {
+    if (PlatformString(p) == name) {
       return p;
     }
   }
@@ -118,7 +117,7 @@ Status ReadPlatformsSection(const TomlFields& platforms, std::optional<Platform>
     if (only.has_value() && *platform != *only) {
       return platforms.Error(fields.table(), fields.prefix(),
                              fmt::format("the {0} profile may set only platforms.{0}",
-                                         pacing::PlatformString(*only)));
+                                         PlatformString(*only)));
     }
     return ReadPlatform(fields, *platform, out.platform(*platform));
   });

@@ -85,28 +85,6 @@ Status AppendPlatformScopes(const DestinationSpec& spec, ScopePath& path) {
 
 }  // namespace
 
-std::optional<Platform> ParsePlatform(std::string_view name) {
-  for (Platform p : {Platform::kSlack, Platform::kDiscord, Platform::kLine, Platform::kWebhook}) {
-    if (PlatformString(p) == name) {
-      return p;
-    }
-  }
-  return std::nullopt;
-}
-
-std::string_view PlatformString(Platform platform) {
-  switch (platform) {
-    case Platform::kSlack:
-      return "slack";
-    case Platform::kDiscord:
-      return "discord";
-    case Platform::kLine:
-      return "line";
-    case Platform::kWebhook:
-      return "webhook";
-  }
-  return "unknown";
-}
 
 ScopeKey HashScope(BudgetName budget, std::initializer_list<std::string_view> parts) {
   uint64_t h = Fnv(kFnvOffset, BudgetNameString(budget));

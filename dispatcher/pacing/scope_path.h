@@ -9,17 +9,10 @@
 
 #include "dispatcher/pacing/budget.h"
 #include "dispatcher/pacing/budget_store.h"
+#include "dispatcher/base/platform.h"
 #include "dispatcher/base/result.h"
 
 namespace egress::pacing {
-
-enum class Platform : uint8_t { kSlack, kDiscord, kLine, kWebhook };
-inline constexpr int kPlatformCount = 4;
-
-// "slack", "discord", "line", "webhook".
-std::string_view PlatformString(Platform platform);
-// The inverse of PlatformString ("slack", "discord", "line", "webhook"); nullopt otherwise.
-std::optional<Platform> ParsePlatform(std::string_view name);
 
 // Where deliveries go, as the service knows it. Strings are only read while the path is built.
 struct DestinationSpec {

@@ -17,7 +17,7 @@
 #include "dispatcher/pacing/scheduler.h"
 #include "dispatcher/service/credential_book.h"
 #include "dispatcher/service/delivery/delivery_loop.h"
-#include "dispatcher/service/api/delivery_request.h"
+#include "dispatcher/service/api/delivery_fields.h"
 #include "dispatcher/service/api/http_server.h"
 #include "dispatcher/service/api/intake_limiter.h"
 #include "dispatcher/service/metrics.h"
@@ -70,6 +70,7 @@ class Service {
   IntakeLimiter& intake_limiter() { return *intake_limiter_; }
   CredentialBook& credentials() { return credentials_; }
   Metrics& metrics() { return metrics_; }
+  const adapters::AdapterRegistry& adapters() const { return *adapters_; }
   const ServiceOptions& options() const { return options_; }
   const Clock& clock() const { return clock_; }
   boost::asio::io_context& io() { return io_; }

@@ -60,7 +60,7 @@ tl::expected<adapters::Credential, ApiError> CredentialFromJson(const std::strin
   adapters::Credential c;
   c.name = name;
   c.platform = body.value("platform", std::string());
-  if (!pacing::ParsePlatform(c.platform)) {
+  if (!ParsePlatform(c.platform)) {
     return tl::unexpected(
         ApiError{422, "unknown_platform", "platform: slack, discord, line or webhook", "platform"});
   }

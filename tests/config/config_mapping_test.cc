@@ -9,7 +9,6 @@ namespace {
 
 using pacing::Budget;
 using pacing::BudgetName;
-using pacing::Platform;
 
 // Verifies retry policies and in-flight caps land in the platform's SchedulerOptions slot.
 TEST(ConfigMappingTest, SchedulerOptionsPerPlatform) {

@@ -14,7 +14,6 @@ namespace {
 
 using pacing::Budget;
 using pacing::BudgetName;
-using pacing::Platform;
 
 std::vector<Millis> Durations(std::initializer_list<const char*> texts) {
   std::vector<Millis> out;
@@ -41,7 +40,7 @@ TEST(LoadConfigTest, EmptyFilesGiveDefaults) {
   EXPECT_EQ(config->platform(Platform::kWebhook).base_url, "");
   EXPECT_FALSE(config->platform(Platform::kWebhook).allow_private_networks);
   const pacing::SchedulerOptions scheduler;
-  for (int i = 0; i < pacing::kPlatformCount; ++i) {
+  for (int i = 0; i < kPlatformCount; ++i) {
     EXPECT_EQ(config->platforms[i].max_in_flight_per_destination,
               scheduler.max_in_flight_per_destination[i]);
     EXPECT_EQ(config->platforms[i].retry.max_attempts, 10);
@@ -270,7 +269,7 @@ TEST(LoadConfigTest, ShippedDefaultConfigLoads) {
   EXPECT_EQ(config->platform(Platform::kSlack).retry.max_attempts, 11);
   EXPECT_EQ(config->platform(Platform::kLine).retry.max_age, Millis(23 * 3'600'000));
   const pacing::SchedulerOptions scheduler;
-  for (int i = 0; i < pacing::kPlatformCount; ++i) {
+  for (int i = 0; i < kPlatformCount; ++i) {
     EXPECT_EQ(config->platforms[i].max_in_flight_per_destination,
               scheduler.max_in_flight_per_destination[i]);
     EXPECT_EQ(config->platforms[i].max_in_flight_per_platform,

@@ -3,19 +3,31 @@
 #include <map>
 #include <string>
 
+#include <boost/asio/post.hpp>
+
 #include "dispatcher/service/api/http_server.h"
+#include "dispatcher/service/api/intake.h"
+#include "dispatcher/service/service.h"
 
 namespace egress::service {
 
-class Service;
+// Runs `work(store)` on the storage pool, then `done(result)` on the loop.
+template <class Work, class Done>
+void OnStore(Service& s, Work work, Done done) {
+  boost::asio::post(
+      s.storage_pool(), [&s, work = std::move(work), done = std::move(done)]() mutable {
+        auto result = work(s.store());
+        boost::asio::post(s.io(), [done = std::move(done), result = std::move(result)]() mutable {
+          done(std::move(result));
+        });
+      });
+}
 
-// The HTTP API (docs/api.md). Every handler runs on the loop, does its store work on the
+// The HTTP API (docs/api.md); intake's two routes are declared in intake.h. Every handler runs on the loop, does its store work on the
 // storage pool and answers through `respond` on the loop. `service` outlives every handler
 // (Service joins its storage pool before it is destroyed).
 void Route(Service& service, HttpRequest&& request, Respond respond);
 
-void CreateDelivery(Service& service, const HttpRequest& request, Respond respond);
-void CreateBatch(Service& service, const HttpRequest& request, Respond respond);
 void GetDelivery(Service& service, const std::string& id, Respond respond);
 void ListDeliveries(Service& service, const std::map<std::string, std::string>& query,
                     Respond respond);

@@ -1,14 +1,35 @@
+// Intake: POST /v1/deliveries and POST /v1/deliveries/batch, each read -> check -> meter ->
+// enqueue -> answer, in this file (the reading and checking of one delivery's fields is in
+// delivery_fields.cc). Runs on the loop, except the store work OnStore hands to the pool.
+
 #include "dispatcher/service/api/intake.h"
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "dispatcher/service/api/delivery_fields.h"
+#include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
+#include "dispatcher/service/api/intake_limiter.h"
+#include "dispatcher/service/credential_book.h"
+#include "dispatcher/service/service.h"
 
 namespace egress::service {
+namespace {
 
+using nlohmann::json;
+
+// ---- Shared by both routes ----
+
+// The 429 of the backpressure contract, with every header.
 HttpResponse Throttled(const IntakeLimiter::Decision& d, WallTime now, std::string_view why) {
   const int64_t retry_ms = std::max<int64_t>(1, d.retry_after.count());
   const int64_t retry_s = (retry_ms + 999) / 1000;
@@ -30,6 +51,7 @@ HttpResponse Throttled(const IntakeLimiter::Decision& d, WallTime now, std::stri
   return res;
 }
 
+// The store's refusal; a 503 carries Retry-After.
 HttpResponse Unavailable(const Status& s) {
   HttpResponse res = ErrorResponse(FromStatus(s));
   if (res.result_int() == 503) {
@@ -38,6 +60,7 @@ HttpResponse Unavailable(const Status& s) {
   return res;
 }
 
+// The delivery just stored from `in` under `id`, as the delivery loop is told of it.
 storage::Delivery Queued(storage::NewDelivery in, const std::string& id, int64_t now_ms) {
   storage::Delivery d;
   d.id = id;
@@ -52,6 +75,26 @@ storage::Delivery Queued(storage::NewDelivery in, const std::string& id, int64_t
   d.ordering_key = std::move(in.ordering_key);
   return d;
 }
+
+// The platforms of the credentials one request names, looked up once per (tenant, name) among
+// the last few pairs: a batch names few, and the book takes a lock and copies secrets.
+class CredentialPlatforms {
+ public:
+  explicit CredentialPlatforms(const CredentialBook& book) : book_(book) {}
+
+  // The platform of the tenant's credential `name`; nullopt when it is not registered.
+  const std::optional<std::string>& Find(const std::string& tenant, const std::string& name);
+
+ private:
+  static constexpr size_t kRemembered = 8;
+  struct Entry {
+    std::string tenant, name;
+    std::optional<std::string> platform;
+  };
+  const CredentialBook& book_;
+  std::vector<Entry> recent_;
+  size_t next_ = 0;
+};
 
 const std::optional<std::string>& CredentialPlatforms::Find(const std::string& tenant,
                                                             const std::string& name) {
@@ -68,9 +111,10 @@ const std::optional<std::string>& CredentialPlatforms::Find(const std::string& t
   return e.platform;
 }
 
+// Checks one item: shape (CheckDeliveryFields), then the tenant's credential.
 tl::expected<storage::NewDelivery, ApiError> CheckItem(Service& s, DeliveryFields&& fields,
                                                        CredentialPlatforms& credentials) {
-  auto parsed = CheckDeliveryFields(std::move(fields), s.options().intake);
+  auto parsed = CheckDeliveryFields(std::move(fields), s.options().intake, s.adapters());
   if (!parsed) {
     return parsed;
   }
@@ -88,6 +132,318 @@ tl::expected<storage::NewDelivery, ApiError> CheckItem(Service& s, DeliveryField
                                    "credential"});
   }
   return parsed;
+}
+
+// ---- POST /v1/deliveries ----
+
+struct EnqueueOutcome {
+  // One result per part (a LINE multicast over 500 recipients is several deliveries).
+  Result<std::vector<Result<storage::EnqueueResult>>> results = Status::Unavailable("not run");
+  bool over_backlog = false;
+  std::string state;  // the first part's state when it was already stored
+};
+
+// Stores the parts of one request in one synced write (unless the tenant is over its backlog).
+EnqueueOutcome EnqueueParts(storage::QueueStore& store,
+                            const std::vector<storage::NewDelivery>& parts, int64_t now_ms,
+                            uint64_t watermark) {
+  EnqueueOutcome out;
+  auto backlog = store.TenantBacklog(parts.front().tenant);
+  if (backlog && *backlog >= watermark) {
+    out.over_backlog = true;
+    return out;
+  }
+  if (parts.size() == 1) {
+    Result<storage::EnqueueResult> one = store.Enqueue(parts.front(), now_ms);
+    if (!one) {
+      out.results = one.error();
+      return out;
+    }
+    out.results = std::vector<Result<storage::EnqueueResult>>{std::move(one)};
+  } else {
+    out.results = store.EnqueueBatch(parts, now_ms);
+  }
+  if (out.results) {
+    const auto& first = out.results->front();
+    if (first && !first->created) {
+      auto existing = store.Get(first->id);
+      out.state = existing ? std::string(storage::StateName(existing->state)) : "queued";
+    }
+  }
+  return out;
+}
+
+// The answer to POST /v1/deliveries once its parts are stored: 202 when any part is new, 200
+// when every part was already stored under its idempotency key; a split request also lists
+// every part's id in "ids".
+HttpResponse Accepted(Service& s, const std::vector<storage::NewDelivery>& parts,
+                      const std::vector<Result<storage::EnqueueResult>>& results, int64_t now_ms,
+                      const std::string& state) {
+  json ids = json::array();
+  bool created = false;
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (!results[k]) {
+      // A part the store refused (the others are stored and go out).
+      return ErrorResponse(FromStatus(results[k].error()));
+    }
+    ids.push_back(results[k]->id);
+    if (results[k]->created) {
+      created = true;
+      s.metrics().Inc("relay_egress_deliveries_accepted_total",
+                      {{"tenant", parts[k].tenant}, {"platform", parts[k].platform}});
+      s.loop().Notify(Queued(parts[k], results[k]->id, now_ms));
+    }
+  }
+  json body = {{"id", ids.front()}, {"state", created ? std::string("queued") : state}};
+  if (parts.size() > 1) {
+    body["ids"] = std::move(ids);
+  }
+  return JsonResponse(created ? 202 : 200, body);
+}
+
+// ---- POST /v1/deliveries/batch ----
+
+// An item's refusal as the batch answer lists it: the envelope plus "status".
+std::string RefusalText(const ApiError& e) {
+  json j = e.ToJson();
+  j["status"] = e.http_status;
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Appends `text` as a JSON string, escaped as nlohmann's dump would.
+void AppendJsonString(std::string& out, const std::string& text) {
+  const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u < 0x80 && c != '"' && c != '\\';
+  });
+  if (plain) {
+    out += '"';
+    out += text;
+    out += '"';
+  } else {
+    out += json(text).dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+}
+
+// Moves the parts of the items whose tenant was denied out of the write, refusing those items.
+void DropDenied(const std::map<std::string, IntakeLimiter::Decision>& denied,
+                std::vector<storage::NewDelivery>& pending, std::vector<size_t>& slots,
+                std::vector<std::string>& refused) {
+  size_t kept = 0;
+  for (size_t k = 0; k < pending.size(); ++k) {
+    if (auto it = denied.find(pending[k].tenant); it != denied.end()) {
+      refused[slots[k]] =
+          json{{"error", "rate_limited"},
+               {"status", 429},
+               {"retry_after_ms", std::max<int64_t>(1, it->second.retry_after.count())}}
+              .dump();
+      continue;
+    }
+    if (kept != k) {
+      pending[kept] = std::move(pending[k]);
+      slots[kept] = slots[k];
+    }
+    ++kept;
+  }
+  pending.resize(kept);
+  slots.resize(kept);
+}
+
+// The answer to a batch once its parts are written (`stored[k]` for `parts[k]`, of item
+// `slots[k]`): 202 when every item is accepted, else 207; each result as nlohmann would dump
+// it (keys sorted), written without a tree. Counts and queues the parts that are new.
+HttpResponse BatchAnswer(Service& s, std::vector<storage::NewDelivery>&& parts,
+                         const std::vector<size_t>& slots,
+                         const std::vector<Result<storage::EnqueueResult>>& stored,
+                         const std::vector<std::string>& refused, int64_t now_ms) {
+  // New parts per (tenant, platform), counted once per pair.
+  std::vector<std::pair<storage::NewDelivery*, int64_t>> accepted;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (!stored[k] || !stored[k]->created) {
+      continue;
+    }
+    auto same = std::find_if(accepted.begin(), accepted.end(), [&](const auto& a) {
+      return a.first->tenant == parts[k].tenant && a.first->platform == parts[k].platform;
+    });
+    if (same != accepted.end()) {
+      ++same->second;
+    } else {
+      accepted.emplace_back(&parts[k], 1);
+    }
+  }
+  for (const auto& [part, n] : accepted) {
+    s.metrics().Inc("relay_egress_deliveries_accepted_total",
+                    {{"tenant", part->tenant}, {"platform", part->platform}},
+                    static_cast<double>(n));
+  }
+  std::string body = R"({"results":[)";
+  body.reserve(body.size() + refused.size() * 80);
+  bool all_ok = true;
+  size_t k = 0;
+  for (size_t i = 0; i < refused.size(); ++i) {
+    if (i > 0) {
+      body += ',';
+    }
+    if (!refused[i].empty()) {
+      body += refused[i];
+      all_ok = false;
+      continue;
+    }
+    // The item's parts: its answer is the last refused part's error, else every id.
+    const size_t first = k;
+    const Status* failed = nullptr;
+    bool created = false;
+    for (; k < slots.size() && slots[k] == i; ++k) {
+      if (!stored[k]) {
+        failed = &stored[k].error();
+        continue;
+      }
+      if (stored[k]->created) {
+        created = true;
+        s.loop().Notify(Queued(std::move(parts[k]), stored[k]->id, now_ms));
+      }
+    }
+    if (failed != nullptr) {
+      body += RefusalText(FromStatus(*failed));
+      all_ok = false;
+      continue;
+    }
+    body += created ? R"({"created":true,"id":)" : R"({"created":false,"id":)";
+    AppendJsonString(body, stored[first]->id);
+    if (k - first > 1) {
+      body += R"(,"ids":[)";
+      for (size_t p = first; p < k; ++p) {
+        if (p > first) {
+          body += ',';
+        }
+        AppendJsonString(body, stored[p]->id);
+      }
+      body += ']';
+    }
+    body += R"(,"state":"queued"})";
+  }
+  body += "]}";
+  return TextResponse(all_ok ? 202 : 207, std::move(body), "application/json");
+}
+
+}  // namespace
+
+void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
+  auto fields = ReadDeliveryBody(request.body());
+  if (!fields) {
+    s.metrics().Inc("relay_egress_intake_rejections_total",
+                    {{"tenant", ""}, {"reason", "invalid"}});
+    respond(ErrorResponse(fields.error()));
+    return;
+  }
+  const std::string tenant_label =
+      fields->tenant.kind == RequestField::Kind::kString ? fields->tenant.text : "";
+  CredentialPlatforms credentials(s.credentials());
+  auto item = CheckItem(s, std::move(*fields), credentials);
+  auto parts =
+      item
+          ? SplitDelivery(std::move(*item))
+          : tl::expected<std::vector<storage::NewDelivery>, ApiError>(tl::unexpected(item.error()));
+  if (!parts) {
+    s.metrics().Inc("relay_egress_intake_rejections_total",
+                    {{"tenant", tenant_label}, {"reason", parts.error().code}});
+    respond(ErrorResponse(parts.error()));
+    return;
+  }
+  const std::string tenant = parts->front().tenant;
+  auto decision = s.intake_limiter().Take(tenant, static_cast<int64_t>(parts->size()));
+  if (!decision.allowed) {
+    s.metrics().Inc("relay_egress_intake_rejections_total",
+                    {{"tenant", tenant}, {"reason", "rate_limited"}});
+    respond(Throttled(decision, s.clock().WallNow(), "intake budget"));
+    return;
+  }
+  const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
+  const uint64_t watermark = s.options().backlog_watermark;
+  auto shared = std::make_shared<const std::vector<storage::NewDelivery>>(std::move(*parts));
+  OnStore(
+      s,
+      [shared, now_ms, watermark](storage::QueueStore& store) {
+        return EnqueueParts(store, *shared, now_ms, watermark);
+      },
+      [&s, shared, now_ms, decision, respond = std::move(respond)](EnqueueOutcome out) {
+        if (out.over_backlog) {
+          s.metrics().Inc("relay_egress_intake_rejections_total",
+                          {{"tenant", shared->front().tenant}, {"reason", "backlog"}});
+          IntakeLimiter::Decision full = decision;
+          full.retry_after = Millis(1000);
+          respond(Throttled(full, s.clock().WallNow(), "backlog watermark"));
+          return;
+        }
+        if (!out.results) {
+          respond(Unavailable(out.results.error()));
+          return;
+        }
+        respond(Accepted(s, *shared, *out.results, now_ms, out.state));
+      });
+}
+
+void CreateBatch(Service& s, const HttpRequest& request, Respond respond) {
+  const size_t max_items = s.options().intake.max_batch_items;
+  auto items = ReadBatchBody(request.body(), max_items);
+  if (!items) {
+    respond(ErrorResponse(items.error()));
+    return;
+  }
+  // Per item: its refusal (the rendered result) when refused before the write, else its parts
+  // in `pending`, in item order (`slots` names each part's item).
+  std::vector<std::string> refused(items->size());
+  auto pending = std::make_shared<std::vector<storage::NewDelivery>>();
+  pending->reserve(items->size());
+  std::vector<size_t> slots;
+  slots.reserve(items->size());
+  std::map<std::string, int64_t> per_tenant;
+  CredentialPlatforms credentials(s.credentials());
+  for (size_t i = 0; i < items->size(); ++i) {
+    auto one = CheckItem(s, std::move((*items)[i]), credentials);
+    auto parts = one ? SplitDelivery(std::move(*one))
+                     : tl::expected<std::vector<storage::NewDelivery>, ApiError>(
+                           tl::unexpected(std::move(one.error())));
+    if (!parts) {
+      refused[i] = RefusalText(parts.error());
+      continue;
+    }
+    per_tenant[parts->front().tenant] += static_cast<int64_t>(parts->size());
+    for (storage::NewDelivery& part : *parts) {
+      slots.push_back(i);
+      pending->push_back(std::move(part));
+    }
+  }
+  std::map<std::string, IntakeLimiter::Decision> denied;
+  for (const auto& [tenant, n] : per_tenant) {
+    auto d = s.intake_limiter().Take(tenant, n);
+    if (!d.allowed) {
+      denied.emplace(tenant, d);
+      s.metrics().Inc("relay_egress_intake_rejections_total",
+                      {{"tenant", tenant}, {"reason", "rate_limited"}}, static_cast<double>(n));
+    }
+  }
+  if (!denied.empty()) {
+    DropDenied(denied, *pending, slots, refused);
+  }
+  if (pending->empty() && !denied.empty()) {
+    respond(Throttled(denied.begin()->second, s.clock().WallNow(), "intake budget"));
+    return;
+  }
+  const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
+  OnStore(
+      s,
+      [pending, now_ms](storage::QueueStore& store) {
+        return store.EnqueueBatch(*pending, now_ms);
+      },
+      [&s, pending, now_ms, slots = std::move(slots), refused = std::move(refused),
+       respond = std::move(respond)](auto stored) mutable {
+        if (!stored) {
+          respond(Unavailable(stored.error()));
+          return;
+        }
+        respond(BatchAnswer(s, std::move(*pending), slots, *stored, refused, now_ms));
+      });
 }
 
 }  // namespace egress::service

@@ -147,9 +147,9 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
     return &it->second;
   }
   storage::DestinationParts parts;
-  std::optional<pacing::Platform> platform;
+  std::optional<Platform> platform;
   if (!storage::SplitDestinationKey(key, parts) ||
-      !(platform = pacing::ParsePlatform(parts.platform))) {
+      !(platform = ParsePlatform(parts.platform))) {
     return nullptr;  // intake validates platforms; an old record of a removed one waits
   }
   auto id = scheduler_.AddDestination({.tenant = parts.tenant,
@@ -163,7 +163,7 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
                     .first->second;
   dest.id = *id;
   dest.key = key;
-  dest.discord = *platform == pacing::Platform::kDiscord;
+  dest.discord = *platform == Platform::kDiscord;
   dest.token_key = parts.tenant + "/" + parts.credential;
   keys_by_id_[id->value] = key;
   metrics_.Set("relay_egress_destinations", {}, static_cast<double>(dests_.size()));

@@ -1,4 +1,4 @@
-#include "dispatcher/service/api/delivery_request.h"
+#include "dispatcher/service/api/delivery_fields.h"
 
 #include <cstdint>
 #include <string>
@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "adapters/adapter_registry.h"
 #include "adapters/json_reader.h"
 #include "tests/support/text_mutator.h"
 
@@ -14,9 +15,61 @@ namespace egress::service {
 namespace {
 
 using nlohmann::json;
+using Kind = RequestField::Kind;
+
+// The test oracle: the fields of a request read through nlohmann's tree instead of the
+// production reader, so the two can be held against each other. Test code only.
+// The field `name` of `body`; an object's text (its dump) only when `keep_object`.
+RequestField FieldOf(const json& body, const char* name, bool keep_object = false) {
+  RequestField f;
+  auto it = body.find(name);
+  if (it == body.end()) {
+    return f;
+  }
+  if (it->is_null()) {
+    f.kind = Kind::kNull;
+  } else if (it->is_string()) {
+    f.kind = Kind::kString;
+    f.text = it->get<std::string>();
+  } else if (it->is_number_integer()) {
+    f.kind = Kind::kInteger;
+    f.integer = it->get<int64_t>();
+  } else if (it->is_object()) {
+    f.kind = Kind::kObject;
+    if (keep_object) {
+      f.text = it->dump();
+    }
+  } else {
+    f.kind = Kind::kOther;
+  }
+  return f;
+}
+
+DeliveryFields FieldsOf(const json& body) {
+  DeliveryFields f;
+  if (!body.is_object()) {
+    f.is_object = false;
+    return f;
+  }
+  f.tenant = FieldOf(body, "tenant");
+  f.platform = FieldOf(body, "platform");
+  f.destination = FieldOf(body, "destination");
+  f.credential = FieldOf(body, "credential");
+  f.payload = FieldOf(body, "payload", /*keep_object=*/true);
+  f.idempotency_key = FieldOf(body, "idempotency_key");
+  f.ordering_key = FieldOf(body, "ordering_key");
+  f.cost = FieldOf(body, "cost");
+  return f;
+}
+
+const adapters::AdapterRegistry& Adapters() {
+  static const adapters::AdapterRegistry* registry =
+      new adapters::AdapterRegistry(adapters::PlatformEndpoints{});
+  return *registry;
+}
 
 // Reads `text` both ways: straight from the text (ReadDeliveryFields) and through nlohmann's
-// tree (ParseDeliveryRequest). Wherever the reader takes the text, the tree must too, with the
+// tree (FieldsOf). Wherever the reader takes the text, the tree must too, with the
 // same answer: the same error, or the same delivery with an equal payload.
 enum class Read { kRefused, kError, kDelivery };  // by the reader; an error; a delivery
 Read ExpectSameAnswer(const std::string& text) {
@@ -34,8 +87,8 @@ Read ExpectSameAnswer(const std::string& text) {
   if (tree.is_discarded()) {
     return Read::kError;
   }
-  auto from_text = CheckDeliveryFields(std::move(fields), limits);
-  auto from_tree = ParseDeliveryRequest(tree, limits);
+  auto from_text = CheckDeliveryFields(std::move(fields), limits, Adapters());
+  auto from_tree = CheckDeliveryFields(FieldsOf(tree), limits, Adapters());
   EXPECT_EQ(from_text.has_value(), from_tree.has_value()) << text;
   if (!from_text || !from_tree) {
     if (!from_text && !from_tree) {
@@ -63,7 +116,7 @@ Read ExpectSameAnswer(const std::string& text) {
 
 // Verifies hand-picked requests give the same answer from the text as from nlohmann's tree:
 // every field kind, repeated keys (the last counts), escapes, and every cost spelling.
-TEST(DeliveryRequestTest, TextAndTreeAgreeOnTable) {
+TEST(DeliveryFieldsTest, TextAndTreeAgreeOnTable) {
   const std::string base =
       R"("platform":"webhook","destination":"https://h.example/x","credential":"c")";
   const std::vector<std::string> texts = {
@@ -122,7 +175,7 @@ TEST(DeliveryRequestTest, TextAndTreeAgreeOnTable) {
 
 // Verifies the same answers on many mutations of valid requests (bytes inserted, deleted and
 // replaced from an alphabet of JSON pieces and field names).
-TEST(DeliveryRequestTest, TextAndTreeAgreeOnMutations) {
+TEST(DeliveryFieldsTest, TextAndTreeAgreeOnMutations) {
   const std::vector<std::string> seeds = {
       R"({"tenant":"acme","platform":"webhook","destination":"https://h.example/x",)"
       R"("credential":"c","payload":{"a":[1,2.5,"\u00e9"],"b":null},"idempotency_key":"k",)"
@@ -175,6 +228,122 @@ TEST(DeliveryRequestTest, TextAndTreeAgreeOnMutations) {
   // The mutations do not only produce garbage.
   EXPECT_GT(read, 1000);
   EXPECT_GT(delivered, 300);
+}
+
+
+// Verifies the body of POST /v1/deliveries is read by the one reader: a byte order mark is
+// skipped, malformed text (a raw NUL byte included) is a 400 malformed_json, and JSON of another
+// kind comes back as "not an object" for the checks to refuse.
+TEST(DeliveryFieldsTest, ReadsDeliveryBody) {
+  const std::string body =
+      R"({"tenant":"t","platform":"webhook","destination":"https://h.example/x",)"
+      R"("credential":"c","payload":{"a":1}})";
+  auto plain = ReadDeliveryBody(body);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->tenant.text, "t");
+  EXPECT_EQ(plain->payload.text, R"({"a":1})");
+  EXPECT_TRUE(ReadDeliveryBody("\xEF\xBB\xBF" + body).has_value());
+  for (const std::string bad : {std::string("{"), std::string("\xEF\xBB{}"), body + "x",
+                                body + std::string(1, '\0'), std::string("")}) {
+    auto read = ReadDeliveryBody(bad);
+    ASSERT_FALSE(read.has_value()) << bad;
+    EXPECT_EQ(read.error().http_status, 400);
+    EXPECT_EQ(read.error().code, "malformed_json");
+  }
+  auto array = ReadDeliveryBody("[1]");
+  ASSERT_TRUE(array.has_value());
+  EXPECT_FALSE(array->is_object);
+}
+
+// Verifies a batch body: its items in order; each misshapen body with its own error; a repeated
+// "deliveries" key takes the last; over the cap is 413 however long the body is.
+TEST(DeliveryFieldsTest, ReadsBatchBody) {
+  const std::string item = R"({"tenant":"t","platform":"slack"})";
+  auto two = ReadBatchBody(R"({"x":[1],"deliveries":[)" + item + ",7]}", 10);
+  ASSERT_TRUE(two.has_value());
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[0].platform.text, "slack");
+  EXPECT_FALSE((*two)[1].is_object);
+
+  struct Case {
+    std::string body;
+    int status;
+    std::string code;
+  };
+  const std::vector<Case> cases = {
+      {"", 400, "malformed_json"},
+      {"{\"deliveries\":[", 400, "malformed_json"},
+      {"{\"deliveries\":[" + item + "]} x", 400, "malformed_json"},
+      {"[" + item + "]", 400, "invalid_request"},
+      {"{}", 400, "invalid_request"},
+      {R"({"deliveries":{}})", 400, "invalid_request"},
+      {R"({"deliveries":[1],"deliveries":"no"})", 400, "invalid_request"},
+      {R"({"deliveries":[]})", 413, "batch_too_large"},
+      {R"({"deliveries":[1,2,3,4]})", 413, "batch_too_large"},
+      // Over the cap and malformed after it: the text is still checked to its end.
+      {R"({"deliveries":[1,2,3,4,}])", 400, "malformed_json"},
+  };
+  for (const Case& c : cases) {
+    auto read = ReadBatchBody(c.body, 3);
+    ASSERT_FALSE(read.has_value()) << c.body;
+    EXPECT_EQ(read.error().http_status, c.status) << c.body;
+    EXPECT_EQ(read.error().code, c.code) << c.body;
+  }
+  auto last = ReadBatchBody(R"({"deliveries":"no","deliveries":[1,2]})", 3);
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->size(), 2u);
+  auto bom = ReadBatchBody("\xEF\xBB\xBF{\"deliveries\":[1]}", 3);
+  ASSERT_TRUE(bom.has_value());
+
+  // 100,000 items against a cap of 1,000: refused, and never more than the cap held.
+  std::string big = R"({"deliveries":[)";
+  for (int i = 0; i < 100'000; ++i) {
+    big += i > 0 ? "," + item : item;
+  }
+  big += "]}";
+  auto over = ReadBatchBody(big, 1000);
+  ASSERT_FALSE(over.has_value());
+  EXPECT_EQ(over.error().http_status, 413);
+}
+
+// Verifies each platform's adapter decides the destination's shape at intake, with its message.
+TEST(DeliveryFieldsTest, DestinationShapeIsThePlatformsAdapters) {
+  struct Case {
+    std::string platform, destination;
+    bool ok;
+  };
+  const std::vector<Case> cases = {
+      {"slack", "C0123456789", true},
+      {"slack", "https://hooks.slack.com/services/T/B/x", true},
+      {"slack", "http://hooks.slack.com/services/T/B/x", false},
+      {"slack", "not a channel", false},
+      {"discord", "channels/123", true},
+      {"discord", "webhooks/123/tok-en", true},
+      {"discord", "webhooks/123/", false},
+      {"discord", "channels/abc", false},
+      {"line", "U0123456789abcdef0123456789abcdef", true},
+      {"line", "X0123456789abcdef0123456789abcdef", false},
+      {"webhook", "https://h.example/x", true},
+      {"webhook", "ftp://h.example/x", false},
+      {"webhook", "https://h.example/a b", false},
+  };
+  for (const Case& c : cases) {
+    DeliveryFields f;
+    f.tenant = {.kind = Kind::kString, .text = "t"};
+    f.platform = {.kind = Kind::kString, .text = c.platform};
+    f.destination = {.kind = Kind::kString, .text = c.destination};
+    f.credential = {.kind = Kind::kString, .text = "c"};
+    f.payload = {.kind = Kind::kObject, .text = "{}"};
+    auto checked = CheckDeliveryFields(std::move(f), IntakeLimits{}, Adapters());
+    EXPECT_EQ(checked.has_value(), c.ok) << c.platform << " " << c.destination;
+    if (!checked) {
+      EXPECT_EQ(checked.error().http_status, 422);
+      EXPECT_EQ(checked.error().code, "invalid_destination");
+      EXPECT_EQ(checked.error().field, "destination");
+      EXPECT_TRUE(checked.error().message.starts_with("destination: must be"))
+          << checked.error().message;
+    }
+  }
 }
 
 }  // namespace
