@@ -16,7 +16,7 @@
 namespace egress::adapters {
 
 // libcurl's multi interface driven by an Asio loop, after curl's docs/examples/multi-uv.c
-// (STYLE.md 2.5): curl tells us which sockets to watch and when to time out; Asio waits and
+// (CONTRIBUTING.md): curl tells us which sockets to watch and when to time out; Asio waits and
 // calls curl_multi_socket_action back. libcurl is never called from inside a libcurl callback.
 //
 // Two departures from multi-uv.c, both measured (bench/README.md, section 1):

@@ -1,7 +1,7 @@
 #pragma once
 
 // nlohmann::json helpers for the adapters' .cc files only; keep this header out of other headers
-// (STYLE.md 2.3). Nothing here throws: parsing uses json::parse(text, nullptr, false).
+// (CONTRIBUTING.md). Nothing here throws: parsing uses json::parse(text, nullptr, false).
 
 #include <cstdint>
 #include <optional>

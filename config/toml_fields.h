@@ -1,8 +1,8 @@
 #pragma once
 
 // Internal to config/: included only by config/toml_*.cc, so toml++ stays out of every other
-// header (STYLE.md 2.3). Debian's toml++ throws; nothing here does (parsing is in
-// toml_load_config.cc, which catches).
+// header (vendor headers stay out of ours). Debian's toml++ throws; nothing here does (parsing
+// is in toml_load_config.cc, which catches).
 
 #include <cstdint>
 #include <functional>

@@ -9,7 +9,7 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 using WallTime = std::chrono::system_clock::time_point;
 using Millis = std::chrono::milliseconds;
 
-// Time is injected everywhere (STYLE.md 2.1). Now() is steady: use it for rates and timeouts.
+// Time is injected everywhere (CONTRIBUTING.md). Now() is steady: use it for rates and timeouts.
 // WallNow() is the system clock: use it for anything persisted, since steady time means nothing
 // after a restart. SystemClock is the production implementation; tests use FakeClock
 // (tests/support/fake_clock.h). Implementations are thread-safe.
