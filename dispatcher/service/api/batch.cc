@@ -151,7 +151,7 @@ HttpResponse BatchAnswer(Service& s, std::vector<storage::NewDelivery>&& parts,
     }
   }
   for (const auto& [part, n] : accepted) {
-    s.metrics().Inc("relay_egress_deliveries_accepted_total",
+    s.metrics().Inc(CounterId::kDeliveriesAccepted,
                     {{"tenant", part->tenant}, {"platform", part->platform}},
                     static_cast<double>(n));
   }
@@ -249,7 +249,7 @@ void CreateBatch(Service& s, const HttpRequest& request, Respond respond) {
     auto d = s.intake_limiter().Take(tenant, n);
     if (!d.allowed) {
       denied.emplace(tenant, d);
-      s.metrics().Inc("relay_egress_intake_rejections_total",
+      s.metrics().Inc(CounterId::kIntakeRejections,
                       {{"tenant", tenant}, {"reason", "rate_limited"}}, static_cast<double>(n));
     }
   }

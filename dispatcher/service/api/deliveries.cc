@@ -93,7 +93,7 @@ HttpResponse Accepted(Service& s, const std::vector<storage::NewDelivery>& parts
     ids.push_back(results[k]->id);
     if (results[k]->created) {
       created = true;
-      s.metrics().Inc("relay_egress_deliveries_accepted_total",
+      s.metrics().Inc(CounterId::kDeliveriesAccepted,
                       {{"tenant", parts[k].tenant}, {"platform", parts[k].platform}});
       s.loop().Notify(Queued(parts[k], results[k]->id, now_ms));
     }
@@ -110,8 +110,7 @@ HttpResponse Accepted(Service& s, const std::vector<storage::NewDelivery>& parts
 void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
   auto fields = BodyFields(request);
   if (!fields) {
-    s.metrics().Inc("relay_egress_intake_rejections_total",
-                    {{"tenant", ""}, {"reason", "invalid"}});
+    s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", ""}, {"reason", "invalid"}});
     respond(ErrorResponse(fields.error()));
     return;
   }
@@ -124,7 +123,7 @@ void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
           ? SplitDelivery(std::move(*item))
           : tl::expected<std::vector<storage::NewDelivery>, ApiError>(tl::unexpected(item.error()));
   if (!parts) {
-    s.metrics().Inc("relay_egress_intake_rejections_total",
+    s.metrics().Inc(CounterId::kIntakeRejections,
                     {{"tenant", tenant_label}, {"reason", parts.error().code}});
     respond(ErrorResponse(parts.error()));
     return;
@@ -132,8 +131,7 @@ void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
   const std::string tenant = parts->front().tenant;
   auto decision = s.intake_limiter().Take(tenant, static_cast<int64_t>(parts->size()));
   if (!decision.allowed) {
-    s.metrics().Inc("relay_egress_intake_rejections_total",
-                    {{"tenant", tenant}, {"reason", "rate_limited"}});
+    s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", tenant}, {"reason", "rate_limited"}});
     respond(Throttled(decision, s.clock().WallNow(), "intake budget"));
     return;
   }
@@ -147,7 +145,7 @@ void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
       },
       [&s, shared, now_ms, decision, respond = std::move(respond)](EnqueueOutcome out) {
         if (out.over_backlog) {
-          s.metrics().Inc("relay_egress_intake_rejections_total",
+          s.metrics().Inc(CounterId::kIntakeRejections,
                           {{"tenant", shared->front().tenant}, {"reason", "backlog"}});
           IntakeLimiter::Decision full = decision;
           full.retry_after = Millis(1000);

@@ -43,9 +43,8 @@ DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::thread_pool& storage,
       timer_(io),
       maintenance_(io),
       alive_(std::make_shared<bool>(true)) {
-  scheduler_.SetWaitObserver([this](pacing::DestinationId id, const pacing::Deferral& wait) {
-    OnPacingWait(id, wait);
-  });
+  scheduler_.SetWaitObserver(
+      [this](pacing::DestinationId id, const pacing::Deferral& wait) { OnPacingWait(id, wait); });
 }
 
 DeliveryLoop::~DeliveryLoop() {
@@ -68,7 +67,7 @@ void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral
   if (std::string counted = head->id + "/" + reason; counted != dest.counted_wait) {
     dest.counted_wait = std::move(counted);
     if (storage::SplitDestinationKey(dest.key, parts)) {
-      metrics_.Inc("relay_egress_deferrals_total",
+      metrics_.Inc(CounterId::kDeferrals,
                    {{"tenant", parts.tenant}, {"platform", parts.platform}, {"reason", reason}});
     }
   }
@@ -159,14 +158,14 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   if (!id) {
     return nullptr;
   }
-  Dest& dest = dests_.try_emplace(key, Dest{.queue = DestinationQueue(options_.read_ahead)})
-                    .first->second;
+  Dest& dest =
+      dests_.try_emplace(key, Dest{.queue = DestinationQueue(options_.read_ahead)}).first->second;
   dest.id = *id;
   dest.key = key;
   dest.discord = *platform == pacing::Platform::kDiscord;
   dest.token_key = parts.tenant + "/" + parts.credential;
   keys_by_id_[id->value] = key;
-  metrics_.Set("relay_egress_destinations", {}, static_cast<double>(dests_.size()));
+  metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
   return &dest;
 }
 
@@ -319,8 +318,8 @@ void DeliveryLoop::Dispatch(const Decision& decision) {
 void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std::string& id,
                             Result<Delivery> leased) {
   if (leased && leased->state != DeliveryState::kInFlight) {
-    leased = Status::FailedPrecondition(fmt::format("delivery {} is {}", id,
-                                                    storage::StateName(leased->state)));
+    leased = Status::FailedPrecondition(
+        fmt::format("delivery {} is {}", id, storage::StateName(leased->state)));
   }
   if (leased) {
     Send(key, sequence, std::move(*leased));
@@ -414,18 +413,18 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
   }
   const std::string platform = d.platform;
   if (report.outcome.http_status == 429) {
-    metrics_.Inc("relay_egress_platform_429_total", {{"platform", platform}});
+    metrics_.Inc(CounterId::kPlatform429, {{"platform", platform}});
   }
   if (report.observation.remaining) {
-    metrics_.Set("relay_egress_platform_remaining", {{"destination", key}},
+    metrics_.Set(GaugeId::kPlatformRemaining, {{"destination", key}},
                  static_cast<double>(*report.observation.remaining));
     if (report.observation.limit && *report.observation.limit > 0) {
-      metrics_.Observe("relay_egress_bucket_fill_ratio", {{"platform", platform}},
+      metrics_.Observe(HistogramId::kBucketFillRatio, {{"platform", platform}},
                        1.0 - static_cast<double>(*report.observation.remaining) /
                                  static_cast<double>(*report.observation.limit));
     }
   }
-  metrics_.Observe("relay_egress_attempt_duration_seconds", {{"platform", platform}},
+  metrics_.Observe(HistogramId::kAttemptDuration, {{"platform", platform}},
                    static_cast<double>(report.attempt.duration_ms) / 1000.0);
   if (!verdict) {
     // Out of protocol (should not happen): keep the delivery, retry it after a minute.
@@ -437,7 +436,7 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
   }
   if (report.outcome.throttled || report.outcome.http_status == 429) {
     metrics_.Inc(
-        "relay_egress_throttles_total",
+        CounterId::kThrottles,
         {{"tenant", d.tenant}, {"platform", platform}, {"reason", verdict->deferral.ToString()}});
   }
   Finish(key, d, *verdict, report.attempt);
@@ -467,15 +466,14 @@ void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdi
       const auto wait = std::chrono::duration_cast<Millis>(verdict.next_attempt - clock_.Now());
       change.next_attempt_ms = change.at_ms + std::max<int64_t>(0, wait.count());
       outcome = "deferred";
-      metrics_.Inc("relay_egress_deferrals_total",
+      metrics_.Inc(CounterId::kDeferrals,
                    {{"tenant", d.tenant}, {"platform", d.platform}, {"reason", change.reason}});
       break;
     }
   }
-  metrics_.Inc("relay_egress_deliveries_total", {{"platform", d.platform}, {"outcome", outcome}});
-  outcomes_.Submit(d.id, std::move(change), [this, key](Result<Delivery> stored) {
-    OnPersisted(key, std::move(stored));
-  });
+  metrics_.Inc(CounterId::kDeliveries, {{"platform", d.platform}, {"outcome", outcome}});
+  outcomes_.Submit(d.id, std::move(change),
+                   [this, key](Result<Delivery> stored) { OnPersisted(key, std::move(stored)); });
   SchedulePump();
 }
 
@@ -493,7 +491,7 @@ void DeliveryLoop::OnPersisted(const std::string& key, Result<Delivery> stored) 
   } else if (!stored) {
     // The outcome is not on disk (the delivery stays in_flight there until a restart recovers
     // it); what was read ahead is still right.
-    metrics_.Inc("relay_egress_store_errors_total", {{"operation", "outcome"}});
+    metrics_.Inc(CounterId::kStoreErrors, {{"operation", "outcome"}});
     LogEvent(LogLevel::kError, "outcome_not_written",
              {{"destination", key}, {"error", stored.error().ToString()}});
   }
@@ -533,7 +531,7 @@ void DeliveryLoop::GuardDiscordToken(Dest& dest, const adapters::AttemptReport& 
   park.global = true;
   park.scope = pacing::RateLimitScope::kGlobal;
   scheduler_.Observe(dest.id, park).IgnoreError();
-  metrics_.Inc("relay_egress_discord_invalid_request_stops_total", {{"credential", dest.token_key}});
+  metrics_.Inc(CounterId::kDiscordInvalidRequestStops, {{"credential", dest.token_key}});
   LogEvent(LogLevel::kWarn, "discord_token_stopped",
            {{"credential", dest.token_key},
             {"invalid_requests", discord_invalid_.Count(dest.token_key, now)},
