@@ -1,10 +1,9 @@
 #include "dispatcher/service/delivery/delivery_loop.h"
 
-#include <cstdlib>
-
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include "dispatcher/service/delivery/delivery_mapping.h"
 #include "dispatcher/service/event_log.h"
 #include "storage/delivery_id.h"
 
@@ -74,22 +73,13 @@ void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral
   if (!wait.until || dest.writing_wait) {
     return;
   }
-  const int64_t now_ms = WallMs();
-  const int64_t wait_ms = std::chrono::duration_cast<Millis>(*wait.until - clock_.Now()).count();
-  const int64_t next_ms = now_ms + std::max<int64_t>(0, wait_ms);
-  if (wait_ms < options_.persist_wait.count() ||
-      (head->state == DeliveryState::kDeferred && head->reason == reason &&
-       std::abs(head->next_attempt_ms - next_ms) < options_.persist_wait.count())) {
+  std::optional<storage::StateChange> change =
+      PacingWaitChangeFor(*head, wait.until, reason, LoopTimeOf(clock_), options_.persist_wait);
+  if (!change) {
     return;
   }
-  // Rate-limit waits consume no attempt. Compare-and-set on the state read: a head leased or
-  // cancelled meanwhile is left alone.
-  storage::StateChange change{.to = DeliveryState::kDeferred, .at_ms = now_ms};
-  change.next_attempt_ms = next_ms;
-  change.reason = reason;
-  change.expect = head->state;
   dest.writing_wait = true;
-  outcomes_.Submit(head->id, std::move(change), [this, key = dest.key](Result<Delivery> stored) {
+  outcomes_.Submit(head->id, std::move(*change), [this, key = dest.key](Result<Delivery> stored) {
     auto it = dests_.find(key);
     if (it == dests_.end()) {
       return;
@@ -232,26 +222,7 @@ void DeliveryLoop::OfferHead(Dest& dest) {
   if (!dest.offered_id.empty() && dest.offered_id < head->id) {
     return;  // the Scheduler holds an earlier one (its record changed meanwhile); it goes first
   }
-  pacing::WorkItem item;
-  item.id = head->id;
-  item.sequence = storage::DeliveryIdSequence(head->id);
-  item.cost = head->cost;
-  item.ordering_key = head->ordering_key;
-  // A wait for a budget was written down as a deferral with the time the meter then foresaw;
-  // the meter itself decides (an operator may have raised the budget since). Retry-After and
-  // backoff times bind: nothing else remembers them across a restart.
-  using pacing::DeferReason;
-  using pacing::DeferReasonString;
-  const bool budget_wait = head->state == DeliveryState::kDeferred &&
-                           head->reason.starts_with(DeferReasonString(DeferReason::kBudget));
-  const int64_t wait_ms = budget_wait ? 0 : head->next_attempt_ms - WallMs();
-  item.not_before = clock_.Now() + Millis(std::max<int64_t>(0, wait_ms));
-  if (head->state == DeliveryState::kDeferred && !budget_wait) {
-    item.wait_reason = head->reason.starts_with(DeferReasonString(DeferReason::kBackoff))
-                           ? DeferReason::kBackoff
-                           : DeferReason::kRetryAfter;
-  }
-  if (scheduler_.Offer(dest.id, std::move(item)).ok()) {
+  if (scheduler_.Offer(dest.id, WorkItemFor(*head, LoopTimeOf(clock_))).ok()) {
     dest.offered_id = head->id;
     SchedulePump();
   }
@@ -446,32 +417,13 @@ void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdi
                           std::optional<storage::Attempt> attempt) {
   in_flight_.erase(d.id);
   --dests_.at(key).in_flight;
-  storage::StateChange change{.at_ms = WallMs(), .attempt = std::move(attempt)};
-  change.consume_attempt = verdict.consumes_attempt;
-  change.expect = DeliveryState::kInFlight;
-  std::string outcome;
-  switch (verdict.kind) {
-    case VerdictKind::kDelivered:
-      change.to = DeliveryState::kDelivered;
-      outcome = "delivered";
-      break;
-    case VerdictKind::kDead:
-      change.to = DeliveryState::kDead;
-      change.reason = verdict.dead_reason.empty() ? "dead" : verdict.dead_reason;
-      outcome = "dead";
-      break;
-    case VerdictKind::kDefer: {
-      change.to = DeliveryState::kDeferred;
-      change.reason = verdict.deferral.ToString();
-      const auto wait = std::chrono::duration_cast<Millis>(verdict.next_attempt - clock_.Now());
-      change.next_attempt_ms = change.at_ms + std::max<int64_t>(0, wait.count());
-      outcome = "deferred";
-      metrics_.Inc(CounterId::kDeferrals,
-                   {{"tenant", d.tenant}, {"platform", d.platform}, {"reason", change.reason}});
-      break;
-    }
+  storage::StateChange change = StateChangeFor(verdict, LoopTimeOf(clock_), std::move(attempt));
+  if (verdict.kind == VerdictKind::kDefer) {
+    metrics_.Inc(CounterId::kDeferrals,
+                 {{"tenant", d.tenant}, {"platform", d.platform}, {"reason", change.reason}});
   }
-  metrics_.Inc(CounterId::kDeliveries, {{"platform", d.platform}, {"outcome", outcome}});
+  metrics_.Inc(CounterId::kDeliveries,
+               {{"platform", d.platform}, {"outcome", OutcomeLabel(verdict.kind)}});
   outcomes_.Submit(d.id, std::move(change),
                    [this, key](Result<Delivery> stored) { OnPersisted(key, std::move(stored)); });
   SchedulePump();
