@@ -21,13 +21,13 @@ constexpr size_t kDestinationPage = 1000;
 
 }  // namespace
 
-DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::thread_pool& storage,
+DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::any_io_executor storage,
                            storage::QueueStore& store, pacing::Scheduler& scheduler,
                            adapters::HttpTransport& transport, AdapterLookup adapters,
                            const CredentialBook& credentials, const Clock& clock, Metrics& metrics,
                            Options options)
     : io_(io),
-      storage_(storage),
+      storage_(std::move(storage)),
       store_(store),
       scheduler_(scheduler),
       transport_(transport),
@@ -36,8 +36,8 @@ DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::thread_pool& storage,
       clock_(clock),
       metrics_(metrics),
       options_(std::move(options)),
-      leases_(io, storage, store),
-      outcomes_(io, storage, store),
+      leases_(io, storage_, store),
+      outcomes_(io, storage_, store),
       discord_invalid_(options_.discord_invalid_requests),
       timer_(io),
       maintenance_(io),
@@ -251,7 +251,7 @@ void DeliveryLoop::Pump() {
       continue;
     }
     if (decision.kind == Decision::Kind::kWait) {
-      timer_.expires_at(decision.wake_at);
+      timer_.expires_after(decision.wake_at - clock_.Now());
       timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
         if (!ec && *alive) {
           Pump();
