@@ -1,11 +1,11 @@
 #include "dispatcher/service/metrics.h"
 
 #include <array>
+#include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include <fmt/format.h>
-
-#include "dispatcher/base/check.h"
 
 namespace egress::service {
 namespace {
@@ -15,50 +15,121 @@ enum class Type { kCounter, kGauge, kHistogram };
 struct Definition {
   std::string_view name;
   Type type;
+  uint8_t id;  // the CounterId, GaugeId or HistogramId
   std::string_view help;
+  std::span<const double> buckets = {};  // histograms only
 };
 
 constexpr std::array<double, 12> kLatencyBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                                     0.5,   1,    2.5,   5,    10,  30};
 constexpr std::array<double, 6> kFillBuckets = {0, 0.25, 0.5, 0.75, 0.9, 1};
 
+constexpr Definition CounterRow(CounterId id, std::string_view name, std::string_view help) {
+  return {name, Type::kCounter, static_cast<uint8_t>(id), help};
+}
+constexpr Definition GaugeRow(GaugeId id, std::string_view name, std::string_view help) {
+  return {name, Type::kGauge, static_cast<uint8_t>(id), help};
+}
+constexpr Definition HistogramRow(HistogramId id, std::string_view name, std::string_view help,
+                                  std::span<const double> buckets) {
+  return {name, Type::kHistogram, static_cast<uint8_t>(id), help, buckets};
+}
+
+// Every metric, once, in the order /metrics renders them.
 constexpr Definition kDefinitions[] = {
-    {"relay_egress_deliveries_accepted_total", Type::kCounter,
-     "Deliveries made durable by intake, by tenant and platform."},
-    {"relay_egress_deliveries_total", Type::kCounter,
-     "Attempts that ended a delivery or deferred it, by platform and outcome."},
-    {"relay_egress_deferrals_total", Type::kCounter,
-     "Deliveries deferred, by tenant, platform and reason."},
-    {"relay_egress_throttles_total", Type::kCounter,
-     "Platform throttles (429 or body throttle) received, by tenant, platform and reason."},
-    {"relay_egress_platform_429_total", Type::kCounter,
-     "HTTP 429 responses received, by platform."},
-    {"relay_egress_intake_rejections_total", Type::kCounter,
-     "Intake requests refused, by tenant and reason (rate_limited, backlog, invalid, ...)."},
-    {"relay_egress_queue_depth", Type::kGauge, "Deliveries per state."},
-    {"relay_egress_oldest_deferral_age_seconds", Type::kGauge,
-     "Age of the oldest deferred delivery a destination holds."},
-    {"relay_egress_platform_remaining", Type::kGauge,
-     "Last rate-limit remaining a platform reported, by destination."},
-    {"relay_egress_bucket_fill_ratio", Type::kHistogram,
-     "How full a destination's platform bucket was when it answered (1 = exhausted)."},
-    {"relay_egress_attempt_duration_seconds", Type::kHistogram,
-     "Request to response time of delivery attempts, by platform."},
-    {"relay_egress_destinations", Type::kGauge, "Destinations with work, known to the scheduler."},
-    {"relay_egress_store_errors_total", Type::kCounter,
-     "Store writes of the delivery loop that failed, by operation."},
-    {"relay_egress_discord_invalid_request_stops_total", Type::kCounter,
-     "Times a Discord token was stopped near the invalid-request ban line, by credential."},
+    CounterRow(CounterId::kDeliveriesAccepted, "relay_egress_deliveries_accepted_total",
+               "Deliveries made durable by intake, by tenant and platform."),
+    CounterRow(CounterId::kDeliveries, "relay_egress_deliveries_total",
+               "Attempts that ended a delivery or deferred it, by platform and outcome."),
+    CounterRow(CounterId::kDeferrals, "relay_egress_deferrals_total",
+               "Deliveries deferred, by tenant, platform and reason."),
+    CounterRow(CounterId::kThrottles, "relay_egress_throttles_total",
+               "Platform throttles (429 or body throttle) received, by tenant, platform and "
+               "reason."),
+    CounterRow(CounterId::kPlatform429, "relay_egress_platform_429_total",
+               "HTTP 429 responses received, by platform."),
+    CounterRow(CounterId::kIntakeRejections, "relay_egress_intake_rejections_total",
+               "Intake requests refused, by tenant and reason (rate_limited, backlog, invalid, "
+               "...)."),
+    GaugeRow(GaugeId::kQueueDepth, "relay_egress_queue_depth", "Deliveries per state."),
+    GaugeRow(GaugeId::kOldestDeferralAge, "relay_egress_oldest_deferral_age_seconds",
+             "Age of the oldest deferred delivery a destination holds."),
+    GaugeRow(GaugeId::kPlatformRemaining, "relay_egress_platform_remaining",
+             "Last rate-limit remaining a platform reported, by destination."),
+    HistogramRow(HistogramId::kBucketFillRatio, "relay_egress_bucket_fill_ratio",
+                 "How full a destination's platform bucket was when it answered (1 = exhausted).",
+                 kFillBuckets),
+    HistogramRow(HistogramId::kAttemptDuration, "relay_egress_attempt_duration_seconds",
+                 "Request to response time of delivery attempts, by platform.", kLatencyBuckets),
+    GaugeRow(GaugeId::kDestinations, "relay_egress_destinations",
+             "Destinations with work, known to the scheduler."),
+    CounterRow(CounterId::kStoreErrors, "relay_egress_store_errors_total",
+               "Store writes of the delivery loop that failed, by operation."),
+    CounterRow(CounterId::kDiscordInvalidRequestStops,
+               "relay_egress_discord_invalid_request_stops_total",
+               "Times a Discord token was stopped near the invalid-request ban line, by "
+               "credential."),
 };
 
-const Definition& Find(std::string_view name) {
+template <typename Id>
+constexpr size_t kIdCount = static_cast<size_t>(Id::kMaxValue) + 1;
+
+// Whether every id of the type has exactly one row (checked at compile time below).
+template <typename Id>
+constexpr bool EveryIdHasOneRow(Type type) {
+  std::array<int, kIdCount<Id>> rows{};
   for (const Definition& d : kDefinitions) {
-    if (d.name == name) {
-      return d;
+    if (d.type == type) {
+      if (d.id >= rows.size()) {
+        return false;
+      }
+      ++rows[d.id];
     }
   }
-  EGRESS_CHECK(false && "metric not declared in metrics.cc");
-  return kDefinitions[0];
+  for (int n : rows) {
+    if (n != 1) {
+      return false;
+    }
+  }
+  return true;
+}
+
+constexpr bool NamesAreUnique() {
+  for (size_t i = 0; i < std::size(kDefinitions); ++i) {
+    for (size_t j = i + 1; j < std::size(kDefinitions); ++j) {
+      if (kDefinitions[i].name == kDefinitions[j].name) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+static_assert(EveryIdHasOneRow<CounterId>(Type::kCounter), "each CounterId needs one row");
+static_assert(EveryIdHasOneRow<GaugeId>(Type::kGauge), "each GaugeId needs one row");
+static_assert(EveryIdHasOneRow<HistogramId>(Type::kHistogram), "each HistogramId needs one row");
+static_assert(NamesAreUnique(), "two rows declare one name");
+
+// Row of each id in kDefinitions, by id.
+template <typename Id>
+constexpr std::array<uint8_t, kIdCount<Id>> RowsOf(Type type) {
+  std::array<uint8_t, kIdCount<Id>> rows{};
+  for (size_t i = 0; i < std::size(kDefinitions); ++i) {
+    if (kDefinitions[i].type == type) {
+      rows[kDefinitions[i].id] = static_cast<uint8_t>(i);
+    }
+  }
+  return rows;
+}
+
+constexpr auto kCounterRows = RowsOf<CounterId>(Type::kCounter);
+constexpr auto kGaugeRows = RowsOf<GaugeId>(Type::kGauge);
+constexpr auto kHistogramRows = RowsOf<HistogramId>(Type::kHistogram);
+
+const Definition& Of(CounterId id) { return kDefinitions[kCounterRows[static_cast<size_t>(id)]]; }
+const Definition& Of(GaugeId id) { return kDefinitions[kGaugeRows[static_cast<size_t>(id)]]; }
+const Definition& Of(HistogramId id) {
+  return kDefinitions[kHistogramRows[static_cast<size_t>(id)]];
 }
 
 void AppendEscaped(std::string& out, std::string_view v) {
@@ -76,20 +147,14 @@ void AppendEscaped(std::string& out, std::string_view v) {
 
 // The labels part of a series key ("name{labels}" or "name"): empty when it has none.
 std::string_view LabelsOf(std::string_view series, std::string_view name) {
-  return series.size() > name.size() ? series.substr(name.size() + 1, series.size() - name.size() - 2)
-                                     : std::string_view();
+  return series.size() > name.size()
+             ? series.substr(name.size() + 1, series.size() - name.size() - 2)
+             : std::string_view();
 }
 
 // Whether `series` is a series of metric `name` (and not of another name it begins with).
 bool IsSeriesOf(std::string_view series, std::string_view name) {
   return series.starts_with(name) && (series.size() == name.size() || series[name.size()] == '{');
-}
-
-std::span<const double> BucketsOf(std::string_view name) {
-  if (name == "relay_egress_bucket_fill_ratio") {
-    return kFillBuckets;
-  }
-  return kLatencyBuckets;
 }
 
 std::string Series(std::string_view name, const std::string& labels, std::string_view extra = {}) {
@@ -133,23 +198,20 @@ typename Map::mapped_type& Slot(Map& map, std::string_view key) {
 
 }  // namespace
 
-void Metrics::Inc(std::string_view name, const Labels& labels, double by) {
-  EGRESS_CHECK(Find(name).type == Type::kCounter);
-  Slot(values_, SeriesKey(name, labels)) += by;
+void Metrics::Inc(CounterId id, const Labels& labels, double by) {
+  Slot(values_, SeriesKey(Of(id).name, labels)) += by;
 }
 
-void Metrics::Set(std::string_view name, const Labels& labels, double value) {
-  EGRESS_CHECK(Find(name).type == Type::kGauge);
-  Slot(values_, SeriesKey(name, labels)) = value;
+void Metrics::Set(GaugeId id, const Labels& labels, double value) {
+  Slot(values_, SeriesKey(Of(id).name, labels)) = value;
 }
 
-void Metrics::Observe(std::string_view name, const Labels& labels, double value) {
-  EGRESS_CHECK(Find(name).type == Type::kHistogram);
-  Histogram& h = Slot(histograms_, SeriesKey(name, labels));
-  const auto buckets = BucketsOf(name);
-  h.counts.resize(buckets.size());
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    if (value <= buckets[i]) {
+void Metrics::Observe(HistogramId id, const Labels& labels, double value) {
+  const Definition& d = Of(id);
+  HistogramSeries& h = Slot(histograms_, SeriesKey(d.name, labels));
+  h.counts.resize(d.buckets.size());
+  for (size_t i = 0; i < d.buckets.size(); ++i) {
+    if (value <= d.buckets[i]) {
       h.counts[i] += 1;
     }
   }
@@ -157,12 +219,21 @@ void Metrics::Observe(std::string_view name, const Labels& labels, double value)
   h.count += 1;
 }
 
-double Metrics::Value(std::string_view name, const Labels& labels) const {
+double Metrics::ValueOf(std::string_view name, const Labels& labels) const {
   auto it = values_.find(SeriesKey(name, labels));
   return it == values_.end() ? 0 : it->second;
 }
 
-double Metrics::Total(std::string_view name) const {
+double Metrics::Value(CounterId id, const Labels& labels) const {
+  return ValueOf(Of(id).name, labels);
+}
+
+double Metrics::Value(GaugeId id, const Labels& labels) const {
+  return ValueOf(Of(id).name, labels);
+}
+
+double Metrics::Total(CounterId id) const {
+  const std::string_view name = Of(id).name;
   double sum = 0;
   for (auto it = values_.lower_bound(name); it != values_.end() && it->first.starts_with(name);
        ++it) {
@@ -172,6 +243,10 @@ double Metrics::Total(std::string_view name) const {
   }
   return sum;
 }
+
+std::string_view Metrics::Name(CounterId id) { return Of(id).name; }
+std::string_view Metrics::Name(GaugeId id) { return Of(id).name; }
+std::string_view Metrics::Name(HistogramId id) { return Of(id).name; }
 
 std::string Metrics::Render() const {
   std::string out;
@@ -192,20 +267,18 @@ std::string Metrics::Render() const {
         continue;
       }
       const std::string labels(LabelsOf(it->first, d.name));
-      const auto buckets = BucketsOf(d.name);
+      const auto buckets = d.buckets;
       for (size_t i = 0; i < buckets.size(); ++i) {
-        out += fmt::format("{} {}\n",
-                           Series(std::string(d.name) + "_bucket", labels,
-                                  fmt::format("le=\"{}\"", buckets[i])),
-                           it->second.counts[i]);
+        out += fmt::format(
+            "{} {}\n",
+            Series(std::string(d.name) + "_bucket", labels, fmt::format("le=\"{}\"", buckets[i])),
+            it->second.counts[i]);
       }
-      out += fmt::format("{} {}\n",
-                         Series(std::string(d.name) + "_bucket", labels, "le=\"+Inf\""),
+      out += fmt::format("{} {}\n", Series(std::string(d.name) + "_bucket", labels, "le=\"+Inf\""),
                          it->second.count);
-      out += fmt::format("{} {}\n", Series(std::string(d.name) + "_sum", labels),
-                         it->second.sum);
-      out += fmt::format("{} {}\n", Series(std::string(d.name) + "_count", labels),
-                         it->second.count);
+      out += fmt::format("{} {}\n", Series(std::string(d.name) + "_sum", labels), it->second.sum);
+      out +=
+          fmt::format("{} {}\n", Series(std::string(d.name) + "_count", labels), it->second.count);
     }
   }
   return out;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <map>
 #include <string>
@@ -9,27 +10,60 @@
 
 namespace egress::service {
 
-// Prometheus metrics with the relay_egress_ prefix. Every metric is declared once in the table
-// in metrics.cc (name, type, help, buckets); using an undeclared name is a bug (EGRESS_CHECK).
-// All methods run on the service loop.
+// The metrics the service exports, by type. Each id has exactly one row in the table in
+// metrics.cc, which gives its name, help text and (histograms) buckets and the order /metrics
+// renders them in; the build fails when an id has no row or two. Labels shown after each id are
+// the ones its callers pass.
+enum class CounterId : uint8_t {
+  kDeliveriesAccepted,          // relay_egress_deliveries_accepted_total{tenant,platform}
+  kDeliveries,                  // relay_egress_deliveries_total{platform,outcome}
+  kDeferrals,                   // relay_egress_deferrals_total{tenant,platform,reason}
+  kThrottles,                   // relay_egress_throttles_total{tenant,platform,reason}
+  kPlatform429,                 // relay_egress_platform_429_total{platform}
+  kIntakeRejections,            // relay_egress_intake_rejections_total{tenant,reason}
+  kStoreErrors,                 // relay_egress_store_errors_total{operation}
+  kDiscordInvalidRequestStops,  // relay_egress_discord_invalid_request_stops_total{credential}
+  kMaxValue = kDiscordInvalidRequestStops,
+};
+enum class GaugeId : uint8_t {
+  kQueueDepth,         // relay_egress_queue_depth{state}
+  kOldestDeferralAge,  // relay_egress_oldest_deferral_age_seconds
+  kPlatformRemaining,  // relay_egress_platform_remaining{destination}
+  kDestinations,       // relay_egress_destinations
+  kMaxValue = kDestinations,
+};
+enum class HistogramId : uint8_t {
+  kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}
+  kAttemptDuration,  // relay_egress_attempt_duration_seconds{platform}
+  kMaxValue = kAttemptDuration,
+};
+
+// Prometheus metrics with the relay_egress_ prefix, addressed by id, so a metric that is not
+// declared cannot be named. All methods run on the service loop.
 class Metrics {
  public:
   // Label names and values, in the order they are rendered; only read during the call.
   using Labels = std::initializer_list<std::pair<std::string_view, std::string_view>>;
 
-  void Inc(std::string_view name, const Labels& labels = {}, double by = 1);
-  void Set(std::string_view name, const Labels& labels, double value);
-  void Observe(std::string_view name, const Labels& labels, double value);  // histograms
-  // The value of a counter or gauge series, 0 when never touched (tests, stats).
-  double Value(std::string_view name, const Labels& labels = {}) const;
+  void Inc(CounterId id, const Labels& labels = {}, double by = 1);
+  void Set(GaugeId id, const Labels& labels, double value);
+  void Observe(HistogramId id, const Labels& labels, double value);
+  // The value of a series, 0 when never touched (tests, stats).
+  double Value(CounterId id, const Labels& labels = {}) const;
+  double Value(GaugeId id, const Labels& labels = {}) const;
   // Sum over all series of a counter (e.g. 429s received on every platform).
-  double Total(std::string_view name) const;
+  double Total(CounterId id) const;
+
+  // The declared name, e.g. "relay_egress_deliveries_total".
+  static std::string_view Name(CounterId id);
+  static std::string_view Name(GaugeId id);
+  static std::string_view Name(HistogramId id);
 
   // The text exposition format, version 0.0.4.
   std::string Render() const;
 
  private:
-  struct Histogram {
+  struct HistogramSeries {
     std::vector<double> counts;  // per bucket, cumulative at render time
     double sum = 0;
     double count = 0;
@@ -37,10 +71,11 @@ class Metrics {
   // Writes the series `name{labels}` (labels escaped) to series_ and returns it: the key of
   // values_ and histograms_. Reuses one buffer, so a series seen before costs no allocation.
   std::string_view SeriesKey(std::string_view name, const Labels& labels) const;
+  double ValueOf(std::string_view name, const Labels& labels) const;
 
   mutable std::string series_;
   std::map<std::string, double, std::less<>> values_;
-  std::map<std::string, Histogram, std::less<>> histograms_;
+  std::map<std::string, HistogramSeries, std::less<>> histograms_;
 };
 
 }  // namespace egress::service

@@ -56,7 +56,7 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   s->adapters_ = std::make_unique<adapters::AdapterRegistry>(o.endpoints);
   const adapters::AdapterRegistry* registry = s->adapters_.get();
   s->loop_ = std::make_unique<DeliveryLoop>(
-      io, *s->loop_pool_, *s->store_, *s->scheduler_, *s->transport_,
+      io, s->loop_pool_->get_executor(), *s->store_, *s->scheduler_, *s->transport_,
       [registry](std::string_view p) { return registry->Find(p); }, s->credentials_, clock,
       s->metrics_);
   Service* self = s.get();

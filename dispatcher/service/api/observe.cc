@@ -33,17 +33,16 @@ void GetStats(Service& s, Respond respond) {
         return;
       }
       for (auto state : storage::kAllStates) {
-        s.metrics().Set("relay_egress_queue_depth",
-                        {{"state", std::string(storage::StateName(state))}},
+        s.metrics().Set(GaugeId::kQueueDepth, {{"state", std::string(storage::StateName(state))}},
                         static_cast<double>(storage::CountOf(*counts, state)));
       }
       json out = CountsJson(*counts);
-      auto count = [&](const char* m) { return static_cast<uint64_t>(s.metrics().Total(m)); };
-      out["platform_429s"] = count("relay_egress_platform_429_total");
-      out["throttles"] = count("relay_egress_throttles_total");
-      out["deferrals"] = count("relay_egress_deferrals_total");
-      out["accepted"] = count("relay_egress_deliveries_accepted_total");
-      out["intake_rejections"] = count("relay_egress_intake_rejections_total");
+      auto count = [&](CounterId m) { return static_cast<uint64_t>(s.metrics().Total(m)); };
+      out["platform_429s"] = count(CounterId::kPlatform429);
+      out["throttles"] = count(CounterId::kThrottles);
+      out["deferrals"] = count(CounterId::kDeferrals);
+      out["accepted"] = count(CounterId::kDeliveriesAccepted);
+      out["intake_rejections"] = count(CounterId::kIntakeRejections);
       out["destinations"] = s.loop().destination_count();
       respond(JsonResponse(200, out));
     });

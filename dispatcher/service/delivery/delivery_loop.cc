@@ -1,10 +1,9 @@
 #include "dispatcher/service/delivery/delivery_loop.h"
 
-#include <cstdlib>
-
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include "dispatcher/service/delivery/delivery_mapping.h"
 #include "dispatcher/service/event_log.h"
 #include "storage/delivery_id.h"
 
@@ -22,13 +21,13 @@ constexpr size_t kDestinationPage = 1000;
 
 }  // namespace
 
-DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::thread_pool& storage,
+DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::any_io_executor storage,
                            storage::QueueStore& store, pacing::Scheduler& scheduler,
                            adapters::HttpTransport& transport, AdapterLookup adapters,
                            const CredentialBook& credentials, const Clock& clock, Metrics& metrics,
                            Options options)
     : io_(io),
-      storage_(storage),
+      storage_(std::move(storage)),
       store_(store),
       scheduler_(scheduler),
       transport_(transport),
@@ -37,15 +36,14 @@ DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::thread_pool& storage,
       clock_(clock),
       metrics_(metrics),
       options_(std::move(options)),
-      leases_(io, storage, store),
-      outcomes_(io, storage, store),
+      leases_(io, storage_, store),
+      outcomes_(io, storage_, store),
       discord_invalid_(options_.discord_invalid_requests),
       timer_(io),
       maintenance_(io),
       alive_(std::make_shared<bool>(true)) {
-  scheduler_.SetWaitObserver([this](pacing::DestinationId id, const pacing::Deferral& wait) {
-    OnPacingWait(id, wait);
-  });
+  scheduler_.SetWaitObserver(
+      [this](pacing::DestinationId id, const pacing::Deferral& wait) { OnPacingWait(id, wait); });
 }
 
 DeliveryLoop::~DeliveryLoop() {
@@ -68,29 +66,20 @@ void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral
   if (std::string counted = head->id + "/" + reason; counted != dest.counted_wait) {
     dest.counted_wait = std::move(counted);
     if (storage::SplitDestinationKey(dest.key, parts)) {
-      metrics_.Inc("relay_egress_deferrals_total",
+      metrics_.Inc(CounterId::kDeferrals,
                    {{"tenant", parts.tenant}, {"platform", parts.platform}, {"reason", reason}});
     }
   }
   if (!wait.until || dest.writing_wait) {
     return;
   }
-  const int64_t now_ms = WallMs();
-  const int64_t wait_ms = std::chrono::duration_cast<Millis>(*wait.until - clock_.Now()).count();
-  const int64_t next_ms = now_ms + std::max<int64_t>(0, wait_ms);
-  if (wait_ms < options_.persist_wait.count() ||
-      (head->state == DeliveryState::kDeferred && head->reason == reason &&
-       std::abs(head->next_attempt_ms - next_ms) < options_.persist_wait.count())) {
+  std::optional<storage::StateChange> change =
+      PacingWaitChangeFor(*head, wait.until, reason, LoopTimeOf(clock_), options_.persist_wait);
+  if (!change) {
     return;
   }
-  // Rate-limit waits consume no attempt. Compare-and-set on the state read: a head leased or
-  // cancelled meanwhile is left alone.
-  storage::StateChange change{.to = DeliveryState::kDeferred, .at_ms = now_ms};
-  change.next_attempt_ms = next_ms;
-  change.reason = reason;
-  change.expect = head->state;
   dest.writing_wait = true;
-  outcomes_.Submit(head->id, std::move(change), [this, key = dest.key](Result<Delivery> stored) {
+  outcomes_.Submit(head->id, std::move(*change), [this, key = dest.key](Result<Delivery> stored) {
     auto it = dests_.find(key);
     if (it == dests_.end()) {
       return;
@@ -159,14 +148,14 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   if (!id) {
     return nullptr;
   }
-  Dest& dest = dests_.try_emplace(key, Dest{.queue = DestinationQueue(options_.read_ahead)})
-                    .first->second;
+  Dest& dest =
+      dests_.try_emplace(key, Dest{.queue = DestinationQueue(options_.read_ahead)}).first->second;
   dest.id = *id;
   dest.key = key;
   dest.discord = *platform == Platform::kDiscord;
   dest.token_key = parts.tenant + "/" + parts.credential;
   keys_by_id_[id->value] = key;
-  metrics_.Set("relay_egress_destinations", {}, static_cast<double>(dests_.size()));
+  metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
   return &dest;
 }
 
@@ -233,26 +222,7 @@ void DeliveryLoop::OfferHead(Dest& dest) {
   if (!dest.offered_id.empty() && dest.offered_id < head->id) {
     return;  // the Scheduler holds an earlier one (its record changed meanwhile); it goes first
   }
-  pacing::WorkItem item;
-  item.id = head->id;
-  item.sequence = storage::DeliveryIdSequence(head->id);
-  item.cost = head->cost;
-  item.ordering_key = head->ordering_key;
-  // A wait for a budget was written down as a deferral with the time the meter then foresaw;
-  // the meter itself decides (an operator may have raised the budget since). Retry-After and
-  // backoff times bind: nothing else remembers them across a restart.
-  using pacing::DeferReason;
-  using pacing::DeferReasonString;
-  const bool budget_wait = head->state == DeliveryState::kDeferred &&
-                           head->reason.starts_with(DeferReasonString(DeferReason::kBudget));
-  const int64_t wait_ms = budget_wait ? 0 : head->next_attempt_ms - WallMs();
-  item.not_before = clock_.Now() + Millis(std::max<int64_t>(0, wait_ms));
-  if (head->state == DeliveryState::kDeferred && !budget_wait) {
-    item.wait_reason = head->reason.starts_with(DeferReasonString(DeferReason::kBackoff))
-                           ? DeferReason::kBackoff
-                           : DeferReason::kRetryAfter;
-  }
-  if (scheduler_.Offer(dest.id, std::move(item)).ok()) {
+  if (scheduler_.Offer(dest.id, WorkItemFor(*head, LoopTimeOf(clock_))).ok()) {
     dest.offered_id = head->id;
     SchedulePump();
   }
@@ -281,7 +251,7 @@ void DeliveryLoop::Pump() {
       continue;
     }
     if (decision.kind == Decision::Kind::kWait) {
-      timer_.expires_at(decision.wake_at);
+      timer_.expires_after(decision.wake_at - clock_.Now());
       timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
         if (!ec && *alive) {
           Pump();
@@ -319,8 +289,8 @@ void DeliveryLoop::Dispatch(const Decision& decision) {
 void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std::string& id,
                             Result<Delivery> leased) {
   if (leased && leased->state != DeliveryState::kInFlight) {
-    leased = Status::FailedPrecondition(fmt::format("delivery {} is {}", id,
-                                                    storage::StateName(leased->state)));
+    leased = Status::FailedPrecondition(
+        fmt::format("delivery {} is {}", id, storage::StateName(leased->state)));
   }
   if (leased) {
     Send(key, sequence, std::move(*leased));
@@ -414,18 +384,18 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
   }
   const std::string platform = d.platform;
   if (report.outcome.http_status == 429) {
-    metrics_.Inc("relay_egress_platform_429_total", {{"platform", platform}});
+    metrics_.Inc(CounterId::kPlatform429, {{"platform", platform}});
   }
   if (report.observation.remaining) {
-    metrics_.Set("relay_egress_platform_remaining", {{"destination", key}},
+    metrics_.Set(GaugeId::kPlatformRemaining, {{"destination", key}},
                  static_cast<double>(*report.observation.remaining));
     if (report.observation.limit && *report.observation.limit > 0) {
-      metrics_.Observe("relay_egress_bucket_fill_ratio", {{"platform", platform}},
+      metrics_.Observe(HistogramId::kBucketFillRatio, {{"platform", platform}},
                        1.0 - static_cast<double>(*report.observation.remaining) /
                                  static_cast<double>(*report.observation.limit));
     }
   }
-  metrics_.Observe("relay_egress_attempt_duration_seconds", {{"platform", platform}},
+  metrics_.Observe(HistogramId::kAttemptDuration, {{"platform", platform}},
                    static_cast<double>(report.attempt.duration_ms) / 1000.0);
   if (!verdict) {
     // Out of protocol (should not happen): keep the delivery, retry it after a minute.
@@ -437,7 +407,7 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
   }
   if (report.outcome.throttled || report.outcome.http_status == 429) {
     metrics_.Inc(
-        "relay_egress_throttles_total",
+        CounterId::kThrottles,
         {{"tenant", d.tenant}, {"platform", platform}, {"reason", verdict->deferral.ToString()}});
   }
   Finish(key, d, *verdict, report.attempt);
@@ -447,35 +417,15 @@ void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdi
                           std::optional<storage::Attempt> attempt) {
   in_flight_.erase(d.id);
   --dests_.at(key).in_flight;
-  storage::StateChange change{.at_ms = WallMs(), .attempt = std::move(attempt)};
-  change.consume_attempt = verdict.consumes_attempt;
-  change.expect = DeliveryState::kInFlight;
-  std::string outcome;
-  switch (verdict.kind) {
-    case VerdictKind::kDelivered:
-      change.to = DeliveryState::kDelivered;
-      outcome = "delivered";
-      break;
-    case VerdictKind::kDead:
-      change.to = DeliveryState::kDead;
-      change.reason = verdict.dead_reason.empty() ? "dead" : verdict.dead_reason;
-      outcome = "dead";
-      break;
-    case VerdictKind::kDefer: {
-      change.to = DeliveryState::kDeferred;
-      change.reason = verdict.deferral.ToString();
-      const auto wait = std::chrono::duration_cast<Millis>(verdict.next_attempt - clock_.Now());
-      change.next_attempt_ms = change.at_ms + std::max<int64_t>(0, wait.count());
-      outcome = "deferred";
-      metrics_.Inc("relay_egress_deferrals_total",
-                   {{"tenant", d.tenant}, {"platform", d.platform}, {"reason", change.reason}});
-      break;
-    }
+  storage::StateChange change = StateChangeFor(verdict, LoopTimeOf(clock_), std::move(attempt));
+  if (verdict.kind == VerdictKind::kDefer) {
+    metrics_.Inc(CounterId::kDeferrals,
+                 {{"tenant", d.tenant}, {"platform", d.platform}, {"reason", change.reason}});
   }
-  metrics_.Inc("relay_egress_deliveries_total", {{"platform", d.platform}, {"outcome", outcome}});
-  outcomes_.Submit(d.id, std::move(change), [this, key](Result<Delivery> stored) {
-    OnPersisted(key, std::move(stored));
-  });
+  metrics_.Inc(CounterId::kDeliveries,
+               {{"platform", d.platform}, {"outcome", OutcomeLabel(verdict.kind)}});
+  outcomes_.Submit(d.id, std::move(change),
+                   [this, key](Result<Delivery> stored) { OnPersisted(key, std::move(stored)); });
   SchedulePump();
 }
 
@@ -493,7 +443,7 @@ void DeliveryLoop::OnPersisted(const std::string& key, Result<Delivery> stored) 
   } else if (!stored) {
     // The outcome is not on disk (the delivery stays in_flight there until a restart recovers
     // it); what was read ahead is still right.
-    metrics_.Inc("relay_egress_store_errors_total", {{"operation", "outcome"}});
+    metrics_.Inc(CounterId::kStoreErrors, {{"operation", "outcome"}});
     LogEvent(LogLevel::kError, "outcome_not_written",
              {{"destination", key}, {"error", stored.error().ToString()}});
   }
@@ -533,7 +483,7 @@ void DeliveryLoop::GuardDiscordToken(Dest& dest, const adapters::AttemptReport& 
   park.global = true;
   park.scope = pacing::RateLimitScope::kGlobal;
   scheduler_.Observe(dest.id, park).IgnoreError();
-  metrics_.Inc("relay_egress_discord_invalid_request_stops_total", {{"credential", dest.token_key}});
+  metrics_.Inc(CounterId::kDiscordInvalidRequestStops, {{"credential", dest.token_key}});
   LogEvent(LogLevel::kWarn, "discord_token_stopped",
            {{"credential", dest.token_key},
             {"invalid_requests", discord_invalid_.Count(dest.token_key, now)},

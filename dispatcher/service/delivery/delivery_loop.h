@@ -6,9 +6,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include "adapters/invalid_request_counter.h"
 #include "adapters/platform_adapter.h"
@@ -16,8 +16,8 @@
 #include "dispatcher/pacing/scheduler.h"
 #include "dispatcher/service/credential_book.h"
 #include "dispatcher/service/delivery/destination_queue.h"
-#include "dispatcher/service/metrics.h"
 #include "dispatcher/service/delivery/store_writer.h"
+#include "dispatcher/service/metrics.h"
 #include "storage/queue_store.h"
 
 namespace egress::service {
@@ -48,8 +48,11 @@ struct DestinationInfo {
 // destinations that have work, not with deliveries. Leases and outcomes are written in group
 // commits (StoreWriter): one write, and for outcomes one fsync, for all that finished together.
 //
-// All methods run on the loop (`io`). Store calls run on `storage` and post back. Everything
-// passed in must outlive the DeliveryLoop; Service destroys it after the loop has stopped.
+// All methods run on the loop (`io`). Store calls run on `storage` and post back: the service
+// passes its one-thread store pool; a test may pass the loop's own executor, so store calls run
+// in turn on the loop. The wake-up timer waits for the Scheduler's wait as a duration measured
+// from `clock`, so the loop follows whichever clock it is given. Everything passed in must
+// outlive the DeliveryLoop; Service destroys it after the loop has stopped.
 class DeliveryLoop {
  public:
   struct Options {
@@ -63,17 +66,17 @@ class DeliveryLoop {
     Millis persist_wait{5000};
   };
 
-  DeliveryLoop(boost::asio::io_context& io, boost::asio::thread_pool& storage,
+  DeliveryLoop(boost::asio::io_context& io, boost::asio::any_io_executor storage,
                storage::QueueStore& store, pacing::Scheduler& scheduler,
                adapters::HttpTransport& transport, AdapterLookup adapters,
                const CredentialBook& credentials, const Clock& clock, Metrics& metrics,
                Options options);
-  DeliveryLoop(boost::asio::io_context& io, boost::asio::thread_pool& storage,
+  DeliveryLoop(boost::asio::io_context& io, boost::asio::any_io_executor storage,
                storage::QueueStore& store, pacing::Scheduler& scheduler,
                adapters::HttpTransport& transport, AdapterLookup adapters,
                const CredentialBook& credentials, const Clock& clock, Metrics& metrics)
-      : DeliveryLoop(io, storage, store, scheduler, transport, std::move(adapters), credentials,
-                     clock, metrics, Options{}) {}
+      : DeliveryLoop(io, std::move(storage), store, scheduler, transport, std::move(adapters),
+                     credentials, clock, metrics, Options{}) {}
 
   ~DeliveryLoop();
   DeliveryLoop(const DeliveryLoop&) = delete;
@@ -90,6 +93,9 @@ class DeliveryLoop {
   // The Scheduler's budgets changed (an operator override): looks at the waiting work again now
   // rather than at the wake-up the old budgets had set.
   void BudgetsChanged();
+  // Looks at the waiting work again now, as the wake-up timer does: after a test moved its
+  // FakeClock (the timer waits in real time).
+  void WakeForTest() { SchedulePump(); }
 
   std::vector<DestinationInfo> Destinations() const;
   size_t destination_count() const { return dests_.size(); }
@@ -133,15 +139,15 @@ class DeliveryLoop {
   // Stops a Discord token that nears the invalid-request ban line.
   void GuardDiscordToken(Dest& dest, const adapters::AttemptReport& report);
   // Releases the attempt and persists its verdict.
-  void Finish(const std::string& key, const storage::Delivery& d,
-              const pacing::Verdict& verdict, std::optional<storage::Attempt> attempt);
+  void Finish(const std::string& key, const storage::Delivery& d, const pacing::Verdict& verdict,
+              std::optional<storage::Attempt> attempt);
   void OnPersisted(const std::string& key, Result<storage::Delivery> stored);
   void ScheduleMaintenance();
   void CheckDrained();
   int64_t WallMs() const { return ToUnixMillis(clock_.WallNow()); }
 
   boost::asio::io_context& io_;
-  boost::asio::thread_pool& storage_;
+  boost::asio::any_io_executor storage_;
   storage::QueueStore& store_;
   pacing::Scheduler& scheduler_;
   adapters::HttpTransport& transport_;

@@ -6,10 +6,10 @@ namespace egress::service {
 
 namespace asio = boost::asio;
 
-StoreWriter::StoreWriter(asio::io_context& io, asio::thread_pool& storage,
+StoreWriter::StoreWriter(asio::io_context& io, asio::any_io_executor storage,
                          storage::QueueStore& store, size_t max_batch)
     : io_(io),
-      storage_(storage),
+      storage_(std::move(storage)),
       store_(store),
       max_batch_(max_batch),
       alive_(std::make_shared<bool>(true)) {}
@@ -48,8 +48,7 @@ void StoreWriter::Flush() {
   asio::post(storage_, [this, &store = store_, &io = io_, alive = alive_,
                         changes = std::move(changes), dones = std::move(dones)]() mutable {
     auto results = store.ApplyBatch(changes);
-    asio::post(io, [this, alive, results = std::move(results),
-                     dones = std::move(dones)]() mutable {
+    asio::post(io, [this, alive, results = std::move(results), dones = std::move(dones)]() mutable {
       if (!*alive) {
         return;
       }

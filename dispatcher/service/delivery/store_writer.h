@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include "storage/queue_store.h"
 
@@ -17,14 +17,15 @@ namespace egress::service {
 // them (QueueStore::ApplyBatch). At most one write is on the pool at a time, so a busy loop
 // writes in large batches and an idle one with no added delay.
 //
-// Submit runs on the loop (`io`); each `done` runs on the loop with that change's result. The
-// store, the pool and the loop must outlive the writer's last write; the owner stops the pool
-// before destroying it, and `done` is not called once the writer is gone.
+// Submit runs on the loop (`io`); writes run on `storage` (the storage pool's executor, or the
+// loop's own in a test) and each `done` runs on the loop with that change's result. The store,
+// the pool and the loop must outlive the writer's last write; the owner stops the pool before
+// destroying it, and `done` is not called once the writer is gone.
 class StoreWriter {
  public:
   using Done = std::function<void(Result<storage::Delivery>)>;
 
-  StoreWriter(boost::asio::io_context& io, boost::asio::thread_pool& storage,
+  StoreWriter(boost::asio::io_context& io, boost::asio::any_io_executor storage,
               storage::QueueStore& store, size_t max_batch = 2048);
   ~StoreWriter();
   StoreWriter(const StoreWriter&) = delete;
@@ -40,7 +41,7 @@ class StoreWriter {
   void Flush();
 
   boost::asio::io_context& io_;
-  boost::asio::thread_pool& storage_;
+  boost::asio::any_io_executor storage_;
   storage::QueueStore& store_;
   const size_t max_batch_;
   std::shared_ptr<bool> alive_;

@@ -2,6 +2,8 @@
 // pool. A task parked on the one-thread pool holds writes back, so which changes go together is
 // decided by the test, not by timing.
 
+#include "dispatcher/service/delivery/store_writer.h"
+
 #include <future>
 #include <memory>
 
@@ -11,7 +13,6 @@
 #include <boost/asio/thread_pool.hpp>
 #include <gtest/gtest.h>
 
-#include "dispatcher/service/delivery/store_writer.h"
 #include "storage/rocks_queue_store.h"
 #include "tests/support/temp_dir.h"
 
@@ -53,9 +54,7 @@ class StoreWriterTest : public ::testing::Test {
     return release;
   }
 
-  static storage::StateChange Lease() {
-    return {.to = DeliveryState::kInFlight, .at_ms = kT0 + 1};
-  }
+  static storage::StateChange Lease() { return {.to = DeliveryState::kInFlight, .at_ms = kT0 + 1}; }
 
   TempDir dir_;
   std::unique_ptr<storage::QueueStore> store_;
@@ -67,7 +66,7 @@ class StoreWriterTest : public ::testing::Test {
 // Verifies that changes submitted while a write is on the pool go together in the next write,
 // and that each `done` gets its own change's result, in order.
 TEST_F(StoreWriterTest, ChangesSubmittedDuringAWriteGoInTheNextOne) {
-  StoreWriter writer(io_, pool_, *store_);
+  StoreWriter writer(io_, pool_.get_executor(), *store_);
   std::vector<std::string> done;
   auto record = [&](Result<Delivery> d) {
     ASSERT_TRUE(d.has_value()) << d.error().ToString();
@@ -95,7 +94,7 @@ TEST_F(StoreWriterTest, ChangesSubmittedDuringAWriteGoInTheNextOne) {
 // write: the write still reaches the store, its `done` is not called, and nothing touches the
 // destroyed writer (AddressSanitizer's use-after-free check in `./dev test --asan`).
 TEST_F(StoreWriterTest, WriteOnThePoolOutlivesItsWriter) {
-  auto writer = std::make_unique<StoreWriter>(io_, pool_, *store_);
+  auto writer = std::make_unique<StoreWriter>(io_, pool_.get_executor(), *store_);
   bool called = false;
   std::promise<void> release = BlockPool();
   writer->Submit(ids_[0], Lease(), [&](Result<Delivery>) { called = true; });

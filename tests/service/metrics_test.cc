@@ -1,0 +1,155 @@
+// Metrics: typed ids, the series they write and the exposition text /metrics serves.
+
+#include "dispatcher/service/metrics.h"
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+namespace egress::service {
+namespace {
+
+// The text the name-addressed Metrics rendered for the same calls, before ids replaced names:
+// the exposition format is a contract (dashboards, `promtool check metrics`).
+constexpr std::string_view kExpected =
+    R"txt(# HELP relay_egress_deliveries_accepted_total Deliveries made durable by intake, by tenant and platform.
+# TYPE relay_egress_deliveries_accepted_total counter
+relay_egress_deliveries_accepted_total{tenant="a\"b\\c\nd",platform="slack"} 3
+# HELP relay_egress_deliveries_total Attempts that ended a delivery or deferred it, by platform and outcome.
+# TYPE relay_egress_deliveries_total counter
+relay_egress_deliveries_total{platform="slack",outcome="dead"} 1
+relay_egress_deliveries_total{platform="webhook",outcome="delivered"} 2
+# HELP relay_egress_deferrals_total Deliveries deferred, by tenant, platform and reason.
+# TYPE relay_egress_deferrals_total counter
+relay_egress_deferrals_total{tenant="acme",platform="webhook",reason="budget:webhook_destination"} 1
+# HELP relay_egress_throttles_total Platform throttles (429 or body throttle) received, by tenant, platform and reason.
+# TYPE relay_egress_throttles_total counter
+# HELP relay_egress_platform_429_total HTTP 429 responses received, by platform.
+# TYPE relay_egress_platform_429_total counter
+relay_egress_platform_429_total{platform="discord"} 1
+# HELP relay_egress_intake_rejections_total Intake requests refused, by tenant and reason (rate_limited, backlog, invalid, ...).
+# TYPE relay_egress_intake_rejections_total counter
+# HELP relay_egress_queue_depth Deliveries per state.
+# TYPE relay_egress_queue_depth gauge
+relay_egress_queue_depth{state="queued"} 12
+# HELP relay_egress_oldest_deferral_age_seconds Age of the oldest deferred delivery a destination holds.
+# TYPE relay_egress_oldest_deferral_age_seconds gauge
+# HELP relay_egress_platform_remaining Last rate-limit remaining a platform reported, by destination.
+# TYPE relay_egress_platform_remaining gauge
+relay_egress_platform_remaining{destination="k"} 0.5
+# HELP relay_egress_bucket_fill_ratio How full a destination's platform bucket was when it answered (1 = exhausted).
+# TYPE relay_egress_bucket_fill_ratio histogram
+relay_egress_bucket_fill_ratio_bucket{platform="slack",le="0"} 0
+relay_egress_bucket_fill_ratio_bucket{platform="slack",le="0.25"} 0
+relay_egress_bucket_fill_ratio_bucket{platform="slack",le="0.5"} 0
+relay_egress_bucket_fill_ratio_bucket{platform="slack",le="0.75"} 0
+relay_egress_bucket_fill_ratio_bucket{platform="slack",le="0.9"} 1
+relay_egress_bucket_fill_ratio_bucket{platform="slack",le="1"} 1
+relay_egress_bucket_fill_ratio_bucket{platform="slack",le="+Inf"} 1
+relay_egress_bucket_fill_ratio_sum{platform="slack"} 0.8
+relay_egress_bucket_fill_ratio_count{platform="slack"} 1
+# HELP relay_egress_attempt_duration_seconds Request to response time of delivery attempts, by platform.
+# TYPE relay_egress_attempt_duration_seconds histogram
+relay_egress_attempt_duration_seconds_bucket{le="0.005"} 1
+relay_egress_attempt_duration_seconds_bucket{le="0.01"} 1
+relay_egress_attempt_duration_seconds_bucket{le="0.025"} 1
+relay_egress_attempt_duration_seconds_bucket{le="0.05"} 1
+relay_egress_attempt_duration_seconds_bucket{le="0.1"} 1
+relay_egress_attempt_duration_seconds_bucket{le="0.25"} 1
+relay_egress_attempt_duration_seconds_bucket{le="0.5"} 1
+relay_egress_attempt_duration_seconds_bucket{le="1"} 1
+relay_egress_attempt_duration_seconds_bucket{le="2.5"} 1
+relay_egress_attempt_duration_seconds_bucket{le="5"} 1
+relay_egress_attempt_duration_seconds_bucket{le="10"} 1
+relay_egress_attempt_duration_seconds_bucket{le="30"} 1
+relay_egress_attempt_duration_seconds_bucket{le="+Inf"} 1
+relay_egress_attempt_duration_seconds_sum 0.001
+relay_egress_attempt_duration_seconds_count 1
+relay_egress_attempt_duration_seconds_bucket{platform="webhook",le="0.005"} 0
+relay_egress_attempt_duration_seconds_bucket{platform="webhook",le="0.01"} 0
+relay_egress_attempt_duration_seconds_bucket{platform="webhook",le="0.025"} 0
+relay_egress_attempt_duration_seconds_bucket{platform="webhook",le="0.05"} 1
+relay_egress_attempt_duration_seconds_bucket{platform="webhook",le="0.1"} 1
+relay_egress_attempt_duration_seconds_bucket{platform="webhook",le="0.25"} 1
+relay_egress_attempt_duration_seconds_bucket{platform="webhook",le="0.5"} 1
+relay_egress_attempt_duration_seconds_bucket{platform="webhook",le="1"} 1
+relay_egress_attempt_duration_seconds_bucket{platform="webhook",le="2.5"} 1
+relay_egress_attempt_duration_seconds_bucket{platform="webhook",le="5"} 1
+relay_egress_attempt_duration_seconds_bucket{platform="webhook",le="10"} 1
+relay_egress_attempt_duration_seconds_bucket{platform="webhook",le="30"} 1
+relay_egress_attempt_duration_seconds_bucket{platform="webhook",le="+Inf"} 2
+relay_egress_attempt_duration_seconds_sum{platform="webhook"} 40.03
+relay_egress_attempt_duration_seconds_count{platform="webhook"} 2
+# HELP relay_egress_destinations Destinations with work, known to the scheduler.
+# TYPE relay_egress_destinations gauge
+relay_egress_destinations 7
+# HELP relay_egress_store_errors_total Store writes of the delivery loop that failed, by operation.
+# TYPE relay_egress_store_errors_total counter
+relay_egress_store_errors_total{operation="outcome"} 1
+# HELP relay_egress_discord_invalid_request_stops_total Times a Discord token was stopped near the invalid-request ban line, by credential.
+# TYPE relay_egress_discord_invalid_request_stops_total counter
+)txt";
+
+void Record(Metrics& m) {
+  m.Inc(CounterId::kDeliveries, {{"platform", "webhook"}, {"outcome", "delivered"}});
+  m.Inc(CounterId::kDeliveries, {{"platform", "webhook"}, {"outcome", "delivered"}});
+  m.Inc(CounterId::kDeliveries, {{"platform", "slack"}, {"outcome", "dead"}});
+  m.Inc(CounterId::kDeliveriesAccepted, {{"tenant", "a\"b\\c\nd"}, {"platform", "slack"}}, 3);
+  m.Inc(CounterId::kDeferrals,
+        {{"tenant", "acme"}, {"platform", "webhook"}, {"reason", "budget:webhook_destination"}});
+  m.Inc(CounterId::kPlatform429, {{"platform", "discord"}});
+  m.Set(GaugeId::kDestinations, {}, 7);
+  m.Set(GaugeId::kQueueDepth, {{"state", "queued"}}, 12);
+  m.Set(GaugeId::kPlatformRemaining, {{"destination", "k"}}, 0.5);
+  m.Observe(HistogramId::kBucketFillRatio, {{"platform", "slack"}}, 0.8);
+  m.Observe(HistogramId::kAttemptDuration, {{"platform", "webhook"}}, 0.03);
+  m.Observe(HistogramId::kAttemptDuration, {{"platform", "webhook"}}, 40);
+  m.Observe(HistogramId::kAttemptDuration, {}, 0.001);
+  m.Inc(CounterId::kStoreErrors, {{"operation", "outcome"}});
+}
+
+// Verifies that the rendered text is byte for byte what it was: order, escaping, histograms.
+TEST(MetricsTest, RendersTheExpositionText) {
+  Metrics m;
+  Record(m);
+  EXPECT_EQ(m.Render(), kExpected);
+}
+
+// Verifies that Value reads one series, Total sums a counter's series and not a longer name's.
+TEST(MetricsTest, ValueAndTotal) {
+  Metrics m;
+  Record(m);
+  EXPECT_EQ(m.Value(CounterId::kDeliveries, {{"platform", "webhook"}, {"outcome", "delivered"}}),
+            2);
+  EXPECT_EQ(m.Value(CounterId::kDeliveries, {{"platform", "line"}, {"outcome", "delivered"}}), 0);
+  EXPECT_EQ(m.Value(GaugeId::kDestinations), 7);
+  EXPECT_EQ(m.Total(CounterId::kDeliveries), 3);
+  EXPECT_EQ(m.Total(CounterId::kDeferrals), 1);
+  EXPECT_EQ(m.Total(CounterId::kThrottles), 0);
+  m.Set(GaugeId::kDestinations, {}, 2);
+  EXPECT_EQ(m.Value(GaugeId::kDestinations), 2);
+}
+
+// Verifies that every id names a distinct relay_egress_ metric, and a few by name.
+TEST(MetricsTest, EveryIdHasItsOwnName) {
+  std::set<std::string_view> names;
+  for (int i = 0; i <= static_cast<int>(CounterId::kMaxValue); ++i) {
+    names.insert(Metrics::Name(static_cast<CounterId>(i)));
+  }
+  for (int i = 0; i <= static_cast<int>(GaugeId::kMaxValue); ++i) {
+    names.insert(Metrics::Name(static_cast<GaugeId>(i)));
+  }
+  for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
+    names.insert(Metrics::Name(static_cast<HistogramId>(i)));
+  }
+  EXPECT_EQ(names.size(), 14u);
+  for (std::string_view name : names) {
+    EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
+  }
+  EXPECT_EQ(Metrics::Name(CounterId::kDeliveries), "relay_egress_deliveries_total");
+  EXPECT_EQ(Metrics::Name(GaugeId::kPlatformRemaining), "relay_egress_platform_remaining");
+  EXPECT_EQ(Metrics::Name(HistogramId::kAttemptDuration), "relay_egress_attempt_duration_seconds");
+}
+
+}  // namespace
+}  // namespace egress::service

@@ -1,0 +1,353 @@
+#include "tests/support/memory_queue_store.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "storage/state_machine.h"
+
+namespace egress::storage {
+
+MemoryQueueStore::MemoryQueueStore(StoreOptions options, uint64_t id_seed)
+    : options_(std::move(options)), ids_(id_seed, "") {}
+
+Status MemoryQueueStore::CheckOpen() const {
+  return closed_ ? Status::FailedPrecondition("store is closed") : Status::Ok();
+}
+
+Result<EnqueueResult> MemoryQueueStore::Enqueue(const NewDelivery& d, int64_t now_ms) {
+  Result<std::vector<Result<EnqueueResult>>> batch = EnqueueBatch({d}, now_ms);
+  if (!batch) {
+    return batch.error();
+  }
+  return std::move(batch->front());
+}
+
+Result<std::vector<Result<EnqueueResult>>> MemoryQueueStore::EnqueueBatch(
+    const std::vector<NewDelivery>& ds, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  std::vector<Result<EnqueueResult>> results;
+  results.reserve(ds.size());
+  for (const NewDelivery& in : ds) {
+    if (Status s = ValidateNewDelivery(in, options_); !s.ok()) {
+      results.emplace_back(std::move(s));
+      continue;
+    }
+    if (!in.idempotency_key.empty()) {
+      auto it = idempotency_.find({in.tenant, in.idempotency_key});
+      if (it != idempotency_.end()) {
+        results.emplace_back(EnqueueResult{it->second, false});
+        continue;
+      }
+    }
+    Delivery d{.id = ids_.Next(now_ms),
+               .tenant = in.tenant,
+               .platform = in.platform,
+               .destination = in.destination,
+               .credential = in.credential,
+               .payload = in.payload,
+               .idempotency_key = in.idempotency_key,
+               .ordering_key = in.ordering_key,
+               .cost = in.cost,
+               .created_ms = now_ms,
+               .state = DeliveryState::kQueued,
+               .next_attempt_ms = now_ms,
+               .updated_ms = now_ms};
+    if (!in.idempotency_key.empty()) {
+      idempotency_[{in.tenant, in.idempotency_key}] = d.id;
+    }
+    results.emplace_back(EnqueueResult{d.id, true});
+    deliveries_.emplace(d.id, std::move(d));
+  }
+  ++writes_;
+  return results;
+}
+
+Result<Delivery> MemoryQueueStore::Get(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  auto it = deliveries_.find(id);
+  if (it == deliveries_.end()) {
+    return Status::NotFound(fmt::format("delivery {} not found", id));
+  }
+  return it->second;
+}
+
+Result<Delivery> MemoryQueueStore::Apply(const std::string& id, const StateChange& change) {
+  Result<std::vector<Result<Delivery>>> batch = ApplyBatch({{id, change}});
+  if (!batch) {
+    return batch.error();
+  }
+  return std::move(batch->front());
+}
+
+Result<std::vector<Result<Delivery>>> MemoryQueueStore::ApplyBatch(
+    const std::vector<IdChange>& changes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++apply_batches_;
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  if (apply_fault_ && apply_fault_->times > 0) {
+    const bool matches = !apply_fault_->only_to ||
+                         std::any_of(changes.begin(), changes.end(), [&](const IdChange& c) {
+                           return c.second.to == *apply_fault_->only_to;
+                         });
+    if (matches) {
+      Status failed = apply_fault_->status;
+      if (--apply_fault_->times == 0) {
+        apply_fault_.reset();
+      }
+      return failed;
+    }
+  }
+  std::vector<Result<Delivery>> results;
+  results.reserve(changes.size());
+  for (const auto& [id, change] : changes) {
+    auto it = deliveries_.find(id);
+    if (it == deliveries_.end()) {
+      results.emplace_back(Status::NotFound(fmt::format("delivery {} not found", id)));
+      continue;
+    }
+    Delivery after = it->second;
+    if (Status s = ApplyChange(change, options_.history_limit, after); !s.ok()) {
+      results.emplace_back(std::move(s));
+      continue;
+    }
+    it->second = std::move(after);
+    results.emplace_back(it->second);
+  }
+  ++writes_;
+  return results;
+}
+
+Result<std::vector<Delivery>> MemoryQueueStore::LeaseDue(int64_t now_ms, size_t max) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  std::vector<Delivery*> due;
+  for (auto& [id, d] : deliveries_) {
+    if (IsWaiting(d.state) && d.next_attempt_ms <= now_ms) {
+      due.push_back(&d);
+    }
+  }
+  // Earliest due first; equal times in id order (the sort is stable over the id-ordered map).
+  std::stable_sort(due.begin(), due.end(), [](const Delivery* a, const Delivery* b) {
+    return a->next_attempt_ms < b->next_attempt_ms;
+  });
+  if (due.size() > max) {
+    due.resize(max);
+  }
+  std::vector<Delivery> leased;
+  const StateChange change{.to = DeliveryState::kInFlight, .at_ms = now_ms};
+  for (Delivery* d : due) {
+    if (Status s = ApplyChange(change, options_.history_limit, *d); !s.ok()) {
+      return s;
+    }
+    leased.push_back(*d);
+  }
+  return leased;
+}
+
+Result<std::vector<std::string>> MemoryQueueStore::ListDestinations(const std::string& after_key,
+                                                                    size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  std::vector<std::string> keys;
+  for (const auto& [id, d] : deliveries_) {
+    if (!IsTerminal(d.state)) {
+      std::string key = DestinationKeyOf(d);
+      if (key > after_key) {
+        keys.push_back(std::move(key));
+      }
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  if (keys.size() > limit) {
+    keys.resize(limit);
+  }
+  return keys;
+}
+
+Result<DestinationWork> MemoryQueueStore::PendingFor(const std::string& destination_key,
+                                                     const std::string& after_id, size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++pending_for_calls_;
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  if (pending_for_fault_times_ > 0) {
+    --pending_for_fault_times_;
+    return pending_for_fault_;
+  }
+  DestinationWork work{destination_key, {}};
+  for (auto it = deliveries_.upper_bound(after_id);
+       it != deliveries_.end() && work.deliveries.size() < limit; ++it) {
+    if (!IsTerminal(it->second.state) && DestinationKeyOf(it->second) == destination_key) {
+      work.deliveries.push_back(it->second);
+    }
+  }
+  return work;
+}
+
+Result<ListPage> MemoryQueueStore::List(const ListFilter&) {
+  return Status::FailedPrecondition("MemoryQueueStore does not implement List");
+}
+
+StateCounts MemoryQueueStore::CountLocked() const {
+  StateCounts counts{};
+  for (const auto& [id, d] : deliveries_) {
+    ++counts[static_cast<size_t>(d.state) - 1];
+  }
+  return counts;
+}
+
+Result<StateCounts> MemoryQueueStore::Counts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  return CountLocked();
+}
+
+Result<uint64_t> MemoryQueueStore::TenantBacklog(const std::string& tenant) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  uint64_t n = 0;
+  for (const auto& [id, d] : deliveries_) {
+    n += d.tenant == tenant && !IsTerminal(d.state) ? 1 : 0;
+  }
+  return n;
+}
+
+Result<std::vector<StateCounts>> MemoryQueueStore::DestinationCounts(
+    const std::vector<std::string>& destination_keys) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  std::map<std::string, StateCounts> by_key;
+  for (const auto& [id, d] : deliveries_) {
+    if (!IsTerminal(d.state)) {
+      ++by_key[DestinationKeyOf(d)][static_cast<size_t>(d.state) - 1];
+    }
+  }
+  std::vector<StateCounts> out;
+  for (const std::string& key : destination_keys) {
+    auto it = by_key.find(key);
+    out.push_back(it == by_key.end() ? StateCounts{} : it->second);
+  }
+  return out;
+}
+
+Result<StateCounts> MemoryQueueStore::ScanCounts() { return Counts(); }
+
+Result<size_t> MemoryQueueStore::PurgeFinished(int64_t now_ms, size_t max) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  size_t purged = 0;
+  for (auto it = deliveries_.begin(); it != deliveries_.end() && purged < max;) {
+    const Delivery& d = it->second;
+    const bool finished =
+        d.state == DeliveryState::kDelivered || d.state == DeliveryState::kCancelled;
+    if (finished && d.finished_ms < now_ms - options_.retention_ms) {
+      it = deliveries_.erase(it);
+      ++purged;
+    } else {
+      ++it;
+    }
+  }
+  return purged;
+}
+
+Status MemoryQueueStore::Purge(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  auto it = deliveries_.find(id);
+  if (it == deliveries_.end()) {
+    return Status::NotFound(fmt::format("delivery {} not found", id));
+  }
+  if (!IsTerminal(it->second.state)) {
+    return Status::FailedPrecondition(
+        fmt::format("delivery {} is {}; only finished deliveries can be purged", id,
+                    StateName(it->second.state)));
+  }
+  deliveries_.erase(it);
+  return Status::Ok();
+}
+
+StoreStats MemoryQueueStore::Stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {.writes = writes_, .wal_syncs = 0};
+}
+
+Status MemoryQueueStore::PutSetting(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  if (value.empty()) {
+    settings_.erase(key);
+  } else {
+    settings_[key] = value;
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> MemoryQueueStore::ListSettings(
+    const std::string& prefix) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto it = settings_.lower_bound(prefix);
+       it != settings_.end() && it->first.starts_with(prefix); ++it) {
+    out.emplace_back(it->first, it->second);
+  }
+  return out;
+}
+
+Status MemoryQueueStore::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  return Status::Ok();
+}
+
+void MemoryQueueStore::FailApplies(ApplyFault fault) {
+  std::lock_guard<std::mutex> lock(mu_);
+  apply_fault_ = std::move(fault);
+}
+
+void MemoryQueueStore::FailPendingFor(Status status, int times) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_for_fault_ = std::move(status);
+  pending_for_fault_times_ = times;
+}
+
+size_t MemoryQueueStore::apply_batches() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return apply_batches_;
+}
+
+size_t MemoryQueueStore::pending_for_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_for_calls_;
+}
+
+}  // namespace egress::storage

@@ -1,0 +1,93 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "storage/delivery_id.h"
+#include "storage/queue_store.h"
+
+namespace egress::storage {
+
+// A QueueStore in memory, over a std::map in id order, for tests of what sits above the store
+// (the delivery loop). State changes follow storage/state_machine.h exactly (ApplyChange), so a
+// change the RocksDB store refuses is refused here too. Nothing is durable, so a lease is an
+// ordinary change; "restarting" means building a new loop over the same store.
+//
+// Implemented: Enqueue, EnqueueBatch, Get, Apply, ApplyBatch, LeaseDue, ListDestinations,
+// PendingFor, Counts, TenantBacklog, DestinationCounts, ScanCounts, PurgeFinished, Purge,
+// Stats, PutSetting, ListSettings, Close. Not implemented: List (FailedPrecondition).
+//
+// Faults are injected as leveldb's SpecialEnv does, by setting fields: the next calls fail as a
+// whole, with nothing applied. Thread-safe (one mutex), like every QueueStore.
+class MemoryQueueStore final : public QueueStore {
+ public:
+  explicit MemoryQueueStore(StoreOptions options = {}, uint64_t id_seed = 1);
+
+  Result<EnqueueResult> Enqueue(const NewDelivery& d, int64_t now_ms) override;
+  Result<std::vector<Result<EnqueueResult>>> EnqueueBatch(const std::vector<NewDelivery>& ds,
+                                                          int64_t now_ms) override;
+  Result<Delivery> Get(const std::string& id) override;
+  Result<Delivery> Apply(const std::string& id, const StateChange& change) override;
+  Result<std::vector<Result<Delivery>>> ApplyBatch(const std::vector<IdChange>& changes) override;
+  Result<std::vector<Delivery>> LeaseDue(int64_t now_ms, size_t max) override;
+  Result<std::vector<std::string>> ListDestinations(const std::string& after_key,
+                                                    size_t limit) override;
+  Result<DestinationWork> PendingFor(const std::string& destination_key,
+                                     const std::string& after_id, size_t limit) override;
+  Result<ListPage> List(const ListFilter& filter) override;
+  Result<StateCounts> Counts() override;
+  Result<uint64_t> TenantBacklog(const std::string& tenant) override;
+  Result<std::vector<StateCounts>> DestinationCounts(
+      const std::vector<std::string>& destination_keys) override;
+  Result<StateCounts> ScanCounts() override;
+  Result<size_t> PurgeFinished(int64_t now_ms, size_t max) override;
+  Status Purge(const std::string& id) override;
+  StoreStats Stats() override;
+  Status PutSetting(const std::string& key, const std::string& value) override;
+  Result<std::vector<std::pair<std::string, std::string>>> ListSettings(
+      const std::string& prefix) override;
+  Status Close() override;
+
+  // A fault for the next matching ApplyBatch (or Apply) calls: each fails as a whole with
+  // `status` and applies nothing. Matches every batch when `only_to` is unset, otherwise only a
+  // batch with a change to that state (e.g. kDelivered: an outcome write, not a lease).
+  struct ApplyFault {
+    Status status;
+    int times = 1;
+    std::optional<DeliveryState> only_to;
+  };
+  void FailApplies(ApplyFault fault);
+  // The next `times` PendingFor calls fail with `status`.
+  void FailPendingFor(Status status, int times = 1);
+
+  // Calls seen, failed ones included.
+  size_t apply_batches() const;
+  size_t pending_for_calls() const;
+
+ private:
+  // Every state count; callers hold mu_.
+  StateCounts CountLocked() const;
+  Status CheckOpen() const;
+
+  const StoreOptions options_;
+  mutable std::mutex mu_;
+  DeliveryIdGenerator ids_;
+  std::map<std::string, Delivery> deliveries_;                              // by id: enqueue order
+  std::map<std::pair<std::string, std::string>, std::string> idempotency_;  // (tenant, key) -> id
+  std::map<std::string, std::string> settings_;
+  std::optional<ApplyFault> apply_fault_;
+  Status pending_for_fault_;
+  int pending_for_fault_times_ = 0;
+  size_t apply_batches_ = 0;
+  size_t pending_for_calls_ = 0;
+  uint64_t writes_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace egress::storage
