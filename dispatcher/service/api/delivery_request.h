@@ -71,8 +71,4 @@ tl::expected<std::vector<storage::NewDelivery>, ApiError> SplitDelivery(storage:
 // A destination's shape check alone; empty when fine, else the problem.
 std::string CheckDestinationShape(std::string_view platform, std::string_view destination);
 
-// The API view of a stored delivery (GET /v1/deliveries/{id}). The payload is included only
-// when `with_payload`.
-nlohmann::json DeliveryToJson(const storage::Delivery& d, bool with_payload);
-
 }  // namespace egress::service
