@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dispatcher/cli/http_client.h"
 #include "dispatcher/base/result.h"
+#include "dispatcher/cli/http_client.h"
 
 namespace egress::cli {
 
@@ -26,8 +26,10 @@ struct DeliveryFilter {
 };
 
 // Where commands get their answers: the running service (ServiceBackend) or the store opened
-// directly (StoreBackend). Every answer is JSON in the service API's shapes
-// (dispatcher/service/api_*.cc), so output code does not care which one answered.
+// directly (StoreBackend). Every answer is JSON in the service API's shapes (docs/api.md; a
+// delivery is storage/delivery_json.h's view from either), so output code does not care which
+// one answered. StoreBackend's replay and cancel are storage/operator_actions.h, as the
+// service's are.
 // Errors: NotFound, FailedPrecondition (nothing to do), InvalidArgument (bad input), Unavailable
 // (service unreachable), Busy (store in use), others for storage and protocol faults.
 class Backend {

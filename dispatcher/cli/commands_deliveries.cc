@@ -1,11 +1,15 @@
 // deliveries list | show | replay | cancel.
 
 #include <cstdio>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "dispatcher/cli/cli.h"
 #include "dispatcher/cli/format.h"
+#include "storage/delivery.h"
+#include "storage/operator_actions.h"
 
 namespace egress::cli {
 namespace {
@@ -35,7 +39,24 @@ std::string When(const json& d, int64_t now_ms) {
   return "updated " + RelativeTime(Ms(d, "updated_ms"), now_ms);
 }
 
-void PrintLine(const json& j) { fmt::print("{}\n", j.dump()); }
+// Invalid UTF-8 (an id typed on the command line) prints as U+FFFD rather than throwing.
+void PrintLine(const json& j) {
+  fmt::print("{}\n", j.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+// `d` (a delivery as Get answers it) when a replay would take it, else why not: the store's
+// refusal, or IoError when the answer names no state.
+Result<json> Replayable(const std::string& id, json&& d) {
+  const std::string state = Str(d, "state");
+  const std::optional<storage::DeliveryState> parsed = storage::ParseState(state);
+  if (!parsed) {
+    return Status::IoError(fmt::format("delivery {}: unknown state '{}' in the answer", id, state));
+  }
+  if (Status s = storage::CheckReplayable(id, *parsed); !s.ok()) {
+    return s;
+  }
+  return std::move(d);
+}
 
 }  // namespace
 
@@ -133,11 +154,7 @@ int ReplayDeliveries(Backend& b, const CommandFlags& f) {
     for (const std::string& id : f.ids) {
       Result<json> done = f.dry_run ? b.Get(id) : b.Replay(id);
       if (done && f.dry_run) {
-        const std::string state = Str(*done, "state");
-        if (state != "dead" && state != "deferred") {
-          done = Status::FailedPrecondition(fmt::format(
-              "delivery {} is {}; only dead and deferred deliveries can be replayed", id, state));
-        }
+        done = Replayable(id, std::move(*done));
       }
       if (!done) {
         code = Fail(done.error());

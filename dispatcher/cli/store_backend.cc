@@ -1,14 +1,14 @@
 // Backend over the store opened directly, for when no service is running.
 
-#include <algorithm>
-#include <charconv>
+#include <memory>
+#include <string>
 
-#include <fmt/format.h>
 #include <sys/stat.h>
 
-#include "dispatcher/cli/backend.h"
 #include "dispatcher/base/clock.h"
-#include "dispatcher/service/api/delivery_request.h"
+#include "dispatcher/cli/backend.h"
+#include "storage/delivery_json.h"
+#include "storage/operator_actions.h"
 #include "storage/rocks_queue_store.h"
 
 namespace egress::cli {
@@ -17,8 +17,6 @@ namespace {
 using nlohmann::json;
 using storage::Delivery;
 using storage::DeliveryState;
-
-constexpr size_t kMaxReplay = 100'000;  // as the service's POST /v1/deliveries/replay
 
 Result<storage::ListFilter> ToListFilter(const DeliveryFilter& f) {
   storage::ListFilter out;
@@ -61,7 +59,7 @@ class StoreBackend final : public Backend {
     }
     json list = json::array();
     for (const Delivery& d : page->deliveries) {
-      list.push_back(service::DeliveryToJson(d, false));
+      list.push_back(storage::DeliveryToJson(d, false));
     }
     json out = {{"deliveries", list}};
     out["next_cursor"] = page->next_cursor.empty() ? json(nullptr) : json(page->next_cursor);
@@ -73,11 +71,11 @@ class StoreBackend final : public Backend {
     if (!d) {
       return d.error();
     }
-    return service::DeliveryToJson(*d, true);
+    return storage::DeliveryToJson(*d, true);
   }
 
   Result<json> Replay(const std::string& id) override {
-    auto d = ReplayOne(id);
+    auto d = storage::ReplayOne(*store_, id, NowMs());
     if (!d) {
       return d.error();
     }
@@ -85,51 +83,21 @@ class StoreBackend final : public Backend {
   }
 
   Result<json> ReplayMatching(const DeliveryFilter& f, bool dry_run) override {
-    if (f.state != "dead" && f.state != "deferred") {
-      return Status::InvalidArgument("state: must be dead or deferred");
-    }
     auto filter = ToListFilter(f);
     if (!filter) {
       return filter.error();
     }
-    filter->limit = 1000;
-    filter->after_id.clear();
-    size_t matched = 0;
-    size_t replayed = 0;
-    while (matched < kMaxReplay) {
-      auto page = store_->List(*filter);
-      if (!page) {
-        return page.error();
-      }
-      for (const Delivery& d : page->deliveries) {
-        ++matched;
-        if (!dry_run && ReplayOne(d.id)) {
-          ++replayed;
-        }
-      }
-      if (page->next_cursor.empty()) {
-        break;
-      }
-      filter->after_id = page->next_cursor;
+    auto count = storage::ReplayMatching(*store_, *filter, dry_run, NowMs());
+    if (!count) {
+      return count.error();
     }
-    return json{{"matched", matched}, {"replayed", replayed}, {"dry_run", dry_run}};
+    return json{{"matched", count->matched}, {"replayed", count->replayed}, {"dry_run", dry_run}};
   }
 
   Result<json> Cancel(const std::string& id) override {
-    auto d = store_->Get(id);
+    auto d = storage::Cancel(*store_, id, NowMs());
     if (!d) {
       return d.error();
-    }
-    if (!storage::IsWaiting(d->state)) {
-      return Status::FailedPrecondition(
-          fmt::format("delivery {} is {}; only queued and deferred deliveries can be cancelled", id,
-                      storage::StateName(d->state)));
-    }
-    storage::StateChange change{.to = DeliveryState::kCancelled, .at_ms = NowMs()};
-    change.expect = d->state;
-    auto done = store_->Apply(id, change);
-    if (!done) {
-      return done.error();
     }
     return json{{"id", id}, {"state", "cancelled"}};
   }
@@ -190,22 +158,6 @@ class StoreBackend final : public Backend {
 
  private:
   static int64_t NowMs() { return ToUnixMillis(SystemClock().WallNow()); }
-
-  Result<Delivery> ReplayOne(const std::string& id) {
-    auto d = store_->Get(id);
-    if (!d) {
-      return d;
-    }
-    if (d->state != DeliveryState::kDead && d->state != DeliveryState::kDeferred) {
-      return Status::FailedPrecondition(
-          fmt::format("delivery {} is {}; only dead and deferred deliveries can be replayed", id,
-                      storage::StateName(d->state)));
-    }
-    storage::StateChange change{.to = DeliveryState::kQueued, .at_ms = NowMs()};
-    change.expect = d->state;
-    change.reset_attempts = d->state == DeliveryState::kDead;
-    return store_->Apply(id, change);
-  }
 
   Result<json> Summarize(const std::string& key, const storage::DestinationParts& p) {
     json j = {{"platform", p.platform},

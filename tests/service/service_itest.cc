@@ -444,6 +444,26 @@ TEST_F(ServiceTest, CancelReplayAndList) {
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/deliveries?state=bogus").status, 400);
 }
 
+// Verifies that mistyped fields of a replay request, and a query that is not UTF-8, answer 400
+// naming the field (not an exception), and that the service keeps answering.
+TEST_F(ServiceTest, HostileSteeringInputIsA400) {
+  const std::pair<json, std::string> cases[] = {{{{"state", 5}}, "state"},
+                                                {{{"tenant", nullptr}}, "tenant"},
+                                                {{{"reason", {1, 2}}}, "reason"},
+                                                {{{"dry_run", "yes"}}, "dry_run"}};
+  for (const auto& [body, field] : cases) {
+    TestResponse r = Post("/v1/deliveries/replay", body);
+    EXPECT_EQ(r.status, 400) << body.dump();
+    EXPECT_EQ(r.Json()["field"], field) << r.body;
+  }
+  TestResponse bad = HttpCall(port_, "GET", "/v1/deliveries?state=%FF");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.Json()["message"], "state: unknown state '\xEF\xBF\xBD'") << bad.body;
+  TestResponse dry = Post("/v1/deliveries/replay", {{"state", "dead"}, {"dry_run", true}});
+  EXPECT_EQ(dry.status, 200);
+  EXPECT_EQ(dry.Json()["matched"], 0);
+}
+
 // Verifies the list endpoint's creation-time bounds: Unix ms or RFC 3339, since inclusive and
 // until exclusive, and a 400 naming the field for a bad value.
 TEST_F(ServiceTest, ListsByCreationTime) {

@@ -10,9 +10,10 @@
 
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
-#include "dispatcher/service/api/delivery_request.h"
+#include "storage/delivery_json.h"
 #include "dispatcher/service/service.h"
 #include "dispatcher/base/time_text.h"
+#include "storage/delivery_json.h"
 
 namespace egress::service {
 namespace {
@@ -26,7 +27,7 @@ void GetDelivery(Service& s, const std::string& id, Respond respond) {
   OnStore(
       s, [id](storage::QueueStore& store) { return store.Get(id); },
       [respond = std::move(respond)](Result<Delivery> d) {
-        respond(d ? JsonResponse(200, DeliveryToJson(*d, true))
+        respond(d ? JsonResponse(200, storage::DeliveryToJson(*d, true))
                   : ErrorResponse(FromStatus(d.error())));
       });
 }
@@ -80,7 +81,7 @@ void ListDeliveries(Service& s, const std::map<std::string, std::string>& q, Res
         }
         json list = json::array();
         for (const Delivery& d : page->deliveries) {
-          list.push_back(DeliveryToJson(d, false));
+          list.push_back(storage::DeliveryToJson(d, false));
         }
         json out = {{"deliveries", list}};
         out["next_cursor"] = page->next_cursor.empty() ? json(nullptr) : json(page->next_cursor);

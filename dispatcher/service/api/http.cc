@@ -47,7 +47,10 @@ HttpResponse TextResponse(unsigned status, std::string body, std::string_view co
 }
 
 HttpResponse JsonResponse(unsigned status, const nlohmann::json& body) {
-  return TextResponse(status, body.dump(), "application/json");
+  // Invalid UTF-8 (a query parameter echoed in an error, a stored byte) becomes U+FFFD: the
+  // default dump() would throw.
+  return TextResponse(status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                      "application/json");
 }
 
 HttpResponse ErrorResponse(const ApiError& error) {

@@ -13,6 +13,7 @@
 namespace egress::service {
 
 // Response and request helpers shared by the API handlers.
+// `body` serialised compactly; invalid UTF-8 in its strings becomes U+FFFD, never an exception.
 HttpResponse JsonResponse(unsigned status, const nlohmann::json& body);
 HttpResponse ErrorResponse(const ApiError& error);
 HttpResponse TextResponse(unsigned status, std::string body, std::string_view content_type);

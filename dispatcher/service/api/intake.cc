@@ -189,7 +189,7 @@ HttpResponse Accepted(Service& s, const std::vector<storage::NewDelivery>& parts
     ids.push_back(results[k]->id);
     if (results[k]->created) {
       created = true;
-      s.metrics().Inc("relay_egress_deliveries_accepted_total",
+      s.metrics().Inc(CounterId::kDeliveriesAccepted,
                       {{"tenant", parts[k].tenant}, {"platform", parts[k].platform}});
       s.loop().Notify(Queued(parts[k], results[k]->id, now_ms));
     }
@@ -272,7 +272,7 @@ HttpResponse BatchAnswer(Service& s, std::vector<storage::NewDelivery>&& parts,
     }
   }
   for (const auto& [part, n] : accepted) {
-    s.metrics().Inc("relay_egress_deliveries_accepted_total",
+    s.metrics().Inc(CounterId::kDeliveriesAccepted,
                     {{"tenant", part->tenant}, {"platform", part->platform}},
                     static_cast<double>(n));
   }
@@ -331,7 +331,7 @@ HttpResponse BatchAnswer(Service& s, std::vector<storage::NewDelivery>&& parts,
 void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
   auto fields = ReadDeliveryBody(request.body());
   if (!fields) {
-    s.metrics().Inc("relay_egress_intake_rejections_total",
+    s.metrics().Inc(CounterId::kIntakeRejections,
                     {{"tenant", ""}, {"reason", "invalid"}});
     respond(ErrorResponse(fields.error()));
     return;
@@ -345,7 +345,7 @@ void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
           ? SplitDelivery(std::move(*item))
           : tl::expected<std::vector<storage::NewDelivery>, ApiError>(tl::unexpected(item.error()));
   if (!parts) {
-    s.metrics().Inc("relay_egress_intake_rejections_total",
+    s.metrics().Inc(CounterId::kIntakeRejections,
                     {{"tenant", tenant_label}, {"reason", parts.error().code}});
     respond(ErrorResponse(parts.error()));
     return;
@@ -353,7 +353,7 @@ void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
   const std::string tenant = parts->front().tenant;
   auto decision = s.intake_limiter().Take(tenant, static_cast<int64_t>(parts->size()));
   if (!decision.allowed) {
-    s.metrics().Inc("relay_egress_intake_rejections_total",
+    s.metrics().Inc(CounterId::kIntakeRejections,
                     {{"tenant", tenant}, {"reason", "rate_limited"}});
     respond(Throttled(decision, s.clock().WallNow(), "intake budget"));
     return;
@@ -368,7 +368,7 @@ void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
       },
       [&s, shared, now_ms, decision, respond = std::move(respond)](EnqueueOutcome out) {
         if (out.over_backlog) {
-          s.metrics().Inc("relay_egress_intake_rejections_total",
+          s.metrics().Inc(CounterId::kIntakeRejections,
                           {{"tenant", shared->front().tenant}, {"reason", "backlog"}});
           IntakeLimiter::Decision full = decision;
           full.retry_after = Millis(1000);
@@ -419,7 +419,7 @@ void CreateBatch(Service& s, const HttpRequest& request, Respond respond) {
     auto d = s.intake_limiter().Take(tenant, n);
     if (!d.allowed) {
       denied.emplace(tenant, d);
-      s.metrics().Inc("relay_egress_intake_rejections_total",
+      s.metrics().Inc(CounterId::kIntakeRejections,
                       {{"tenant", tenant}, {"reason", "rate_limited"}}, static_cast<double>(n));
     }
   }

@@ -1,12 +1,19 @@
 // Replay and cancel: POST /v1/deliveries/{id}/replay, POST /v1/deliveries/replay,
-// DELETE /v1/deliveries/{id}.
+// DELETE /v1/deliveries/{id}. The actions themselves are storage/operator_actions.h, shared with
+// the CLI's offline path; this file reads the request, runs them on the storage pool and tells
+// the delivery loop of what became queued.
+
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/post.hpp>
-#include <fmt/format.h>
+#include <tl/expected.hpp>
 
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
 #include "dispatcher/service/service.h"
+#include "storage/operator_actions.h"
 
 namespace egress::service {
 namespace {
@@ -16,38 +23,67 @@ using nlohmann::json;
 using storage::Delivery;
 using storage::DeliveryState;
 
-// Dead -> queued with a fresh attempt count; deferred -> queued, due now. Runs on the pool.
-Result<Delivery> Replay(storage::QueueStore& store, const std::string& id, int64_t now_ms) {
-  auto d = store.Get(id);
-  if (!d) {
-    return d;
-  }
-  if (d->state != DeliveryState::kDead && d->state != DeliveryState::kDeferred) {
-    return Status::FailedPrecondition(
-        fmt::format("delivery {} is {}; only dead and deferred deliveries can be replayed", id,
-                    storage::StateName(d->state)));
-  }
-  storage::StateChange change{.to = DeliveryState::kQueued, .at_ms = now_ms};
-  change.expect = d->state;
-  change.reset_attempts = d->state == DeliveryState::kDead;
-  return store.Apply(id, change);
-}
-
 struct ReplaySummary {
   Status status;
-  size_t matched = 0;
-  size_t replayed = 0;
+  storage::ReplayCount count;
   std::vector<Delivery> queued;  // to notify the loop
 };
 
-constexpr size_t kMaxReplayPerCall = 100'000;
+// The string field `name` of `body`, `fallback` when absent; 400 naming it when not a string.
+tl::expected<std::string, ApiError> StringField(const json& body, const char* name,
+                                                std::string fallback = "") {
+  auto it = body.find(name);
+  if (it == body.end()) {
+    return fallback;
+  }
+  if (!it->is_string()) {
+    return tl::unexpected(
+        ApiError{400, "invalid_request", std::string(name) + ": must be a string", name});
+  }
+  return it->get<std::string>();
+}
+
+// The body of POST /v1/deliveries/replay as a store filter and its dry_run flag.
+tl::expected<std::pair<storage::ListFilter, bool>, ApiError> ReplayRequest(const json& body) {
+  if (!body.is_object()) {
+    return tl::unexpected(ApiError{400, "invalid_request", "body: must be a JSON object"});
+  }
+  auto state = StringField(body, "state", "dead");
+  if (!state) {
+    return tl::unexpected(state.error());
+  }
+  storage::ListFilter f;
+  f.state = storage::ParseState(*state);
+  if (f.state != DeliveryState::kDead && f.state != DeliveryState::kDeferred) {
+    return tl::unexpected(
+        ApiError{400, "invalid_request", "state: must be dead or deferred", "state"});
+  }
+  for (auto [name, field] :
+       {std::pair{"tenant", &f.tenant}, std::pair{"platform", &f.platform},
+        std::pair{"destination", &f.destination}, std::pair{"reason", &f.reason_prefix}}) {
+    auto value = StringField(body, name);
+    if (!value) {
+      return tl::unexpected(value.error());
+    }
+    *field = std::move(*value);
+  }
+  bool dry_run = false;
+  if (auto it = body.find("dry_run"); it != body.end()) {
+    if (!it->is_boolean()) {
+      return tl::unexpected(
+          ApiError{400, "invalid_request", "dry_run: must be true or false", "dry_run"});
+    }
+    dry_run = it->get<bool>();
+  }
+  return std::pair{std::move(f), dry_run};
+}
 
 }  // namespace
 
 void ReplayDelivery(Service& s, const std::string& id, Respond respond) {
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
   asio::post(s.storage_pool(), [&s, id, now_ms, respond = std::move(respond)]() mutable {
-    auto d = Replay(s.store(), id, now_ms);
+    auto d = storage::ReplayOne(s.store(), id, now_ms);
     asio::post(s.io(), [&s, d = std::move(d), respond = std::move(respond)] {
       if (!d) {
         respond(ErrorResponse(FromStatus(d.error())));
@@ -61,59 +97,40 @@ void ReplayDelivery(Service& s, const std::string& id, Respond respond) {
 
 void ReplayMatching(Service& s, const HttpRequest& request, Respond respond) {
   auto body = ParseJsonBody(request);
-  if (!body || !body->is_object()) {
-    respond(ErrorResponse(body ? ApiError{400, "invalid_request", "body: must be a JSON object"}
-                               : body.error()));
+  if (!body) {
+    respond(ErrorResponse(body.error()));
     return;
   }
-  storage::ListFilter f;
-  const std::string state = body->value("state", std::string("dead"));
-  f.state = storage::ParseState(state);
-  if (f.state != DeliveryState::kDead && f.state != DeliveryState::kDeferred) {
-    respond(ErrorResponse({400, "invalid_request", "state: must be dead or deferred", "state"}));
+  auto parsed = ReplayRequest(*body);
+  if (!parsed) {
+    respond(ErrorResponse(parsed.error()));
     return;
   }
-  f.tenant = body->value("tenant", std::string());
-  f.platform = body->value("platform", std::string());
-  f.destination = body->value("destination", std::string());
-  f.reason_prefix = body->value("reason", std::string());
-  f.limit = 1000;
-  const bool dry_run = body->value("dry_run", false);
+  auto [f, dry_run] = std::move(*parsed);
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
-  asio::post(s.storage_pool(), [&s, f, dry_run, now_ms, respond = std::move(respond)]() mutable {
+  asio::post(s.storage_pool(), [&s, f = std::move(f), dry_run = dry_run, now_ms,
+                                respond = std::move(respond)]() mutable {
     ReplaySummary sum;
-    storage::ListFilter page_filter = f;
-    while (sum.matched < kMaxReplayPerCall) {
-      auto page = s.store().List(page_filter);
-      if (!page) {
-        sum.status = page.error();
-        break;
-      }
-      for (const Delivery& d : page->deliveries) {
-        ++sum.matched;
-        if (dry_run) {
-          continue;
-        }
-        if (auto r = Replay(s.store(), d.id, now_ms); r) {
-          ++sum.replayed;
-          sum.queued.push_back(std::move(*r));
-        }
-      }
-      if (page->next_cursor.empty()) {
-        break;
-      }
-      page_filter.after_id = page->next_cursor;
+    auto count = storage::ReplayMatching(s.store(), f, dry_run, now_ms, [&sum](Delivery&& d) {
+      sum.queued.push_back(std::move(d));
+    });
+    if (count) {
+      sum.count = *count;
+    } else {
+      sum.status = count.error();
     }
     asio::post(s.io(), [&s, sum = std::move(sum), dry_run, respond = std::move(respond)] {
+      // Replays done before a failed read are in the store: the loop hears of them either way.
+      for (const Delivery& d : sum.queued) {
+        s.loop().Notify(d);
+      }
       if (!sum.status.ok()) {
         respond(ErrorResponse(FromStatus(sum.status)));
         return;
       }
-      for (const Delivery& d : sum.queued) {
-        s.loop().Notify(d);
-      }
-      respond(JsonResponse(
-          200, {{"matched", sum.matched}, {"replayed", sum.replayed}, {"dry_run", dry_run}}));
+      respond(JsonResponse(200, {{"matched", sum.count.matched},
+                                 {"replayed", sum.count.replayed},
+                                 {"dry_run", dry_run}}));
     });
   });
 }
@@ -121,16 +138,7 @@ void ReplayMatching(Service& s, const HttpRequest& request, Respond respond) {
 void CancelDelivery(Service& s, const std::string& id, Respond respond) {
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
   asio::post(s.storage_pool(), [&s, id, now_ms, respond = std::move(respond)]() mutable {
-    auto d = s.store().Get(id);
-    if (d && !storage::IsWaiting(d->state)) {
-      d = Status::FailedPrecondition(
-          fmt::format("delivery {} is {}; only queued and deferred deliveries can be cancelled", id,
-                      storage::StateName(d->state)));
-    } else if (d) {
-      storage::StateChange change{.to = DeliveryState::kCancelled, .at_ms = now_ms};
-      change.expect = d->state;
-      d = s.store().Apply(id, change);
-    }
+    auto d = storage::Cancel(s.store(), id, now_ms);
     asio::post(s.io(), [d = std::move(d), respond = std::move(respond)] {
       respond(d ? JsonResponse(200, {{"id", d->id}, {"state", "cancelled"}})
                 : ErrorResponse(FromStatus(d.error())));

@@ -26,7 +26,7 @@ using storage::DeliveryState;
 
 constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 constexpr char kHook[] = "http://127.0.0.1:9/hook";
-constexpr size_t kWebhook = static_cast<size_t>(pacing::Platform::kWebhook);
+constexpr size_t kWebhook = static_cast<size_t>(Platform::kWebhook);
 
 class DeliveryLoopTest : public ::testing::Test {
  protected:
