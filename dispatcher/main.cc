@@ -9,11 +9,12 @@
 #include <fmt/format.h>
 
 #include "config/config_mapping.h"
-#include "config/listen_address.h"
 #include "config/load_config.h"
-#include "dispatcher/cli/cli.h"
-#include "dispatcher/service/event_log.h"
 #include "dispatcher/base/clock.h"
+#include "dispatcher/base/host_port.h"
+#include "dispatcher/cli/cli.h"
+#include "dispatcher/service/api/http_server.h"
+#include "dispatcher/service/event_log.h"
 #include "dispatcher/service/serve.h"
 
 namespace {
@@ -42,10 +43,11 @@ egress::Result<egress::config::Config> ResolveConfig(const ConfigFlags& flags) {
     config = std::move(*loaded);
   }
   if (!flags.listen.empty()) {
-    if (auto parsed = egress::config::ParseListenAddress(flags.listen); !parsed) {
+    auto parsed = egress::ParseHostPort(flags.listen);
+    if (!parsed) {
       return egress::Status::InvalidArgument("--listen: " + parsed.error().message());
     }
-    config.server.listen = flags.listen;
+    config.server.listen = std::move(*parsed);
   }
   if (!flags.data_dir.empty()) {
     config.server.data_dir = flags.data_dir;
@@ -112,6 +114,13 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (check_config) {
+    // The listen address must resolve here as it will at start: a name that serve could not
+    // bind fails now, not later.
+    if (auto resolved = egress::service::ResolveListenAddress(config->server.listen); !resolved) {
+      std::fprintf(stderr, "%s: %s\n", flags.listen.empty() ? "server.listen" : "--listen",
+                   resolved.error().message().c_str());
+      return kExitUsage;
+    }
     fmt::print("{}: OK\n", flags.config_path);
     return kExitOk;
   }

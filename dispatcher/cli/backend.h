@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dispatcher/cli/http_client.h"
 #include "dispatcher/base/result.h"
+#include "dispatcher/cli/http_client.h"
 
 namespace egress::cli {
 
@@ -55,7 +55,7 @@ class Backend {
   virtual std::string Describe() const = 0;
 };
 
-std::unique_ptr<Backend> NewServiceBackend(const ServerUrl& server, const std::string& token);
+std::unique_ptr<Backend> NewServiceBackend(const HostPort& server, const std::string& token);
 
 // How a command may use the store when no service answers.
 enum class StoreAccess {
