@@ -8,14 +8,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "config/config_mapping.h"
 #include "config/load_config.h"
-#include "dispatcher/base/clock.h"
 #include "dispatcher/base/host_port.h"
 #include "dispatcher/cli/cli.h"
 #include "dispatcher/service/api/http_server.h"
 #include "dispatcher/service/event_log.h"
 #include "dispatcher/service/serve.h"
+#include "dispatcher/service/service_options_from_config.h"
 
 namespace {
 
@@ -53,32 +52,6 @@ egress::Result<egress::config::Config> ResolveConfig(const ConfigFlags& flags) {
     config.server.data_dir = flags.data_dir;
   }
   return config;
-}
-
-// Builds every part's options from the loaded config.
-egress::service::ServiceOptions ToServiceOptions(const egress::config::Config& c) {
-  namespace config = egress::config;
-  egress::service::ServiceOptions o;
-  o.http.listen = c.server.listen;
-  o.admin_token = c.server.admin_token;
-  o.store = config::ToStoreOptions(c);
-  o.scheduler = config::ToSchedulerOptions(c);
-  for (int i = 0; i < egress::pacing::kBudgetNameCount; ++i) {
-    const auto name = static_cast<egress::pacing::BudgetName>(i);
-    o.budget_defaults.emplace_back(name, c.budget(name));
-  }
-  o.endpoints = config::ToPlatformEndpoints(c);
-  o.transport = config::ToTransportOptions(c);
-  o.intake.max_payload_bytes = c.server.max_payload_bytes;
-  o.intake.max_batch_items = c.server.batch_max_items;
-  o.backlog_watermark = c.server.tenant_backlog_watermark;
-  for (const auto& [tenant, t] : c.tenants) {
-    o.tenant_weights.emplace_back(tenant, t.weight);
-    for (const auto& [name, credential] : t.credentials) {
-      o.credentials.emplace_back(tenant, credential);
-    }
-  }
-  return o;
 }
 
 }  // namespace
@@ -125,5 +98,5 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   egress::service::ConfigureEventLog(config->server.log_format, config->server.log_level);
-  return egress::service::RunService(ToServiceOptions(*config));
+  return egress::service::RunService(egress::service::ServiceOptionsFromConfig(*config));
 }

@@ -1,5 +1,6 @@
 // Config values reaching a running `relay-egress serve` (a real process, its config from a file):
-// the listen address may be a name that the service, the CLI and --check-config all accept.
+// a platform's timeout ends every attempt of that platform, and the listen address may be a name
+// that the service, the CLI and --check-config all accept.
 
 #include <chrono>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include "tests/support/child_process.h"
 #include "tests/support/http_client.h"
+#include "tests/support/loopback_http_server.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -39,9 +41,59 @@ class ServeConfigTest : public ::testing::Test {
     return p.Start(BuildDir() + "/relay-egress", args);
   }
 
+  // Polls GET /v1/deliveries/{id} until it has an attempt (bounded: a failed wait fails the test).
+  json WaitForFirstAttempt(int port, const std::string& id) {
+    json record;
+    for (int waited = 0; waited < 15'000; waited += 50) {
+      record = HttpCall(port, "GET", "/v1/deliveries/" + id).Json();
+      if (record.is_object() && record["attempts_history"].is_array() &&
+          !record["attempts_history"].empty()) {
+        return record;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "no attempt recorded; last record: " << record.dump();
+    return record;
+  }
+
   TempDir dir_;
   std::string config_ = dir_.Sub("relay-egress.toml");
 };
+
+// Verifies `timeout = "1s"` in [platforms.webhook] ends an attempt against a receiver that
+// answers after 3 s at about 1 s, as a timeout that is retried (the delivery is not dead).
+TEST_F(ServeConfigTest, PlatformTimeoutEndsSlowAttempt) {
+  LoopbackHttpServer receiver([](const LoopbackHttpServer::Request&) {
+    LoopbackHttpServer::Response response;
+    response.delay = std::chrono::seconds(3);
+    return response;
+  });
+  WriteConfig("listen = \"127.0.0.1:0\"\n", "timeout = \"1s\"\nconnect_timeout = \"1s\"\n");
+  ChildProcess service;
+  const int port = StartService(service);
+  ASSERT_NE(port, 0) << service.error();
+  const json delivery = {{"tenant", "acme"},
+                         {"platform", "webhook"},
+                         {"destination", receiver.Url("/slow")},
+                         {"credential", "hooks"},
+                         {"payload", {{"event", "slow"}}}};
+  TestResponse accepted = HttpCall(port, "POST", "/v1/deliveries", delivery.dump());
+  ASSERT_EQ(accepted.status, 202) << accepted.body;
+  const json record = WaitForFirstAttempt(port, accepted.Json()["id"].get<std::string>());
+  ASSERT_FALSE(record["attempts_history"].empty());
+  const json& attempt = record["attempts_history"][0];
+  EXPECT_EQ(attempt["http_status"], 0) << attempt.dump();
+  EXPECT_EQ(attempt["detail"].get<std::string>().rfind("TimedOut: ", 0), 0u) << attempt.dump();
+  // A transport error's attempt is stamped when it ended (its duration_ms is 0); the delivery
+  // was accepted, then leased and sent within milliseconds.
+  const int64_t ended_after_ms =
+      attempt["at_ms"].get<int64_t>() - record["created_ms"].get<int64_t>();
+  EXPECT_GE(ended_after_ms, 800) << record.dump();
+  EXPECT_LE(ended_after_ms, 2500) << record.dump();
+  EXPECT_NE(record["state"], "dead") << record.dump();
+  EXPECT_NE(record["state"], "delivered") << record.dump();
+  EXPECT_GE(receiver.connections_accepted(), 1);
+}
 
 // Verifies a host name as server.listen: serve binds it (localhost is 127.0.0.1), the CLI
 // reaches the service through the same name, and --check-config accepts it.
