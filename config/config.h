@@ -16,8 +16,8 @@ namespace egress::config {
 
 // Everything relay-egress reads from its configuration: the main file over the shipped platform
 // profiles over built-in defaults (see LoadConfig and docs/configuration.md). Plain data; holds
-// secrets (admin token, credentials): never log a Config as a whole. config_mapping.h turns it
-// into the option structs of the service's parts.
+// secrets (admin token, credentials): never log a Config as a whole. The service layer turns it
+// into the service's options (dispatcher/service/service_options_from_config.h).
 struct Config {
   ServerOptions server;
   // Indexed by Platform (slack, discord, line, webhook).

@@ -4,14 +4,16 @@
 #include <cstdint>
 #include <string>
 
+#include "dispatcher/base/host_port.h"
 #include "dispatcher/base/log_options.h"
 
 namespace egress::config {
 
 // The service's own settings ([server] in config). Plain data; see docs/configuration.md.
 struct ServerOptions {
-  // host:port the HTTP API listens on (IPv6 hosts in brackets). Default: "127.0.0.1:8686".
-  std::string listen = "127.0.0.1:8686";
+  // Where the HTTP API listens, parsed from "host:port" (ParseHostPort: a name such as
+  // "localhost", an IPv4 literal, or IPv6 in brackets). Default: 127.0.0.1:8686.
+  HostPort listen{.host = "127.0.0.1", .port = 8686};
   // The store directory, created when missing. Default: "./var/data".
   std::string data_dir = "./var/data";
   // The X-Admin-Token of the admin API; RELAY_EGRESS_ADMIN_TOKEN overrides the file. A secret:

@@ -1,7 +1,8 @@
 #include <limits>
+#include <utility>
 
-#include "config/listen_address.h"
 #include "config/toml_sections.h"
+#include "dispatcher/base/host_port.h"
 
 namespace egress::config {
 namespace {
@@ -17,15 +18,16 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
   if (!status.ok()) {
     return status;
   }
-  std::string listen = out.listen;
+  std::string listen = out.listen.ToString();
   if (status = server.ReadString("listen", listen); !status.ok()) {
     return status;
   }
-  if (Result<ListenAddress> parsed = ParseListenAddress(listen); !parsed) {
+  Result<HostPort> parsed = ParseHostPort(listen);
+  if (!parsed) {
     return server.Error(*server.table().get("listen"), server.Field("listen"),
                         parsed.error().message());
   }
-  out.listen = listen;
+  out.listen = std::move(*parsed);
   if (status = server.ReadString("data_dir", out.data_dir); !status.ok()) {
     return status;
   }

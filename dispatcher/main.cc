@@ -8,13 +8,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "config/config_mapping.h"
-#include "config/listen_address.h"
 #include "config/load_config.h"
+#include "dispatcher/base/host_port.h"
 #include "dispatcher/cli/cli.h"
+#include "dispatcher/service/api/http_server.h"
 #include "dispatcher/service/event_log.h"
-#include "dispatcher/base/clock.h"
 #include "dispatcher/service/serve.h"
+#include "dispatcher/service/service_options_from_config.h"
 
 namespace {
 
@@ -42,41 +42,16 @@ egress::Result<egress::config::Config> ResolveConfig(const ConfigFlags& flags) {
     config = std::move(*loaded);
   }
   if (!flags.listen.empty()) {
-    if (auto parsed = egress::config::ParseListenAddress(flags.listen); !parsed) {
+    auto parsed = egress::ParseHostPort(flags.listen);
+    if (!parsed) {
       return egress::Status::InvalidArgument("--listen: " + parsed.error().message());
     }
-    config.server.listen = flags.listen;
+    config.server.listen = std::move(*parsed);
   }
   if (!flags.data_dir.empty()) {
     config.server.data_dir = flags.data_dir;
   }
   return config;
-}
-
-// Builds every part's options from the loaded config.
-egress::service::ServiceOptions ToServiceOptions(const egress::config::Config& c) {
-  namespace config = egress::config;
-  egress::service::ServiceOptions o;
-  o.http.listen = c.server.listen;
-  o.admin_token = c.server.admin_token;
-  o.store = config::ToStoreOptions(c);
-  o.scheduler = config::ToSchedulerOptions(c);
-  for (int i = 0; i < egress::pacing::kBudgetNameCount; ++i) {
-    const auto name = static_cast<egress::pacing::BudgetName>(i);
-    o.budget_defaults.emplace_back(name, c.budget(name));
-  }
-  o.endpoints = config::ToPlatformEndpoints(c);
-  o.transport = config::ToTransportOptions(c);
-  o.intake.max_payload_bytes = c.server.max_payload_bytes;
-  o.intake.max_batch_items = c.server.batch_max_items;
-  o.backlog_watermark = c.server.tenant_backlog_watermark;
-  for (const auto& [tenant, t] : c.tenants) {
-    o.tenant_weights.emplace_back(tenant, t.weight);
-    for (const auto& [name, credential] : t.credentials) {
-      o.credentials.emplace_back(tenant, credential);
-    }
-  }
-  return o;
 }
 
 }  // namespace
@@ -112,9 +87,16 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (check_config) {
+    // The listen address must resolve here as it will at start: a name that serve could not
+    // bind fails now, not later.
+    if (auto resolved = egress::service::ResolveListenAddress(config->server.listen); !resolved) {
+      std::fprintf(stderr, "%s: %s\n", flags.listen.empty() ? "server.listen" : "--listen",
+                   resolved.error().message().c_str());
+      return kExitUsage;
+    }
     fmt::print("{}: OK\n", flags.config_path);
     return kExitOk;
   }
   egress::service::ConfigureEventLog(config->server.log_format, config->server.log_level);
-  return egress::service::RunService(ToServiceOptions(*config));
+  return egress::service::RunService(egress::service::ServiceOptionsFromConfig(*config));
 }

@@ -57,7 +57,7 @@ class Backend {
   virtual std::string Describe() const = 0;
 };
 
-std::unique_ptr<Backend> NewServiceBackend(const ServerUrl& server, const std::string& token);
+std::unique_ptr<Backend> NewServiceBackend(const HostPort& server, const std::string& token);
 
 // How a command may use the store when no service answers.
 enum class StoreAccess {

@@ -5,8 +5,8 @@
 #include <tuple>
 
 #include "config/load_config.h"
-#include "dispatcher/cli/time_flag.h"
 #include "dispatcher/base/clock.h"
+#include "dispatcher/cli/time_flag.h"
 
 namespace egress::cli {
 namespace {
@@ -195,7 +195,10 @@ Result<std::unique_ptr<Backend>> Connect(const ConnectionFlags& flags, StoreAcce
       token.empty() && env != nullptr) {
     token = env;
   }
-  auto url = ParseServerUrl(flags.server.empty() ? cfg.server.listen : flags.server);
+  Result<HostPort> url = cfg.server.listen;
+  if (!flags.server.empty()) {
+    url = ParseServerUrl(flags.server);
+  }
   if (!url) {
     return url.error();
   }

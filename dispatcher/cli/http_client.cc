@@ -27,42 +27,40 @@ void SetTimeouts(asio::ip::tcp::socket& sock) {
 
 }  // namespace
 
-Result<ServerUrl> ParseServerUrl(const std::string& text) {
-  std::string rest = text;
-  if (rest.rfind("https://", 0) == 0) {
+Result<HostPort> ParseServerUrl(std::string_view text) {
+  constexpr std::string_view kHttp = "http://";
+  if (text.starts_with("https://")) {
     return Status::InvalidArgument("--server: https is not supported; use http://host:port");
   }
-  if (rest.rfind("http://", 0) == 0) {
-    rest = rest.substr(7);
+  if (text.starts_with(kHttp)) {
+    text.remove_prefix(kHttp.size());
   }
-  while (!rest.empty() && rest.back() == '/') {
-    rest.pop_back();
+  if (text.find("://") != std::string_view::npos) {
+    return Status::InvalidArgument("--server: only http:// is supported; use http://host:port");
   }
-  const size_t colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
-    return Status::InvalidArgument("--server: '" + text + "' is not http://host:port");
+  while (!text.empty() && text.back() == '/') {
+    text.remove_suffix(1);
   }
-  ServerUrl url{rest.substr(0, colon), rest.substr(colon + 1)};
-  if (url.host.size() > 2 && url.host.front() == '[' && url.host.back() == ']') {
-    url.host = url.host.substr(1, url.host.size() - 2);
+  Result<HostPort> parsed = ParseHostPort(text);
+  if (!parsed) {
+    return Status::InvalidArgument("--server: " + parsed.error().message());
   }
-  if (url.port.find_first_not_of("0123456789") != std::string::npos) {
-    return Status::InvalidArgument("--server: port '" + url.port + "' is not a number");
-  }
-  return url;
+  return parsed;
 }
 
-Result<HttpReply> HttpCall(const ServerUrl& server, const std::string& method,
+Result<HttpReply> HttpCall(const HostPort& server, const std::string& method,
                            const std::string& target, const std::string& body,
                            const std::string& admin_token) {
-  const std::string where = "http://" + server.host + ":" + server.port;
-  if (server.port == "0") {
+  const std::string where = "http://" + server.ToString();
+  if (server.port == 0) {
     return Status::Unavailable(where + ": no port to connect to");
   }
   asio::io_context io;
   asio::ip::tcp::resolver resolver(io);
   boost::system::error_code ec;
-  auto endpoints = resolver.resolve(server.host, server.port, ec);
+  // Not address_configured (Asio's default): with only loopback up it would drop "localhost".
+  auto endpoints = resolver.resolve(server.host, std::to_string(server.port),
+                                    asio::ip::tcp::resolver::numeric_service, ec);
   if (ec) {
     return Status::Unavailable(where + ": " + ec.message());
   }
@@ -73,7 +71,7 @@ Result<HttpReply> HttpCall(const ServerUrl& server, const std::string& method,
   }
   SetTimeouts(sock);
   http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-  req.set(http::field::host, server.host);
+  req.set(http::field::host, server.ToString());
   req.set(http::field::user_agent, "relay-egress-cli");
   if (!body.empty()) {
     req.set(http::field::content_type, "application/json");

@@ -55,7 +55,7 @@ Status FromReply(const HttpReply& r) {
 
 class ServiceBackend final : public Backend {
  public:
-  ServiceBackend(ServerUrl server, std::string token)
+  ServiceBackend(HostPort server, std::string token)
       : server_(std::move(server)), token_(std::move(token)) {}
 
   Result<json> List(const DeliveryFilter& f) override {
@@ -111,7 +111,7 @@ class ServiceBackend final : public Backend {
     }
     return std::move(reply->body);
   }
-  std::string Describe() const override { return "http://" + server_.host + ":" + server_.port; }
+  std::string Describe() const override { return "http://" + server_.ToString(); }
 
  private:
   Result<json> Call(const std::string& method, const std::string& target, const std::string& body) {
@@ -129,13 +129,13 @@ class ServiceBackend final : public Backend {
     return parsed;
   }
 
-  ServerUrl server_;
+  HostPort server_;
   std::string token_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> NewServiceBackend(const ServerUrl& server, const std::string& token) {
+std::unique_ptr<Backend> NewServiceBackend(const HostPort& server, const std::string& token) {
   return std::make_unique<ServiceBackend>(server, token);
 }
 

@@ -54,11 +54,11 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   }
   s->transport_ = adapters::NewCurlTransport(io, clock, o.transport);
   s->adapters_ = std::make_unique<adapters::AdapterRegistry>(o.endpoints);
-  const adapters::AdapterRegistry* registry = s->adapters_.get();
+  s->timed_adapters_ = std::make_unique<adapters::TimedAdapters>(*s->adapters_, o.timeouts);
+  const adapters::TimedAdapters* timed = s->timed_adapters_.get();
   s->loop_ = std::make_unique<DeliveryLoop>(
       io, s->loop_pool_->get_executor(), *s->store_, *s->scheduler_, *s->transport_,
-      [registry](std::string_view p) { return registry->Find(p); }, s->credentials_, clock,
-      s->metrics_);
+      [timed](std::string_view p) { return timed->Find(p); }, s->credentials_, clock, s->metrics_);
   Service* self = s.get();
   auto server = HttpServer::Start(io, o.http, [self](HttpRequest&& req, Respond respond) {
     Route(*self, std::move(req), std::move(respond));
@@ -164,7 +164,7 @@ Status Service::SetTenantOverrides(
 }
 
 std::pair<pacing::Budget, bool> Service::EffectiveBudget(const std::string& tenant,
-                                                             pacing::BudgetName name) const {
+                                                         pacing::BudgetName name) const {
   if (auto it = overrides_.find(tenant); it != overrides_.end()) {
     for (const auto& [n, budget] : it->second) {
       if (n == name) {

@@ -12,26 +12,34 @@
 
 #include "adapters/adapter_registry.h"
 #include "adapters/curl_transport.h"
-#include "dispatcher/pacing/memory_budget_store.h"
+#include "adapters/request_timeouts.h"
 #include "dispatcher/base/random.h"
+#include "dispatcher/pacing/memory_budget_store.h"
 #include "dispatcher/pacing/scheduler.h"
-#include "dispatcher/service/credential_book.h"
-#include "dispatcher/service/delivery/delivery_loop.h"
 #include "dispatcher/service/api/delivery_fields.h"
 #include "dispatcher/service/api/http_server.h"
 #include "dispatcher/service/api/intake_limiter.h"
+#include "dispatcher/service/credential_book.h"
+#include "dispatcher/service/delivery/delivery_loop.h"
 #include "dispatcher/service/metrics.h"
 #include "storage/queue_store.h"
 
 namespace egress::service {
 
+// What the service is built from. Plain data; dispatcher/service/service_options_from_config.h
+// fills it from a loaded config (relay-egress serve), tests fill it by hand. Holds secrets (admin
+// token, credentials): never log it as a whole.
 struct ServiceOptions {
+  // The HTTP API: an already-parsed listen address (HostPort), body cap, idle timeout.
   HttpServerOptions http;
   std::string admin_token;  // required by /api/admin; empty refuses every admin call
   storage::StoreOptions store;
   pacing::SchedulerOptions scheduler;
   std::vector<std::pair<pacing::BudgetName, pacing::Budget>> budget_defaults;
   adapters::PlatformEndpoints endpoints;
+  // Each platform's connect and total timeout, set on every request of that platform. Default:
+  // 5 s and 15 s for all.
+  adapters::PlatformTimeouts timeouts;
   adapters::TransportOptions transport;
   IntakeLimits intake;
   // A tenant with this many unfinished deliveries gets 429 at intake. Default: 100,000.
@@ -48,7 +56,7 @@ struct ServiceOptions {
 // The worker service: owns the store, the pacing engine, the transport, the delivery loop and
 // the HTTP API, all driven by one loop thread (`io`) plus two pools for blocking store calls:
 // the API's (storage_threads) and the delivery loop's single thread.
-// Shutdown order (STYLE 2.4): stop intake, let in-flight attempts finish, stop the loop's work,
+// Shutdown order: stop intake, let in-flight attempts finish, stop the loop's work,
 // close the store. Construct, run and destroy on the thread running `io`.
 class Service {
  public:
@@ -82,7 +90,7 @@ class Service {
       const std::vector<std::pair<pacing::BudgetName, pacing::Budget>>& overrides);
   // The budget in force for the tenant, and whether an override set it.
   std::pair<pacing::Budget, bool> EffectiveBudget(const std::string& tenant,
-                                                      pacing::BudgetName name) const;
+                                                  pacing::BudgetName name) const;
 
  private:
   Service(boost::asio::io_context& io, const Clock& clock, ServiceOptions options);
@@ -106,12 +114,12 @@ class Service {
   std::unique_ptr<pacing::Scheduler> scheduler_;
   std::unique_ptr<adapters::HttpTransport> transport_;
   std::unique_ptr<adapters::AdapterRegistry> adapters_;
+  std::unique_ptr<adapters::TimedAdapters> timed_adapters_;  // adapters_ with the timeouts
   std::unique_ptr<DeliveryLoop> loop_;
   std::unique_ptr<IntakeLimiter> intake_limiter_;
   std::unique_ptr<HttpServer> server_;
   bool accepting_ = true;
-  std::map<std::string, std::vector<std::pair<pacing::BudgetName, pacing::Budget>>>
-      overrides_;
+  std::map<std::string, std::vector<std::pair<pacing::BudgetName, pacing::Budget>>> overrides_;
 };
 
 }  // namespace egress::service

@@ -74,5 +74,33 @@ TEST(CheckConfigTest, BadListenFlagAndMissingConfig) {
   EXPECT_NE(no_config.exit_code, 0);
 }
 
+// Verifies a host name as the listen address passes when it resolves, in the file and in --listen.
+TEST(CheckConfigTest, ListenHostNameThatResolves) {
+  ConfigFiles files;
+  ConfigFiles::Write(files.main_path(), "[server]\nlisten = \"localhost:8686\"\n");
+  RunResult file = RunRelayEgress("serve --check-config --config " + files.main_path() +
+                                  " --profiles-dir " + ShippedProfiles());
+  EXPECT_EQ(file.exit_code, 0) << file.output;
+  RunResult flag = RunRelayEgress("serve --check-config --config " + SourceRootForTest() +
+                                  "/config/relay-egress.toml --listen localhost:9000");
+  EXPECT_EQ(flag.exit_code, 0) << flag.output;
+}
+
+// Verifies a listen name that does not resolve fails the check (exit 2) and says which one.
+TEST(CheckConfigTest, ListenHostNameThatDoesNotResolve) {
+  ConfigFiles files;
+  ConfigFiles::Write(files.main_path(), "[server]\nlisten = \"no-such-host.invalid:8686\"\n");
+  RunResult file = RunRelayEgress("serve --check-config --config " + files.main_path() +
+                                  " --profiles-dir " + ShippedProfiles());
+  EXPECT_EQ(file.exit_code, 2);
+  EXPECT_EQ(file.output.rfind("server.listen: cannot resolve host 'no-such-host.invalid': ", 0), 0u)
+      << file.output;
+  RunResult flag = RunRelayEgress("serve --check-config --config " + SourceRootForTest() +
+                                  "/config/relay-egress.toml --listen no-such-host.invalid:1");
+  EXPECT_EQ(flag.exit_code, 2);
+  EXPECT_EQ(flag.output.rfind("--listen: cannot resolve host 'no-such-host.invalid': ", 0), 0u)
+      << flag.output;
+}
+
 }  // namespace
 }  // namespace egress::config

@@ -28,7 +28,7 @@ TEST(LoadConfigTest, EmptyFilesGiveDefaults) {
   ConfigFiles files;
   Result<Config> config = files.Load("");
   ASSERT_TRUE(config.has_value()) << config.error().ToString();
-  EXPECT_EQ(config->server.listen, "127.0.0.1:8686");
+  EXPECT_EQ(config->server.listen.ToString(), "127.0.0.1:8686");
   EXPECT_EQ(config->server.data_dir, "./var/data");
   EXPECT_EQ(config->server.admin_token, "");
   EXPECT_EQ(config->server.max_payload_bytes, 1u << 20);
@@ -93,6 +93,14 @@ TEST(LoadConfigTest, MainFileOverridesProfileFieldByField) {
   EXPECT_EQ(config->budget(BudgetName::kSlackChannel), (Budget{4, 1000, 5}));
 }
 
+// Verifies server.listen may be a host name, kept as a name (the service resolves it).
+TEST(LoadConfigTest, ListenAcceptsHostName) {
+  ConfigFiles files;
+  Result<Config> config = files.Load("[server]\nlisten = \"localhost:8686\"\n");
+  ASSERT_TRUE(config.has_value()) << config.error().ToString();
+  EXPECT_EQ(config->server.listen, (HostPort{.host = "localhost", .port = 8686}));
+}
+
 // Verifies dotted keys and inline tables work like table headers.
 TEST(LoadConfigTest, AcceptsDottedKeysAndInlineTables) {
   ConfigFiles files;
@@ -103,7 +111,7 @@ TEST(LoadConfigTest, AcceptsDottedKeysAndInlineTables) {
   ASSERT_TRUE(config.has_value()) << config.error().ToString();
   EXPECT_EQ(config->budget(BudgetName::kTenantEgress), (Budget{10, 100, 1}));
   EXPECT_EQ(config->platform(Platform::kLine).retry.max_age, Millis(7'200'000));
-  EXPECT_EQ(config->server.listen, "[::1]:0");
+  EXPECT_EQ(config->server.listen.ToString(), "[::1]:0");
 }
 
 // Verifies every [server], [transport] and [platforms.*] key reaches its field.
@@ -137,7 +145,7 @@ TEST(LoadConfigTest, ReadsEveryScalarKey) {
       "max_backoff = \"1m\"\n"
       "throttle_wait = \"9s\"\n");
   ASSERT_TRUE(config.has_value()) << config.error().ToString();
-  EXPECT_EQ(config->server.listen, "0.0.0.0:9000");
+  EXPECT_EQ(config->server.listen.ToString(), "0.0.0.0:9000");
   EXPECT_EQ(config->server.data_dir, "/srv/egress");
   EXPECT_EQ(config->server.admin_token, "file-token");
   EXPECT_EQ(config->server.max_payload_bytes, 2048u);
@@ -252,14 +260,13 @@ Result<Config> LoadShipped(const std::string& main_path) {
 TEST(LoadConfigTest, ShippedDefaultConfigLoads) {
   Result<Config> config = LoadShipped(SourceRootForTest() + "/config/relay-egress.toml");
   ASSERT_TRUE(config.has_value()) << config.error().ToString();
-  EXPECT_EQ(config->server.listen, "127.0.0.1:8686");
+  EXPECT_EQ(config->server.listen.ToString(), "127.0.0.1:8686");
   EXPECT_EQ(config->server.data_dir, "./var/data");
   EXPECT_EQ(config->server.admin_token, "");
   EXPECT_TRUE(config->tenants.empty());
   for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
     const auto name = static_cast<BudgetName>(i);
-    EXPECT_EQ(config->budgets[i], pacing::DefaultBudget(name))
-        << pacing::BudgetNameString(name);
+    EXPECT_EQ(config->budgets[i], pacing::DefaultBudget(name)) << pacing::BudgetNameString(name);
   }
   const PlatformConfig& hook = config->platform(Platform::kWebhook);
   EXPECT_EQ(hook.retry.schedule, Durations({"5s", "5m", "30m", "2h", "5h", "10h", "10h"}));

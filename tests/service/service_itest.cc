@@ -29,7 +29,7 @@ class ServiceTest : public ::testing::Test {
     ASSERT_NE(sim_port_, 0) << sim_.error();
     const std::string sim = "http://127.0.0.1:" + std::to_string(sim_port_);
     ServiceOptions o;
-    o.http.listen = "127.0.0.1:0";
+    o.http.listen = {.host = "127.0.0.1", .port = 0};
     o.admin_token = kAdminToken;
     o.store.path = dir_.Sub("store");
     o.endpoints.slack_base_url = sim;
@@ -355,16 +355,17 @@ TEST_F(ServiceTest, IntakeBackpressureAndAdminOverrides) {
 // the budget through the admin API releases it at once.
 TEST_F(ServiceTest, BudgetWaitIsDeferredWithReasonAndNextEligibleTime) {
   const std::vector<std::pair<std::string, std::string>> admin = {{"X-Admin-Token", kAdminToken}};
-  ASSERT_EQ(HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
-                     R"({"rate_limits":{"webhook_destination":{"scale_ms":60000,"limit":1}}})",
-                     admin)
-                .status,
-            200);
+  ASSERT_EQ(
+      HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+               R"({"rate_limits":{"webhook_destination":{"scale_ms":60000,"limit":1}}})", admin)
+          .status,
+      200);
   ASSERT_EQ(Post("/v1/deliveries", Webhook("acme", "slow", 1)).status, 202);
   TestResponse second = Post("/v1/deliveries", Webhook("acme", "slow", 2));
   ASSERT_EQ(second.status, 202);
   const std::string id = second.Json()["id"];
-  json stats = WaitForStats([](const json& s) { return s["delivered"] == 1 && s["deferred"] == 1; });
+  json stats =
+      WaitForStats([](const json& s) { return s["delivered"] == 1 && s["deferred"] == 1; });
   const int64_t now_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(clock_.WallNow().time_since_epoch())
           .count();
@@ -391,11 +392,11 @@ TEST_F(ServiceTest, BudgetWaitIsDeferredWithReasonAndNextEligibleTime) {
   EXPECT_NE(metrics.find(R"(reason="budget:webhook_destination")"), std::string::npos);
 
   // An operator raising the budget releases it at once, not a minute later.
-  ASSERT_EQ(HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
-                     R"({"rate_limits":{"webhook_destination":{"scale_ms":1000,"limit":100}}})",
-                     admin)
-                .status,
-            200);
+  ASSERT_EQ(
+      HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+               R"({"rate_limits":{"webhook_destination":{"scale_ms":1000,"limit":100}}})", admin)
+          .status,
+      200);
   WaitForStats([](const json& s) { return s["delivered"] == 2 && s["deferred"] == 0; });
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/deliveries/" + id).Json()["state"], "delivered");
 }

@@ -105,6 +105,12 @@ void LoopbackHttpServer::Serve(int fd, int connection) {
       stopped_.wait(lock, [this] { return stopping_.load(); });
       break;
     }
+    if (out->delay > std::chrono::milliseconds(0)) {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stopped_.wait_for(lock, out->delay, [this] { return stopping_.load(); })) {
+        break;
+      }
+    }
     http::response<http::string_body> res{static_cast<http::status>(out->status), 11};
     bool keep_alive = req.keep_alive();
     for (const auto& [n, v] : out->headers) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -30,6 +31,9 @@ class LoopbackHttpServer {
     // A "Connection: close" header closes the connection after this response.
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;
+    // Wait this long before answering, as a slow receiver would (cut short when the server
+    // stops). Default: answer at once.
+    std::chrono::milliseconds delay{0};
   };
   // nullopt: never answer (the connection hangs until the server stops), for timeout tests.
   using Handler = std::function<std::optional<Response>(const Request&)>;

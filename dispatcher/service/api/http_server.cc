@@ -1,6 +1,5 @@
 #include "dispatcher/service/api/http_server.h"
 
-#include <charconv>
 #include <optional>
 
 #include <boost/asio/strand.hpp>
@@ -106,29 +105,27 @@ class Session : public std::enable_shared_from_this<Session> {
 
 }  // namespace
 
-Result<tcp::endpoint> ParseListenAddress(const std::string& listen) {
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos || colon + 1 == listen.size()) {
-    return Status::InvalidArgument(fmt::format("listen: '{}' is not host:port", listen));
+Result<tcp::endpoint> ResolveListenAddress(const HostPort& listen) {
+  boost::system::error_code ec;
+  const asio::ip::address literal = asio::ip::make_address(listen.host, ec);
+  if (!ec) {
+    return tcp::endpoint(literal, listen.port);
   }
-  std::string host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
+  asio::io_context io;
+  tcp::resolver resolver(io);
+  // Not address_configured (Asio's default): with only loopback up it would drop "localhost".
+  const tcp::resolver::results_type results = resolver.resolve(
+      listen.host, std::to_string(listen.port), tcp::resolver::numeric_service, ec);
+  if (ec || results.empty()) {
+    return Status::Unavailable(
+        fmt::format("cannot resolve host '{}': {}", listen.host, ec ? ec.message() : "no address"));
   }
-  if (host == "localhost") {
-    host = "127.0.0.1";
+  for (const auto& entry : results) {
+    if (entry.endpoint().address().is_v4()) {
+      return entry.endpoint();
+    }
   }
-  unsigned port = 0;
-  auto [ptr, ec] = std::from_chars(listen.data() + colon + 1, listen.data() + listen.size(), port);
-  if (ec != std::errc() || ptr != listen.data() + listen.size() || port > 65535) {
-    return Status::InvalidArgument(fmt::format("listen: '{}' has no valid port", listen));
-  }
-  boost::system::error_code bad;
-  auto address = asio::ip::make_address(host, bad);
-  if (bad) {
-    return Status::InvalidArgument(fmt::format("listen: '{}' is not an IP address", host));
-  }
-  return tcp::endpoint(address, static_cast<uint16_t>(port));
+  return results.begin()->endpoint();
 }
 
 HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, HttpHandler handler)
@@ -143,9 +140,10 @@ HttpServer::~HttpServer() { StopAccepting(); }
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(asio::io_context& io,
                                                       const HttpServerOptions& options,
                                                       HttpHandler handler) {
-  Result<tcp::endpoint> endpoint = ParseListenAddress(options.listen);
+  Result<tcp::endpoint> endpoint = ResolveListenAddress(options.listen);
   if (!endpoint) {
-    return endpoint.error();
+    return Status::Unavailable(
+        fmt::format("listen on {}: {}", options.listen.ToString(), endpoint.error().message()));
   }
   std::unique_ptr<HttpServer> server(new HttpServer(io, options, std::move(handler)));
   boost::system::error_code ec;
@@ -160,7 +158,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(asio::io_context& io,
     server->acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   }
   if (ec) {
-    return Status::Unavailable(fmt::format("listen on {}: {}", options.listen, ec.message()));
+    return Status::Unavailable(
+        fmt::format("listen on {}: {}", options.listen.ToString(), ec.message()));
   }
   server->endpoint_ = server->acceptor_.local_endpoint(ec);
   server->Accept();

@@ -9,6 +9,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "dispatcher/base/host_port.h"
 #include "dispatcher/base/result.h"
 
 namespace egress::service {
@@ -21,7 +22,8 @@ using Respond = std::function<void(HttpResponse&&)>;
 using HttpHandler = std::function<void(HttpRequest&& request, Respond respond)>;
 
 struct HttpServerOptions {
-  std::string listen = "127.0.0.1:8686";  // host:port; port 0 picks a free one
+  // Where to listen (ResolveListenAddress); port 0 picks a free one. Default: 127.0.0.1:8686.
+  HostPort listen{.host = "127.0.0.1", .port = 8686};
   size_t max_body_bytes = 16 << 20;       // larger bodies get 413. Default: 16 MiB.
   std::chrono::seconds idle_timeout{60};  // Default: 60 s.
 };
@@ -32,7 +34,8 @@ struct HttpServerOptions {
 // server.
 class HttpServer {
  public:
-  // Binds and listens; InvalidArgument for a bad address, Unavailable when the port is taken.
+  // Resolves options.listen (ResolveListenAddress), binds and listens. Unavailable when the
+  // host does not resolve or the address cannot be bound (port taken, not a local address).
   static Result<std::unique_ptr<HttpServer>> Start(boost::asio::io_context& io,
                                                    const HttpServerOptions& options,
                                                    HttpHandler handler);
@@ -55,7 +58,11 @@ class HttpServer {
   std::shared_ptr<bool> draining_;
 };
 
-// Splits "host:port" (IPv6 as "[::1]:8686"). InvalidArgument naming the problem.
-Result<boost::asio::ip::tcp::endpoint> ParseListenAddress(const std::string& listen);
+// The address a listener for `listen` binds: an IP literal as it is; a name through the system's
+// resolver (/etc/hosts, DNS), its first IPv4 address when it has one ("localhost" is 127.0.0.1,
+// as clients that try IPv4 first expect), else its first IPv6 one. Unavailable ("cannot resolve
+// host '...': reason") when the name does not resolve. Blocks while a name is resolved; call at
+// start only.
+Result<boost::asio::ip::tcp::endpoint> ResolveListenAddress(const HostPort& listen);
 
 }  // namespace egress::service

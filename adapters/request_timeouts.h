@@ -1,0 +1,67 @@
+#pragma once
+
+#include <array>
+#include <string_view>
+
+#include "adapters/adapter_registry.h"
+#include "adapters/platform_adapter.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/base/result.h"
+#include "dispatcher/base/platform.h"
+
+namespace egress::adapters {
+
+// One platform's limits on each attempt ([platforms.<platform>] connect_timeout and timeout).
+// The defaults are HttpRequest's.
+struct RequestTimeouts {
+  // Default: 5 s.
+  Millis connect{5'000};
+  // The whole attempt, connect included. Default: 15 s.
+  Millis total{15'000};
+
+  friend bool operator==(const RequestTimeouts&, const RequestTimeouts&) = default;
+};
+
+// Indexed by Platform.
+using PlatformTimeouts = std::array<RequestTimeouts, kPlatformCount>;
+
+// A platform's adapter whose every request carries the platform's timeouts: BuildRequest asks
+// `inner` and sets HttpRequest::connect_timeout and ::timeout from `timeouts` (which the
+// transport turns into CURLOPT_CONNECTTIMEOUT_MS and CURLOPT_TIMEOUT_MS); Interpret is
+// `inner`'s. `inner` must outlive it. Immutable; safe from any thread, like the adapters.
+class TimedAdapter final : public PlatformAdapter {
+ public:
+  TimedAdapter(const PlatformAdapter& inner, RequestTimeouts timeouts)
+      : inner_(inner), timeouts_(timeouts) {}
+
+  Platform platform() const override { return inner_.platform(); }
+  Status CheckDestination(std::string_view destination) const override {
+    return inner_.CheckDestination(destination);
+  }
+  Result<HttpRequest> BuildRequest(const storage::Delivery& delivery, const Credential& credential,
+                                   WallTime now) const override;
+  AttemptReport Interpret(const storage::Delivery& delivery, const Result<HttpResponse>& response,
+                          WallTime received_at) const override;
+
+ private:
+  const PlatformAdapter& inner_;
+  const RequestTimeouts timeouts_;
+};
+
+// The registry's four adapters, each as a TimedAdapter with its platform's timeouts: what the
+// delivery loop looks adapters up in, so that no request leaves without them. `registry` must
+// outlive it. Immutable after construction; the pointers Find() returns live as long as it.
+class TimedAdapters {
+ public:
+  TimedAdapters(const AdapterRegistry& registry, const PlatformTimeouts& timeouts);
+
+  // As AdapterRegistry::Find: the adapter of "slack", "discord", "line" or "webhook";
+  // the registry's InvalidArgument for any other platform.
+  Result<const PlatformAdapter*> Find(std::string_view platform) const;
+
+ private:
+  const AdapterRegistry& registry_;
+  std::array<TimedAdapter, kPlatformCount> adapters_;
+};
+
+}  // namespace egress::adapters

@@ -1,0 +1,69 @@
+#include "dispatcher/service/service_options_from_config.h"
+
+namespace egress::service {
+
+
+ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
+  ServiceOptions o;
+  o.http.listen = config.server.listen;
+  o.admin_token = config.server.admin_token;
+  o.store = ToStoreOptions(config);
+  o.scheduler = ToSchedulerOptions(config);
+  for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
+    const auto name = static_cast<pacing::BudgetName>(i);
+    o.budget_defaults.emplace_back(name, config.budget(name));
+  }
+  o.endpoints = ToPlatformEndpoints(config);
+  o.timeouts = ToPlatformTimeouts(config);
+  o.transport = config.transport;
+  o.intake.max_payload_bytes = config.server.max_payload_bytes;
+  o.intake.max_batch_items = config.server.batch_max_items;
+  o.backlog_watermark = config.server.tenant_backlog_watermark;
+  for (const auto& [tenant, t] : config.tenants) {
+    o.tenant_weights.emplace_back(tenant, t.weight);
+    for (const auto& [name, credential] : t.credentials) {
+      o.credentials.emplace_back(tenant, credential);
+    }
+  }
+  return o;
+}
+
+pacing::SchedulerOptions ToSchedulerOptions(const config::Config& config) {
+  pacing::SchedulerOptions options;
+  for (int i = 0; i < kPlatformCount; ++i) {
+    const config::PlatformConfig& platform = config.platforms[i];
+    options.retry[i] = platform.retry;
+    options.max_in_flight_per_destination[i] = platform.max_in_flight_per_destination;
+    options.max_in_flight_per_platform[i] = platform.max_in_flight_per_platform;
+  }
+  options.pacing_margin = static_cast<double>(config.server.pacing_margin_percent) / 100.0;
+  return options;
+}
+
+adapters::PlatformEndpoints ToPlatformEndpoints(const config::Config& config) {
+  adapters::PlatformEndpoints endpoints;
+  endpoints.slack_base_url = config.platform(Platform::kSlack).base_url;
+  endpoints.discord_base_url = config.platform(Platform::kDiscord).base_url;
+  endpoints.line_base_url = config.platform(Platform::kLine).base_url;
+  endpoints.webhook_ssrf.allow_private_networks =
+      config.platform(Platform::kWebhook).allow_private_networks;
+  return endpoints;
+}
+
+adapters::PlatformTimeouts ToPlatformTimeouts(const config::Config& config) {
+  adapters::PlatformTimeouts timeouts;
+  for (int i = 0; i < kPlatformCount; ++i) {
+    timeouts[i] = {.connect = config.platforms[i].connect_timeout,
+                   .total = config.platforms[i].timeout};
+  }
+  return timeouts;
+}
+
+storage::StoreOptions ToStoreOptions(const config::Config& config) {
+  storage::StoreOptions options;
+  options.path = config.server.data_dir;
+  options.max_payload_bytes = config.server.max_payload_bytes;
+  return options;
+}
+
+}  // namespace egress::service
