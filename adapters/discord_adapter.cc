@@ -171,7 +171,8 @@ AttemptReport DiscordAdapter::Interpret(const storage::Delivery& delivery,
 
 Status DiscordAdapter::CheckDestination(std::string_view d) const {
   auto all_digits = [](std::string_view s) {
-    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
   };
   if (d.starts_with(kChannelsPrefix) && all_digits(d.substr(kChannelsPrefix.size()))) {
     return Status::Ok();

@@ -187,7 +187,8 @@ Status LineAdapter::CheckDestination(std::string_view d) const {
   if (ok) {
     return Status::Ok();
   }
-  return Status::InvalidArgument("must be a LINE user, group or room id (U, C or R and 32 hex digits)");
+  return Status::InvalidArgument(
+      "must be a LINE user, group or room id (U, C or R and 32 hex digits)");
 }
 
 }  // namespace egress::adapters

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "adapters/http_transport.h"
-#include "dispatcher/pacing/delivery_outcome.h"
-#include "dispatcher/pacing/rate_limit_observation.h"
 #include "dispatcher/base/platform.h"
 #include "dispatcher/base/result.h"
+#include "dispatcher/pacing/delivery_outcome.h"
+#include "dispatcher/pacing/rate_limit_observation.h"
 #include "storage/delivery.h"
 
 namespace egress::adapters {
@@ -34,9 +34,9 @@ struct PlatformEndpoints {
 
 // What one attempt taught, ready for the pacing engine and the store.
 struct AttemptReport {
-  pacing::DeliveryOutcome outcome;          // for Scheduler::OnOutcome / Classify
+  pacing::DeliveryOutcome outcome;           // for Scheduler::OnOutcome / Classify
   pacing::RateLimitObservation observation;  // for Scheduler::Observe
-  storage::Attempt attempt;                      // for the delivery's history
+  storage::Attempt attempt;                  // for the delivery's history
   // The destination can never work as configured (webhook 410, Discord unknown webhook 10015,
   // Slack channel_is_archived): disable it with this reason; its deliveries defer.
   std::optional<std::string> disable_destination;
@@ -59,12 +59,10 @@ class PlatformAdapter {
   // Says nothing about reachability (the SSRF guard decides that on the resolved address).
   virtual Status CheckDestination(std::string_view destination) const = 0;
 
-
   // InvalidArgument naming the problem when the delivery cannot be sent as it is (payload not
   // JSON, destination malformed); such a delivery is dead, not retried.
   virtual Result<HttpRequest> BuildRequest(const storage::Delivery& delivery,
-                                           const Credential& credential,
-                                           WallTime now) const = 0;
+                                           const Credential& credential, WallTime now) const = 0;
 
   // `response` is the transport's result: a response of any status, or a transport error.
   virtual AttemptReport Interpret(const storage::Delivery& delivery,

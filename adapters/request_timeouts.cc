@@ -8,7 +8,6 @@
 namespace egress::adapters {
 namespace {
 
-
 TimedAdapter Timed(const AdapterRegistry& registry, const PlatformTimeouts& timeouts,
                    Platform platform) {
   return TimedAdapter(registry.Get(platform), timeouts[static_cast<size_t>(platform)]);

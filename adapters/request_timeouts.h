@@ -6,8 +6,8 @@
 #include "adapters/adapter_registry.h"
 #include "adapters/platform_adapter.h"
 #include "dispatcher/base/clock.h"
-#include "dispatcher/base/result.h"
 #include "dispatcher/base/platform.h"
+#include "dispatcher/base/result.h"
 
 namespace egress::adapters {
 

@@ -230,10 +230,9 @@ AttemptReport SlackAdapter::Interpret(const storage::Delivery& delivery,
 }
 
 Status SlackAdapter::CheckDestination(std::string_view d) const {
-  const bool channel =
-      !d.empty() && d.size() <= 64 && std::all_of(d.begin(), d.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) != 0;
-      });
+  const bool channel = !d.empty() && d.size() <= 64 && std::all_of(d.begin(), d.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0;
+  });
   if (channel || IsHttpsUrl(d)) {
     return Status::Ok();
   }

@@ -15,8 +15,8 @@
 
 #include <benchmark/benchmark.h>
 
-#include "dispatcher/pacing/memory_budget_store.h"
 #include "dispatcher/base/random.h"
+#include "dispatcher/pacing/memory_budget_store.h"
 #include "dispatcher/pacing/scheduler.h"
 #include "tests/support/fake_clock.h"
 
@@ -52,6 +52,8 @@ void operator delete(void* p, size_t) noexcept { operator delete(p); }
 namespace {
 
 using egress::FakeClock;
+using egress::Platform;
+using egress::SplitMixRandom;
 using egress::pacing::Budget;
 using egress::pacing::BudgetName;
 using egress::pacing::Decision;
@@ -59,10 +61,8 @@ using egress::pacing::DeliveryOutcome;
 using egress::pacing::DestinationId;
 using egress::pacing::DestinationSpec;
 using egress::pacing::MemoryBudgetStore;
-using egress::Platform;
 using egress::pacing::Scheduler;
 using egress::pacing::SchedulerOptions;
-using egress::SplitMixRandom;
 using egress::pacing::WorkItem;
 
 constexpr int kTenants = 10;

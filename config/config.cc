@@ -4,7 +4,6 @@
 
 namespace egress::config {
 
-
 Config DefaultConfig() {
   Config config;
   const adapters::PlatformEndpoints endpoint_defaults;

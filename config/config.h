@@ -32,9 +32,7 @@ struct Config {
   std::vector<std::string> sources;
 
   PlatformConfig& platform(Platform p) { return platforms[static_cast<size_t>(p)]; }
-  const PlatformConfig& platform(Platform p) const {
-    return platforms[static_cast<size_t>(p)];
-  }
+  const PlatformConfig& platform(Platform p) const { return platforms[static_cast<size_t>(p)]; }
   pacing::Budget& budget(pacing::BudgetName b) { return budgets[static_cast<size_t>(b)]; }
   const pacing::Budget& budget(pacing::BudgetName b) const {
     return budgets[static_cast<size_t>(b)];

@@ -16,7 +16,6 @@
 namespace egress::config {
 namespace {
 
-
 Result<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -134,8 +133,7 @@ Result<Config> LoadConfig(const std::string& path, const LoadOptions& options) {
                                         : std::filesystem::path(options.profiles_dir);
   for (int i = 0; i < kPlatformCount; ++i) {
     const auto platform = static_cast<Platform>(i);
-    const std::string file =
-        (dir / fmt::format("{}.toml", PlatformString(platform))).string();
+    const std::string file = (dir / fmt::format("{}.toml", PlatformString(platform))).string();
     if (Status status = ApplyFile(file, platform, config); !status.ok()) {
       return status;
     }

@@ -5,7 +5,6 @@
 namespace egress::config {
 namespace {
 
-
 std::optional<Platform> ParsePlatform(std::string_view name) {
   for (int i = 0; i < kPlatformCount; ++i) {
     const auto p = static_cast<Platform>(i);
@@ -115,9 +114,9 @@ Status ReadPlatformsSection(const TomlFields& platforms, std::optional<Platform>
                              "unknown platform (slack, discord, line or webhook)");
     }
     if (only.has_value() && *platform != *only) {
-      return platforms.Error(fields.table(), fields.prefix(),
-                             fmt::format("the {0} profile may set only platforms.{0}",
-                                         PlatformString(*only)));
+      return platforms.Error(
+          fields.table(), fields.prefix(),
+          fmt::format("the {0} profile may set only platforms.{0}", PlatformString(*only)));
     }
     return ReadPlatform(fields, *platform, out.platform(*platform));
   });

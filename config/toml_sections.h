@@ -17,11 +17,9 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out);
 // [transport]
 Status ReadTransportSection(const TomlFields& transport, adapters::TransportOptions& out);
 // [platforms.*]. A profile passes its own platform as `only`; any other platform is an error.
-Status ReadPlatformsSection(const TomlFields& platforms, std::optional<Platform> only,
-                            Config& out);
+Status ReadPlatformsSection(const TomlFields& platforms, std::optional<Platform> only, Config& out);
 // [budgets.*]. With `only` set (a profile), only that platform's budgets are allowed.
-Status ReadBudgetsSection(const TomlFields& budgets, std::optional<Platform> only,
-                          Config& out);
+Status ReadBudgetsSection(const TomlFields& budgets, std::optional<Platform> only, Config& out);
 // [tenants.*] with their credentials.
 Status ReadTenantsSection(const TomlFields& tenants, Config& out);
 

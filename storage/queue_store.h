@@ -73,9 +73,9 @@ struct DestinationWork {
 };
 
 // The durable delivery queue. Every method is one atomic change (a single WriteBatch in the
-// RocksDB store, none for leases) and is safe to call from any thread; methods block on disk I/O, so the service
-// calls them from its storage pool, never from the dispatcher loop. Times are wall-clock Unix ms
-// supplied by the caller (the store reads no clock).
+// RocksDB store, none for leases) and is safe to call from any thread; methods block on disk I/O,
+// so the service calls them from its storage pool, never from the dispatcher loop. Times are
+// wall-clock Unix ms supplied by the caller (the store reads no clock).
 //
 // Errors: InvalidArgument (bad input, named), NotFound, FailedPrecondition (illegal transition;
 // any write to a store opened read-only), Corruption, IoError, Unavailable (transient: disk busy
@@ -109,7 +109,8 @@ class QueueStore {
   // earlier one. The write is synced; leases (to in_flight) are not written (see Apply), so a
   // batch of leases alone writes nothing. Fails as a whole only when the write fails.
   using IdChange = std::pair<std::string, StateChange>;
-  virtual Result<std::vector<Result<Delivery>>> ApplyBatch(const std::vector<IdChange>& changes) = 0;
+  virtual Result<std::vector<Result<Delivery>>> ApplyBatch(
+      const std::vector<IdChange>& changes) = 0;
 
   // Moves up to `max` waiting deliveries due at or before `now_ms` to in_flight (leases, see
   // Apply), in due order, and returns them.

@@ -11,7 +11,8 @@ std::optional<std::string> RecordCache::Find(std::string_view id) const {
   return it->second;
 }
 
-void RecordCache::Update(std::vector<std::pair<std::string, std::optional<std::string>>>&& changes) {
+void RecordCache::Update(
+    std::vector<std::pair<std::string, std::optional<std::string>>>&& changes) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [id, record] : changes) {
     auto it = records_.find(id);

@@ -1,8 +1,8 @@
 #include "storage/rocks_queue_store.h"
 
 #include <algorithm>
-#include <cstring>
 #include <cstdarg>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <random>
@@ -90,8 +90,8 @@ class UpToNulTransform final : public rocksdb::SliceTransform {
   const char* Name() const override { return "egress.UpToNul"; }
   rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
     const void* nul = std::memchr(key.data(), '\0', key.size());
-    return rocksdb::Slice(key.data(), nul == nullptr ? key.size()
-                                                     : static_cast<const char*>(nul) - key.data());
+    return rocksdb::Slice(key.data(),
+                          nul == nullptr ? key.size() : static_cast<const char*>(nul) - key.data());
   }
   bool InDomain(const rocksdb::Slice& /*key*/) const override { return true; }
 };
@@ -443,8 +443,9 @@ void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Deliv
   AddCounterMoves(before, after, dest, w.counters);
   if (after) {
     w.Put(Family::kJobs, after->id, EncodeDelivery(*after));
-    w.records.emplace_back(after->id, IsWaiting(after->state) ? std::optional<size_t>(w.ops.size() - 1)
-                                                              : std::nullopt);
+    w.records.emplace_back(after->id, IsWaiting(after->state)
+                                          ? std::optional<size_t>(w.ops.size() - 1)
+                                          : std::nullopt);
   } else if (before) {
     w.records.emplace_back(before->id, std::nullopt);
     w.Delete(Family::kJobs, before->id);
@@ -507,8 +508,9 @@ Status RocksQueueStore::Commit(const rocksdb::WriteOptions& options, PendingWrit
     std::vector<std::pair<std::string, std::optional<std::string>>> records;
     records.reserve(w.records.size());
     for (auto& [id, op] : w.records) {
-      records.emplace_back(std::move(id), op ? std::optional<std::string>(std::move(w.ops[*op].value))
-                                             : std::nullopt);
+      records.emplace_back(
+          std::move(id),
+          op ? std::optional<std::string>(std::move(w.ops[*op].value)) : std::nullopt);
     }
     records_.Update(std::move(records));
   }
@@ -527,8 +529,7 @@ Status RocksQueueStore::MigrateFromFormat2() {
   // Format 2 also indexed queued deliveries by due time: drop every due entry whose record is
   // not deferred at that time, and write the new marker in the same batch.
   rocksdb::WriteBatch batch;
-  std::unique_ptr<rocksdb::Iterator> it(
-      db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDue)));
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDue)));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     int64_t due_ms = 0;
     std::string_view id;

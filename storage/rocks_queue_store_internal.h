@@ -102,7 +102,9 @@ class RocksQueueStore final : public QueueStore {
     void Put(Family f, std::string key, std::string value) {
       ops.push_back({f, Kind::kPut, std::move(key), std::move(value)});
     }
-    void Delete(Family f, std::string key) { ops.push_back({f, Kind::kDelete, std::move(key), {}}); }
+    void Delete(Family f, std::string key) {
+      ops.push_back({f, Kind::kDelete, std::move(key), {}});
+    }
     bool empty() const { return ops.empty(); }
 
     std::vector<Op> ops;
@@ -139,7 +141,7 @@ class RocksQueueStore final : public QueueStore {
   std::mutex lease_mu_;  // one leaser at a time
   // Exact counts of what readers see: the disk's counters plus the leases' moves to in_flight.
   CounterTable counters_;
-  LeaseTable leases_;  // in_flight deliveries; empty in a read-only store
+  LeaseTable leases_;    // in_flight deliveries; empty in a read-only store
   RecordCache records_;  // waiting records as on disk; empty in a read-only store
   const bool read_only_;
   bool closed_ = false;

@@ -121,7 +121,7 @@ Result<ListPage> RocksQueueStore::List(const ListFilter& filter) {
     ++scanned;
     // A leased delivery is in_flight, whatever its disk record and index entries say.
     std::optional<Delivery> leased = leases_.FindDelivery(id);
-    Result<Delivery> d = leased      ? std::move(*leased)
+    Result<Delivery> d = leased     ? std::move(*leased)
                          : by_state ? Read(id)
                                     : DecodeDelivery(it->value().ToStringView());
     if (!d) {

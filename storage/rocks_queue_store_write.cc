@@ -196,8 +196,9 @@ Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
       w.leases.emplace_back(std::string(id), std::nullopt);
     }
   }
-  const std::string what = changes.size() == 1 ? fmt::format("update delivery {}", changes[0].first)
-                                               : fmt::format("update {} deliveries", changes.size());
+  const std::string what = changes.size() == 1
+                               ? fmt::format("update delivery {}", changes[0].first)
+                               : fmt::format("update {} deliveries", changes.size());
   if (Status s = Commit(SyncedWrite(), w, what); !s.ok()) {
     return s;
   }

@@ -1,7 +1,8 @@
 #pragma once
 
-#include <tl/expected.hpp>
 #include <utility>
+
+#include <tl/expected.hpp>
 
 #include "dispatcher/base/check.h"
 #include "dispatcher/base/status.h"

@@ -29,7 +29,9 @@ class [[nodiscard]] Status {
   Status() = default;
 
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string msg) { return {Code::kInvalidArgument, std::move(msg)}; }
+  static Status InvalidArgument(std::string msg) {
+    return {Code::kInvalidArgument, std::move(msg)};
+  }
   static Status NotFound(std::string msg) { return {Code::kNotFound, std::move(msg)}; }
   static Status AlreadyExists(std::string msg) { return {Code::kAlreadyExists, std::move(msg)}; }
   // An operation not allowed in the current state (e.g. an illegal state transition).

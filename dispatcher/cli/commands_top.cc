@@ -14,9 +14,9 @@
 
 #include <sys/ioctl.h>
 
+#include "dispatcher/base/clock.h"
 #include "dispatcher/cli/cli.h"
 #include "dispatcher/cli/top_frame.h"
-#include "dispatcher/base/clock.h"
 
 namespace egress::cli {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <cstdint>
 
-#include "dispatcher/pacing/budget.h"
 #include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/budget.h"
 #include "dispatcher/pacing/gcra_meter.h"
 
 namespace egress::pacing {

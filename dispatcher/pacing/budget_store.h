@@ -4,8 +4,8 @@
 #include <span>
 
 #include "dispatcher/base/clock.h"
-#include "dispatcher/pacing/gcra_meter.h"
 #include "dispatcher/base/result.h"
+#include "dispatcher/pacing/gcra_meter.h"
 
 namespace egress::pacing {
 

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "dispatcher/pacing/budget.h"
 #include "dispatcher/base/status.h"
+#include "dispatcher/pacing/budget.h"
 
 namespace egress::pacing {
 

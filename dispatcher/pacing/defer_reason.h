@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "dispatcher/pacing/budget.h"
 #include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/budget.h"
 
 namespace egress::pacing {
 

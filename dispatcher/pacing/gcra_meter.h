@@ -4,9 +4,9 @@
 #include <chrono>
 #include <cstdint>
 
-#include "dispatcher/pacing/budget.h"
 #include "dispatcher/base/check.h"
 #include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/budget.h"
 
 namespace egress::pacing {
 

@@ -150,7 +150,8 @@ Status MemoryBudgetStore::Rescale(ScopeKey key, const GcraParams& from, const Gc
   if (meter.key == 0 || meter.tat_ns <= now_ns) {
     return Status::Ok();
   }
-  const __int128 owed = static_cast<__int128>(meter.tat_ns - now_ns) * to.interval_ns / from.interval_ns;
+  const __int128 owed =
+      static_cast<__int128>(meter.tat_ns - now_ns) * to.interval_ns / from.interval_ns;
   meter.tat_ns = now_ns + static_cast<int64_t>(owed);
   return Status::Ok();
 }

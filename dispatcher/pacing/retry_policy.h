@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "dispatcher/pacing/classify.h"
 #include "dispatcher/base/clock.h"
-#include "dispatcher/pacing/defer_reason.h"
 #include "dispatcher/base/random.h"
+#include "dispatcher/pacing/classify.h"
+#include "dispatcher/pacing/defer_reason.h"
 
 namespace egress::pacing {
 

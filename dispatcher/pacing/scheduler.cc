@@ -419,8 +419,9 @@ void Scheduler::Deny(uint32_t d, const TakeResult& result, int64_t now_ns) {
   dest.reason_budget = scopes_.name(scope);
   const int64_t at_ns = now_ns + std::max<int64_t>(1, result.retry_after.count());
   if (wait_observer_) {
-    wait_observer_(DestinationId{d},
-                   Deferral{.reason = reason, .budget = dest.reason_budget, .until = FromNanos(at_ns)});
+    wait_observer_(
+        DestinationId{d},
+        Deferral{.reason = reason, .budget = dest.reason_budget, .until = FromNanos(at_ns)});
   }
   if (slot.refs <= 1) {
     ArmTimer(d, at_ns, reason);

@@ -10,17 +10,17 @@
 #include <utility>
 #include <vector>
 
+#include "dispatcher/base/chunked_vector.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/base/random.h"
+#include "dispatcher/base/result.h"
 #include "dispatcher/pacing/adaptive_pace.h"
 #include "dispatcher/pacing/budget_store.h"
 #include "dispatcher/pacing/budget_table.h"
-#include "dispatcher/base/chunked_vector.h"
-#include "dispatcher/base/clock.h"
 #include "dispatcher/pacing/defer_reason.h"
 #include "dispatcher/pacing/delivery_outcome.h"
 #include "dispatcher/pacing/packed_id.h"
-#include "dispatcher/base/random.h"
 #include "dispatcher/pacing/rate_limit_observation.h"
-#include "dispatcher/base/result.h"
 #include "dispatcher/pacing/retry_policy.h"
 #include "dispatcher/pacing/scope_path.h"
 #include "dispatcher/pacing/scope_table.h"

@@ -85,7 +85,6 @@ Status AppendPlatformScopes(const DestinationSpec& spec, ScopePath& path) {
 
 }  // namespace
 
-
 ScopeKey HashScope(BudgetName budget, std::initializer_list<std::string_view> parts) {
   uint64_t h = Fnv(kFnvOffset, BudgetNameString(budget));
   for (std::string_view part : parts) {

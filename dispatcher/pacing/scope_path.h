@@ -7,10 +7,10 @@
 #include <string>
 #include <string_view>
 
-#include "dispatcher/pacing/budget.h"
-#include "dispatcher/pacing/budget_store.h"
 #include "dispatcher/base/platform.h"
 #include "dispatcher/base/result.h"
+#include "dispatcher/pacing/budget.h"
+#include "dispatcher/pacing/budget_store.h"
 
 namespace egress::pacing {
 

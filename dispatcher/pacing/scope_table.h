@@ -4,9 +4,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dispatcher/base/chunked_vector.h"
 #include "dispatcher/pacing/budget.h"
 #include "dispatcher/pacing/budget_store.h"
-#include "dispatcher/base/chunked_vector.h"
 #include "dispatcher/pacing/gcra_meter.h"
 
 namespace egress::pacing {

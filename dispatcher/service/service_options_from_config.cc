@@ -2,7 +2,6 @@
 
 namespace egress::service {
 
-
 ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   ServiceOptions o;
   o.http.listen = config.server.listen;

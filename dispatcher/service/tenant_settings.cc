@@ -34,7 +34,7 @@ tl::expected<BudgetOverrides, ApiError> ParseRateLimits(const json& limits) {
     overrides.emplace_back(
         *budget_name,
         pacing::Budget{value["limit"].get<int64_t>(), value["scale_ms"].get<int64_t>(),
-                           value.contains("burst") ? value["burst"].get<int64_t>() : 1});
+                       value.contains("burst") ? value["burst"].get<int64_t>() : 1});
   }
   return overrides;
 }

@@ -18,10 +18,10 @@
 namespace egress::adapters {
 namespace {
 
+using nlohmann::json;
 using pacing::Classify;
 using pacing::OutcomeClass;
 using pacing::RateLimitScope;
-using nlohmann::json;
 
 std::string Secret(char fill) { return "whsec_" + Base64Encode(std::string(32, fill)); }
 

@@ -11,10 +11,10 @@
 namespace egress::adapters {
 namespace {
 
+using nlohmann::json;
 using pacing::Classify;
 using pacing::OutcomeClass;
 using pacing::RateLimitScope;
-using nlohmann::json;
 
 class DiscordAdapterTest : public ::testing::Test {
  protected:

@@ -10,9 +10,9 @@
 namespace egress::adapters {
 namespace {
 
+using nlohmann::json;
 using pacing::Classify;
 using pacing::OutcomeClass;
-using nlohmann::json;
 
 constexpr char kMessages[] = R"({"messages":[{"type":"text","text":"hi"}]})";
 

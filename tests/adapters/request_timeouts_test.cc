@@ -8,7 +8,6 @@
 namespace egress::adapters {
 namespace {
 
-
 PlatformTimeouts DistinctTimeouts() {
   PlatformTimeouts timeouts;
   timeouts[static_cast<size_t>(Platform::kSlack)] = {.connect = Millis(101), .total = Millis(1001)};

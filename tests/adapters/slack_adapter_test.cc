@@ -9,9 +9,9 @@
 namespace egress::adapters {
 namespace {
 
+using nlohmann::json;
 using pacing::Classify;
 using pacing::OutcomeClass;
-using nlohmann::json;
 
 class SlackAdapterTest : public ::testing::Test {
  protected:

@@ -16,7 +16,9 @@ TEST_F(EventLogTest, JsonLinesCarryTimeLevelEventAndFields) {
   ConfigureEventLog(LogFormat::kJson, LogLevel::kInfo);
   testing::internal::CaptureStderr();
   LogEvent(LogLevel::kWarn, "destination_disabled",
-           {{"destination", "webhook\x1f" "acme\x1fhooks\x1fhttp://127.0.0.1/x"},
+           {{"destination",
+             "webhook\x1f"
+             "acme\x1fhooks\x1fhttp://127.0.0.1/x"},
             {"reason", "http_410: \"gone\"\n"},
             {"attempts", 3}});
   LogEvent(LogLevel::kDebug, "not_shown");

@@ -64,7 +64,7 @@ TEST(DeliveryIdTest, RefusesCharactersOutsideTheAlphabet) {
       EXPECT_EQ(DeliveryIdMillis(changed), -1);
     }
   }
-  EXPECT_TRUE(IsDeliveryId("7ZZZZZZZZZZZZZZZZZZZZZZZZZ"));  // the largest 128-bit value
+  EXPECT_TRUE(IsDeliveryId("7ZZZZZZZZZZZZZZZZZZZZZZZZZ"));   // the largest 128-bit value
   EXPECT_FALSE(IsDeliveryId("80000000000000000000000000"));  // 129 bits
 }
 

@@ -106,8 +106,8 @@ class LeaseTest : public ::testing::Test {
     EXPECT_EQ(*store_->TenantBacklog("acme"), pending.size());
     auto dest_counts = store_->DestinationCounts({dest_});
     ASSERT_TRUE(dest_counts);
-    for (DeliveryState state : {DeliveryState::kQueued, DeliveryState::kInFlight,
-                                DeliveryState::kDeferred}) {
+    for (DeliveryState state :
+         {DeliveryState::kQueued, DeliveryState::kInFlight, DeliveryState::kDeferred}) {
       EXPECT_EQ(CountOf((*dest_counts)[0], state), CountOf(*counts, state)) << StateName(state);
     }
   }

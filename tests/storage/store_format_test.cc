@@ -51,7 +51,8 @@ class RawStore {
     }
   }
   void Put(Family f, const std::string& key, const std::string& value) {
-    ASSERT_TRUE(db_->Put(rocksdb::WriteOptions(), handles_[static_cast<size_t>(f)], key, value).ok());
+    ASSERT_TRUE(
+        db_->Put(rocksdb::WriteOptions(), handles_[static_cast<size_t>(f)], key, value).ok());
   }
   std::string Get(Family f, const std::string& key) {
     std::string value;

@@ -22,7 +22,8 @@ class TextMutator {
 
   // One of `seeds` with 1 to 3 edits: a piece inserted, 1-3 bytes erased, or a byte replaced by
   // a piece, at random places.
-  std::string Mutate(const std::vector<std::string>& seeds, const std::vector<std::string>& pieces) {
+  std::string Mutate(const std::vector<std::string>& seeds,
+                     const std::vector<std::string>& pieces) {
     std::string text = seeds[Next(seeds.size())];
     const int edits = 1 + static_cast<int>(Next(3));
     for (int e = 0; e < edits; ++e) {

@@ -14,8 +14,8 @@ namespace egress::service {
 namespace {
 
 namespace asio = boost::asio;
-using pacing::BudgetName;
 using nlohmann::json;
+using pacing::BudgetName;
 
 }  // namespace
 
@@ -63,9 +63,9 @@ void GetRateLimits(Service& s, const std::string& tenant, Respond respond) {
     const auto name = static_cast<BudgetName>(i);
     const auto [budget, overridden] = s.EffectiveBudget(tenant, name);
     budgets[std::string(pacing::BudgetNameString(name))] = {{"limit", budget.limit},
-                                                                {"scale_ms", budget.scale_ms},
-                                                                {"burst", budget.burst},
-                                                                {"overridden", overridden}};
+                                                            {"scale_ms", budget.scale_ms},
+                                                            {"burst", budget.burst},
+                                                            {"overridden", overridden}};
   }
   respond(JsonResponse(200, {{"tenant", tenant}, {"rate_limits", budgets}}));
 }

@@ -8,11 +8,10 @@
 
 #include <fmt/format.h>
 
+#include "dispatcher/base/time_text.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
-#include "storage/delivery_json.h"
 #include "dispatcher/service/service.h"
-#include "dispatcher/base/time_text.h"
 #include "storage/delivery_json.h"
 
 namespace egress::service {

@@ -75,8 +75,8 @@ bool ReadField(adapters::JsonReader& reader, RequestField& f, bool keep_object) 
       // nlohmann reads an integer that fits int64_t as one (and larger ones as unsigned or
       // double, which the cost check refuses all the same).
       auto [end, ec] = std::from_chars(span.data(), span.data() + span.size(), f.integer);
-      f.kind = ec == std::errc() && end == span.data() + span.size() ? Kind::kInteger
-                                                                       : Kind::kOther;
+      f.kind =
+          ec == std::errc() && end == span.data() + span.size() ? Kind::kInteger : Kind::kOther;
       return true;
     }
   }

@@ -1,8 +1,8 @@
 #pragma once
 
 // What intake reads from a request body: the fields of one delivery, straight from the JSON text
-// (no tree is built), and their checks. The one parser of intake (dispatcher/service/api/intake.cc);
-// pure functions, safe on any thread.
+// (no tree is built), and their checks. The one parser of intake
+// (dispatcher/service/api/intake.cc); pure functions, safe on any thread.
 
 #include <cstdint>
 #include <string>

@@ -23,9 +23,9 @@ void OnStore(Service& s, Work work, Done done) {
       });
 }
 
-// The HTTP API (docs/api.md); intake's two routes are declared in intake.h. Every handler runs on the loop, does its store work on the
-// storage pool and answers through `respond` on the loop. `service` outlives every handler
-// (Service joins its storage pool before it is destroyed).
+// The HTTP API (docs/api.md); intake's two routes are declared in intake.h. Every handler runs on
+// the loop, does its store work on the storage pool and answers through `respond` on the loop.
+// `service` outlives every handler (Service joins its storage pool before it is destroyed).
 void Route(Service& service, HttpRequest&& request, Respond respond);
 
 void GetDelivery(Service& service, const std::string& id, Respond respond);

@@ -331,8 +331,7 @@ HttpResponse BatchAnswer(Service& s, std::vector<storage::NewDelivery>&& parts,
 void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
   auto fields = ReadDeliveryBody(request.body());
   if (!fields) {
-    s.metrics().Inc(CounterId::kIntakeRejections,
-                    {{"tenant", ""}, {"reason", "invalid"}});
+    s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", ""}, {"reason", "invalid"}});
     respond(ErrorResponse(fields.error()));
     return;
   }
@@ -353,8 +352,7 @@ void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
   const std::string tenant = parts->front().tenant;
   auto decision = s.intake_limiter().Take(tenant, static_cast<int64_t>(parts->size()));
   if (!decision.allowed) {
-    s.metrics().Inc(CounterId::kIntakeRejections,
-                    {{"tenant", tenant}, {"reason", "rate_limited"}});
+    s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", tenant}, {"reason", "rate_limited"}});
     respond(Throttled(decision, s.clock().WallNow(), "intake budget"));
     return;
   }

@@ -21,8 +21,7 @@ IntakeLimiter::Decision IntakeLimiter::Take(const std::string& tenant, int64_t u
   auto [it, fresh] = tenants_.try_emplace(tenant, Tenant{default_budget_, 0});
   Tenant& t = it->second;
   const auto params = pacing::GcraParams::FromBudget(t.budget);
-  const auto d =
-      pacing::GcraEvaluate(t.tat_ns, params, units, pacing::ToNanos(clock_.Now()));
+  const auto d = pacing::GcraEvaluate(t.tat_ns, params, units, pacing::ToNanos(clock_.Now()));
   if (d.allowed) {
     t.tat_ns = d.tat_ns;
   }

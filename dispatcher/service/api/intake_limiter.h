@@ -3,8 +3,8 @@
 #include <map>
 #include <string>
 
-#include "dispatcher/pacing/budget.h"
 #include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/budget.h"
 #include "dispatcher/pacing/gcra_meter.h"
 
 namespace egress::service {

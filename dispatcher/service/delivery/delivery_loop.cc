@@ -137,8 +137,7 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   }
   storage::DestinationParts parts;
   std::optional<Platform> platform;
-  if (!storage::SplitDestinationKey(key, parts) ||
-      !(platform = ParsePlatform(parts.platform))) {
+  if (!storage::SplitDestinationKey(key, parts) || !(platform = ParsePlatform(parts.platform))) {
     return nullptr;  // intake validates platforms; an old record of a removed one waits
   }
   auto id = scheduler_.AddDestination({.tenant = parts.tenant,

@@ -14,11 +14,13 @@ PendingDelivery PendingOf(const storage::Delivery& d) {
           .reason = d.reason};
 }
 
-DestinationQueue::DestinationQueue(size_t read_ahead) : read_ahead_(std::max<size_t>(1, read_ahead)) {}
+DestinationQueue::DestinationQueue(size_t read_ahead)
+    : read_ahead_(std::max<size_t>(1, read_ahead)) {}
 
 bool DestinationQueue::Add(PendingDelivery p) {
-  auto it = std::lower_bound(held_.begin(), held_.end(), p.id,
-                             [](const PendingDelivery& a, const std::string& id) { return a.id < id; });
+  auto it =
+      std::lower_bound(held_.begin(), held_.end(), p.id,
+                       [](const PendingDelivery& a, const std::string& id) { return a.id < id; });
   if (it != held_.end() && it->id == p.id) {
     if (p.updated_ms > it->updated_ms) {
       *it = std::move(p);
@@ -63,9 +65,9 @@ bool DestinationQueue::Fetched(std::vector<PendingDelivery> waiting, size_t read
   held_.insert(held_.end(), std::make_move_iterator(waiting.begin()),
                std::make_move_iterator(waiting.end()));
   // Merge: both runs are in id order; keep the newest copy of an id held twice.
-  std::inplace_merge(held_.begin(), held_.end() - static_cast<std::ptrdiff_t>(waiting.size()),
-                     held_.end(),
-                     [](const PendingDelivery& a, const PendingDelivery& b) { return a.id < b.id; });
+  std::inplace_merge(
+      held_.begin(), held_.end() - static_cast<std::ptrdiff_t>(waiting.size()), held_.end(),
+      [](const PendingDelivery& a, const PendingDelivery& b) { return a.id < b.id; });
   for (auto it = held_.begin(); it != held_.end();) {
     auto next = std::next(it);
     if (next != held_.end() && next->id == it->id) {

@@ -82,8 +82,8 @@ class DestinationQueue {
   std::string cursor_;
   bool complete_ = false;
   bool fetching_ = false;
-  size_t asked_ = 0;         // the limit of the fetch on its way
-  uint64_t epoch_ = 0;       // bumped whenever the cursor moves back
+  size_t asked_ = 0;          // the limit of the fetch on its way
+  uint64_t epoch_ = 0;        // bumped whenever the cursor moves back
   uint64_t fetch_epoch_ = 0;  // epoch_ when the fetch on its way started
 };
 

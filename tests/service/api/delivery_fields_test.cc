@@ -230,7 +230,6 @@ TEST(DeliveryFieldsTest, TextAndTreeAgreeOnMutations) {
   EXPECT_GT(delivered, 300);
 }
 
-
 // Verifies the body of POST /v1/deliveries is read by the one reader: a byte order mark is
 // skipped, malformed text (a raw NUL byte included) is a 400 malformed_json, and JSON of another
 // kind comes back as "not an object" for the checks to refuse.
