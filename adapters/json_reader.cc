@@ -1,5 +1,6 @@
 #include "adapters/json_reader.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -171,11 +172,12 @@ bool JsonReader::ReadString(std::string& out) {
   return String(&out) || Fail();
 }
 
-bool JsonReader::SkipValue(std::string_view* span, bool* spaced) {
+bool JsonReader::SkipValue(std::string_view* span, bool* spaced, size_t* depth) {
   SkipSpace();
   const Byte* start = p_;
   spaced_ = false;
   skipping_.clear();
+  size_t deepest = 0;
   for (;;) {
     // A value is due.
     SkipSpace();
@@ -185,6 +187,7 @@ bool JsonReader::SkipValue(std::string_view* span, bool* spaced) {
     const Byte c = *p_;
     if (c == '{' || c == '[') {
       ++p_;
+      deepest = std::max(deepest, skipping_.size() + 1);
       SkipSpace();
       if (p_ < end_ && *p_ == (c == '{' ? '}' : ']')) {
         ++p_;
@@ -207,6 +210,9 @@ bool JsonReader::SkipValue(std::string_view* span, bool* spaced) {
         }
         if (spaced != nullptr) {
           *spaced = spaced_;
+        }
+        if (depth != nullptr) {
+          *depth = deepest;
         }
         return true;
       }

@@ -41,8 +41,10 @@ class JsonReader {
   bool ReadString(std::string& out);
 
   // Checks and skips the value that is next, of any kind. `span` (when given) receives its text;
-  // `spaced` (when given) is set when that text holds whitespace between tokens.
-  bool SkipValue(std::string_view* span = nullptr, bool* spaced = nullptr);
+  // `spaced` (when given) is set when that text holds whitespace between tokens; `depth` (when
+  // given) the deepest nesting of objects and arrays in it (0 for a scalar, 1 for {} or [1]).
+  // Iterative: any depth is read without recursion.
+  bool SkipValue(std::string_view* span = nullptr, bool* spaced = nullptr, size_t* depth = nullptr);
 
   // True when nothing but whitespace is left and nothing failed.
   bool AtEnd();

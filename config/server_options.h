@@ -23,6 +23,10 @@ struct ServerOptions {
   size_t max_payload_bytes = 1 << 20;
   // Most deliveries in one POST /v1/deliveries/batch. Default: 1000.
   size_t batch_max_items = 1000;
+  // Deepest nesting of objects and arrays in a payload accepted by intake (400 naming payload
+  // beyond); a payload object holding only scalars is 1 deep. Bounds every later walk of a
+  // stored payload (adapters, views). 1 to 512. Default: 64.
+  size_t max_json_depth = 64;
   // Undelivered deliveries a tenant may hold before intake answers 429. Default: 100000.
   uint64_t tenant_backlog_watermark = 100'000;
   // Every budget is paced this many percent under its limit, so network jitter cannot land a

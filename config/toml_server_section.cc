@@ -13,8 +13,8 @@ constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
 Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
   Status status = server.CheckKeys({"listen", "data_dir", "admin_token", "max_payload_bytes",
-                                    "batch_max_items", "tenant_backlog_watermark", "log_format",
-                                    "log_level", "pacing_margin_percent"});
+                                    "batch_max_items", "max_json_depth", "tenant_backlog_watermark",
+                                    "log_format", "log_level", "pacing_margin_percent"});
   if (!status.ok()) {
     return status;
   }
@@ -48,6 +48,12 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
   if (status = server.ReadInt("batch_max_items", 1, 100'000, batch); !status.ok()) {
     return status;
   }
+  int64_t depth = static_cast<int64_t>(out.max_json_depth);
+  // 512: past any platform's payload, and well inside what nlohmann's recursive dump survives.
+  if (status = server.ReadInt("max_json_depth", 1, 512, depth); !status.ok()) {
+    return status;
+  }
+  out.max_json_depth = static_cast<size_t>(depth);
   if (status = server.ReadInt("tenant_backlog_watermark", 1, kMaxInt, watermark); !status.ok()) {
     return status;
   }

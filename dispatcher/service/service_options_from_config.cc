@@ -17,6 +17,7 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   o.transport = config.transport;
   o.intake.max_payload_bytes = config.server.max_payload_bytes;
   o.intake.max_batch_items = config.server.batch_max_items;
+  o.intake.max_json_depth = config.server.max_json_depth;
   o.backlog_watermark = config.server.tenant_backlog_watermark;
   for (const auto& [tenant, t] : config.tenants) {
     o.tenant_weights.emplace_back(tenant, t.weight);

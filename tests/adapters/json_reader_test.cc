@@ -103,5 +103,28 @@ TEST(JsonReaderTest, CompactsBetweenTokensOnly) {
   EXPECT_EQ(CompactJson(R"({"a":"\\" , "b" : 1})"), R"({"a":"\\","b":1})");
 }
 
+// Verifies SkipValue reports the deepest nesting of what it skipped, also 100,000 levels deep
+// (read without recursion).
+TEST(JsonReaderTest, SkipValueReportsDepth) {
+  struct Case {
+    std::string text;
+    size_t depth;
+  };
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  for (const Case& c : std::vector<Case>{{"1", 0},
+                                         {"\"[{\"", 0},
+                                         {"{}", 1},
+                                         {"[]", 1},
+                                         {"[1,2]", 1},
+                                         {R"({"a":[{}],"b":1})", 3},
+                                         {R"([[],[[[]]],[]])", 4},
+                                         {deep, 100'000}}) {
+    JsonReader r(c.text);
+    size_t depth = 99;
+    ASSERT_TRUE(r.SkipValue(nullptr, nullptr, &depth)) << c.text.substr(0, 40);
+    EXPECT_EQ(depth, c.depth) << c.text.substr(0, 40);
+  }
+}
+
 }  // namespace
 }  // namespace egress::adapters

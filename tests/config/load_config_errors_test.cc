@@ -94,6 +94,8 @@ TEST(LoadConfigErrorsTest, ServerAndTransportValues) {
        "2: server.max_payload_bytes: must be an integer from 1 to 67108864"},
       {"[server]\nbatch_max_items = 1.5\n",
        "2: server.batch_max_items: must be an integer from 1 to 100000"},
+      {"[server]\nmax_json_depth = 513\n",
+       "2: server.max_json_depth: must be an integer from 1 to 512"},
       {"[server]\ntenant_backlog_watermark = -1\n",
        "2: server.tenant_backlog_watermark: must be a positive integer"},
       {"[server]\nlog_format = \"yaml\"\n", "2: server.log_format: must be \"text\" or \"json\""},

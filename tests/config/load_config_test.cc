@@ -33,6 +33,7 @@ TEST(LoadConfigTest, EmptyFilesGiveDefaults) {
   EXPECT_EQ(config->server.admin_token, "");
   EXPECT_EQ(config->server.max_payload_bytes, 1u << 20);
   EXPECT_EQ(config->server.batch_max_items, 1000u);
+  EXPECT_EQ(config->server.max_json_depth, 64u);
   EXPECT_EQ(config->server.tenant_backlog_watermark, 100'000u);
   EXPECT_EQ(config->platform(Platform::kSlack).base_url, "https://slack.com");
   EXPECT_EQ(config->platform(Platform::kDiscord).base_url, "https://discord.com");
@@ -124,6 +125,7 @@ TEST(LoadConfigTest, ReadsEveryScalarKey) {
       "admin_token = \"file-token\"\n"
       "max_payload_bytes = 2048\n"
       "batch_max_items = 10\n"
+      "max_json_depth = 8\n"
       "tenant_backlog_watermark = 5\n"
       "[transport]\n"
       "max_host_connections = 2\n"
@@ -150,6 +152,7 @@ TEST(LoadConfigTest, ReadsEveryScalarKey) {
   EXPECT_EQ(config->server.admin_token, "file-token");
   EXPECT_EQ(config->server.max_payload_bytes, 2048u);
   EXPECT_EQ(config->server.batch_max_items, 10u);
+  EXPECT_EQ(config->server.max_json_depth, 8u);
   EXPECT_EQ(config->server.tenant_backlog_watermark, 5u);
   EXPECT_EQ(config->transport.max_host_connections, 2);
   EXPECT_EQ(config->transport.max_total_connections, 3);

@@ -465,6 +465,27 @@ TEST_F(ServiceTest, HostileSteeringInputIsA400) {
   EXPECT_EQ(dry.Json()["matched"], 0);
 }
 
+// Verifies a payload nested 100,000 deep (200 kB of brackets) is a 400 naming payload, single
+// and in a batch, and the service goes on answering: nothing that deep is ever stored, so no
+// later walk of it (views, adapters) can recurse that far.
+TEST_F(ServiceTest, DeepPayloadIsRefusedAtIntake) {
+  json fields = Webhook("acme", "deep", 1);
+  fields.erase("payload");
+  const std::string payload =
+      "{\"a\":" + std::string(100'000, '[') + std::string(100'000, ']') + "}";
+  std::string deep = fields.dump();
+  deep.insert(deep.size() - 1, ",\"payload\":" + payload);
+  TestResponse one = HttpCall(port_, "POST", "/v1/deliveries", deep);
+  EXPECT_EQ(one.status, 400) << one.body.substr(0, 200);
+  EXPECT_EQ(one.Json()["field"], "payload") << one.body.substr(0, 200);
+  TestResponse batch =
+      HttpCall(port_, "POST", "/v1/deliveries/batch", "{\"deliveries\":[" + deep + "]}");
+  EXPECT_EQ(batch.status, 207) << batch.body.substr(0, 200);
+  EXPECT_EQ(batch.Json()["results"][0]["field"], "payload") << batch.body.substr(0, 200);
+  EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/deliveries").Json()["deliveries"].size(), 0u);
+}
+
 // Verifies the list endpoint's creation-time bounds: Unix ms or RFC 3339, since inclusive and
 // until exclusive, and a 400 naming the field for a bad value.
 TEST_F(ServiceTest, ListsByCreationTime) {

@@ -48,6 +48,7 @@ bool RequiredString(RequestField& field, const char* name, std::string& out, Api
 // (compacted) only when `keep_object`.
 bool ReadField(adapters::JsonReader& reader, RequestField& f, bool keep_object) {
   f.text.clear();
+  f.depth = 0;
   switch (reader.Peek()) {
     case '"':
       f.kind = Kind::kString;
@@ -59,7 +60,7 @@ bool ReadField(adapters::JsonReader& reader, RequestField& f, bool keep_object) 
       f.kind = Kind::kObject;
       std::string_view span;
       bool spaced = false;
-      if (!reader.SkipValue(&span, &spaced)) {
+      if (!reader.SkipValue(&span, &spaced, &f.depth)) {
         return false;
       }
       if (keep_object) {
@@ -217,6 +218,11 @@ tl::expected<storage::NewDelivery, ApiError> CheckDeliveryFields(
   }
   if (f.payload.kind != Kind::kObject) {
     return tl::unexpected(Bad("payload", "required, a JSON object (the platform's native body)"));
+  }
+  if (f.payload.depth > limits.max_json_depth) {
+    return tl::unexpected(
+        Bad("payload", fmt::format("nested {} deep; at most {} levels of objects and arrays",
+                                   f.payload.depth, limits.max_json_depth)));
   }
   d.payload = std::move(f.payload.text);
   if (d.payload.size() > limits.max_payload_bytes) {

@@ -24,6 +24,7 @@ namespace egress::service {
 struct IntakeLimits {
   size_t max_payload_bytes = 1 << 20;  // 413 above. Default: 1 MiB.
   size_t max_batch_items = 1000;       // Default: 1000.
+  size_t max_json_depth = 64;          // payload nesting; 400 beyond. Default: 64.
   uint32_t max_cost = 1'000'000;
 };
 
@@ -32,6 +33,7 @@ struct RequestField {
   enum class Kind { kAbsent, kNull, kString, kInteger, kObject, kOther };
   Kind kind = Kind::kAbsent;
   std::string text;     // a string's value; an object's compact JSON text (payload only)
+  size_t depth = 0;     // an object's nesting depth (1: holds only scalars); payload only
   int64_t integer = 0;  // an integer's value (an unsigned one above INT64_MAX wraps, as
                         // nlohmann's get<int64_t> does: negative, so out of any range)
 };

@@ -1,5 +1,6 @@
 #include "dispatcher/service/api/delivery_fields.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +20,19 @@ using Kind = RequestField::Kind;
 
 // The test oracle: the fields of a request read through nlohmann's tree instead of the
 // production reader, so the two can be held against each other. Test code only.
+
+// Nesting depth of objects and arrays (recursive: the oracle only sees shallow texts).
+size_t Depth(const json& j) {
+  if (!j.is_structured()) {
+    return 0;
+  }
+  size_t deepest = 0;
+  for (const json& child : j) {
+    deepest = std::max(deepest, Depth(child));
+  }
+  return deepest + 1;
+}
+
 // The field `name` of `body`; an object's text (its dump) only when `keep_object`.
 RequestField FieldOf(const json& body, const char* name, bool keep_object = false) {
   RequestField f;
@@ -38,6 +52,7 @@ RequestField FieldOf(const json& body, const char* name, bool keep_object = fals
     f.kind = Kind::kObject;
     if (keep_object) {
       f.text = it->dump();
+      f.depth = Depth(*it);
     }
   } else {
     f.kind = Kind::kOther;
@@ -242,8 +257,8 @@ TEST(DeliveryFieldsTest, ReadsDeliveryBody) {
   EXPECT_EQ(plain->tenant.text, "t");
   EXPECT_EQ(plain->payload.text, R"({"a":1})");
   EXPECT_TRUE(ReadDeliveryBody("\xEF\xBB\xBF" + body).has_value());
-  for (const std::string bad : {std::string("{"), std::string("\xEF\xBB{}"), body + "x",
-                                body + std::string(1, '\0'), std::string("")}) {
+  for (const std::string& bad : {std::string("{"), std::string("\xEF\xBB{}"), body + "x",
+                                 body + std::string(1, '\0'), std::string("")}) {
     auto read = ReadDeliveryBody(bad);
     ASSERT_FALSE(read.has_value()) << bad;
     EXPECT_EQ(read.error().http_status, 400);
@@ -342,6 +357,43 @@ TEST(DeliveryFieldsTest, DestinationShapeIsThePlatformsAdapters) {
       EXPECT_TRUE(checked.error().message.starts_with("destination: must be"))
           << checked.error().message;
     }
+  }
+}
+
+// A payload `depth` levels deep: {"a":[[...[1]...]]}.
+std::string NestedPayload(size_t depth) {
+  std::string open = "{\"a\":", close = "}";
+  for (size_t i = 1; i < depth; ++i) {
+    open += '[';
+    close.insert(close.begin(), ']');
+  }
+  return open + "1" + close;
+}
+
+// Verifies intake bounds a payload's nesting: max_json_depth levels pass, one more is a 400
+// naming payload, and a 100,000-deep payload (200 kB) is read without recursion and refused.
+TEST(DeliveryFieldsTest, BoundsPayloadDepth) {
+  IntakeLimits limits;
+  limits.max_json_depth = 64;
+  auto check = [&](size_t depth) {
+    const std::string body =
+        R"({"tenant":"t","platform":"webhook","destination":"https://h.example/x",)"
+        R"("credential":"c","payload":)" +
+        NestedPayload(depth) + "}";
+    auto fields = ReadDeliveryBody(body);
+    EXPECT_TRUE(fields.has_value()) << depth;
+    EXPECT_EQ(fields->payload.depth, depth);
+    return CheckDeliveryFields(std::move(*fields), limits, Adapters());
+  };
+  EXPECT_TRUE(check(1).has_value());
+  EXPECT_TRUE(check(64).has_value());
+  for (size_t depth : {65, 100'000}) {
+    auto refused = check(depth);
+    ASSERT_FALSE(refused.has_value()) << depth;
+    EXPECT_EQ(refused.error().http_status, 400);
+    EXPECT_EQ(refused.error().field, "payload");
+    EXPECT_NE(refused.error().message.find("at most 64 levels"), std::string::npos)
+        << refused.error().message;
   }
 }
 
