@@ -10,6 +10,8 @@ using pacing::TransportResult;
 
 constexpr size_t kMaxHeadersKept = 32;
 constexpr size_t kMaxHeaderValue = 256;
+// A header name kept in the history is as untrusted as its value: printable and bounded.
+constexpr size_t kMaxHeaderName = 64;
 // CheckDestination's wording for a refused address (ssrf_guard.cc).
 constexpr std::string_view kSsrfRefusalPrefix = "refusing ";
 
@@ -128,7 +130,8 @@ std::vector<std::pair<std::string, std::string>> RateLimitHeadersSeen(const Http
       break;
     }
     if (IsRateLimitHeaderName(h.name)) {
-      seen.emplace_back(Lower(h.name), Printable(TrimOws(h.value), kMaxHeaderValue));
+      seen.emplace_back(Printable(Lower(h.name), kMaxHeaderName),
+                        Printable(TrimOws(h.value), kMaxHeaderValue));
     }
   }
   return seen;

@@ -11,6 +11,26 @@
 #include "dispatcher/service/event_log.h"
 
 namespace egress::service {
+namespace {
+
+// Runs the loop until it stops. An exception escaping a handler (a bug: errors are values) is
+// logged and the loop goes on, as Asio allows: the request or attempt it belonged to is lost
+// until its client or the recovery of in-flight work retries it, the process and every other
+// request are not.
+void RunGuarded(boost::asio::io_context& io) {
+  for (;;) {
+    try {
+      io.run();
+      return;
+    } catch (const std::exception& e) {
+      LogEvent(LogLevel::kError, "loop_handler_failed", {{"error", std::string(e.what())}});
+    } catch (...) {
+      LogEvent(LogLevel::kError, "loop_handler_failed", {{"error", "unknown exception"}});
+    }
+  }
+}
+
+}  // namespace
 
 int RunService(ServiceOptions options, Millis grace) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -45,7 +65,7 @@ int RunService(ServiceOptions options, Millis grace) {
       io.stop();
     });
   });
-  io.run();
+  RunGuarded(io);
   service->reset();
   curl_global_cleanup();
   LogEvent(LogLevel::kInfo, "stopped", {{"exit_code", exit_code}});

@@ -125,6 +125,18 @@ TEST(AttemptReportsTest, GarbageHeadersStayBounded) {
   EXPECT_LE(r.outcome.retry_after.value_or(Millis(0)), kMaxRateLimitWait);
 }
 
+// Verifies a header name a receiver chose is kept as untrusted as a value: printable ASCII,
+// at most 64 bytes (it reaches the attempt history, the store and every JSON view).
+TEST(AttemptReportsTest, GarbageHeaderNamesStayPrintableAndBounded) {
+  HttpHeaders headers;
+  headers.push_back({std::string("X-RateLimit-\xff\xfe\x01z", 16), "1"});
+  headers.push_back({"x-ratelimit-" + std::string(1000, 'a'), "2"});
+  AttemptReport r = ReportResponse(*Response(200, headers), kTestNow);
+  ASSERT_EQ(r.attempt.rate_limit_headers.size(), 2u);
+  EXPECT_EQ(r.attempt.rate_limit_headers[0].first, "x-ratelimit-???z");
+  EXPECT_EQ(r.attempt.rate_limit_headers[1].first.size(), 64u);
+}
+
 // Verifies which header names count as rate-limit related.
 TEST(AttemptReportsTest, RateLimitHeaderNames) {
   EXPECT_TRUE(IsRateLimitHeaderName("Retry-After"));

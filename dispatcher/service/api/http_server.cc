@@ -11,6 +11,8 @@
 #include <boost/beast/http/write.hpp>
 #include <fmt/format.h>
 
+#include "dispatcher/service/event_log.h"
+
 namespace egress::service {
 namespace {
 
@@ -69,8 +71,37 @@ class Session : public std::enable_shared_from_this<Session> {
     HttpRequest req = parser_->release();
     keep_alive_ = req.keep_alive() && !*draining_;
     stream_.expires_never();  // the handler may take a while (fsync); the client waits
-    (*handler_)(std::move(req),
-                [self = shared_from_this()](HttpResponse&& res) { self->Write(std::move(res)); });
+    const uint64_t request = ++request_;
+    answered_ = false;
+    Respond respond = [self = shared_from_this(), request](HttpResponse&& res) {
+      self->Answer(request, std::move(res));
+    };
+    // The guard of last resort: no request can end the process. A handler that throws (a bug:
+    // handlers return errors as values) gets a 500 envelope and an error event, and the
+    // connection closes; a late answer to that request is dropped.
+    try {
+      (*handler_)(std::move(req), std::move(respond));
+    } catch (const std::exception& e) {
+      HandlerFailed(request, e.what());
+    } catch (...) {
+      HandlerFailed(request, "unknown exception");
+    }
+  }
+
+  // The one answer to request number `request`; any other is dropped.
+  void Answer(uint64_t request, HttpResponse&& res) {
+    if (request != request_ || answered_) {
+      return;
+    }
+    answered_ = true;
+    Write(std::move(res));
+  }
+
+  void HandlerFailed(uint64_t request, std::string_view what) {
+    LogEvent(LogLevel::kError, "handler_failed", {{"error", std::string(what)}});
+    keep_alive_ = false;
+    Answer(request, PlainError(http::status::internal_server_error, 11, "internal",
+                               "the server failed on this request; the event is logged"));
   }
 
   void Write(HttpResponse&& res) {
@@ -101,6 +132,8 @@ class Session : public std::enable_shared_from_this<Session> {
   const HttpServerOptions options_;
   std::shared_ptr<bool> draining_;
   bool keep_alive_ = true;
+  uint64_t request_ = 0;  // the number of the request being answered
+  bool answered_ = false;
 };
 
 }  // namespace
