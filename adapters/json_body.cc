@@ -1,9 +1,20 @@
 #include "adapters/json_body.h"
 
+#include "adapters/json_reader.h"
+
 namespace egress::adapters {
 namespace {
 
 using nlohmann::json;
+
+// nlohmann parses without recursion but serialises (dump) with it: a tree deeper than this is
+// never built, so no later dump can exhaust the stack. Measured without recursion first.
+bool WithinDepth(std::string_view text) {
+  JsonReader reader(text);
+  size_t depth = 0;
+  reader.SkipByteOrderMark();
+  return !reader.SkipValue(nullptr, nullptr, &depth) || depth <= kMaxJsonDepth;
+}
 
 const json* Field(const json& object, std::string_view key) {
   if (!object.is_object()) {
@@ -16,6 +27,10 @@ const json* Field(const json& object, std::string_view key) {
 }  // namespace
 
 Result<json> ParseJsonObject(std::string_view text, std::string_view what) {
+  if (!WithinDepth(text)) {
+    return Status::InvalidArgument(std::string(what) + " is nested deeper than " +
+                                   std::to_string(kMaxJsonDepth) + " levels");
+  }
   json parsed = json::parse(text, nullptr, false);
   if (parsed.is_discarded() || !parsed.is_object()) {
     return Status::InvalidArgument(std::string(what) + " is not a JSON object");
@@ -24,6 +39,9 @@ Result<json> ParseJsonObject(std::string_view text, std::string_view what) {
 }
 
 std::optional<json> ParseJsonLenient(std::string_view text) {
+  if (!WithinDepth(text)) {
+    return std::nullopt;
+  }
   json parsed = json::parse(text, nullptr, false);
   if (parsed.is_discarded()) {
     return std::nullopt;

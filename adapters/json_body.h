@@ -14,10 +14,16 @@
 
 namespace egress::adapters {
 
-// `text` parsed as a JSON object. InvalidArgument "<what> is not a JSON object" otherwise.
+// The deepest nesting of objects and arrays these functions parse (intake allows at most
+// server.max_json_depth, itself at most this): deeper text is refused before a tree is built.
+inline constexpr size_t kMaxJsonDepth = 512;
+
+// `text` parsed as a JSON object. InvalidArgument "<what> is not a JSON object" otherwise, or
+// "<what> is nested deeper than 512 levels" (a stored record from before the intake bound).
 Result<nlohmann::json> ParseJsonObject(std::string_view text, std::string_view what);
 
-// `text` parsed as JSON of any kind, or nullopt for garbage (a platform's response body).
+// `text` parsed as JSON of any kind, or nullopt for garbage or text nested deeper than
+// kMaxJsonDepth (a platform's response body).
 std::optional<nlohmann::json> ParseJsonLenient(std::string_view text);
 
 // The field `key` of `object` when it is a string (nullopt when absent, of another type, or

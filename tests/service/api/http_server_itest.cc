@@ -1,5 +1,3 @@
-#include "dispatcher/service/api/http_server.h"
-
 #include <stdexcept>
 #include <thread>
 
@@ -8,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
+#include "dispatcher/service/api/http_server.h"
 #include "tests/support/http_client.h"
 
 namespace egress::service {
@@ -27,18 +26,18 @@ HttpResponse Ok(const HttpRequest& request) {
 TEST(HttpServerTest, HandlerThatThrowsGetsA500AndServerLives) {
   boost::asio::io_context io;
   Respond late;
-  auto server = HttpServer::Start(
-      io, {.listen = {.host = "127.0.0.1", .port = 0}},
-      [&late](HttpRequest&& request, Respond respond) {
-        if (request.target() == "/throw") {
-          throw std::runtime_error("bug in a handler");
-        }
-        if (request.target() == "/throw-after-keeping") {
-          late = respond;  // kept, and called after the throw: must be dropped
-          throw 42;
-        }
-        respond(Ok(request));
-      });
+  auto server =
+      HttpServer::Start(io, {.listen = {.host = "127.0.0.1", .port = 0}},
+                        [&late](HttpRequest&& request, Respond respond) {
+                          if (request.target() == "/throw") {
+                            throw std::runtime_error("bug in a handler");
+                          }
+                          if (request.target() == "/throw-after-keeping") {
+                            late = respond;  // kept, and called after the throw: must be dropped
+                            throw 42;
+                          }
+                          respond(Ok(request));
+                        });
   ASSERT_TRUE(server.has_value()) << server.error().ToString();
   const int port = (*server)->endpoint().port();
   std::thread loop([&io] {
