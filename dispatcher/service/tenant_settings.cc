@@ -10,6 +10,20 @@ using nlohmann::json;
 
 bool PositiveInt(const json& v) { return v.is_number_integer() && v.get<int64_t>() > 0; }
 
+// The string field `key` of `body` into `out` (empty when absent); false when it is there but
+// not a string. Never throws, unlike json::value on a mistyped field.
+bool OptionalString(const json& body, const char* key, std::string& out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) {
+    return true;
+  }
+  if (!it->is_string()) {
+    return false;
+  }
+  out = it->get<std::string>();
+  return true;
+}
+
 }  // namespace
 
 tl::expected<BudgetOverrides, ApiError> ParseRateLimits(const json& limits) {
@@ -59,8 +73,7 @@ tl::expected<adapters::Credential, ApiError> CredentialFromJson(const std::strin
   }
   adapters::Credential c;
   c.name = name;
-  c.platform = body.value("platform", std::string());
-  if (!ParsePlatform(c.platform)) {
+  if (!OptionalString(body, "platform", c.platform) || !ParsePlatform(c.platform)) {
     return tl::unexpected(
         ApiError{422, "unknown_platform", "platform: slack, discord, line or webhook", "platform"});
   }
@@ -88,7 +101,9 @@ tl::expected<adapters::Credential, ApiError> CredentialFromJson(const std::strin
     }
     return c;
   }
-  c.token = body.value("token", std::string());
+  if (!OptionalString(body, "token", c.token)) {
+    return tl::unexpected(ApiError{400, "invalid_request", "token: must be a string", "token"});
+  }
   if (c.token.empty()) {
     return tl::unexpected(ApiError{400, "invalid_request", "token: required", "token"});
   }
