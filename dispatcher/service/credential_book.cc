@@ -18,4 +18,10 @@ std::optional<adapters::Credential> CredentialBook::Find(const std::string& tena
   return it->second;
 }
 
+bool CredentialBook::HasTenant(const std::string& tenant) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = credentials_.lower_bound({tenant, std::string()});
+  return it != credentials_.end() && it->first.first == tenant;
+}
+
 }  // namespace egress::service

@@ -17,6 +17,8 @@ class CredentialBook {
   void Put(const std::string& tenant, adapters::Credential credential);
   std::optional<adapters::Credential> Find(const std::string& tenant,
                                            const std::string& name) const;
+  // True when the tenant has at least one credential: a tenant the deployment knows.
+  bool HasTenant(const std::string& tenant) const;
 
  private:
   mutable std::mutex mu_;

@@ -465,6 +465,22 @@ TEST_F(ServiceTest, HostileSteeringInputIsA400) {
   EXPECT_EQ(dry.Json()["matched"], 0);
 }
 
+// Verifies refused intake never labels a metric with a tenant the deployment does not know:
+// 50 made-up tenants count under tenant="_unknown", none gets a series of its own.
+TEST_F(ServiceTest, UnknownTenantsShareOneRejectionSeries) {
+  for (int i = 0; i < 50; ++i) {
+    json body = Webhook("made-up-" + std::to_string(i), "x", i);
+    EXPECT_EQ(Post("/v1/deliveries", body).status, 422);
+  }
+  const std::string metrics = HttpCall(port_, "GET", "/metrics").body;
+  EXPECT_EQ(metrics.find("made-up-"), std::string::npos);
+  EXPECT_NE(
+      metrics.find(
+          R"(relay_egress_intake_rejections_total{tenant="_unknown",reason="unknown_credential"} 50)"),
+      std::string::npos)
+      << metrics;
+}
+
 // Verifies a payload nested 100,000 deep (200 kB of brackets) is a 400 naming payload, single
 // and in a batch, and the service goes on answering: nothing that deep is ever stored, so no
 // later walk of it (views, adapters) can recurse that far.

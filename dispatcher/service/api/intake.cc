@@ -335,8 +335,12 @@ void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
     respond(ErrorResponse(fields.error()));
     return;
   }
-  const std::string tenant_label =
-      fields->tenant.kind == RequestField::Kind::kString ? fields->tenant.text : "";
+  // A refused request's tenant is what the client wrote: a label only when the deployment knows
+  // the tenant, so clients cannot grow the metric's series without bound.
+  const std::string tenant_label = fields->tenant.kind != RequestField::Kind::kString ? ""
+                                   : s.credentials().HasTenant(fields->tenant.text)
+                                       ? fields->tenant.text
+                                       : "_unknown";
   CredentialPlatforms credentials(s.credentials());
   auto item = CheckItem(s, std::move(*fields), credentials);
   auto parts =
