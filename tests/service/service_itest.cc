@@ -481,6 +481,40 @@ TEST_F(ServiceTest, UnknownTenantsShareOneRejectionSeries) {
       << metrics;
 }
 
+// Verifies the backlog watermark holds for batches as for single intake: a tenant at its
+// watermark has its items refused (429 rate_limited in the 207), another tenant's go through.
+TEST_F(ServiceTest, BatchRespectsBacklogWatermark) {
+  StopService();
+  options_.backlog_watermark = 3;
+  StartService();
+  const std::vector<std::pair<std::string, std::string>> admin = {{"X-Admin-Token", kAdminToken}};
+  // acme's deliveries stay undelivered: one per hour.
+  ASSERT_EQ(HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+                     R"({"rate_limits":{"tenant_egress":{"scale_ms":3600000,"limit":1}}})", admin)
+                .status,
+            200);
+  json first = {{"deliveries", json::array()}};
+  for (int i = 0; i < 5; ++i) {
+    first["deliveries"].push_back(Webhook("acme", "held", i));
+  }
+  EXPECT_EQ(Post("/v1/deliveries/batch", first).status, 202);
+  json second = {
+      {"deliveries",
+       {Webhook("acme", "held", 5), Webhook("globex", "g", 0), Webhook("acme", "held", 6)}}};
+  TestResponse r = Post("/v1/deliveries/batch", second);
+  ASSERT_EQ(r.status, 207) << r.body;
+  json results = r.Json()["results"];
+  EXPECT_EQ(results[0]["status"], 429) << r.body;
+  EXPECT_EQ(results[0]["error"], "rate_limited") << r.body;
+  EXPECT_EQ(results[1]["created"], true) << r.body;
+  EXPECT_EQ(results[2]["status"], 429) << r.body;
+  const std::string metrics = HttpCall(port_, "GET", "/metrics", "", admin).body;
+  EXPECT_NE(
+      metrics.find(R"(relay_egress_intake_rejections_total{tenant="acme",reason="backlog"} 2)"),
+      std::string::npos)
+      << metrics;
+}
+
 // Verifies a payload nested 100,000 deep (200 kB of brackets) is a 400 naming payload, single
 // and in a batch, and the service goes on answering: nothing that deep is ever stored, so no
 // later walk of it (views, adapters) can recurse that far.

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -249,6 +250,47 @@ void DropDenied(const std::map<std::string, IntakeLimiter::Decision>& denied,
   slots.resize(kept);
 }
 
+// A batch on its way to the store: its parts (`slots[k]` names the item of `pending[k]`), the
+// refusals so far by item, and the tenants refused for their backlog with their part counts.
+struct BatchWrite {
+  std::vector<storage::NewDelivery> pending;
+  std::vector<size_t> slots;
+  std::vector<std::string> refused;
+  std::map<std::string, int64_t> over_backlog;
+};
+
+// On the storage pool: refuses the items of every tenant at or over its backlog watermark (429
+// rate_limited, retry in 1 s, as a single intake), then writes the rest in one synced batch.
+Result<std::vector<Result<storage::EnqueueResult>>> WriteBatch(storage::QueueStore& store,
+                                                               BatchWrite& write, int64_t now_ms,
+                                                               uint64_t watermark) {
+  std::map<std::string, IntakeLimiter::Decision> full;
+  std::set<std::string_view> checked;
+  for (const storage::NewDelivery& part : write.pending) {
+    if (!checked.insert(part.tenant).second) {
+      continue;
+    }
+    auto backlog = store.TenantBacklog(part.tenant);
+    if (backlog && *backlog >= watermark) {
+      IntakeLimiter::Decision d;
+      d.retry_after = Millis(1000);
+      full.emplace(part.tenant, d);
+    }
+  }
+  if (!full.empty()) {
+    for (const storage::NewDelivery& part : write.pending) {
+      if (full.contains(part.tenant)) {
+        ++write.over_backlog[part.tenant];
+      }
+    }
+    DropDenied(full, write.pending, write.slots, write.refused);
+  }
+  if (write.pending.empty()) {
+    return std::vector<Result<storage::EnqueueResult>>{};
+  }
+  return store.EnqueueBatch(write.pending, now_ms);
+}
+
 // The answer to a batch once its parts are written (`stored[k]` for `parts[k]`, of item
 // `slots[k]`): 202 when every item is accepted, else 207; each result as nlohmann would dump
 // it (keys sorted), written without a tree. Counts and queues the parts that are new.
@@ -433,18 +475,29 @@ void CreateBatch(Service& s, const HttpRequest& request, Respond respond) {
     return;
   }
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
+  const uint64_t watermark = s.options().backlog_watermark;
+  // The write owns the parts, their slots and the refusals until it is done: the storage thread
+  // drops the parts of tenants over their backlog watermark, then writes the rest.
+  auto write = std::make_shared<BatchWrite>();
+  write->pending = std::move(*pending);
+  write->slots = std::move(slots);
+  write->refused = std::move(refused);
   OnStore(
       s,
-      [pending, now_ms](storage::QueueStore& store) {
-        return store.EnqueueBatch(*pending, now_ms);
+      [write, now_ms, watermark](storage::QueueStore& store) {
+        return WriteBatch(store, *write, now_ms, watermark);
       },
-      [&s, pending, now_ms, slots = std::move(slots), refused = std::move(refused),
-       respond = std::move(respond)](auto stored) mutable {
+      [&s, write, now_ms, respond = std::move(respond)](auto stored) mutable {
+        for (const auto& [tenant, n] : write->over_backlog) {
+          s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", tenant}, {"reason", "backlog"}},
+                          static_cast<double>(n));
+        }
         if (!stored) {
           respond(Unavailable(stored.error()));
           return;
         }
-        respond(BatchAnswer(s, std::move(*pending), slots, *stored, refused, now_ms));
+        respond(BatchAnswer(s, std::move(write->pending), write->slots, *stored, write->refused,
+                            now_ms));
       });
 }
 
