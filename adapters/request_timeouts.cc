@@ -3,8 +3,6 @@
 #include <optional>
 #include <utility>
 
-#include "dispatcher/base/check.h"
-
 namespace egress::adapters {
 namespace {
 
@@ -39,12 +37,10 @@ TimedAdapters::TimedAdapters(const AdapterRegistry& registry, const PlatformTime
                 Timed(registry, timeouts, Platform::kWebhook)} {}
 
 Result<const PlatformAdapter*> TimedAdapters::Find(std::string_view platform) const {
-  Result<const PlatformAdapter*> found = registry_.Find(platform);
-  if (!found) {
-    return found;
-  }
   const std::optional<Platform> parsed = ParsePlatform(platform);
-  EGRESS_CHECK(parsed.has_value());  // the registry knows exactly the platforms pacing knows
+  if (!parsed) {
+    return registry_.Find(platform);  // its InvalidArgument naming the platform
+  }
   return &adapters_[static_cast<size_t>(*parsed)];
 }
 
