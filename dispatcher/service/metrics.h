@@ -23,14 +23,17 @@ enum class CounterId : uint8_t {
   kIntakeRejections,            // relay_egress_intake_rejections_total{tenant,reason}
   kStoreErrors,                 // relay_egress_store_errors_total{operation}
   kDiscordInvalidRequestStops,  // relay_egress_discord_invalid_request_stops_total{credential}
-  kMaxValue = kDiscordInvalidRequestStops,
+  kHttpConnectionsRefused,      // relay_egress_http_connections_refused_total
+  kHttpAcceptFailures,          // relay_egress_http_accept_failures_total
+  kHttpTimeouts,                // relay_egress_http_timeouts_total{direction}
+  kMaxValue = kHttpTimeouts,
 };
 enum class GaugeId : uint8_t {
   kQueueDepth,         // relay_egress_queue_depth{state}
   kOldestDeferralAge,  // relay_egress_oldest_deferral_age_seconds
-  kPlatformRemaining,  // relay_egress_platform_remaining{destination}
   kDestinations,       // relay_egress_destinations
-  kMaxValue = kDestinations,
+  kHttpConnections,    // relay_egress_http_connections
+  kMaxValue = kHttpConnections,
 };
 enum class HistogramId : uint8_t {
   kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}
@@ -46,6 +49,8 @@ class Metrics {
   using Labels = std::initializer_list<std::pair<std::string_view, std::string_view>>;
 
   void Inc(CounterId id, const Labels& labels = {}, double by = 1);
+  // Mirrors a count another component keeps (it only grows): the series becomes `total`.
+  void SetTotal(CounterId id, const Labels& labels, double total);
   void Set(GaugeId id, const Labels& labels, double value);
   void Observe(HistogramId id, const Labels& labels, double value);
   // The value of a series, 0 when never touched (tests, stats).

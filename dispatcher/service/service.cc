@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "dispatcher/service/api/handlers.h"
+#include "dispatcher/service/api/intake.h"
 #include "dispatcher/service/tenant_settings.h"
 #include "storage/rocks_queue_store.h"
 
@@ -14,7 +15,11 @@ namespace egress::service {
 namespace asio = boost::asio;
 
 Service::Service(asio::io_context& io, const Clock& clock, ServiceOptions options)
-    : io_(io), clock_(clock), options_(std::move(options)), random_(std::random_device{}()) {}
+    : io_(io),
+      clock_(clock),
+      options_(std::move(options)),
+      random_(std::random_device{}()),
+      request_slots_(options_.intake.max_requests_in_flight) {}
 
 Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Clock& clock,
                                                 ServiceOptions options) {
@@ -58,9 +63,17 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   const adapters::TimedAdapters* timed = s->timed_adapters_.get();
   s->loop_ = std::make_unique<DeliveryLoop>(
       io, s->loop_pool_->get_executor(), *s->store_, *s->scheduler_, *s->transport_,
-      [timed](std::string_view p) { return timed->Find(p); }, s->credentials_, clock, s->metrics_);
+      [timed](std::string_view p) { return timed->Find(p); }, s->credentials_, clock, s->metrics_,
+      o.loop);
   Service* self = s.get();
-  auto server = HttpServer::Start(io, o.http, [self](HttpRequest&& req, Respond respond) {
+  HttpServerOptions http = o.http;
+  if (!http.body_limit) {
+    http.body_limit = [limits = o.intake](boost::beast::http::verb method,
+                                          std::string_view target) {
+      return RequestBodyLimit(limits, method, target);
+    };
+  }
+  auto server = HttpServer::Start(io, http, [self](HttpRequest&& req, Respond respond) {
     Route(*self, std::move(req), std::move(respond));
   });
   if (!server) {

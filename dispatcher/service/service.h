@@ -19,6 +19,7 @@
 #include "dispatcher/service/api/delivery_fields.h"
 #include "dispatcher/service/api/http_server.h"
 #include "dispatcher/service/api/intake_limiter.h"
+#include "dispatcher/service/api/tenant_request_slots.h"
 #include "dispatcher/service/credential_book.h"
 #include "dispatcher/service/delivery/delivery_loop.h"
 #include "dispatcher/service/metrics.h"
@@ -30,7 +31,8 @@ namespace egress::service {
 // fills it from a loaded config (relay-egress serve), tests fill it by hand. Holds secrets (admin
 // token, credentials): never log it as a whole.
 struct ServiceOptions {
-  // The HTTP API: an already-parsed listen address (HostPort), body cap, idle timeout.
+  // The HTTP API: an already-parsed listen address (HostPort), connection cap, deadlines. Its
+  // body limit, when not set, follows `intake` (RequestBodyLimit).
   HttpServerOptions http;
   std::string admin_token;  // required by /api/admin; empty refuses every admin call
   storage::StoreOptions store;
@@ -42,6 +44,8 @@ struct ServiceOptions {
   adapters::PlatformTimeouts timeouts;
   adapters::TransportOptions transport;
   IntakeLimits intake;
+  // The delivery loop's read-ahead, idle eviction and the like.
+  DeliveryLoop::Options loop;
   // A tenant with this many unfinished deliveries gets 429 at intake. Default: 100,000.
   uint64_t backlog_watermark = 100'000;
   // Tenants' credentials from the config: (tenant, credential).
@@ -76,6 +80,9 @@ class Service {
   DeliveryLoop& loop() { return *loop_; }
   pacing::Scheduler& scheduler() { return *scheduler_; }
   IntakeLimiter& intake_limiter() { return *intake_limiter_; }
+  TenantRequestSlots& request_slots() { return request_slots_; }
+  // The HTTP server's counters (connections open, refused, deadlines hit).
+  const HttpServerStats& http_stats() const { return server_->stats(); }
   CredentialBook& credentials() { return credentials_; }
   Metrics& metrics() { return metrics_; }
   const adapters::AdapterRegistry& adapters() const { return *adapters_; }
@@ -117,6 +124,7 @@ class Service {
   std::unique_ptr<adapters::TimedAdapters> timed_adapters_;  // adapters_ with the timeouts
   std::unique_ptr<DeliveryLoop> loop_;
   std::unique_ptr<IntakeLimiter> intake_limiter_;
+  TenantRequestSlots request_slots_;
   std::unique_ptr<HttpServer> server_;
   bool accepting_ = true;
   std::map<std::string, std::vector<std::pair<pacing::BudgetName, pacing::Budget>>> overrides_;

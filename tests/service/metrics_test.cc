@@ -34,9 +34,6 @@ relay_egress_platform_429_total{platform="discord"} 1
 relay_egress_queue_depth{state="queued"} 12
 # HELP relay_egress_oldest_deferral_age_seconds Age of the oldest deferred delivery a destination holds.
 # TYPE relay_egress_oldest_deferral_age_seconds gauge
-# HELP relay_egress_platform_remaining Last rate-limit remaining a platform reported, by destination.
-# TYPE relay_egress_platform_remaining gauge
-relay_egress_platform_remaining{destination="k"} 0.5
 # HELP relay_egress_bucket_fill_ratio How full a destination's platform bucket was when it answered (1 = exhausted).
 # TYPE relay_egress_bucket_fill_ratio histogram
 relay_egress_bucket_fill_ratio_bucket{platform="slack",le="0"} 0
@@ -88,6 +85,17 @@ relay_egress_destinations 7
 relay_egress_store_errors_total{operation="outcome"} 1
 # HELP relay_egress_discord_invalid_request_stops_total Times a Discord token was stopped near the invalid-request ban line, by credential.
 # TYPE relay_egress_discord_invalid_request_stops_total counter
+# HELP relay_egress_http_connections Connections open to the HTTP API.
+# TYPE relay_egress_http_connections gauge
+relay_egress_http_connections 3
+# HELP relay_egress_http_connections_refused_total Connections closed as they arrived, over server.max_connections.
+# TYPE relay_egress_http_connections_refused_total counter
+relay_egress_http_connections_refused_total 5
+# HELP relay_egress_http_accept_failures_total Times accept() failed (out of file descriptors or memory); the server waits and tries again.
+# TYPE relay_egress_http_accept_failures_total counter
+# HELP relay_egress_http_timeouts_total Connections closed by a deadline, by direction (read: stalled within a request; write: not reading its answer).
+# TYPE relay_egress_http_timeouts_total counter
+relay_egress_http_timeouts_total{direction="read"} 2
 )txt";
 
 void Record(Metrics& m) {
@@ -100,7 +108,10 @@ void Record(Metrics& m) {
   m.Inc(CounterId::kPlatform429, {{"platform", "discord"}});
   m.Set(GaugeId::kDestinations, {}, 7);
   m.Set(GaugeId::kQueueDepth, {{"state", "queued"}}, 12);
-  m.Set(GaugeId::kPlatformRemaining, {{"destination", "k"}}, 0.5);
+  m.Set(GaugeId::kHttpConnections, {}, 3);
+  m.SetTotal(CounterId::kHttpConnectionsRefused, {}, 4);
+  m.SetTotal(CounterId::kHttpConnectionsRefused, {}, 5);  // a mirrored count replaces, not adds
+  m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "read"}}, 2);
   m.Observe(HistogramId::kBucketFillRatio, {{"platform", "slack"}}, 0.8);
   m.Observe(HistogramId::kAttemptDuration, {{"platform", "webhook"}}, 0.03);
   m.Observe(HistogramId::kAttemptDuration, {{"platform", "webhook"}}, 40);
@@ -142,12 +153,12 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 14u);
+  EXPECT_EQ(names.size(), 17u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }
   EXPECT_EQ(Metrics::Name(CounterId::kDeliveries), "relay_egress_deliveries_total");
-  EXPECT_EQ(Metrics::Name(GaugeId::kPlatformRemaining), "relay_egress_platform_remaining");
+  EXPECT_EQ(Metrics::Name(GaugeId::kHttpConnections), "relay_egress_http_connections");
   EXPECT_EQ(Metrics::Name(HistogramId::kAttemptDuration), "relay_egress_attempt_duration_seconds");
 }
 

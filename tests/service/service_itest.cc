@@ -515,6 +515,84 @@ TEST_F(ServiceTest, BatchRespectsBacklogWatermark) {
       << metrics;
 }
 
+// Verifies the body limits follow the payload limit: a single delivery's body may hold one
+// payload and 64 KiB of other fields, a batch's body server.max_batch_bytes; over either, 413
+// before the body is read, and the service goes on.
+TEST_F(ServiceTest, BodyLimitsFollowPayloadAndBatchSizes) {
+  StopService();
+  options_.intake.max_payload_bytes = 1000;
+  options_.intake.max_batch_bytes = 200 << 10;
+  StartService();
+  json big = Webhook("acme", "x", 1);
+  big["idempotency_key"] = std::string(70 << 10, 'k');  // over 1000 + 64 KiB in all
+  TestResponse r = Post("/v1/deliveries", big);
+  EXPECT_EQ(r.status, 413) << r.body;
+  EXPECT_EQ(r.Json()["error"], "payload_too_large") << r.body;
+  json batch = {{"deliveries", json::array()}};
+  for (int i = 0; i < 100; ++i) {  // about 30 kB in all: over one body's limit, under a batch's
+    json item = Webhook("acme", "x", i);
+    item["payload"]["pad"] = std::string(150, 'p');
+    batch["deliveries"].push_back(item);
+  }
+  EXPECT_GT(batch.dump().size(), 1000u + 0);
+  EXPECT_EQ(Post("/v1/deliveries/batch", batch).status, 202);
+  for (int i = 0; i < 600; ++i) {
+    json item = Webhook("acme", "y", i);
+    item["payload"]["pad"] = std::string(300, 'p');
+    batch["deliveries"].push_back(item);
+  }
+  ASSERT_GT(batch.dump().size(), size_t{200} << 10);
+  r = Post("/v1/deliveries/batch", batch);
+  EXPECT_EQ(r.status, 413) << r.body.substr(0, 200);
+  EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
+}
+
+// Verifies server.tenant_max_requests_in_flight: while the store thread is held, a tenant's
+// second intake request gets 429 at once (counted as in_flight) while its first waits; another
+// tenant is not refused; both waiting requests are stored once the store goes on.
+TEST_F(ServiceTest, TenantRequestsInFlightAreCapped) {
+  StopService();
+  options_.intake.max_requests_in_flight = 1;
+  options_.storage_threads = 1;
+  StartService();
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  boost::asio::post(service_->storage_pool(), [released] { released.wait(); });
+  auto first = std::async(std::launch::async,
+                          [&] { return Post("/v1/deliveries", Webhook("acme", "a", 1)); });
+  auto in_flight = [&](const std::string& tenant) {
+    std::promise<size_t> n;
+    boost::asio::post(*io_, [&] { n.set_value(service_->request_slots().in_flight(tenant)); });
+    return n.get_future().get();
+  };
+  for (int waited = 0; waited < 20'000 && in_flight("acme") == 0; waited += 5) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(in_flight("acme"), 1u);
+  TestResponse second = Post("/v1/deliveries", Webhook("acme", "a", 2));
+  EXPECT_EQ(second.status, 429) << second.body;
+  EXPECT_EQ(second.Json()["error"], "rate_limited") << second.body;
+  EXPECT_EQ(second.Header("Retry-After"), "1");
+  json batch = {{"deliveries", {Webhook("acme", "a", 3)}}};
+  EXPECT_EQ(Post("/v1/deliveries/batch", batch).status, 429);
+  auto other = std::async(std::launch::async,
+                          [&] { return Post("/v1/deliveries", Webhook("globex", "g", 1)); });
+  for (int waited = 0; waited < 20'000 && in_flight("globex") == 0; waited += 5) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(in_flight("globex"), 1u);
+  release.set_value();
+  EXPECT_EQ(first.get().status, 202);
+  EXPECT_EQ(other.get().status, 202);
+  EXPECT_EQ(in_flight("acme"), 0u);
+  const std::vector<std::pair<std::string, std::string>> admin = {{"X-Admin-Token", kAdminToken}};
+  const std::string metrics = HttpCall(port_, "GET", "/metrics", "", admin).body;
+  EXPECT_NE(
+      metrics.find(R"(relay_egress_intake_rejections_total{tenant="acme",reason="in_flight"} 2)"),
+      std::string::npos)
+      << metrics;
+}
+
 // Verifies a payload nested 100,000 deep (200 kB of brackets) is a 400 naming payload, single
 // and in a batch, and the service goes on answering: nothing that deep is ever stored, so no
 // later walk of it (views, adapters) can recurse that far.

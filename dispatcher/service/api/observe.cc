@@ -148,6 +148,15 @@ void EnableDestination(Service& s, const HttpRequest& request, Respond respond) 
 }
 
 void GetMetrics(Service& s, Respond respond) {
+  const HttpServerStats& http = s.http_stats();
+  Metrics& m = s.metrics();
+  m.Set(GaugeId::kHttpConnections, {}, static_cast<double>(http.open));
+  m.SetTotal(CounterId::kHttpConnectionsRefused, {}, static_cast<double>(http.refused));
+  m.SetTotal(CounterId::kHttpAcceptFailures, {}, static_cast<double>(http.accept_failures));
+  m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "read"}},
+             static_cast<double>(http.read_timeouts));
+  m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "write"}},
+             static_cast<double>(http.write_timeouts));
   respond(TextResponse(200, s.metrics().Render(), "text/plain; version=0.0.4"));
 }
 

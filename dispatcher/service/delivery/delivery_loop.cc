@@ -125,6 +125,7 @@ void DeliveryLoop::ScheduleMaintenance() {
     if (ec || !*alive || draining_) {
       return;
     }
+    EvictIdle();
     scheduler_.Sweep();
     discord_invalid_.Sweep(clock_.Now());
     ScheduleMaintenance();
@@ -153,6 +154,7 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   dest.key = key;
   dest.discord = *platform == Platform::kDiscord;
   dest.token_key = parts.tenant + "/" + parts.credential;
+  dest.last_active = clock_.Now();
   keys_by_id_[id->value] = key;
   metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
   return &dest;
@@ -166,6 +168,7 @@ void DeliveryLoop::Notify(const Delivery& d) {
   if (dest == nullptr) {
     return;
   }
+  dest->last_active = clock_.Now();
   if (dest->queue.Notify(PendingOf(d))) {
     OfferHead(*dest);
   }
@@ -271,6 +274,7 @@ void DeliveryLoop::Dispatch(const Decision& decision) {
   const std::string key = key_it->second;
   Dest& dest = dests_.at(key);
   dest.offered_id.clear();
+  dest.last_active = clock_.Now();
   if (const PendingDelivery* head = dest.queue.head(); head && head->id == decision.delivery_id) {
     dest.queue.TakeHead();
   }
@@ -355,6 +359,7 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
                               Result<adapters::HttpResponse> r) {
   adapters::AttemptReport report = adapter.Interpret(d, r, clock_.WallNow());
   Dest& dest = dests_.at(key);
+  dest.last_active = clock_.Now();
   scheduler_.Observe(dest.id, report.observation).IgnoreError();  // bad observations are dropped
   if (dest.discord) {
     GuardDiscordToken(dest, report);
@@ -385,14 +390,12 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
   if (report.outcome.http_status == 429) {
     metrics_.Inc(CounterId::kPlatform429, {{"platform", platform}});
   }
-  if (report.observation.remaining) {
-    metrics_.Set(GaugeId::kPlatformRemaining, {{"destination", key}},
-                 static_cast<double>(*report.observation.remaining));
-    if (report.observation.limit && *report.observation.limit > 0) {
-      metrics_.Observe(HistogramId::kBucketFillRatio, {{"platform", platform}},
-                       1.0 - static_cast<double>(*report.observation.remaining) /
-                                 static_cast<double>(*report.observation.limit));
-    }
+  // Per platform only: a destination label would grow with every destination ever seen (and
+  // print Discord webhook tokens). Per-destination remaining is in GET /v1/destinations.
+  if (report.observation.remaining && report.observation.limit && *report.observation.limit > 0) {
+    metrics_.Observe(HistogramId::kBucketFillRatio, {{"platform", platform}},
+                     1.0 - static_cast<double>(*report.observation.remaining) /
+                               static_cast<double>(*report.observation.limit));
   }
   metrics_.Observe(HistogramId::kAttemptDuration, {{"platform", platform}},
                    static_cast<double>(report.attempt.duration_ms) / 1000.0);
@@ -431,6 +434,11 @@ void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdi
 void DeliveryLoop::OnPersisted(const std::string& key, Result<Delivery> stored) {
   auto it = dests_.find(key);
   if (it == dests_.end()) {
+    // Forgotten meanwhile (EvictIdle): a delivery waiting again brings it back.
+    if (stored && storage::IsWaiting(stored->state)) {
+      Notify(*stored);
+    }
+    CheckDrained();
     return;
   }
   Dest& dest = it->second;
@@ -487,6 +495,33 @@ void DeliveryLoop::GuardDiscordToken(Dest& dest, const adapters::AttemptReport& 
            {{"credential", dest.token_key},
             {"invalid_requests", discord_invalid_.Count(dest.token_key, now)},
             {"stop_ms", park.retry_after->count()}});
+}
+
+size_t DeliveryLoop::EvictIdle() {
+  const SteadyTime now = clock_.Now();
+  size_t evicted = 0;
+  for (auto it = dests_.begin(); it != dests_.end();) {
+    const Dest& dest = it->second;
+    bool idle = dest.queue.size() == 0 && !dest.queue.fetching() && dest.in_flight == 0 &&
+                dest.offered_id.empty() && !dest.writing_wait &&
+                now - dest.last_active >= options_.destination_idle;
+    if (idle) {
+      auto view = scheduler_.Inspect(dest.id);
+      // RemoveDestination refuses one with a head or work in flight: the Scheduler's word wins.
+      idle = view && !view->disabled && scheduler_.RemoveDestination(dest.id).ok();
+    }
+    if (!idle) {
+      ++it;
+      continue;
+    }
+    keys_by_id_.erase(dest.id.value);
+    it = dests_.erase(it);
+    ++evicted;
+  }
+  if (evicted > 0) {
+    metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
+  }
+  return evicted;
 }
 
 bool DeliveryLoop::Enable(const std::string& destination_key) {

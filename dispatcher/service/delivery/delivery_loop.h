@@ -64,6 +64,11 @@ class DeliveryLoop {
     // with the reason and the next eligible time, so the record says why it waits. Shorter
     // waits (routine pacing) are only counted. Default: 5 s.
     Millis persist_wait{5000};
+    // A destination with nothing held, in flight or being written for this long is forgotten
+    // (EvictIdle): its entry here and in the Scheduler with the meters it learned, so memory
+    // follows the destinations in use, not every one ever seen. A disabled one is kept (it holds
+    // its head). Default: 10 min.
+    Millis destination_idle{600'000};
   };
 
   DeliveryLoop(boost::asio::io_context& io, boost::asio::any_io_executor storage,
@@ -97,6 +102,10 @@ class DeliveryLoop {
   // FakeClock (the timer waits in real time).
   void WakeForTest() { SchedulePump(); }
 
+  // Forgets the destinations idle for destination_idle (see Options); the maintenance timer
+  // calls it every minute. Returns how many it forgot.
+  size_t EvictIdle();
+
   std::vector<DestinationInfo> Destinations() const;
   size_t destination_count() const { return dests_.size(); }
   size_t in_flight() const { return in_flight_.size(); }
@@ -114,6 +123,7 @@ class DeliveryLoop {
     int64_t last_response_ms = 0;
     std::string counted_wait;  // head id and reason of the last pacing wait counted
     bool writing_wait = false;
+    SteadyTime last_active{};  // when it was last given, sent or told of work
   };
   struct InFlight {
     std::string dest_key;

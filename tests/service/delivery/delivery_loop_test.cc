@@ -310,5 +310,32 @@ TEST_F(DeliveryLoopTest, FailedReadIsReadAgainOnTheNextNotify) {
   EXPECT_EQ(Stored(id).state, DeliveryState::kDelivered);
 }
 
+// Verifies server.destination_idle: a destination with nothing left is forgotten once idle for
+// the set time (by the loop and the Scheduler), not before; one that holds work is kept; a new
+// delivery brings a forgotten one back and it is sent.
+TEST_F(DeliveryLoopTest, IdleDestinationIsForgottenAndComesBack) {
+  Enqueue(1);
+  Enqueue(2, "http://127.0.0.1:9/other");
+  transport_.PushStatus(200);
+  transport_.PushStatus(500);  // "other" is deferred for 3 s: it holds work
+  StartLoop({.destination_idle = Millis(600'000)});
+  Advance(Millis(1000));  // the second may wait for the tenant's pace
+  ASSERT_EQ(transport_.requests().size(), 2u);
+  ASSERT_EQ(loop_->destination_count(), 2u);
+  clock_.Advance(Millis(598'000));  // 599 s after the first was delivered
+  EXPECT_EQ(loop_->EvictIdle(), 0u);
+  clock_.Advance(Millis(1'000));
+  // No timer ran (the test moves the clock only): "other" still holds its deferred head, so
+  // only the idle one goes.
+  EXPECT_EQ(loop_->EvictIdle(), 1u);
+  EXPECT_EQ(loop_->destination_count(), 1u);
+  EXPECT_EQ(scheduler_->destination_count(), 1u);
+  EXPECT_EQ(metrics_.Value(GaugeId::kDestinations), 1);
+  const std::string again = EnqueueAndNotify(3);
+  EXPECT_EQ(loop_->destination_count(), 2u);
+  EXPECT_EQ(Stored(again).state, DeliveryState::kDelivered);
+  EXPECT_EQ(transport_.requests().back().url, kHook);
+}
+
 }  // namespace
 }  // namespace egress::service
