@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "adapters/trust_files.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/intake.h"
 #include "dispatcher/service/tenant_settings.h"
@@ -25,6 +26,9 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
                                                 ServiceOptions options) {
   std::unique_ptr<Service> s(new Service(io, clock, std::move(options)));
   const ServiceOptions& o = s->options_;
+  if (Status trust = adapters::CheckTrustFiles(o.transport); !trust.ok()) {
+    return trust;
+  }
   auto store = storage::OpenRocksQueueStore(o.store, ToUnixMillis(clock.WallNow()));
   if (!store) {
     return store.error();

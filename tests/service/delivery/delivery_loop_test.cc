@@ -310,6 +310,29 @@ TEST_F(DeliveryLoopTest, FailedReadIsReadAgainOnTheNextNotify) {
   EXPECT_EQ(Stored(id).state, DeliveryState::kDelivered);
 }
 
+// Verifies a receiver's bad certificate is retried on the schedule (it is usually fixed within
+// hours) and ends dead with tls_rejected only when the schedule runs out.
+TEST_F(DeliveryLoopTest, TlsRejectionIsRetriedThenDeadWithItsName) {
+  scheduler_options_.retry[kWebhook].max_attempts = 3;
+  const std::string id = Enqueue(1);
+  for (int i = 0; i < 3; ++i) {
+    transport_.Push(Status::Rejected("POST x: SSL peer certificate or SSH remote key was not OK"));
+  }
+  StartLoop();
+  Delivery d = Stored(id);
+  EXPECT_EQ(d.state, DeliveryState::kDeferred);
+  EXPECT_EQ(d.reason, "backoff");
+  ASSERT_EQ(d.history.size(), 1u);
+  EXPECT_EQ(d.history[0].platform_error, "tls_rejected");
+  Advance(Millis(3000));
+  EXPECT_EQ(Stored(id).state, DeliveryState::kDeferred);
+  Advance(Millis(3000));
+  d = Stored(id);
+  EXPECT_EQ(transport_.requests().size(), 3u);
+  EXPECT_EQ(d.state, DeliveryState::kDead);
+  EXPECT_EQ(d.reason, "tls_rejected");
+}
+
 // Verifies server.destination_idle: a destination with nothing left is forgotten once idle for
 // the set time (by the loop and the Scheduler), not before; one that holds work is kept; a new
 // delivery brings a forgotten one back and it is sent.
