@@ -45,7 +45,7 @@ TEST(LoadConfigErrorsTest, NamesFileLineAndField) {
       LoadConfig(path, {.getenv = [](std::string_view) { return std::optional<std::string>(); }});
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message(),
-            path + ":12: budgets.slack_channel.limit: must be a positive integer");
+            path + ":12: budgets.slack_channel.limit: must be an integer from 1 to 1000000000");
 }
 
 // Verifies unknown keys are errors naming the key, at every level.
@@ -186,13 +186,17 @@ TEST(LoadConfigErrorsTest, PlatformValues) {
 TEST(LoadConfigErrorsTest, BudgetValues) {
   const ErrorCase cases[] = {
       {"[budgets.webhook_destination]\nlimit = 0\n",
-       "2: budgets.webhook_destination.limit: must be a positive integer"},
+       "2: budgets.webhook_destination.limit: must be an integer from 1 to 1000000000"},
       {"[budgets.discord_route]\nscale_ms = \"1000\"\n",
-       "2: budgets.discord_route.scale_ms: must be a positive integer"},
+       "2: budgets.discord_route.scale_ms: must be an integer from 1 to 31622400000"},
       {"[budgets.line_channel]\nburst = -3\n",
-       "2: budgets.line_channel.burst: must be a positive integer"},
+       "2: budgets.line_channel.burst: must be an integer from 1 to 1000000000"},
       {"[budgets.tenant_intake]\nlimit = 2.5\n",
-       "2: budgets.tenant_intake.limit: must be a positive integer"},
+       "2: budgets.tenant_intake.limit: must be an integer from 1 to 1000000000"},
+      {"[budgets.tenant_egress]\nlimit = 1000000001\n",
+       "2: budgets.tenant_egress.limit: must be an integer from 1 to 1000000000"},
+      {"[budgets.tenant_egress]\nscale_ms = 31622400001\n",
+       "2: budgets.tenant_egress.scale_ms: must be an integer from 1 to 31622400000"},
       {"[budgets]\ntenant_egress = 5\n",
        "2: budgets.tenant_egress: must be a table, not an integer"},
   };
@@ -313,7 +317,7 @@ TEST(LoadConfigErrorsTest, ProfilesStayInTheirLane) {
       {"line", "[server]\nlisten = \"a:1\"\n", "1: server: unknown key"},
       {"discord", "[tenants.a]\nweight = 1\n", "1: tenants: unknown key"},
       {"discord", "[budgets.discord_global]\nlimit = 0\n",
-       "2: budgets.discord_global.limit: must be a positive integer"},
+       "2: budgets.discord_global.limit: must be an integer from 1 to 1000000000"},
   };
   for (const ProfileCase& c : cases) {
     SCOPED_TRACE(c.text);
