@@ -1,7 +1,5 @@
 #include "adapters/trust_files.h"
 
-#include <sys/stat.h>
-
 #include <cerrno>
 #include <cstring>
 
@@ -10,6 +8,7 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <sys/stat.h>
 
 namespace egress::adapters {
 
@@ -19,9 +18,9 @@ Status CheckTrustFiles(const TransportOptions& options) {
     if (bio == nullptr) {
       const int err = errno;
       ERR_clear_error();
-      return Status::InvalidArgument(
-          fmt::format("transport.ca_file: cannot read '{}': {}", options.ca_file,
-                      err != 0 ? std::strerror(err) : "unknown error"));
+      return Status::InvalidArgument(fmt::format("transport.ca_file: cannot read '{}': {}",
+                                                 options.ca_file,
+                                                 err != 0 ? std::strerror(err) : "unknown error"));
     }
     int certificates = 0;
     while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {

@@ -61,7 +61,8 @@ TEST(CheckConfigTest, InvalidConfigExitsNonZeroWithMessage) {
                                  " --profiles-dir " + ShippedProfiles());
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_EQ(run.output,
-            files.main_path() + ":2: budgets.slack_channel.limit: must be an integer from 1 to 1000000000\n");
+            files.main_path() +
+                ":2: budgets.slack_channel.limit: must be an integer from 1 to 1000000000\n");
 }
 
 // Verifies a bad local trust setting fails the check (exit 2, naming it): a CA file that is

@@ -1,20 +1,20 @@
 #include "tests/support/loopback_tls_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <random>
 #include <stdexcept>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <sys/socket.h>
 
 namespace egress {
 
@@ -55,7 +55,8 @@ LoopbackTlsServer::LoopbackTlsServer() : state_(new State) {
   X509* cert = state_->cert = X509_new();
   Check(cert != nullptr, "certificate");
   X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), static_cast<long>(std::random_device{}() & 0x7fffffff));
+  ASN1_INTEGER_set(X509_get_serialNumber(cert),
+                   static_cast<long>(std::random_device{}() & 0x7fffffff));
   X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
   X509_gmtime_adj(X509_getm_notAfter(cert), 86400);
   X509_set_pubkey(cert, state_->key);
