@@ -18,6 +18,8 @@ using nlohmann::json;
 using storage::Delivery;
 using storage::DeliveryState;
 
+constexpr size_t kReplaySlice = 1000;  // deliveries one slice of an offline replay looks at
+
 Result<storage::ListFilter> ToListFilter(const DeliveryFilter& f) {
   storage::ListFilter out;
   if (!f.state.empty()) {
@@ -82,16 +84,39 @@ class StoreBackend final : public Backend {
     return json{{"id", d->id}, {"state", "queued"}};
   }
 
-  Result<json> ReplayMatching(const DeliveryFilter& f, bool dry_run) override {
+  Result<json> ReplayMatching(const DeliveryFilter& f, bool dry_run,
+                              const ReplayProgress& progress) override {
     auto filter = ToListFilter(f);
     if (!filter) {
       return filter.error();
     }
-    auto count = storage::ReplayMatching(*store_, *filter, dry_run, NowMs());
-    if (!count) {
-      return count.error();
+    if (dry_run) {
+      auto count = storage::ReplayMatching(*store_, *filter, true, NowMs());
+      if (!count) {
+        return count.error();
+      }
+      return json{{"matched", count->matched}, {"replayed", 0}, {"dry_run", true}};
     }
-    return json{{"matched", count->matched}, {"replayed", count->replayed}, {"dry_run", dry_run}};
+    // In slices, as the service's job does: progress after each, memory bounded by one slice.
+    uint64_t matched = 0;
+    uint64_t replayed = 0;
+    filter->after_id.clear();
+    for (;;) {
+      auto count = storage::ReplayMatching(*store_, *filter, false, NowMs(), nullptr, kReplaySlice);
+      if (!count) {
+        return count.error();
+      }
+      matched += count->matched;
+      replayed += count->replayed;
+      if (progress) {
+        progress(matched, replayed);
+      }
+      if (count->done) {
+        break;
+      }
+      filter->after_id = std::move(count->cursor);
+    }
+    return json{{"matched", matched}, {"replayed", replayed}, {"dry_run", false}};
   }
 
   Result<json> Cancel(const std::string& id) override {

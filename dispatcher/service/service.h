@@ -22,6 +22,7 @@
 #include "dispatcher/service/api/tenant_request_slots.h"
 #include "dispatcher/service/credential_book.h"
 #include "dispatcher/service/delivery/delivery_loop.h"
+#include "dispatcher/service/job_registry.h"
 #include "dispatcher/service/metrics.h"
 #include "storage/queue_store.h"
 
@@ -84,6 +85,8 @@ class Service {
   // The HTTP server's counters (connections open, refused, deadlines hit).
   const HttpServerStats& http_stats() const { return server_->stats(); }
   CredentialBook& credentials() { return credentials_; }
+  // Background jobs (bulk replay); loop thread only.
+  JobRegistry& jobs() { return jobs_; }
   Metrics& metrics() { return metrics_; }
   const adapters::AdapterRegistry& adapters() const { return *adapters_; }
   const ServiceOptions& options() const { return options_; }
@@ -109,6 +112,7 @@ class Service {
   const ServiceOptions options_;
   Metrics metrics_;
   CredentialBook credentials_;
+  JobRegistry jobs_;
   std::unique_ptr<storage::QueueStore> store_;
   std::unique_ptr<boost::asio::thread_pool> storage_pool_;
   // The delivery loop's store calls (reads ahead, leases, outcomes), one after another on one

@@ -101,6 +101,9 @@ void Route(Service& s, HttpRequest&& req, Respond respond) {
     }
     return RouteDeliveries(s, std::move(req), p, std::move(respond));
   }
+  if (p.size() == 3 && p[0] == "v1" && p[1] == "jobs") {
+    return req.method() == verb::get ? GetJob(s, p[2], std::move(respond)) : respond(NotAllowed());
+  }
   if (p.size() == 2 && p[0] == "v1" && p[1] == "stats") {
     return GetStats(s, std::move(respond));
   }

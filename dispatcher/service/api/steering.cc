@@ -1,7 +1,8 @@
 // Replay and cancel: POST /v1/deliveries/{id}/replay, POST /v1/deliveries/replay,
 // DELETE /v1/deliveries/{id}. The actions themselves are storage/operator_actions.h, shared with
 // the CLI's offline path; this file reads the request, runs them on the storage pool and tells
-// the delivery loop of what became queued.
+// the delivery loop of what became queued. A replay by filter that is not a dry run is a job
+// (jobs.cc).
 
 #include <string>
 #include <utility>
@@ -22,12 +23,6 @@ namespace asio = boost::asio;
 using nlohmann::json;
 using storage::Delivery;
 using storage::DeliveryState;
-
-struct ReplaySummary {
-  Status status;
-  storage::ReplayCount count;
-  std::vector<Delivery> queued;  // to notify the loop
-};
 
 // The string field `name` of `body`, `fallback` when absent; 400 naming it when not a string.
 tl::expected<std::string, ApiError> StringField(const json& body, const char* name,
@@ -107,32 +102,32 @@ void ReplayMatching(Service& s, const HttpRequest& request, Respond respond) {
     return;
   }
   auto [f, dry_run] = std::move(*parsed);
-  const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
-  asio::post(s.storage_pool(), [&s, f = std::move(f), dry_run = dry_run, now_ms,
-                                respond = std::move(respond)]() mutable {
-    ReplaySummary sum;
-    auto count = storage::ReplayMatching(s.store(), f, dry_run, now_ms, [&sum](Delivery&& d) {
-      sum.queued.push_back(std::move(d));
-    });
-    if (count) {
-      sum.count = *count;
-    } else {
-      sum.status = count.error();
+  if (!dry_run) {
+    json echo = {{"state", std::string(storage::StateName(*f.state))}};
+    for (auto [name, field] :
+         {std::pair{"tenant", &f.tenant}, std::pair{"platform", &f.platform},
+          std::pair{"destination", &f.destination}, std::pair{"reason", &f.reason_prefix}}) {
+      if (!field->empty()) {
+        echo[name] = *field;
+      }
     }
-    asio::post(s.io(), [&s, sum = std::move(sum), dry_run, respond = std::move(respond)] {
-      // Replays done before a failed read are in the store: the loop hears of them either way.
-      for (const Delivery& d : sum.queued) {
-        s.loop().Notify(d);
-      }
-      if (!sum.status.ok()) {
-        respond(ErrorResponse(FromStatus(sum.status)));
-        return;
-      }
-      respond(JsonResponse(200, {{"matched", sum.count.matched},
-                                 {"replayed", sum.count.replayed},
-                                 {"dry_run", dry_run}}));
-    });
-  });
+    return StartReplayJob(s, std::move(f), std::move(echo), std::move(respond));
+  }
+  // A dry run only counts (at most kMaxReplayPerCall): it answers at once.
+  const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
+  OnStore(
+      s,
+      [f = std::move(f), now_ms](storage::QueueStore& store) {
+        return storage::ReplayMatching(store, f, true, now_ms);
+      },
+      [respond = std::move(respond)](Result<storage::ReplayCount> count) {
+        if (!count) {
+          respond(ErrorResponse(FromStatus(count.error())));
+          return;
+        }
+        respond(
+            JsonResponse(200, {{"matched", count->matched}, {"replayed", 0}, {"dry_run", true}}));
+      });
 }
 
 void CancelDelivery(Service& s, const std::string& id, Respond respond) {
