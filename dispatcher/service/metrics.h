@@ -23,14 +23,16 @@ enum class CounterId : uint8_t {
   kIntakeRejections,            // relay_egress_intake_rejections_total{tenant,reason}
   kStoreErrors,                 // relay_egress_store_errors_total{operation}
   kDiscordInvalidRequestStops,  // relay_egress_discord_invalid_request_stops_total{credential}
-  kMaxValue = kDiscordInvalidRequestStops,
+  kCorruptRecords,              // relay_egress_corrupt_records_total
+  kMaxValue = kCorruptRecords,
 };
 enum class GaugeId : uint8_t {
   kQueueDepth,         // relay_egress_queue_depth{state}
   kOldestDeferralAge,  // relay_egress_oldest_deferral_age_seconds
   kPlatformRemaining,  // relay_egress_platform_remaining{destination}
   kDestinations,       // relay_egress_destinations
-  kMaxValue = kDestinations,
+  kStoreHealthy,       // relay_egress_store_healthy
+  kMaxValue = kStoreHealthy,
 };
 enum class HistogramId : uint8_t {
   kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}

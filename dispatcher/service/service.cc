@@ -60,6 +60,10 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
       io, s->loop_pool_->get_executor(), *s->store_, *s->scheduler_, *s->transport_,
       [timed](std::string_view p) { return timed->Find(p); }, s->credentials_, clock, s->metrics_);
   Service* self = s.get();
+  s->store_health_ = std::make_unique<StoreHealthMonitor>(
+      io, s->storage_pool_->get_executor(), *s->store_, s->metrics_,
+      [self](bool healthy) { self->loop_->SetStoreWritable(healthy); },
+      StoreHealthMonitor::Options{});
   auto server = HttpServer::Start(io, o.http, [self](HttpRequest&& req, Respond respond) {
     Route(*self, std::move(req), std::move(respond));
   });
@@ -68,6 +72,7 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   }
   s->server_ = std::move(*server);
   s->loop_->Start();
+  s->store_health_->Start();
   return s;
 }
 
@@ -75,11 +80,15 @@ Service::~Service() {
   if (server_) {
     server_->StopAccepting();
   }
+  if (store_health_) {
+    store_health_->Stop();
+  }
   for (auto* pool : {storage_pool_.get(), loop_pool_.get()}) {
     if (pool != nullptr) {
       pool->join();
     }
   }
+  store_health_.reset();
   loop_.reset();
   transport_.reset();
   if (store_) {
@@ -91,6 +100,7 @@ Service::~Service() {
 void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
   accepting_ = false;
   server_->StopAccepting();
+  store_health_->Stop();
   auto finished = std::make_shared<bool>(false);
   auto timer = std::make_shared<asio::steady_timer>(io_, grace);
   auto finish = [this, finished, timer, done = std::move(done)] {

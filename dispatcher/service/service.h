@@ -22,6 +22,7 @@
 #include "dispatcher/service/credential_book.h"
 #include "dispatcher/service/delivery/delivery_loop.h"
 #include "dispatcher/service/metrics.h"
+#include "dispatcher/service/store_health_monitor.h"
 #include "storage/queue_store.h"
 
 namespace egress::service {
@@ -53,9 +54,10 @@ struct ServiceOptions {
   size_t storage_threads = 4;
 };
 
-// The worker service: owns the store, the pacing engine, the transport, the delivery loop and
-// the HTTP API, all driven by one loop thread (`io`) plus two pools for blocking store calls:
-// the API's (storage_threads) and the delivery loop's single thread.
+// The worker service: owns the store, the pacing engine, the transport, the delivery loop, the
+// store's health monitor and the HTTP API, all driven by one loop thread (`io`) plus two pools
+// for blocking store calls: the API's (storage_threads, which also runs the monitor's
+// recoveries) and the delivery loop's single thread.
 // Shutdown order: stop intake, let in-flight attempts finish, stop the loop's work,
 // close the store. Construct, run and destroy on the thread running `io`.
 class Service {
@@ -77,6 +79,7 @@ class Service {
   pacing::Scheduler& scheduler() { return *scheduler_; }
   IntakeLimiter& intake_limiter() { return *intake_limiter_; }
   CredentialBook& credentials() { return credentials_; }
+  StoreHealthMonitor& store_health() { return *store_health_; }
   Metrics& metrics() { return metrics_; }
   const adapters::AdapterRegistry& adapters() const { return *adapters_; }
   const ServiceOptions& options() const { return options_; }
@@ -116,6 +119,7 @@ class Service {
   std::unique_ptr<adapters::AdapterRegistry> adapters_;
   std::unique_ptr<adapters::TimedAdapters> timed_adapters_;  // adapters_ with the timeouts
   std::unique_ptr<DeliveryLoop> loop_;
+  std::unique_ptr<StoreHealthMonitor> store_health_;  // tells loop_ whether the store writes
   std::unique_ptr<IntakeLimiter> intake_limiter_;
   std::unique_ptr<HttpServer> server_;
   bool accepting_ = true;
