@@ -71,6 +71,7 @@ Result<EnqueueResult> RocksQueueStore::Enqueue(const NewDelivery& in, int64_t no
 
 Result<std::vector<Result<EnqueueResult>>> RocksQueueStore::EnqueueBatch(
     const std::vector<NewDelivery>& ds, int64_t now_ms) {
+  auto use = UseDb();
   if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
@@ -130,6 +131,7 @@ Result<Delivery> RocksQueueStore::Apply(const std::string& id, const StateChange
 
 Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
     const std::vector<IdChange>& changes) {
+  auto use = UseDb();
   if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
@@ -206,6 +208,7 @@ Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
 }
 
 Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t max) {
+  auto use = UseDb();
   if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
@@ -293,6 +296,7 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
 }
 
 Result<size_t> RocksQueueStore::PurgeFinished(int64_t now_ms, size_t max) {
+  auto use = UseDb();
   if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
@@ -338,6 +342,7 @@ Result<size_t> RocksQueueStore::PurgeFinished(int64_t now_ms, size_t max) {
 }
 
 Status RocksQueueStore::Purge(const std::string& id) {
+  auto use = UseDb();
   if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }

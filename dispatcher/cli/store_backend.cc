@@ -1,5 +1,6 @@
 // Backend over the store opened directly, for when no service is running.
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -190,7 +191,7 @@ class StoreBackend final : public Backend {
               {"credential", p.credential},
               {"destination", p.destination},
               {"key", key}};
-    uint64_t queued = 0, deferred = 0, in_flight = 0;
+    uint64_t queued = 0, deferred = 0, in_flight = 0, corrupt = 0;
     int64_t next_ms = 0;
     std::string after_id;
     while (true) {
@@ -205,15 +206,22 @@ class StoreBackend final : public Backend {
         if (storage::IsWaiting(d.state) && (next_ms == 0 || d.next_attempt_ms < next_ms)) {
           next_ms = d.next_attempt_ms;
         }
+        after_id = std::max(after_id, d.id);
       }
-      if (work->deliveries.size() < 1000) {
+      for (const storage::CorruptRecord& c : work->corrupt) {
+        ++corrupt;
+        after_id = std::max(after_id, c.id);
+      }
+      if (work->deliveries.size() + work->corrupt.size() < 1000) {
         break;
       }
-      after_id = work->deliveries.back().id;
     }
     j["queued"] = queued;
     j["deferred"] = deferred;
     j["in_flight"] = in_flight;
+    if (corrupt > 0) {
+      j["corrupt"] = corrupt;  // unreadable records the service moves to dead when it reads them
+    }
     if (next_ms != 0) {
       j["next_eligible_ms"] = next_ms;
     }

@@ -62,7 +62,14 @@ constexpr Definition kDefinitions[] = {
     GaugeRow(GaugeId::kDestinations, "relay_egress_destinations",
              "Destinations with work, known to the scheduler."),
     CounterRow(CounterId::kStoreErrors, "relay_egress_store_errors_total",
-               "Store writes of the delivery loop that failed, by operation."),
+               "Store calls of the delivery loop that failed, by operation: lease, read and "
+               "outcome (retried), outcome_refused (refused for good)."),
+    GaugeRow(GaugeId::kStoreHealthy, "relay_egress_store_healthy",
+             "1 while the store takes writes; 0 after a write or background fault until it "
+             "recovers."),
+    CounterRow(CounterId::kCorruptRecords, "relay_egress_corrupt_records_total",
+               "Stored records that could not be read and were moved to dead (reason "
+               "corrupt_record)."),
     CounterRow(CounterId::kDiscordInvalidRequestStops,
                "relay_egress_discord_invalid_request_stops_total",
                "Times a Discord token was stopped near the invalid-request ban line, by "

@@ -26,14 +26,16 @@ enum class CounterId : uint8_t {
   kHttpConnectionsRefused,      // relay_egress_http_connections_refused_total
   kHttpAcceptFailures,          // relay_egress_http_accept_failures_total
   kHttpTimeouts,                // relay_egress_http_timeouts_total{direction}
-  kMaxValue = kHttpTimeouts,
+  kCorruptRecords,              // relay_egress_corrupt_records_total
+  kMaxValue = kCorruptRecords,
 };
 enum class GaugeId : uint8_t {
   kQueueDepth,         // relay_egress_queue_depth{state}
   kOldestDeferralAge,  // relay_egress_oldest_deferral_age_seconds
   kDestinations,       // relay_egress_destinations
   kHttpConnections,    // relay_egress_http_connections
-  kMaxValue = kHttpConnections,
+  kStoreHealthy,       // relay_egress_store_healthy
+  kMaxValue = kStoreHealthy,
 };
 enum class HistogramId : uint8_t {
   kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}

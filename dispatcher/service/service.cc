@@ -70,6 +70,10 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
       [timed](std::string_view p) { return timed->Find(p); }, s->credentials_, clock, s->metrics_,
       o.loop);
   Service* self = s.get();
+  s->store_health_ = std::make_unique<StoreHealthMonitor>(
+      io, s->storage_pool_->get_executor(), *s->store_, s->metrics_,
+      [self](bool healthy) { self->loop_->SetStoreWritable(healthy); },
+      StoreHealthMonitor::Options{});
   HttpServerOptions http = o.http;
   if (!http.body_limit) {
     http.body_limit = [limits = o.intake](boost::beast::http::verb method,
@@ -85,6 +89,7 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   }
   s->server_ = std::move(*server);
   s->loop_->Start();
+  s->store_health_->Start();
   return s;
 }
 
@@ -92,11 +97,15 @@ Service::~Service() {
   if (server_) {
     server_->StopAccepting();
   }
+  if (store_health_) {
+    store_health_->Stop();
+  }
   for (auto* pool : {storage_pool_.get(), loop_pool_.get()}) {
     if (pool != nullptr) {
       pool->join();
     }
   }
+  store_health_.reset();
   loop_.reset();
   transport_.reset();
   if (store_) {
@@ -108,6 +117,7 @@ Service::~Service() {
 void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
   accepting_ = false;
   server_->StopAccepting();
+  store_health_->Stop();
   auto finished = std::make_shared<bool>(false);
   auto timer = std::make_shared<asio::steady_timer>(io_, grace);
   auto finish = [this, finished, timer, done = std::move(done)] {

@@ -24,6 +24,7 @@
 #include "dispatcher/service/delivery/delivery_loop.h"
 #include "dispatcher/service/job_registry.h"
 #include "dispatcher/service/metrics.h"
+#include "dispatcher/service/store_health_monitor.h"
 #include "storage/queue_store.h"
 
 namespace egress::service {
@@ -58,9 +59,10 @@ struct ServiceOptions {
   size_t storage_threads = 4;
 };
 
-// The worker service: owns the store, the pacing engine, the transport, the delivery loop and
-// the HTTP API, all driven by one loop thread (`io`) plus two pools for blocking store calls:
-// the API's (storage_threads) and the delivery loop's single thread.
+// The worker service: owns the store, the pacing engine, the transport, the delivery loop, the
+// store's health monitor and the HTTP API, all driven by one loop thread (`io`) plus two pools
+// for blocking store calls: the API's (storage_threads, which also runs the monitor's
+// recoveries) and the delivery loop's single thread.
 // Shutdown order: stop intake, let in-flight attempts finish, stop the loop's work,
 // close the store. Construct, run and destroy on the thread running `io`.
 class Service {
@@ -87,6 +89,7 @@ class Service {
   CredentialBook& credentials() { return credentials_; }
   // Background jobs (bulk replay); loop thread only.
   JobRegistry& jobs() { return jobs_; }
+  StoreHealthMonitor& store_health() { return *store_health_; }
   Metrics& metrics() { return metrics_; }
   const adapters::AdapterRegistry& adapters() const { return *adapters_; }
   const ServiceOptions& options() const { return options_; }
@@ -127,6 +130,7 @@ class Service {
   std::unique_ptr<adapters::AdapterRegistry> adapters_;
   std::unique_ptr<adapters::TimedAdapters> timed_adapters_;  // adapters_ with the timeouts
   std::unique_ptr<DeliveryLoop> loop_;
+  std::unique_ptr<StoreHealthMonitor> store_health_;  // tells loop_ whether the store writes
   std::unique_ptr<IntakeLimiter> intake_limiter_;
   TenantRequestSlots request_slots_;
   std::unique_ptr<HttpServer> server_;

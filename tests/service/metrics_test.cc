@@ -80,9 +80,15 @@ relay_egress_attempt_duration_seconds_count{platform="webhook"} 2
 # HELP relay_egress_destinations Destinations with work, known to the scheduler.
 # TYPE relay_egress_destinations gauge
 relay_egress_destinations 7
-# HELP relay_egress_store_errors_total Store writes of the delivery loop that failed, by operation.
+# HELP relay_egress_store_errors_total Store calls of the delivery loop that failed, by operation: lease, read and outcome (retried), outcome_refused (refused for good).
 # TYPE relay_egress_store_errors_total counter
 relay_egress_store_errors_total{operation="outcome"} 1
+# HELP relay_egress_store_healthy 1 while the store takes writes; 0 after a write or background fault until it recovers.
+# TYPE relay_egress_store_healthy gauge
+relay_egress_store_healthy 0
+# HELP relay_egress_corrupt_records_total Stored records that could not be read and were moved to dead (reason corrupt_record).
+# TYPE relay_egress_corrupt_records_total counter
+relay_egress_corrupt_records_total 2
 # HELP relay_egress_discord_invalid_request_stops_total Times a Discord token was stopped near the invalid-request ban line, by credential.
 # TYPE relay_egress_discord_invalid_request_stops_total counter
 # HELP relay_egress_http_connections Connections open to the HTTP API.
@@ -117,6 +123,8 @@ void Record(Metrics& m) {
   m.Observe(HistogramId::kAttemptDuration, {{"platform", "webhook"}}, 40);
   m.Observe(HistogramId::kAttemptDuration, {}, 0.001);
   m.Inc(CounterId::kStoreErrors, {{"operation", "outcome"}});
+  m.Set(GaugeId::kStoreHealthy, {}, 0);
+  m.Inc(CounterId::kCorruptRecords, {}, 2);
 }
 
 // Verifies that the rendered text is byte for byte what it was: order, escaping, histograms.
@@ -153,7 +161,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 17u);
+  EXPECT_EQ(names.size(), 19u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

@@ -65,11 +65,13 @@ HttpResponse TooManyInFlight(size_t cap) {
   return res;
 }
 
-// The store's refusal; a 503 carries Retry-After.
-HttpResponse Unavailable(const Status& s) {
-  HttpResponse res = ErrorResponse(FromStatus(s));
+// The store's refusal; a 503 carries Retry-After, and has the store's health looked at now (a
+// failed write is how a full disk shows first).
+HttpResponse Unavailable(Service& s, const Status& st) {
+  HttpResponse res = ErrorResponse(FromStatus(st));
   if (res.result_int() == 503) {
     res.set("Retry-After", "1");
+    s.store_health().Check();
   }
   return res;
 }
@@ -440,7 +442,7 @@ void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
           return;
         }
         if (!out.results) {
-          respond(Unavailable(out.results.error()));
+          respond(Unavailable(s, out.results.error()));
           return;
         }
         respond(Accepted(s, *shared, *out.results, now_ms, out.state));
@@ -539,7 +541,7 @@ void CreateBatch(Service& s, const HttpRequest& request, Respond respond) {
                           static_cast<double>(n));
         }
         if (!stored) {
-          respond(Unavailable(stored.error()));
+          respond(Unavailable(s, stored.error()));
           return;
         }
         respond(BatchAnswer(s, std::move(write->pending), write->slots, *stored, write->refused,

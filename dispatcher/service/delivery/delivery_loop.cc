@@ -19,6 +19,23 @@ using storage::DeliveryState;
 
 constexpr size_t kDestinationPage = 1000;
 
+// A store call that failed this way may succeed when tried again.
+bool Passing(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kUnavailable:
+    case Status::Code::kIoError:
+    case Status::Code::kBusy:
+    case Status::Code::kTimedOut:
+      return true;
+    default:
+      return false;
+  }
+}
+
+StoreWriter::Options OutcomeWriterOptions(const DeliveryLoop::Options& o) {
+  return {.retry = true, .first_retry = o.first_store_retry, .max_retry = o.max_store_retry};
+}
+
 }  // namespace
 
 DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::any_io_executor storage,
@@ -36,14 +53,19 @@ DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::any_io_executor storage,
       clock_(clock),
       metrics_(metrics),
       options_(std::move(options)),
-      leases_(io, storage_, store),
-      outcomes_(io, storage_, store),
+      leases_(io, storage_, store, clock),
+      outcomes_(io, storage_, store, clock, OutcomeWriterOptions(options_)),
       discord_invalid_(options_.discord_invalid_requests),
       timer_(io),
       maintenance_(io),
       alive_(std::make_shared<bool>(true)) {
   scheduler_.SetWaitObserver(
       [this](pacing::DestinationId id, const pacing::Deferral& wait) { OnPacingWait(id, wait); });
+  outcomes_.SetRetryObserver([this](const Status& error, size_t changes) {
+    metrics_.Inc(CounterId::kStoreErrors, {{"operation", "outcome"}});
+    LogEvent(LogLevel::kWarn, "store_write_retry",
+             {{"operation", "outcome"}, {"changes", changes}, {"error", error.ToString()}});
+  });
 }
 
 DeliveryLoop::~DeliveryLoop() {
@@ -198,7 +220,9 @@ void DeliveryLoop::OnFetched(const std::string& key, Result<storage::Destination
   }
   Dest& dest = it->second;
   if (!work) {
-    dest.queue.FetchFailed();  // TODO(egress): back off when the store keeps failing
+    dest.queue.FetchFailed();
+    failed_fetches_.insert(key);  // read again when the back-off is over
+    OnStoreTrouble("read", work.error());
     return;
   }
   std::vector<PendingDelivery> waiting;
@@ -208,8 +232,13 @@ void DeliveryLoop::OnFetched(const std::string& key, Result<storage::Destination
       waiting.push_back(PendingOf(d));
     }
   }
-  const std::string last = work->deliveries.empty() ? std::string() : work->deliveries.back().id;
-  if (dest.queue.Fetched(std::move(waiting), work->deliveries.size(), last)) {
+  std::string last = work->deliveries.empty() ? std::string() : work->deliveries.back().id;
+  for (const storage::CorruptRecord& record : work->corrupt) {
+    last = std::max(last, record.id);
+    Repair(key, record);
+  }
+  if (dest.queue.Fetched(std::move(waiting), work->deliveries.size() + work->corrupt.size(),
+                         last)) {
     OfferHead(dest);
   }
   Fetch(dest);  // more to read when the page was full (or the cursor moved back meanwhile)
@@ -246,6 +275,24 @@ void DeliveryLoop::SchedulePump() {
 }
 
 void DeliveryLoop::Pump() {
+  if (!store_writable_) {
+    timer_.cancel();
+    return;  // SetStoreWritable(true) pumps again
+  }
+  if (store_pause_until_) {
+    const SteadyTime now = clock_.Now();
+    if (now < *store_pause_until_) {
+      timer_.expires_after(*store_pause_until_ - now);
+      timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+        if (!ec && *alive) {
+          Pump();
+        }
+      });
+      return;
+    }
+    store_pause_until_.reset();
+    RetryFetches();
+  }
   while (!draining_) {
     Decision decision = scheduler_.Next();
     if (decision.kind == Decision::Kind::kDispatch) {
@@ -296,11 +343,15 @@ void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std
         fmt::format("delivery {} is {}", id, storage::StateName(leased->state)));
   }
   if (leased) {
+    OnStoreOk();
     Send(key, sequence, std::move(*leased));
     return;
   }
-  // Cancelled or changed meanwhile: release the scheduler's slot, nothing to persist. What
-  // was read ahead may be as stale: read the destination again.
+  if (Passing(leased.error())) {
+    OnStoreTrouble("lease", leased.error());  // not sent: leased again after the back-off
+  }
+  // Cancelled or changed meanwhile (or not leased at all): release the scheduler's slot,
+  // nothing to persist. What was read ahead may be as stale: read the destination again.
   in_flight_.erase(id);
   Dest& dest = dests_.at(key);
   --dest.in_flight;
@@ -329,7 +380,7 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
     // unusable credential is the operator's to fix, so the destination is disabled and the
     // delivery waits, deferred with destination_disabled.
     const pacing::DestinationId id = dests_.at(key).id;
-    pacing::DeliveryOutcome outcome{.permanent = true, .platform_error = "unsendable"};
+    pacing::DeliveryOutcome outcome{.permanent = true, .platform_error = "invalid_payload"};
     scheduler_.OnOutcome(id, sequence, outcome, {}).status().IgnoreError();
     if (request.error().code() != Status::Code::kInvalidArgument) {
       const std::string why = "credential_unusable: " + request.error().message();
@@ -341,7 +392,7 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
       return;
     }
     Verdict dead{.kind = VerdictKind::kDead,
-                 .dead_reason = "unsendable: " + request.error().message()};
+                 .dead_reason = "invalid_payload: " + request.error().message()};
     Finish(key, d, dead, std::nullopt);
     return;
   }
@@ -448,15 +499,88 @@ void DeliveryLoop::OnPersisted(const std::string& key, Result<Delivery> stored) 
       OfferHead(dest);
     }
   } else if (!stored) {
-    // The outcome is not on disk (the delivery stays in_flight there until a restart recovers
-    // it); what was read ahead is still right.
-    metrics_.Inc(CounterId::kStoreErrors, {{"operation", "outcome"}});
+    // Refused for good (failed writes are retried until they land): the delivery changed
+    // under its lease, which only a reopen of the store after a write fault can do (the
+    // outcome reached the disk after all). The disk's version stands.
+    metrics_.Inc(CounterId::kStoreErrors, {{"operation", "outcome_refused"}});
     LogEvent(LogLevel::kError, "outcome_not_written",
              {{"destination", key}, {"error", stored.error().ToString()}});
   }
   Fetch(dest);
   SchedulePump();
   CheckDrained();
+}
+
+void DeliveryLoop::OnStoreTrouble(std::string_view operation, const Status& error) {
+  metrics_.Inc(CounterId::kStoreErrors, {{"operation", operation}});
+  store_backoff_ = store_backoff_.count() == 0
+                       ? options_.first_store_retry
+                       : std::min(store_backoff_ * 2, options_.max_store_retry);
+  store_pause_until_ = clock_.Now() + store_backoff_;
+  LogEvent(LogLevel::kWarn, "store_call_failed",
+           {{"operation", operation},
+            {"error", error.ToString()},
+            {"retry_in_ms", store_backoff_.count()}});
+  SchedulePump();  // arms the timer for the end of the pause
+}
+
+void DeliveryLoop::RetryFetches() {
+  std::set<std::string> keys;
+  keys.swap(failed_fetches_);
+  for (const std::string& key : keys) {
+    if (auto it = dests_.find(key); it != dests_.end()) {
+      Fetch(it->second);
+    }
+  }
+}
+
+void DeliveryLoop::SetStoreWritable(bool writable) {
+  if (writable == store_writable_) {
+    return;
+  }
+  store_writable_ = writable;
+  if (!writable) {
+    return;
+  }
+  store_backoff_ = Millis(0);
+  store_pause_until_.reset();
+  RetryFetches();
+  leases_.RetryNow();
+  outcomes_.RetryNow();
+  SchedulePump();
+}
+
+void DeliveryLoop::WakeForTest() {
+  leases_.Poke();
+  outcomes_.Poke();
+  SchedulePump();
+}
+
+void DeliveryLoop::Repair(const std::string& key, const storage::CorruptRecord& record) {
+  if (!repairing_.insert(record.id).second) {
+    return;
+  }
+  LogEvent(LogLevel::kError, "corrupt_record",
+           {{"destination", key}, {"delivery", record.id}, {"error", record.error}});
+  asio::post(storage_, [this, &store = store_, &io = io_, alive = alive_, key, id = record.id,
+                        now_ms = WallMs()] {
+    auto dead = store.MoveCorruptToDead(id, key, now_ms);
+    asio::post(io, [this, alive, id, dead = std::move(dead)] {
+      if (!*alive) {
+        return;
+      }
+      repairing_.erase(id);
+      if (dead) {
+        metrics_.Inc(CounterId::kCorruptRecords);
+        LogEvent(LogLevel::kWarn, "corrupt_record_dead",
+                 {{"delivery", id}, {"reason", dead->reason}});
+      } else {
+        // It stays where it is, skipped by every read, and is tried again when read again.
+        LogEvent(LogLevel::kError, "corrupt_record_not_moved",
+                 {{"delivery", id}, {"error", dead.error().ToString()}});
+      }
+    });
+  });
 }
 
 void DeliveryLoop::Drain(std::function<void()> done) {
