@@ -59,7 +59,9 @@ inline GcraDecision GcraEvaluate(int64_t tat_ns, const GcraParams& params, int64
   const int64_t depth = std::max(params.depth, cost);
   const int64_t base = std::max(tat_ns, now_ns);
   const int64_t new_tat = SatAdd(base, SatMul(cost, interval));
-  const int64_t allow_at = SatSub(new_tat, SatMul(depth, interval));
+  // base + cost*interval - depth*interval, as one product (depth >= cost): two products that
+  // both saturated would cancel out and let a costly request through a meter that is not empty.
+  const int64_t allow_at = SatSub(base, SatMul(depth - cost, interval));
   GcraDecision decision;
   if (now_ns < allow_at) {
     decision.allowed = false;

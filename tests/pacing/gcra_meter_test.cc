@@ -166,6 +166,17 @@ TEST(GcraMeterTest, ExtremeValuesSaturateInsteadOfWrapping) {
   EXPECT_EQ(fastest.Remaining(), kMaxBudgetBurst - 1'000'000);
 }
 
+// Verifies a request whose cost times the interval overflows int64 does not pass a meter that
+// is not empty (two saturated products once cancelled out in allow_at).
+TEST(GcraMeterTest, HugeCostDoesNotPassABusyMeter) {
+  const GcraParams slow{.interval_ns = int64_t{1} << 50, .depth = 1};
+  const GcraDecision first = GcraEvaluate(0, slow, 1'000'000, 0);
+  ASSERT_TRUE(first.allowed);  // an empty meter lets a cost above its depth through
+  const GcraDecision second = GcraEvaluate(first.tat_ns, slow, 1'000'000, 1);
+  EXPECT_FALSE(second.allowed);
+  EXPECT_GT(second.retry_after.count(), 0);
+}
+
 // Verifies the range of a budget's fields (config, admin API and learned headers share it).
 TEST(BudgetTest, ValidOnlyWithinRange) {
   EXPECT_TRUE((Budget{1, 1, 1}.Valid()));
