@@ -9,6 +9,8 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <mutex>
+#include <string>
 
 #include <fmt/format.h>
 #include <rocksdb/system_clock.h>
@@ -18,6 +20,10 @@ namespace {
 
 // Longest line kept; RocksDB's longest (a statistics dump) is a few KiB.
 constexpr size_t kMaxLine = 64 * 1024;
+// Lines wait in memory until this many bytes are held, RocksDB flushes the log, or a line comes
+// this long after the last write, as with RocksDB's own logger.
+constexpr size_t kBufferBytes = 64 * 1024;
+constexpr uint64_t kWriteEveryMicros = 5'000'000;
 
 class StoreInfoLog final : public rocksdb::Logger {
  public:
@@ -26,7 +32,8 @@ class StoreInfoLog final : public rocksdb::Logger {
 
   using rocksdb::Logger::Logv;
   void Logv(const char* format, va_list ap) override {
-    std::string line = Stamp();
+    const uint64_t now = rocksdb::SystemClock::Default()->NowMicros();
+    std::string line = Stamp(now);
     const size_t prefix = line.size();
     line.resize(prefix + 512);
     va_list copy;
@@ -45,7 +52,16 @@ class StoreInfoLog final : public rocksdb::Logger {
     if (line.back() != '\n') {
       line.push_back('\n');
     }
-    Write(line);
+    std::lock_guard<std::mutex> lock(mu_);
+    buffer_ += line;
+    if (buffer_.size() >= kBufferBytes || now - last_write_micros_ >= kWriteEveryMicros) {
+      WriteLocked(now);
+    }
+  }
+
+  void Flush() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    WriteLocked(rocksdb::SystemClock::Default()->NowMicros());
   }
 
  protected:
@@ -56,8 +72,7 @@ class StoreInfoLog final : public rocksdb::Logger {
 
  private:
   // "2026/01/02-03:04:05.123456 " in UTC.
-  static std::string Stamp() {
-    const uint64_t micros = rocksdb::SystemClock::Default()->NowMicros();
+  static std::string Stamp(uint64_t micros) {
     const auto seconds = static_cast<time_t>(micros / 1'000'000);
     struct tm t;
     gmtime_r(&seconds, &t);
@@ -65,28 +80,37 @@ class StoreInfoLog final : public rocksdb::Logger {
                        t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, micros % 1'000'000);
   }
 
-  void Write(const std::string& line) {
+  // Writes what is held, or drops it when the disk takes none of it (full or failing): lines
+  // are lost, nothing else is.
+  void WriteLocked(uint64_t now) {
+    last_write_micros_ = now;
     size_t done = 0;
-    while (done < line.size()) {
-      const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    while (fd_ >= 0 && done < buffer_.size()) {
+      const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
       if (n < 0 && errno == EINTR) {
         continue;
       }
       if (n <= 0) {
-        return;  // the disk is full or failing: the line is lost, nothing else is
+        break;
       }
       done += static_cast<size_t>(n);
     }
+    buffer_.clear();
   }
 
   void CloseFile() {
+    std::lock_guard<std::mutex> lock(mu_);
     if (fd_ >= 0) {
+      WriteLocked(0);
       ::close(fd_);
       fd_ = -1;
     }
   }
 
-  int fd_;
+  std::mutex mu_;
+  int fd_;              // -1 once closed
+  std::string buffer_;  // lines not written yet
+  uint64_t last_write_micros_ = 0;
 };
 
 }  // namespace
