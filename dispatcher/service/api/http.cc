@@ -1,6 +1,9 @@
 #include "dispatcher/service/api/http.h"
 
 #include <boost/beast/http/field.hpp>
+#include <fmt/format.h>
+
+#include "adapters/json_reader.h"
 
 namespace egress::service {
 namespace {
@@ -93,6 +96,16 @@ std::map<std::string, std::string> QueryParams(std::string_view target) {
 }
 
 tl::expected<nlohmann::json, ApiError> ParseJsonBody(const HttpRequest& request) {
+  adapters::JsonReader reader(request.body());
+  size_t depth = 0;
+  if (reader.SkipByteOrderMark() && reader.SkipValue(nullptr, nullptr, &depth) &&
+      depth > kMaxBodyDepth) {
+    return tl::unexpected(
+        ApiError{400, "invalid_request",
+                 fmt::format("body: nested {} deep; at most {} levels of objects and arrays", depth,
+                             kMaxBodyDepth),
+                 "body"});
+  }
   nlohmann::json body = nlohmann::json::parse(request.body(), nullptr, false);
   if (body.is_discarded()) {
     return tl::unexpected(ApiError{400, "malformed_json", "body: not valid JSON"});

@@ -23,7 +23,14 @@ std::vector<std::string> PathSegments(std::string_view target);
 // Query parameters, percent-decoded ("+" is a space).
 std::map<std::string, std::string> QueryParams(std::string_view target);
 
-// Parses a JSON body; a typed 400 naming the problem when it is not JSON.
+// The deepest nesting of objects and arrays ParseJsonBody accepts. The bodies it reads (replay,
+// enable, the admin routes) need 3; a tree no deeper is safe to copy, compare and dump, which
+// nlohmann does recursively.
+inline constexpr size_t kMaxBodyDepth = 64;
+
+// Parses a JSON body (replay, enable, the admin routes; intake reads its own): a typed 400 naming
+// the problem when it is not JSON (malformed_json) or nests deeper than kMaxBodyDepth
+// (invalid_request, field "body"; measured without recursion, before any tree is built).
 tl::expected<nlohmann::json, ApiError> ParseJsonBody(const HttpRequest& request);
 
 }  // namespace egress::service

@@ -1,0 +1,39 @@
+#include "dispatcher/service/api/http.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace egress::service {
+namespace {
+
+namespace http = boost::beast::http;
+
+HttpRequest WithBody(std::string body) {
+  HttpRequest req{http::verb::post, "/", 11};
+  req.body() = std::move(body);
+  return req;
+}
+
+// Verifies that a body nested deeper than kMaxBodyDepth is a 400 naming the body, measured
+// before any tree is built (a 100,000-deep one once crashed an admin route: the tree was copied
+// recursively), while one at the bound parses.
+TEST(HttpTest, ParseJsonBodyRefusesDeepNesting) {
+  for (size_t depth : {kMaxBodyDepth + 1, size_t{100'000}}) {
+    const std::string deep =
+        "{\"a\":" + std::string(depth - 1, '[') + std::string(depth - 1, ']') + "}";
+    auto parsed = ParseJsonBody(WithBody(deep));
+    ASSERT_FALSE(parsed.has_value()) << depth;
+    EXPECT_EQ(parsed.error().http_status, 400);
+    EXPECT_EQ(parsed.error().field, "body");
+    EXPECT_EQ(parsed.error().message, "body: nested " + std::to_string(depth) +
+                                          " deep; at most 64 levels of objects and arrays");
+  }
+  const std::string at_bound = std::string(kMaxBodyDepth, '[') + std::string(kMaxBodyDepth, ']');
+  EXPECT_TRUE(ParseJsonBody(WithBody(at_bound)).has_value());
+  EXPECT_EQ(ParseJsonBody(WithBody("{\"a\":")).error().code, "malformed_json");
+  EXPECT_EQ(ParseJsonBody(WithBody(std::string(100'000, '['))).error().code, "malformed_json");
+}
+
+}  // namespace
+}  // namespace egress::service
