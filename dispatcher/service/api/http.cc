@@ -60,6 +60,21 @@ HttpResponse ErrorResponse(const ApiError& error) {
   return JsonResponse(static_cast<unsigned>(error.http_status), error.ToJson());
 }
 
+std::optional<ApiError> CheckRequestText(std::string_view field, std::string_view value,
+                                         size_t max_bytes) {
+  if (value.size() > max_bytes) {
+    return ApiError{400, "invalid_request",
+                    fmt::format("{}: longer than {} bytes", field, max_bytes), std::string(field)};
+  }
+  for (char c : value) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return ApiError{400, "invalid_request",
+                      fmt::format("{}: contains a control character", field), std::string(field)};
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> PathSegments(std::string_view target) {
   target = target.substr(0, target.find('?'));
   std::vector<std::string> out;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,13 @@ namespace egress::service {
 HttpResponse JsonResponse(unsigned status, const nlohmann::json& body);
 HttpResponse ErrorResponse(const ApiError& error);
 HttpResponse TextResponse(unsigned status, std::string body, std::string_view content_type);
+
+// A name or filter taken from a request (a tenant or credential name in an admin path, a list
+// filter): nullopt when it has at most `max_bytes` bytes and no control character (U+0000 to
+// U+001F, U+007F), as every field intake stores (storage/validate_delivery.cc); else a 400
+// invalid_request naming `field`. Such a value could name nothing that is or will be stored.
+std::optional<ApiError> CheckRequestText(std::string_view field, std::string_view value,
+                                         size_t max_bytes);
 
 // The path without the query, split at '/': "/v1/deliveries/X" -> {"v1","deliveries","X"}.
 std::vector<std::string> PathSegments(std::string_view target);

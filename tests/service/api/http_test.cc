@@ -35,5 +35,27 @@ TEST(HttpTest, ParseJsonBodyRefusesDeepNesting) {
   EXPECT_EQ(ParseJsonBody(WithBody(std::string(100'000, '['))).error().code, "malformed_json");
 }
 
+// Verifies the check of names and filters taken from a request: the bound and every control
+// character (NUL, the unit separator the stored credential keys use, CR, LF, DEL) are a 400
+// naming the field; other bytes, UTF-8 included, pass.
+TEST(HttpTest, CheckRequestTextRefusesControlCharactersAndLength) {
+  EXPECT_FALSE(CheckRequestText("tenant", "acme", 8).has_value());
+  EXPECT_FALSE(CheckRequestText("tenant", "caf\xc3\xa9 \"x\"", 16).has_value());
+  EXPECT_FALSE(CheckRequestText("tenant", "", 8).has_value());
+  for (const std::string bad : {std::string("a\0b", 3),
+                                std::string("a\x1f"
+                                            "b"),
+                                std::string("a\r\nb"), std::string("a\x7f")}) {
+    auto error = CheckRequestText("name", bad, 8);
+    ASSERT_TRUE(error.has_value());
+    EXPECT_EQ(error->http_status, 400);
+    EXPECT_EQ(error->field, "name");
+    EXPECT_EQ(error->message, "name: contains a control character");
+  }
+  auto long_one = CheckRequestText("tenant", "123456789", 8);
+  ASSERT_TRUE(long_one.has_value());
+  EXPECT_EQ(long_one->message, "tenant: longer than 8 bytes");
+}
+
 }  // namespace
 }  // namespace egress::service
