@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "adapters/json_reader.h"
+#include "dispatcher/base/platform.h"
 
 namespace egress::service {
 namespace {
@@ -73,6 +74,15 @@ std::optional<ApiError> CheckRequestText(std::string_view field, std::string_vie
     }
   }
   return std::nullopt;
+}
+
+std::optional<ApiError> CheckPlatformFilter(std::string_view field, std::string_view value) {
+  if (value.empty() || ParsePlatform(value).has_value()) {
+    return std::nullopt;
+  }
+  return ApiError{400, "invalid_request",
+                  fmt::format("{}: unknown platform (slack, discord, line, webhook)", field),
+                  std::string(field)};
 }
 
 std::vector<std::string> PathSegments(std::string_view target) {

@@ -26,6 +26,10 @@ HttpResponse TextResponse(unsigned status, std::string body, std::string_view co
 std::optional<ApiError> CheckRequestText(std::string_view field, std::string_view value,
                                          size_t max_bytes);
 
+// A platform filter: nullopt when empty (any platform) or a platform's name (slack, discord,
+// line, webhook), else a 400 invalid_request naming `field`.
+std::optional<ApiError> CheckPlatformFilter(std::string_view field, std::string_view value);
+
 // The path without the query, split at '/': "/v1/deliveries/X" -> {"v1","deliveries","X"}.
 std::vector<std::string> PathSegments(std::string_view target);
 // Query parameters, percent-decoded ("+" is a space).

@@ -57,5 +57,21 @@ TEST(HttpTest, CheckRequestTextRefusesControlCharactersAndLength) {
   EXPECT_EQ(long_one->message, "tenant: longer than 8 bytes");
 }
 
+// Verifies the platform filter: empty (any) or a platform's name; anything else, a near miss
+// or a name with a NUL after it included, is a 400 naming the field.
+TEST(HttpTest, CheckPlatformFilterTakesOnlyPlatforms) {
+  for (const char* ok : {"", "slack", "discord", "line", "webhook"}) {
+    EXPECT_FALSE(CheckPlatformFilter("platform", ok).has_value()) << ok;
+  }
+  for (const std::string bad : {std::string("Slack"), std::string("5"), std::string("null"),
+                                std::string("webhook\0", 8), std::string(" line")}) {
+    auto error = CheckPlatformFilter("platform", bad);
+    ASSERT_TRUE(error.has_value()) << bad;
+    EXPECT_EQ(error->http_status, 400);
+    EXPECT_EQ(error->field, "platform");
+    EXPECT_EQ(error->message, "platform: unknown platform (slack, discord, line, webhook)");
+  }
+}
+
 }  // namespace
 }  // namespace egress::service
