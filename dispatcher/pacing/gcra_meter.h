@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 
 #include "dispatcher/base/check.h"
 #include "dispatcher/base/clock.h"
@@ -50,29 +51,36 @@ inline int64_t GcraRemaining(int64_t tat_ns, const GcraParams& params, int64_t n
 // through an empty meter. `cost` must be in [1, 1'000'000].
 // Inline: it runs once per scope of every scheduling decision.
 //
-// Every step saturates (dispatcher/base/saturating.h): with a stored time, a clock or parameters
-// far out of range the answer is a very long wait, never a wrapped one.
+// The times are computed exactly in 128 bits (cost x interval and depth x interval pass 2^63 for
+// a valid budget: 10^6 units of one per 3 hours is 1.08e19 ns) and only the answers are held
+// within int64 (dispatcher/base/saturating.h's ends): a stored time that far ahead keeps the
+// meter closed. Saturating each step instead let both products stop at INT64_MAX and cancel, so
+// such a request passed every time.
 inline GcraDecision GcraEvaluate(int64_t tat_ns, const GcraParams& params, int64_t cost,
                                  int64_t now_ns) {
   EGRESS_CHECK(cost >= 1 && cost <= 1'000'000);
+  using Wide = __int128;
+  const auto held = [](Wide t) {
+    return static_cast<int64_t>(std::min<Wide>(t, std::numeric_limits<int64_t>::max()));
+  };
   const int64_t interval = std::max<int64_t>(1, params.interval_ns);
   const int64_t depth = std::max(params.depth, cost);
   const int64_t base = std::max(tat_ns, now_ns);
-  const int64_t new_tat = SatAdd(base, SatMul(cost, interval));
-  const int64_t allow_at = SatSub(new_tat, SatMul(depth, interval));
+  const Wide new_tat = Wide{base} + Wide{cost} * interval;
+  const Wide allow_at = new_tat - Wide{depth} * interval;
   GcraDecision decision;
   if (now_ns < allow_at) {
     decision.allowed = false;
-    decision.retry_after = Nanos(SatSub(allow_at, now_ns));
-    decision.reset_after = Nanos(SatSub(base, now_ns));
+    decision.retry_after = Nanos(held(allow_at - now_ns));
+    decision.reset_after = Nanos(held(Wide{base} - now_ns));
     decision.remaining = GcraRemaining(tat_ns, params, now_ns);
     decision.tat_ns = tat_ns;
     return decision;
   }
   decision.allowed = true;
-  decision.remaining = GcraRemaining(new_tat, params, now_ns);
-  decision.reset_after = Nanos(SatSub(new_tat, now_ns));
-  decision.tat_ns = new_tat;
+  decision.tat_ns = held(new_tat);
+  decision.remaining = GcraRemaining(decision.tat_ns, params, now_ns);
+  decision.reset_after = Nanos(held(new_tat - now_ns));
   return decision;
 }
 
