@@ -18,7 +18,7 @@
 // 60 s, or more than one; a status outside 100..599; an error (4xx, 5xx) that is not the JSON
 // envelope {"error":"<code>",...}; a 5xx other than 503; a JSON answer that does not parse; an
 // answer that holds a configured secret (a credential's token or signing secret, the admin
-// token) the request did not carry.
+// token) that no request to this service carried (one that a client sent, it may have stored).
 //
 // The service is the one of serve with these differences: attempts go to an in-process
 // transport that answers from a fixed rotation (200, 429 with Retry-After, 500, a refused
@@ -38,6 +38,8 @@
 namespace egress::service {
 
 inline constexpr char kApiFuzzAdminToken[] = "fuzz-admin-token";
+// The token of acme's Slack credential "bot".
+inline constexpr char kApiFuzzSlackToken[] = "xoxb-fuzz-s3cret-slack-token";
 
 class ApiFuzzHarness {
  public:
