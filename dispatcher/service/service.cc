@@ -24,6 +24,13 @@ Service::Service(asio::io_context& io, const Clock& clock, ServiceOptions option
 
 Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Clock& clock,
                                                 ServiceOptions options) {
+  auto transport = adapters::NewCurlTransport(io, clock, options.transport);
+  return Start(io, clock, std::move(options), std::move(transport));
+}
+
+Result<std::unique_ptr<Service>> Service::Start(
+    asio::io_context& io, const Clock& clock, ServiceOptions options,
+    std::unique_ptr<adapters::HttpTransport> transport) {
   std::unique_ptr<Service> s(new Service(io, clock, std::move(options)));
   const ServiceOptions& o = s->options_;
   if (Status trust = adapters::CheckTrustFiles(o.transport); !trust.ok()) {
@@ -61,7 +68,7 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   if (Status st = s->LoadSettings(); !st.ok()) {
     return st;
   }
-  s->transport_ = adapters::NewCurlTransport(io, clock, o.transport);
+  s->transport_ = std::move(transport);
   s->adapters_ = std::make_unique<adapters::AdapterRegistry>(o.endpoints);
   s->timed_adapters_ = std::make_unique<adapters::TimedAdapters>(*s->adapters_, o.timeouts);
   const adapters::TimedAdapters* timed = s->timed_adapters_.get();

@@ -67,9 +67,15 @@ struct ServiceOptions {
 // close the store. Construct, run and destroy on the thread running `io`.
 class Service {
  public:
-  // Opens the store (recovering in-flight work), binds the listener and starts pacing.
+  // Opens the store (recovering in-flight work), binds the listener and starts pacing. Sends
+  // through libcurl (adapters::NewCurlTransport with options.transport).
   static Result<std::unique_ptr<Service>> Start(boost::asio::io_context& io, const Clock& clock,
                                                 ServiceOptions options);
+  // As above, sending every attempt through `transport` instead, which must run on `io` (tests
+  // and the API fuzzer, which must never reach the network).
+  static Result<std::unique_ptr<Service>> Start(boost::asio::io_context& io, const Clock& clock,
+                                                ServiceOptions options,
+                                                std::unique_ptr<adapters::HttpTransport> transport);
   ~Service();
 
   boost::asio::ip::tcp::endpoint endpoint() const { return server_->endpoint(); }

@@ -223,6 +223,10 @@ TEST(LoadConfigErrorsTest, TenantValues) {
        "1: tenants.acme.credentials.c.token: missing (the slack token)"},
       {"[tenants.acme.credentials.c]\nplatform = \"discord\"\ntoken = \"\"\n",
        "3: tenants.acme.credentials.c.token: must not be empty"},
+      {"[tenants.acme.credentials.c]\nplatform = \"slack\"\ntoken = \"xoxb-1\\r\\nX-Injected: "
+       "1\"\n",
+       "3: tenants.acme.credentials.c.token: <redacted>: token: byte 6 is not visible ASCII (a "
+       "space, a control character or non-ASCII)"},
       {"[tenants.acme.credentials.c]\nplatform = \"line\"\ntoken = \"t\"\nsecret = \"whsec_x\"\n",
        "4: tenants.acme.credentials.c.secret: line credentials use a token, not a signing secret"},
       {"[tenants.acme.credentials.c]\nplatform = \"webhook\"\ntoken = \"t\"\n",
