@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "dispatcher/base/redact.h"
+
 namespace egress::adapters {
 namespace {
 
@@ -13,7 +15,7 @@ constexpr size_t kMaxHeaderValue = 256;
 // A header name kept in the history is as untrusted as its value: printable and bounded.
 constexpr size_t kMaxHeaderName = 64;
 // CheckDestination's wording for a refused address (ssrf_guard.cc).
-constexpr std::string_view kSsrfRefusalPrefix = "refusing ";
+constexpr std::string_view kSsrfRefusalPrefix = "destination_not_allowed";
 
 bool StartsWithIgnoreCase(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() && EqualsIgnoreCase(text.substr(0, prefix.size()), prefix);
@@ -42,12 +44,27 @@ RateLimitScope ScopeOf(std::optional<RateLimitHeaders::Scope> scope) {
   return RateLimitScope::kUnknown;
 }
 
+// At most `max_bytes` of `text`, not cutting a UTF-8 sequence (the "…" of a redaction).
+std::string Utf8Prefix(std::string text, size_t max_bytes) {
+  if (text.size() <= max_bytes) {
+    return text;
+  }
+  size_t end = max_bytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
+    --end;
+  }
+  text.resize(end);
+  return text;
+}
+
 }  // namespace
 
 AttemptReport ReportTransportError(const Status& error, WallTime received_at) {
   AttemptReport report;
   report.attempt.at_ms = ToUnixMillis(received_at);
-  report.attempt.detail = Printable(error.ToString(), 300);
+  // Redacted before it is cut, so a secret cannot survive half-cut; the message may carry the
+  // request's URL (curl_transport.cc).
+  report.attempt.detail = Utf8Prefix(RedactText(error.ToString()), 300);
   switch (error.code()) {
     case Status::Code::kTimedOut:
       report.outcome.transport = TransportResult::kTimeout;
@@ -58,7 +75,7 @@ AttemptReport ReportTransportError(const Status& error, WallTime received_at) {
     case Status::Code::kRejected:
       report.outcome.transport = TransportResult::kConnectError;
       if (StartsWithIgnoreCase(error.message(), kSsrfRefusalPrefix)) {
-        MarkPermanent(report, "ssrf_refused");
+        MarkPermanent(report, "destination_not_allowed");
         break;
       }
       // A certificate the receiver got wrong (expired, wrong name, unknown issuer) is usually

@@ -17,8 +17,8 @@ namespace egress::adapters {
 // thread.
 
 // A transport error (no response) as a report: TimedOut -> kTimeout, Cancelled -> kCancelled,
-// Rejected by the SSRF guard -> permanent "ssrf_refused", any other Rejected (TLS verification)
-// -> transient, named "tls_rejected" (its dead reason when the schedule runs out),
+// Rejected by the SSRF guard -> permanent "destination_not_allowed", any other Rejected (TLS
+// verification) -> transient, named "tls_rejected" (its dead reason when the schedule runs out),
 // InvalidArgument (malformed URL) -> permanent "invalid_url",
 // everything else -> kConnectError. attempt.at_ms is `received_at` (no duration is known).
 AttemptReport ReportTransportError(const Status& error, WallTime received_at);

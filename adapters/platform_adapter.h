@@ -1,5 +1,7 @@
 #pragma once
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +32,15 @@ struct PlatformEndpoints {
   std::string line_base_url = "https://api.line.me";
   // Customer webhook URLs are checked by the SSRF guard with this policy.
   SsrfPolicy webhook_ssrf;
+  // A tenant's own policy ([tenants.<t>] allow_private_networks, allowed_cidrs), used instead of
+  // webhook_ssrf for that tenant's deliveries. Default: none.
+  std::map<std::string, SsrfPolicy, std::less<>> tenant_webhook_ssrf;
+
+  // The policy for `tenant`'s customer URLs.
+  const SsrfPolicy& WebhookSsrfFor(std::string_view tenant) const {
+    auto it = tenant_webhook_ssrf.find(tenant);
+    return it == tenant_webhook_ssrf.end() ? webhook_ssrf : it->second;
+  }
 };
 
 // What one attempt taught, ready for the pacing engine and the store.

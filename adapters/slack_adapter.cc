@@ -187,7 +187,7 @@ Result<HttpRequest> SlackAdapter::BuildWebhookRequest(const storage::Delivery& d
   request.headers = {{"Content-Type", "application/json; charset=utf-8"}};
   request.body = delivery.payload;
   if (IsHttpsUrl(delivery.destination)) {
-    request.ssrf = endpoints_.webhook_ssrf;
+    request.ssrf = endpoints_.WebhookSsrfFor(delivery.tenant);
   }
   return request;
 }

@@ -1,9 +1,11 @@
 #include "adapters/ssrf_guard.h"
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 
 #include <fmt/format.h>
+#include <netinet/in.h>
 
 namespace egress::adapters {
 namespace {
@@ -133,6 +135,41 @@ AddressClass ClassifyV6(const std::array<uint8_t, 16>& bytes) {
   return (hi >> 61) == 1 ? AddressClass::kPublic : AddressClass::kReserved;
 }
 
+// Classes an allowed CIDR may open.
+bool Openable(AddressClass c) {
+  switch (c) {
+    case AddressClass::kLoopback:
+    case AddressClass::kPrivate:
+    case AddressClass::kSharedAddressSpace:
+    case AddressClass::kLinkLocal:
+    case AddressClass::kUniqueLocal:
+    case AddressClass::kReserved:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool RefusedEndpointMatches(const RefusedEndpoint& e, const IpAddress& address, uint16_t port,
+                            AddressClass c) {
+  if (e.port != port) {
+    return false;
+  }
+  const IpAddress mine = UnmapV4(e.address);
+  const IpAddress theirs = UnmapV4(address);
+  if (ClassifyAddress(mine) == AddressClass::kUnspecified) {
+    // Listening on every address: any address of this host might be it. Loopback and the
+    // unspecified address surely are; private ones may be, and are refused too.
+    return c != AddressClass::kPublic;
+  }
+  return mine.is_v4() == theirs.is_v4() &&
+         (mine.is_v4() ? mine.v4() == theirs.v4() : mine.v6() == theirs.v6());
+}
+
+Status Refusal(std::string_view what) {
+  return Status::Rejected(fmt::format("destination_not_allowed: {} address", what));
+}
+
 bool Allowed(AddressClass c, const SsrfPolicy& policy) {
   switch (c) {
     case AddressClass::kPublic:
@@ -188,13 +225,52 @@ AddressClass ClassifyAddress(const IpAddress& address) {
   return address.is_v4() ? ClassifyV4(address.v4()) : ClassifyV6(address.v6());
 }
 
+std::string_view RefusalClassName(AddressClass c) {
+  switch (c) {
+    case AddressClass::kPublic:
+      return "public";
+    case AddressClass::kLoopback:
+      return "loopback";
+    case AddressClass::kPrivate:
+    case AddressClass::kSharedAddressSpace:
+    case AddressClass::kUniqueLocal:
+      return "private";
+    case AddressClass::kLinkLocal:
+      return "link-local";
+    case AddressClass::kCloudMetadata:
+      return "metadata";
+    case AddressClass::kUnspecified:
+    case AddressClass::kMulticast:
+    case AddressClass::kBroadcast:
+    case AddressClass::kReserved:
+      return "reserved";
+  }
+  return "reserved";
+}
+
 Status CheckDestination(const IpAddress& address, const SsrfPolicy& policy) {
   AddressClass c = ClassifyAddress(address);
   if (Allowed(c, policy)) {
     return Status::Ok();
   }
-  return Status::Rejected(
-      fmt::format("refusing {}: {} address", address.ToString(), AddressClassName(c)));
+  if (Openable(c)) {
+    for (const IpNetwork& n : policy.allowed_cidrs) {
+      if (n.Contains(address)) {
+        return Status::Ok();
+      }
+    }
+  }
+  return Refusal(RefusalClassName(c));
+}
+
+Status CheckDestination(const IpAddress& address, uint16_t port, const SsrfPolicy& policy) {
+  const AddressClass c = ClassifyAddress(address);
+  for (const RefusedEndpoint& e : policy.refused_endpoints) {
+    if (RefusedEndpointMatches(e, address, port, c)) {
+      return Refusal("service");
+    }
+  }
+  return CheckDestination(address, policy);
 }
 
 Status CheckDestination(std::string_view address_text, const SsrfPolicy& policy) {
@@ -210,7 +286,18 @@ Status CheckDestination(const sockaddr* addr, socklen_t len, const SsrfPolicy& p
   if (!address.has_value()) {
     return address.error();
   }
-  return CheckDestination(*address, policy);
+  // FromSockaddr checked the family and the length.
+  uint16_t port = 0;
+  if (addr->sa_family == AF_INET) {
+    sockaddr_in in{};
+    std::memcpy(&in, addr, sizeof(in));
+    port = ntohs(in.sin_port);
+  } else {
+    sockaddr_in6 in6{};
+    std::memcpy(&in6, addr, sizeof(in6));
+    port = ntohs(in6.sin6_port);
+  }
+  return CheckDestination(*address, port, policy);
 }
 
 }  // namespace egress::adapters

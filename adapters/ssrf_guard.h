@@ -1,10 +1,13 @@
 #pragma once
 
+#include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include <sys/socket.h>
 
 #include "adapters/ip_address.h"
+#include "adapters/ip_network.h"
 #include "dispatcher/base/status.h"
 
 namespace egress::adapters {
@@ -35,6 +38,17 @@ enum class AddressClass {
 
 std::string_view AddressClassName(AddressClass c);
 
+// The class a refusal tells the tenant: "loopback", "private" (private, shared address space,
+// unique-local), "link-local", "metadata", "reserved" (reserved, unspecified, multicast,
+// broadcast) or "public".
+std::string_view RefusalClassName(AddressClass c);
+
+// An address and port refused whatever else the policy says (the service's own API).
+struct RefusedEndpoint {
+  IpAddress address;  // unspecified (0.0.0.0, ::): every non-public address of this host
+  uint16_t port = 0;
+};
+
 AddressClass ClassifyAddress(const IpAddress& address);
 
 // Per-destination profile switches.
@@ -44,11 +58,22 @@ struct SsrfPolicy {
   bool allow_private_networks = false;
   // Allows cloud metadata addresses. Default: false.
   bool allow_cloud_metadata = false;
+  // Opens these ranges even when allow_private_networks is false (a tenant's on-premises
+  // receivers). Unspecified, multicast, broadcast and cloud metadata addresses stay refused.
+  // Default: none.
+  std::vector<IpNetwork> allowed_cidrs;
+  // Always refused, whatever the switches above say: the service's own listen address, so no
+  // tenant can make the service call its own API. Checked only where a port is known (the
+  // transport's socket address). Default: none.
+  std::vector<RefusedEndpoint> refused_endpoints;
 };
 
-// Ok when `policy` allows connecting to `address`; Rejected naming the address and its class
-// otherwise. Unspecified, multicast and broadcast addresses are always refused.
+// Ok when `policy` allows connecting to `address` (at `port`, when known); otherwise Rejected with
+// "destination_not_allowed: <class> address" (RefusalClassName; "service address" for a refused
+// endpoint). The message never names the address: it reaches the tenant. Unspecified, multicast
+// and broadcast addresses are always refused.
 Status CheckDestination(const IpAddress& address, const SsrfPolicy& policy);
+Status CheckDestination(const IpAddress& address, uint16_t port, const SsrfPolicy& policy);
 
 // As above for a literal; a text that is not an IP literal is InvalidArgument (refused).
 Status CheckDestination(std::string_view address_text, const SsrfPolicy& policy);

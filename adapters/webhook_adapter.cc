@@ -45,7 +45,7 @@ Result<HttpRequest> WebhookAdapter::BuildRequest(const storage::Delivery& delive
   request.headers.push_back({"webhook-timestamp", std::move(signature->timestamp)});
   request.headers.push_back({"webhook-signature", std::move(signature->signature)});
   request.body = delivery.payload;
-  request.ssrf = endpoints_.webhook_ssrf;
+  request.ssrf = endpoints_.WebhookSsrfFor(delivery.tenant);
   return request;
 }
 

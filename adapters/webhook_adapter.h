@@ -16,7 +16,7 @@ namespace egress::adapters {
 // non-2xx: dead, platform_error "abort_message". 410: dead + disable_destination. 429, 502, 503,
 // 504: throttled, honouring Retry-After (delay or HTTP-date). Other 5xx: retried (Retry-After, if
 // any, as the minimum wait). Other 3xx/4xx: dead with http_<status>. Transport errors are
-// transient, except an SSRF refusal (dead, "ssrf_refused").
+// transient, except an SSRF refusal (dead, "destination_not_allowed").
 //
 // Safe from any thread: its only state after construction is a cache of the credentials'
 // prepared signing keys (WebhookSignerCache).

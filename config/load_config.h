@@ -21,6 +21,8 @@ struct LoadOptions {
 
 // The environment variable that overrides [server] admin_token.
 inline constexpr std::string_view kAdminTokenEnv = "RELAY_EGRESS_ADMIN_TOKEN";
+// The secrets key (64 hex digits or base64 of 32 bytes), when server.secrets_key_file is not set.
+inline constexpr std::string_view kSecretsKeyEnv = "RELAY_EGRESS_SECRETS_KEY";
 
 // Builds the Config: built-in defaults (DefaultConfig), then each profile (slack, discord, line,
 // webhook, in that order; a profile may set only its own [platforms.<p>] and budgets), then the

@@ -24,6 +24,11 @@ struct ServerOptions {
   // The X-Admin-Token of the admin API; RELAY_EGRESS_ADMIN_TOKEN overrides the file. A secret:
   // never log it. Default: empty, which turns the admin API off (every call gets 401).
   std::string admin_token;
+  // The file holding the key that seals secret settings at rest (storage/secrets_key.h).
+  // Default: empty (RELAY_EGRESS_SECRETS_KEY, else data_dir/secrets.key, generated when missing).
+  std::string secrets_key_file;
+  // The key's text from RELAY_EGRESS_SECRETS_KEY. A secret. Default: empty.
+  std::string secrets_key_env;
   // Largest delivery payload accepted by intake (413 beyond). Default: 1 MiB.
   size_t max_payload_bytes = 1 << 20;
   // Most deliveries in one POST /v1/deliveries/batch. Default: 1000.

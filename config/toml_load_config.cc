@@ -146,6 +146,11 @@ Result<Config> LoadConfig(const std::string& path, const LoadOptions& options) {
   if (token.has_value() && !token->empty()) {
     config.server.admin_token = *token;
   }
+  std::optional<std::string> key =
+      options.getenv ? options.getenv(kSecretsKeyEnv) : ProcessEnv(kSecretsKeyEnv);
+  if (key.has_value()) {
+    config.server.secrets_key_env = *key;
+  }
   return config;
 }
 

@@ -16,8 +16,8 @@ constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
 Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
   Status status = server.CheckKeys(
-      {"listen", "data_dir", "admin_token", "max_payload_bytes", "batch_max_items",
-       "max_json_depth", "tenant_backlog_watermark", "log_format", "log_level",
+      {"listen", "data_dir", "admin_token", "secrets_key_file", "max_payload_bytes",
+       "batch_max_items", "max_json_depth", "tenant_backlog_watermark", "log_format", "log_level",
        "pacing_margin_percent", "max_batch_bytes", "max_connections", "read_timeout",
        "write_timeout", "tenant_max_requests_in_flight", "destination_idle"});
   if (!status.ok()) {
@@ -39,6 +39,9 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
   if (out.data_dir.empty()) {
     return server.Error(*server.table().get("data_dir"), server.Field("data_dir"),
                         "must not be empty");
+  }
+  if (status = server.ReadString("secrets_key_file", out.secrets_key_file); !status.ok()) {
+    return status;
   }
   if (status = server.ReadSecret("admin_token", out.admin_token); !status.ok()) {
     return status;

@@ -20,17 +20,71 @@ Status CheckWebhookSecret(const TomlFields& fields, const toml::node& node, std:
   return Status::Ok();
 }
 
-Status ReadWebhookSecrets(const TomlFields& fields, adapters::Credential& out) {
+// The reference `field`_file or `field`_env, when there is one; an error when both are there or
+// either is not a non-empty string.
+Status ReadRef(const TomlFields& fields, std::string_view field,
+               std::optional<adapters::SecretRef>& out) {
+  const std::string file_key = std::string(field) + "_file";
+  const std::string env_key = std::string(field) + "_env";
+  if (fields.Has(file_key) && fields.Has(env_key)) {
+    return fields.TableError(fields.Field(file_key),
+                             fmt::format("set {} or {}, not both", file_key, env_key));
+  }
+  for (const auto& [key, kind] : {std::pair{file_key, adapters::SecretRef::Kind::kFile},
+                                  std::pair{env_key, adapters::SecretRef::Kind::kEnv}}) {
+    if (!fields.Has(key)) {
+      continue;
+    }
+    adapters::SecretRef ref{.kind = kind};
+    if (Status s = fields.ReadString(key, ref.where); !s.ok()) {
+      return s;
+    }
+    if (ref.where.empty()) {
+      return fields.Error(*fields.table().get(key), fields.Field(key), "must not be empty");
+    }
+    out = std::move(ref);
+  }
+  return Status::Ok();
+}
+
+// Reads the referenced value into `out` (at load; SIGHUP reads it again), the error naming the
+// field and the reference, never the value.
+Status ResolveRefs(const TomlFields& fields, std::string_view key,
+                   const adapters::CredentialRefs& refs, adapters::Credential& out) {
+  if (Status s = adapters::ResolveCredentialRefs(refs, out); !s.ok()) {
+    return fields.Error(*fields.table().get(key), fields.Field(key), s.message());
+  }
+  return Status::Ok();
+}
+
+Status ReadWebhookSecrets(const TomlFields& fields, adapters::Credential& out,
+                          adapters::CredentialRefs& refs) {
   const bool one = fields.Has("secret");
   const bool many = fields.Has("secrets");
-  if (fields.Has("token")) {
-    return fields.Error(*fields.table().get("token"), fields.Field("token"),
-                        "webhook credentials sign with secret or secrets, not a token");
+  for (std::string_view key : {"token", "token_file", "token_env"}) {
+    if (fields.Has(key)) {
+      return fields.Error(*fields.table().get(key), fields.Field(key),
+                          "webhook credentials sign with secret or secrets, not a token");
+    }
+  }
+  if (Status s = ReadRef(fields, "secret", refs.secret); !s.ok()) {
+    return s;
+  }
+  if (refs.secret) {
+    if (one || many) {
+      return fields.TableError(fields.Field("secret"),
+                               "set exactly one of secret, secrets, secret_file or secret_env");
+    }
+    return ResolveRefs(
+        fields,
+        refs.secret->kind == adapters::SecretRef::Kind::kFile ? "secret_file" : "secret_env", refs,
+        out);
   }
   if (one == many) {
     return fields.TableError(fields.Field("secret"),
                              one ? "set secret or secrets, not both"
-                                 : "missing (secret = \"whsec_...\" or secrets = [...])");
+                                 : "missing (secret = \"whsec_...\", secrets = [...], "
+                                   "secret_file or secret_env)");
   }
   if (one) {
     std::string secret;
@@ -55,8 +109,10 @@ Status ReadWebhookSecrets(const TomlFields& fields, adapters::Credential& out) {
   return Status::Ok();
 }
 
-Status ReadCredential(const TomlFields& fields, std::string_view name, adapters::Credential& out) {
-  Status status = fields.CheckKeys({"platform", "token", "secret", "secrets"});
+Status ReadCredential(const TomlFields& fields, std::string_view name, adapters::Credential& out,
+                      adapters::CredentialRefs& refs) {
+  Status status = fields.CheckKeys({"platform", "token", "secret", "secrets", "token_file",
+                                    "token_env", "secret_file", "secret_env"});
   if (!status.ok()) {
     return status;
   }
@@ -68,22 +124,35 @@ Status ReadCredential(const TomlFields& fields, std::string_view name, adapters:
     return status;
   }
   if (out.platform == "webhook") {
-    return ReadWebhookSecrets(fields, out);
+    return ReadWebhookSecrets(fields, out, refs);
   }
   if (out.platform != "slack" && out.platform != "discord" && out.platform != "line") {
     return fields.Error(*fields.table().get("platform"), fields.Field("platform"),
                         fmt::format("unknown platform \"{}\" ({})", out.platform, kPlatforms));
   }
-  for (std::string_view key : {"secret", "secrets"}) {
+  for (std::string_view key : {"secret", "secrets", "secret_file", "secret_env"}) {
     if (fields.Has(key)) {
       return fields.Error(
           *fields.table().get(key), fields.Field(key),
           fmt::format("{} credentials use a token, not a signing secret", out.platform));
     }
   }
+  if (status = ReadRef(fields, "token", refs.token); !status.ok()) {
+    return status;
+  }
+  if (refs.token) {
+    if (fields.Has("token")) {
+      return fields.TableError(fields.Field("token"),
+                               "set exactly one of token, token_file or token_env");
+    }
+    return ResolveRefs(
+        fields, refs.token->kind == adapters::SecretRef::Kind::kFile ? "token_file" : "token_env",
+        refs, out);
+  }
   if (!fields.Has("token")) {
-    return fields.TableError(fields.Field("token"),
-                             fmt::format("missing (the {} token)", out.platform));
+    return fields.TableError(
+        fields.Field("token"),
+        fmt::format("missing (the {} token: token, token_file or token_env)", out.platform));
   }
   if (status = fields.ReadSecret("token", out.token); !status.ok()) {
     return status;
@@ -96,9 +165,47 @@ Status ReadCredential(const TomlFields& fields, std::string_view name, adapters:
   return Status::Ok();
 }
 
+Status ReadNetworkPolicy(const TomlFields& fields, TenantConfig& out) {
+  if (fields.Has("allow_private_networks")) {
+    bool allow = false;
+    if (Status s = fields.ReadBool("allow_private_networks", allow); !s.ok()) {
+      return s;
+    }
+    out.allow_private_networks = allow;
+  }
+  if (!fields.Has("allowed_cidrs")) {
+    return Status::Ok();
+  }
+  const toml::node& node = *fields.table().get("allowed_cidrs");
+  const toml::array* list = node.as_array();
+  if (list == nullptr) {
+    return fields.Error(node, fields.Field("allowed_cidrs"),
+                        "must be a list of CIDR strings, e.g. [\"10.20.0.0/16\"]");
+  }
+  out.allowed_cidrs.clear();
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string field = fmt::format("{}[{}]", fields.Field("allowed_cidrs"), i);
+    const toml::node& item = *list->get(i);
+    const auto* text = item.as_string();
+    if (text == nullptr) {
+      return fields.Error(item, field, "must be a string such as \"10.20.0.0/16\"");
+    }
+    Result<adapters::IpNetwork> network = adapters::IpNetwork::Parse(text->get());
+    if (!network) {
+      return fields.Error(item, field, network.error().message());
+    }
+    out.allowed_cidrs.push_back(*network);
+  }
+  return Status::Ok();
+}
+
 Status ReadTenant(const TomlFields& fields, TenantConfig& out) {
-  Status status = fields.CheckKeys({"weight", "credentials"});
+  Status status =
+      fields.CheckKeys({"weight", "credentials", "allow_private_networks", "allowed_cidrs"});
   if (!status.ok()) {
+    return status;
+  }
+  if (status = ReadNetworkPolicy(fields, out); !status.ok()) {
     return status;
   }
   int64_t weight = out.weight;
@@ -115,8 +222,12 @@ Status ReadTenant(const TomlFields& fields, TenantConfig& out) {
   }
   return (*credentials)->ForEachTable([&](std::string_view name, const TomlFields& sub) {
     adapters::Credential credential;
-    Status read = ReadCredential(sub, name, credential);
+    adapters::CredentialRefs refs;
+    Status read = ReadCredential(sub, name, credential, refs);
     if (read.ok()) {
+      if (!refs.empty()) {
+        out.credential_refs[credential.name] = refs;
+      }
       out.credentials[credential.name] = std::move(credential);
     }
     return read;

@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "dispatcher/base/redact.h"
+
 namespace egress::storage {
 namespace {
 
@@ -118,7 +120,7 @@ json HistoryView(const std::vector<Attempt>& history) {
                    {"duration_ms", a.duration_ms},
                    {"http_status", a.http_status},
                    {"platform_error", Utf8Text(a.platform_error)},
-                   {"detail", Utf8Text(a.detail)},
+                   {"detail", Utf8Text(RedactText(a.detail))},
                    {"rate_limit_headers", std::move(headers)}});
   }
   return out;
@@ -130,7 +132,7 @@ json DeliveryToJson(const Delivery& d, bool with_payload) {
   json j = {{"id", Utf8Text(d.id)},
             {"tenant", Utf8Text(d.tenant)},
             {"platform", Utf8Text(d.platform)},
-            {"destination", Utf8Text(d.destination)},
+            {"destination", Utf8Text(RedactText(d.destination))},
             {"credential", Utf8Text(d.credential)},
             {"state", std::string(StateName(d.state))},
             {"attempts", d.attempts},
@@ -147,7 +149,7 @@ json DeliveryToJson(const Delivery& d, bool with_payload) {
     j["next_attempt_ms"] = d.next_attempt_ms;
   }
   if (!d.reason.empty()) {
-    j["reason"] = Utf8Text(d.reason);
+    j["reason"] = Utf8Text(RedactText(d.reason));
   }
   if (d.finished_ms != 0) {
     j["finished_ms"] = d.finished_ms;

@@ -15,6 +15,8 @@ namespace egress::storage {
 // The payload is included only when `with_payload`: as JSON when it parses as JSON nested at
 // most kMaxPayloadViewDepth deep, else as a string of its bytes.
 //
+// The destination, the reason and each attempt's detail pass the redaction layer
+// (dispatcher/base/redact.h): a Discord webhook token or a URL's query is shown as "…".
 // Stored records are not trusted: the view never throws, and every string in it is valid UTF-8
 // (an ill-formed sequence reads as U+FFFD), so any dump() of it succeeds. Thread-compatible.
 nlohmann::json DeliveryToJson(const Delivery& d, bool with_payload);

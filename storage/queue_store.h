@@ -10,6 +10,7 @@
 
 #include "dispatcher/base/result.h"
 #include "storage/delivery.h"
+#include "storage/secrets_key.h"
 #include "storage/state_machine.h"
 
 namespace egress::storage {
@@ -28,6 +29,14 @@ struct StoreOptions {
   // Memory for the records of waiting deliveries kept beside the disk, so the lease after an
   // enqueue reads no disk (storage/record_cache.h). Default: 64 MiB; 0 turns it off.
   size_t record_cache_bytes = 64 << 20;
+  // Seals the settings under `sealed_setting_prefixes` at rest (storage/setting_seal.h): written
+  // sealed, read opened, older plaintext ones sealed by the first writable open, which fails
+  // with Corruption naming the first setting that does not open with this key. Unset: settings
+  // are written and read as they are, and a sealed one read is FailedPrecondition. A secret.
+  // Default: unset.
+  std::optional<SecretsKey> secrets_key;
+  // Settings that hold secrets: registered credentials and API-key hashes.
+  std::vector<std::string> sealed_setting_prefixes = {"credentials/", "api_keys/"};
 };
 
 struct EnqueueResult {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <rocksdb/env.h>
 #include <rocksdb/slice_transform.h>
+#include <sys/stat.h>
 
 #include "storage/delivery_codec.h"
 #include "storage/index_keys.h"
@@ -26,6 +27,19 @@ constexpr std::string_view kFormatKey = "format";
 constexpr std::string_view kFormatValue = "relay-egress-store/3";
 constexpr std::string_view kFormat2 = "relay-egress-store/2";
 
+// Files an older build left with the default umask become the owner's only.
+void TightenFileModes(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(path, ec)) {
+    std::error_code file_ec;
+    if (e.is_regular_file(file_ec)) {
+      fs::permissions(e.path(), fs::perms::owner_read | fs::perms::owner_write,
+                      fs::perm_options::replace, file_ec);
+    }
+  }
+}
+
 // A missing or empty directory may become a new store; anything else must already be one.
 Result<bool> CheckDirectory(const std::string& path) {
   namespace fs = std::filesystem;
@@ -36,13 +50,25 @@ Result<bool> CheckDirectory(const std::string& path) {
       return Status::IoError(
           fmt::format("cannot create store directory {}: {}", path, ec.message()));
     }
+    fs::permissions(path, fs::perms::owner_all, fs::perm_options::replace, ec);
     return true;
   }
   if (!fs::is_directory(path, ec)) {
     return Status::InvalidArgument(fmt::format("store path {} is not a directory", path));
   }
+  // The store's directory holds secrets: only its owner may enter it.
+  fs::permissions(path, fs::perms::owner_all, fs::perm_options::replace, ec);
   if (fs::is_empty(path, ec)) {
     return true;
+  }
+  // A generated secrets key written before the store's first open (secrets_key.h).
+  if (bool only_key = true; fs::exists(fs::path(path) / kSecretsKeyFileName, ec)) {
+    for (const fs::directory_entry& e : fs::directory_iterator(path, ec)) {
+      only_key = only_key && e.path().filename() == kSecretsKeyFileName;
+    }
+    if (only_key && !ec) {
+      return true;
+    }
   }
   if (!fs::exists(fs::path(path) / "CURRENT", ec)) {
     return Status::InvalidArgument(fmt::format(
@@ -201,6 +227,10 @@ Result<std::unique_ptr<RocksQueueStore>> OpenStore(const StoreOptions& options, 
 
 Result<std::unique_ptr<QueueStore>> OpenRocksQueueStore(const StoreOptions& options,
                                                         int64_t now_ms) {
+  // Every file RocksDB writes from now on (tables, logs, the WAL) is the owner's only: the
+  // process umask is tightened to at least 077 and stays so (RocksDB has no file mode option).
+  const mode_t old_mask = ::umask(077);
+  ::umask(old_mask | 077);
   Result<bool> fresh = CheckDirectory(options.path);
   if (!fresh) {
     return fresh.error();
@@ -218,6 +248,10 @@ Result<std::unique_ptr<QueueStore>> OpenRocksQueueStore(const StoreOptions& opti
   if (Result<size_t> n = (*store)->RecoverInFlight(now_ms); !n) {
     return n.error();
   }
+  if (Status s = (*store)->SealSettings(); !s.ok()) {
+    return s;
+  }
+  TightenFileModes(options.path);
   return std::unique_ptr<QueueStore>(std::move(*store));
 }
 

@@ -82,6 +82,10 @@ class RocksQueueStore final : public QueueStore {
   StoreHealth Health() override;
   Status Recover() override;
   Status PutSetting(const std::string& key, const std::string& value) override;
+  // Seals every plaintext setting under a sealed prefix and checks that every sealed one opens
+  // (options_.secrets_key); a no-op without a key or when read-only. Then flushes and compacts
+  // the meta family when it sealed any, so the plaintext leaves the WAL and the tables.
+  Status SealSettings();
   Result<std::vector<std::pair<std::string, std::string>>> ListSettings(
       const std::string& prefix) override;
   Status Close() override;

@@ -4,9 +4,11 @@
 
 #include <fmt/format.h>
 
+#include "dispatcher/base/redact.h"
 #include "storage/delivery_codec.h"
 #include "storage/index_keys.h"
 #include "storage/rocks_queue_store_internal.h"
+#include "storage/setting_seal.h"
 
 namespace egress::storage {
 namespace {
@@ -268,15 +270,87 @@ Result<StateCounts> RocksQueueStore::ScanCounts() {
   return counts;
 }
 
+namespace {
+
+bool SealedKey(const StoreOptions& options, std::string_view key) {
+  for (const std::string& prefix : options.sealed_setting_prefixes) {
+    if (key.starts_with(prefix)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 Status RocksQueueStore::PutSetting(const std::string& key, const std::string& value) {
   auto use = UseDb();
   if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
   const std::string full = "setting/" + key;
+  std::string stored = value;
+  if (!value.empty() && options_.secrets_key && SealedKey(options_, key)) {
+    Result<std::string> sealed = SealSetting(*options_.secrets_key, key, value);
+    if (!sealed) {
+      return sealed.error();
+    }
+    stored = std::move(*sealed);
+  }
   return FromRocks(value.empty() ? db_->Delete(SyncedWrite(), cf(Family::kMeta), full)
-                                 : db_->Put(SyncedWrite(), cf(Family::kMeta), full, value),
-                   "write setting " + key);
+                                 : db_->Put(SyncedWrite(), cf(Family::kMeta), full, stored),
+                   "write setting " + RedactText(key));
+}
+
+Status RocksQueueStore::SealSettings() {
+  if (!options_.secrets_key || read_only_) {
+    return Status::Ok();
+  }
+  // The plaintext ones first, read raw: ListSettings would refuse nothing for them.
+  std::vector<std::pair<std::string, std::string>> plaintext;
+  {
+    auto use = UseDb();
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kMeta)));
+    for (const std::string& prefix : options_.sealed_setting_prefixes) {
+      const std::string full = "setting/" + prefix;
+      for (it->Seek(full); it->Valid() && it->key().starts_with(full); it->Next()) {
+        if (!IsSealed(it->value().ToStringView())) {
+          plaintext.emplace_back(it->key().ToString().substr(8), it->value().ToString());
+        }
+      }
+    }
+    if (Status s = FromRocks(it->status(), "list settings"); !s.ok()) {
+      return s;
+    }
+  }
+  // Every sealed one must open with this key: a wrong key stops the start, naming the setting.
+  for (const std::string& prefix : options_.sealed_setting_prefixes) {
+    if (auto opened = ListSettings(prefix); !opened) {
+      return opened.error();
+    }
+  }
+  for (const auto& [key, value] : plaintext) {
+    if (Status s = PutSetting(key, value); !s.ok()) {
+      return s;
+    }
+  }
+  if (plaintext.empty()) {
+    return Status::Ok();
+  }
+  // The plaintext versions stay in the WAL and the older tables until every family is flushed
+  // (a WAL file goes when no family needs it) and the settings' family compacted.
+  auto use = UseDb();
+  std::vector<rocksdb::ColumnFamilyHandle*> all;
+  for (size_t i = 0; i < kFamilies.size(); ++i) {
+    all.push_back(cf(static_cast<Family>(i)));
+  }
+  if (Status s = FromRocks(db_->Flush(rocksdb::FlushOptions(), all), "flush settings"); !s.ok()) {
+    return s;
+  }
+  return FromRocks(
+      db_->CompactRange(rocksdb::CompactRangeOptions(), cf(Family::kMeta), nullptr, nullptr),
+      "compact settings");
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> RocksQueueStore::ListSettings(
@@ -290,7 +364,20 @@ Result<std::vector<std::pair<std::string, std::string>>> RocksQueueStore::ListSe
   std::unique_ptr<rocksdb::Iterator> it(
       db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kMeta)));
   for (it->Seek(full); it->Valid() && it->key().starts_with(full); it->Next()) {
-    out.emplace_back(it->key().ToString().substr(8), it->value().ToString());
+    std::string key = it->key().ToString().substr(8);
+    std::string value = it->value().ToString();
+    if (IsSealed(value)) {
+      if (!options_.secrets_key) {
+        return Status::FailedPrecondition("setting " + RedactText(key) +
+                                          " is sealed and no secrets key is configured");
+      }
+      Result<std::string> opened = OpenSetting(*options_.secrets_key, key, value);
+      if (!opened) {
+        return opened.error();
+      }
+      value = std::move(*opened);
+    }
+    out.emplace_back(std::move(key), std::move(value));
   }
   if (Status s = FromRocks(it->status(), "list settings"); !s.ok()) {
     return s;

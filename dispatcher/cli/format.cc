@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "dispatcher/base/redact.h"
 #include "storage/delivery.h"
 
 namespace egress::cli {
@@ -74,11 +75,7 @@ std::string Truncate(const std::string& text, size_t width) {
   return text.substr(0, width - 3) + "...";
 }
 
-std::string DestinationRef(const std::string& key) {
-  std::string out = key;
-  std::replace(out.begin(), out.end(), '\x1f', '/');
-  return out;
-}
+std::string DestinationRef(const std::string& key) { return DestinationKeyText(key); }
 
 std::string ParseDestinationRef(const std::string& ref) {
   storage::DestinationParts parts;

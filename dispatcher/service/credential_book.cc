@@ -8,6 +8,14 @@ void CredentialBook::Put(const std::string& tenant, adapters::Credential credent
   credentials_[{tenant, std::move(name)}] = std::move(credential);
 }
 
+void CredentialBook::PutAll(std::vector<std::pair<std::string, adapters::Credential>> credentials) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [tenant, credential] : credentials) {
+    std::string name = credential.name;
+    credentials_[{tenant, std::move(name)}] = std::move(credential);
+  }
+}
+
 std::optional<adapters::Credential> CredentialBook::Find(const std::string& tenant,
                                                          const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "adapters/platform_adapter.h"
 
@@ -15,6 +16,8 @@ namespace egress::service {
 class CredentialBook {
  public:
   void Put(const std::string& tenant, adapters::Credential credential);
+  // Puts all of `credentials` (tenant, credential) under one lock: readers see all or none.
+  void PutAll(std::vector<std::pair<std::string, adapters::Credential>> credentials);
   std::optional<adapters::Credential> Find(const std::string& tenant,
                                            const std::string& name) const;
   // True when the tenant has at least one credential: a tenant the deployment knows.

@@ -7,6 +7,8 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "dispatcher/base/redact.h"
+
 namespace egress::service {
 namespace {
 
@@ -37,6 +39,21 @@ spdlog::level::level_enum ToSpd(LogLevel level) {
       return spdlog::level::err;
   }
   return spdlog::level::info;
+}
+
+// Every string of a field, through the redaction layer: no URL secret, no raw control byte.
+nlohmann::json Redacted(const nlohmann::json& value) {
+  if (value.is_string()) {
+    return RedactText(value.get_ref<const std::string&>());
+  }
+  if (value.is_structured()) {
+    nlohmann::json out = value;
+    for (auto& item : out) {
+      item = Redacted(item);
+    }
+    return out;
+  }
+  return value;
 }
 
 // A text field: bare when it is a number, a boolean or a simple word; JSON-quoted otherwise.
@@ -78,15 +95,15 @@ void LogEvent(LogLevel level, std::string_view event, const nlohmann::json& fiel
     line = "\"event\":" + nlohmann::json(event).dump();
     if (fields.is_object()) {
       for (const auto& [key, value] : fields.items()) {
-        line += "," + nlohmann::json(key).dump() + ":" +
-                value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        line += "," + nlohmann::json(RedactText(key)).dump() + ":" +
+                Redacted(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       }
     }
   } else {
     line.assign(event);
     if (fields.is_object()) {
       for (const auto& [key, value] : fields.items()) {
-        AppendText(line, key, value);
+        AppendText(line, RedactText(key), Redacted(value));
       }
     }
   }

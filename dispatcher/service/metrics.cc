@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "dispatcher/base/redact.h"
+
 namespace egress::service {
 namespace {
 
@@ -190,7 +192,12 @@ std::string_view Metrics::SeriesKey(std::string_view name, const Labels& labels)
       series_.push_back(sep);
       series_.append(k);
       series_.append("=\"");
-      AppendEscaped(series_, v);
+      // Label values pass the redaction layer: a reason or credential may carry a URL.
+      if (MayNeedRedaction(v)) {
+        AppendEscaped(series_, RedactText(v));
+      } else {
+        AppendEscaped(series_, v);
+      }
       series_.push_back('"');
       sep = ',';
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <functional>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -80,6 +81,19 @@ int RunService(ServiceOptions options, Millis grace) {
   LogEvent(LogLevel::kInfo, "serving",
            {{"listen", fmt::format("{}:{}", ep.address().to_string(), ep.port())},
             {"data_dir", data_dir}});
+  // SIGHUP reads the credential references (token_file, secret_env, ...) again; a failed read
+  // keeps the old values and logs which reference failed.
+  boost::asio::signal_set hangups(io, SIGHUP);
+  std::function<void()> wait_hangup = [&] {
+    hangups.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) {
+        return;
+      }
+      (*service)->ReloadCredentialRefs([](Status) {});
+      wait_hangup();
+    });
+  };
+  wait_hangup();
   int exit_code = 0;
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
@@ -87,6 +101,7 @@ int RunService(ServiceOptions options, Millis grace) {
       return;
     }
     LogEvent(LogLevel::kInfo, "draining", {{"signal", signo}, {"grace_ms", grace.count()}});
+    hangups.cancel();
     (*service)->Shutdown(grace, [&](Status closed) {
       if (!closed.ok()) {
         LogEvent(LogLevel::kError, "close_failed", {{"error", closed.ToString()}});

@@ -8,12 +8,34 @@
 #include "adapters/trust_files.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/intake.h"
+#include "dispatcher/service/event_log.h"
 #include "dispatcher/service/tenant_settings.h"
 #include "storage/rocks_queue_store.h"
 
 namespace egress::service {
 
 namespace asio = boost::asio;
+
+namespace {
+
+// `endpoints` with the API's own address refused by every customer-URL policy, the global one
+// and each tenant's (docs/security.md, "SSRF guard and network policy").
+adapters::PlatformEndpoints WithOwnAddressRefused(adapters::PlatformEndpoints endpoints,
+                                                  const asio::ip::tcp::endpoint& listen) {
+  const asio::ip::address a = listen.address();
+  Result<adapters::IpAddress> ip = adapters::IpAddress::Parse(a.to_string());
+  if (!ip) {
+    return endpoints;  // an address Asio printed is always a literal
+  }
+  const adapters::RefusedEndpoint own{*ip, listen.port()};
+  endpoints.webhook_ssrf.refused_endpoints.push_back(own);
+  for (auto& [tenant, policy] : endpoints.tenant_webhook_ssrf) {
+    policy.refused_endpoints.push_back(own);
+  }
+  return endpoints;
+}
+
+}  // namespace
 
 Service::Service(asio::io_context& io, const Clock& clock, ServiceOptions options)
     : io_(io),
@@ -36,7 +58,19 @@ Result<std::unique_ptr<Service>> Service::Start(
   if (Status trust = adapters::CheckTrustFiles(o.transport); !trust.ok()) {
     return trust;
   }
-  auto store = storage::OpenRocksQueueStore(o.store, ToUnixMillis(clock.WallNow()));
+  storage::StoreOptions store_options = o.store;
+  if (!store_options.secrets_key) {
+    auto key = storage::LoadOrCreateSecretsKey(o.secrets_key_file, o.secrets_key_env, o.store.path);
+    if (!key) {
+      return key.error();
+    }
+    if (key->source == storage::SecretsKeySource::kGenerated) {
+      LogEvent(LogLevel::kWarn, "secrets_key_generated",
+               {{"path", key->path}, {"note", "keep a copy with the store's backups"}});
+    }
+    store_options.secrets_key = key->key;
+  }
+  auto store = storage::OpenRocksQueueStore(store_options, ToUnixMillis(clock.WallNow()));
   if (!store) {
     return store.error();
   }
@@ -69,18 +103,10 @@ Result<std::unique_ptr<Service>> Service::Start(
     return st;
   }
   s->transport_ = std::move(transport);
-  s->adapters_ = std::make_unique<adapters::AdapterRegistry>(o.endpoints);
-  s->timed_adapters_ = std::make_unique<adapters::TimedAdapters>(*s->adapters_, o.timeouts);
-  const adapters::TimedAdapters* timed = s->timed_adapters_.get();
-  s->loop_ = std::make_unique<DeliveryLoop>(
-      io, s->loop_pool_->get_executor(), *s->store_, *s->scheduler_, *s->transport_,
-      [timed](std::string_view p) { return timed->Find(p); }, s->credentials_, clock, s->metrics_,
-      o.loop);
   Service* self = s.get();
-  s->store_health_ = std::make_unique<StoreHealthMonitor>(
-      io, s->storage_pool_->get_executor(), *s->store_, s->metrics_,
-      [self](bool healthy) { self->loop_->SetStoreWritable(healthy); },
-      StoreHealthMonitor::Options{});
+  // Bound before the adapters exist, so that every tenant's SSRF policy refuses the API's own
+  // address (port 0 is only known now). No request is served before Start returns: the handlers
+  // run on `io`, which runs this.
   HttpServerOptions http = o.http;
   if (!http.body_limit) {
     http.body_limit = [limits = o.intake](boost::beast::http::verb method,
@@ -95,6 +121,18 @@ Result<std::unique_ptr<Service>> Service::Start(
     return server.error();
   }
   s->server_ = std::move(*server);
+  s->adapters_ = std::make_unique<adapters::AdapterRegistry>(
+      WithOwnAddressRefused(o.endpoints, s->endpoint()));
+  s->timed_adapters_ = std::make_unique<adapters::TimedAdapters>(*s->adapters_, o.timeouts);
+  const adapters::TimedAdapters* timed = s->timed_adapters_.get();
+  s->loop_ = std::make_unique<DeliveryLoop>(
+      io, s->loop_pool_->get_executor(), *s->store_, *s->scheduler_, *s->transport_,
+      [timed](std::string_view p) { return timed->Find(p); }, s->credentials_, clock, s->metrics_,
+      o.loop);
+  s->store_health_ = std::make_unique<StoreHealthMonitor>(
+      io, s->storage_pool_->get_executor(), *s->store_, s->metrics_,
+      [self](bool healthy) { self->loop_->SetStoreWritable(healthy); },
+      StoreHealthMonitor::Options{});
   s->loop_->Start();
   s->store_health_->Start();
   return s;
@@ -175,6 +213,27 @@ Status Service::LoadSettings() {
     credentials_.Put(rest.substr(0, sep), *c);
   }
   return Status::Ok();
+}
+
+void Service::ReloadCredentialRefs(std::function<void(Status)> done) {
+  asio::post(*storage_pool_, [this, done = std::move(done)] {
+    std::vector<std::pair<std::string, adapters::Credential>> fresh;
+    for (const ServiceOptions::CredentialRefEntry& e : options_.credential_refs) {
+      adapters::Credential c = e.credential;
+      if (Status s = adapters::ResolveCredentialRefs(e.refs, c); !s.ok()) {
+        // The message names the reference (a path or a variable), never a value.
+        LogEvent(LogLevel::kError, "credential_reload_failed",
+                 {{"tenant", e.tenant}, {"credential", e.credential.name}, {"error", s.message()}});
+        done(s);
+        return;
+      }
+      fresh.emplace_back(e.tenant, std::move(c));
+    }
+    const size_t count = fresh.size();
+    credentials_.PutAll(std::move(fresh));
+    LogEvent(LogLevel::kInfo, "credentials_reloaded", {{"credentials", count}});
+    done(Status::Ok());
+  });
 }
 
 Status Service::SetTenantOverrides(

@@ -11,6 +11,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "adapters/adapter_registry.h"
+#include "adapters/credential_refs.h"
 #include "adapters/curl_transport.h"
 #include "adapters/request_timeouts.h"
 #include "dispatcher/base/random.h"
@@ -37,6 +38,11 @@ struct ServiceOptions {
   // body limit, when not set, follows `intake` (RequestBodyLimit).
   HttpServerOptions http;
   std::string admin_token;  // required by /api/admin; empty refuses every admin call
+  // Where the key sealing secret settings comes from when store.secrets_key is unset
+  // (storage::LoadOrCreateSecretsKey): server.secrets_key_file, RELAY_EGRESS_SECRETS_KEY, else
+  // store.path/secrets.key, generated when missing. Default: empty, empty.
+  std::string secrets_key_file;
+  std::string secrets_key_env;
   storage::StoreOptions store;
   pacing::SchedulerOptions scheduler;
   std::vector<std::pair<pacing::BudgetName, pacing::Budget>> budget_defaults;
@@ -52,6 +58,14 @@ struct ServiceOptions {
   uint64_t backlog_watermark = 100'000;
   // Tenants' credentials from the config: (tenant, credential).
   std::vector<std::pair<std::string, adapters::Credential>> credentials;
+  // The config credentials given by reference (token_file, secret_env, ...): read again by
+  // ReloadCredentialRefs (SIGHUP).
+  struct CredentialRefEntry {
+    std::string tenant;
+    adapters::Credential credential;  // as loaded; its token or secrets are replaced on reload
+    adapters::CredentialRefs refs;
+  };
+  std::vector<CredentialRefEntry> credential_refs;
   std::vector<std::pair<std::string, uint32_t>> tenant_weights;
   // Threads for the API's blocking store calls (intake, reads, steering); several let
   // concurrent intakes share one fsync. The delivery loop has one thread of its own
@@ -107,6 +121,12 @@ class Service {
   Status SetTenantOverrides(
       const std::string& tenant,
       const std::vector<std::pair<pacing::BudgetName, pacing::Budget>>& overrides);
+  // Reads every credential reference of the config again (SIGHUP) on the storage pool and
+  // swaps the new values in at once; when any reference fails, nothing changes and
+  // `credential_reload_failed` names the reference (never a value). `done` gets the outcome, on
+  // the storage pool.
+  void ReloadCredentialRefs(std::function<void(Status)> done);
+
   // The budget in force for the tenant, and whether an override set it.
   std::pair<pacing::Budget, bool> EffectiveBudget(const std::string& tenant,
                                                   pacing::BudgetName name) const;

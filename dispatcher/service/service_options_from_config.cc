@@ -9,6 +9,8 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   o.http.read_timeout = config.server.read_timeout;
   o.http.write_timeout = config.server.write_timeout;
   o.admin_token = config.server.admin_token;
+  o.secrets_key_file = config.server.secrets_key_file;
+  o.secrets_key_env = config.server.secrets_key_env;
   o.store = ToStoreOptions(config);
   o.scheduler = ToSchedulerOptions(config);
   for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
@@ -29,6 +31,9 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
     o.tenant_weights.emplace_back(tenant, t.weight);
     for (const auto& [name, credential] : t.credentials) {
       o.credentials.emplace_back(tenant, credential);
+      if (auto ref = t.credential_refs.find(name); ref != t.credential_refs.end()) {
+        o.credential_refs.push_back({tenant, credential, ref->second});
+      }
     }
   }
   return o;
@@ -53,6 +58,18 @@ adapters::PlatformEndpoints ToPlatformEndpoints(const config::Config& config) {
   endpoints.line_base_url = config.platform(Platform::kLine).base_url;
   endpoints.webhook_ssrf.allow_private_networks =
       config.platform(Platform::kWebhook).allow_private_networks;
+  // A tenant with a network policy of its own gets its own SSRF policy; the others use the
+  // global one.
+  for (const auto& [tenant, t] : config.tenants) {
+    if (!t.allow_private_networks && t.allowed_cidrs.empty()) {
+      continue;
+    }
+    adapters::SsrfPolicy policy = endpoints.webhook_ssrf;
+    policy.allow_private_networks =
+        t.allow_private_networks.value_or(endpoints.webhook_ssrf.allow_private_networks);
+    policy.allowed_cidrs = t.allowed_cidrs;
+    endpoints.tenant_webhook_ssrf.emplace(tenant, std::move(policy));
+  }
   return endpoints;
 }
 

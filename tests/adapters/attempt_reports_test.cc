@@ -27,7 +27,7 @@ TEST(AttemptReportsTest, MapsTransportErrors) {
       {Status::Cancelled("shutdown"), TransportResult::kCancelled, false, ""},
       {Status::Unavailable("Connection refused"), TransportResult::kConnectError, false, ""},
       {CheckDestination("169.254.169.254", SsrfPolicy{}), TransportResult::kConnectError, true,
-       "ssrf_refused"},
+       "destination_not_allowed"},
       {Status::Rejected("POST x: SSL peer certificate was not OK"), TransportResult::kConnectError,
        false, "tls_rejected", "tls_rejected"},
       {Status::InvalidArgument("POST x: URL using bad/illegal format"),

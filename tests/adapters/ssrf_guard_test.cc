@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 
+#include "adapters/ip_network.h"
+
 namespace egress::adapters {
 namespace {
 
@@ -129,11 +131,106 @@ TEST(SsrfGuardTest, DecidesPerPolicy) {
   }
 }
 
-// Verifies that a refusal is Rejected and names the address and its class.
-TEST(SsrfGuardTest, RefusalNamesAddressAndClass) {
-  Status s = CheckDestination("169.254.169.254", SsrfPolicy{});
-  EXPECT_EQ(s.code(), Status::Code::kRejected);
-  EXPECT_EQ(s.message(), "refusing 169.254.169.254: cloud metadata address");
+// Verifies that a refusal is Rejected, says destination_not_allowed and the class, and never
+// names the resolved address (the message reaches the tenant).
+TEST(SsrfGuardTest, RefusalNamesClassNotAddress) {
+  struct Case {
+    std::string text;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"169.254.169.254", "destination_not_allowed: metadata address"},
+      {"fd00:ec2::254", "destination_not_allowed: metadata address"},
+      {"127.0.0.1", "destination_not_allowed: loopback address"},
+      {"::1", "destination_not_allowed: loopback address"},
+      {"10.1.2.3", "destination_not_allowed: private address"},
+      {"100.64.0.9", "destination_not_allowed: private address"},
+      {"fd12::1", "destination_not_allowed: private address"},
+      {"169.254.1.1", "destination_not_allowed: link-local address"},
+      {"fe80::1", "destination_not_allowed: link-local address"},
+      {"0.0.0.0", "destination_not_allowed: reserved address"},
+      {"224.0.0.1", "destination_not_allowed: reserved address"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    Status s = CheckDestination(c.text, SsrfPolicy{});
+    EXPECT_EQ(s.code(), Status::Code::kRejected);
+    EXPECT_EQ(s.message(), c.message);
+    EXPECT_EQ(s.ToString().find(c.text), std::string::npos);
+  }
+}
+
+IpNetwork Net(const std::string& text) {
+  Result<IpNetwork> n = IpNetwork::Parse(text);
+  EXPECT_TRUE(n.has_value()) << text;
+  return n.has_value() ? *n : IpNetwork();
+}
+
+IpAddress Ip(const std::string& text) {
+  Result<IpAddress> a = IpAddress::Parse(text);
+  EXPECT_TRUE(a.has_value()) << text;
+  return a.has_value() ? *a : IpAddress();
+}
+
+// Verifies that allowed_cidrs open exactly their private ranges: not neighbours, not metadata,
+// not multicast, and an IPv4-mapped address matches as its IPv4 address.
+TEST(SsrfGuardTest, AllowedCidrsOpenOnlyTheirRanges) {
+  SsrfPolicy tenant{.allowed_cidrs = {Net("10.20.0.0/16"), Net("fd00:1::/32"),
+                                      Net("169.254.0.0/16"), Net("224.0.0.0/4")}};
+  struct Case {
+    std::string text;
+    bool allowed;
+  };
+  const Case cases[] = {
+      {"10.20.0.1", true},        {"10.20.255.255", true},  {"::ffff:10.20.3.4", true},
+      {"10.21.0.1", false},       {"10.19.255.255", false}, {"192.168.1.1", false},
+      {"127.0.0.1", false},       {"fd00:1::5", true},      {"fd00:2::5", false},
+      {"169.254.169.254", false},  // metadata stays refused even inside an allowed range
+      {"169.254.1.1", true},      {"224.0.0.1", false},     {"8.8.8.8", true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    EXPECT_EQ(CheckDestination(c.text, tenant).ok(), c.allowed);
+    EXPECT_FALSE(CheckDestination(c.text, SsrfPolicy{}).ok() && !c.allowed);
+  }
+}
+
+// Verifies that the service's own listen address is refused even where private networks are
+// open, at its port only; an unspecified listen address refuses every non-public address there.
+TEST(SsrfGuardTest, RefusesTheServiceListenAddress) {
+  SsrfPolicy open{.allow_private_networks = true,
+                  .allowed_cidrs = {Net("127.0.0.0/8")},
+                  .refused_endpoints = {{Ip("127.0.0.1"), 8686}}};
+  EXPECT_EQ(CheckDestination(Ip("127.0.0.1"), 8686, open).message(),
+            "destination_not_allowed: service address");
+  EXPECT_FALSE(CheckDestination(Ip("::ffff:127.0.0.1"), 8686, open).ok());
+  EXPECT_TRUE(CheckDestination(Ip("127.0.0.1"), 8687, open).ok());
+  EXPECT_TRUE(CheckDestination(Ip("127.0.0.2"), 8686, open).ok());
+  SsrfPolicy any{.allow_private_networks = true, .refused_endpoints = {{Ip("0.0.0.0"), 9000}}};
+  for (const char* text : {"127.0.0.1", "127.9.9.9", "::1", "10.0.0.5", "0.0.0.0"}) {
+    SCOPED_TRACE(text);
+    EXPECT_FALSE(CheckDestination(Ip(text), 9000, any).ok());
+    EXPECT_TRUE(CheckDestination(Ip(text), 9001, any).ok() || std::string(text) == "0.0.0.0");
+  }
+  EXPECT_TRUE(CheckDestination(Ip("8.8.8.8"), 9000, any).ok());
+}
+
+// Verifies CIDR parsing: good forms, and typed errors for hostile ones.
+TEST(SsrfGuardTest, ParsesCidrs) {
+  for (const char* good :
+       {"10.20.0.0/16", "0.0.0.0/0", "10.1.2.3/32", "fd00::/8", "::/0", "::ffff:10.0.0.0/104"}) {
+    SCOPED_TRACE(good);
+    EXPECT_TRUE(IpNetwork::Parse(good).has_value());
+  }
+  EXPECT_EQ(Net("::ffff:10.0.0.0/104").ToString(), "10.0.0.0/8");
+  for (const char* bad :
+       {"10.20.0.0", "10.20.1.0/16", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/", "/8", "host/8",
+        "fd00::/129", "10.0.0.0/8x", "10.0.0.0/ 8", "::ffff:10.0.0.0/64", ""}) {
+    SCOPED_TRACE(bad);
+    Result<IpNetwork> n = IpNetwork::Parse(bad);
+    ASSERT_FALSE(n.has_value());
+    EXPECT_EQ(n.error().code(), Status::Code::kInvalidArgument);
+  }
 }
 
 // Verifies that names and odd IPv4 spellings are refused as InvalidArgument, not resolved.

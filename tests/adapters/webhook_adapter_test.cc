@@ -147,9 +147,9 @@ TEST_F(WebhookAdapterTest, AbortMessageAndTransportErrors) {
   EXPECT_EQ(abort.outcome.platform_error, "abort_message");
   AttemptReport ok = Interpret(Response(200, {{"webhook-delivery", "abort-message"}}, ""));
   EXPECT_EQ(Classify(ok.outcome), OutcomeClass::kDelivered);
-  AttemptReport ssrf = Interpret(Status::Rejected("refusing 10.0.0.1: private address"));
+  AttemptReport ssrf = Interpret(Status::Rejected("destination_not_allowed: private address"));
   EXPECT_EQ(Classify(ssrf.outcome), OutcomeClass::kDeadLetter);
-  EXPECT_EQ(ssrf.outcome.platform_error, "ssrf_refused");
+  EXPECT_EQ(ssrf.outcome.platform_error, "destination_not_allowed");
   EXPECT_EQ(Classify(Interpret(Status::TimedOut("t")).outcome), OutcomeClass::kRetry);
   EXPECT_EQ(Classify(Interpret(Status::Unavailable("refused")).outcome), OutcomeClass::kRetry);
 }

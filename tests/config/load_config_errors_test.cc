@@ -220,7 +220,8 @@ TEST(LoadConfigErrorsTest, TenantValues) {
       {"[tenants.acme.credentials.c]\nplatform = 1\n",
        "2: tenants.acme.credentials.c.platform: must be a string, not an integer"},
       {"[tenants.acme.credentials.c]\nplatform = \"slack\"\n",
-       "1: tenants.acme.credentials.c.token: missing (the slack token)"},
+       "1: tenants.acme.credentials.c.token: missing (the slack token: token, token_file or "
+       "token_env)"},
       {"[tenants.acme.credentials.c]\nplatform = \"discord\"\ntoken = \"\"\n",
        "3: tenants.acme.credentials.c.token: must not be empty"},
       {"[tenants.acme.credentials.c]\nplatform = \"slack\"\ntoken = \"xoxb-1\\r\\nX-Injected: "
@@ -233,8 +234,8 @@ TEST(LoadConfigErrorsTest, TenantValues) {
        "3: tenants.acme.credentials.c.token: webhook credentials sign with secret or secrets, "
        "not a token"},
       {"[tenants.acme.credentials.c]\nplatform = \"webhook\"\n",
-       "1: tenants.acme.credentials.c.secret: missing (secret = \"whsec_...\" or secrets = "
-       "[...])"},
+       "1: tenants.acme.credentials.c.secret: missing (secret = \"whsec_...\", secrets = "
+       "[...], secret_file or secret_env)"},
       {"[tenants.acme.credentials.c]\nplatform = \"webhook\"\n"
        "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n"
        "secrets = [\"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"]\n",

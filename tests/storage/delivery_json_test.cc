@@ -79,8 +79,8 @@ TEST(DeliveryJsonTest, HostileStringsStillSerialise) {
   ASSERT_NO_THROW(text = Dumped(DeliveryToJson(d, true)));
   const json back = json::parse(text);
   EXPECT_EQ(back["tenant"], "ac" + std::string(kReplacement) + "me");
-  EXPECT_EQ(back["reason"], std::string("a\x01\x00z", 4));
-  EXPECT_NE(text.find(R"("a\u0001\u0000z")"), std::string::npos) << text;
+  // The reason passes the redaction layer: control bytes show as \xNN.
+  EXPECT_EQ(back["reason"], "a\\x01\\x00z");
   EXPECT_EQ(back["attempts_history"][0]["detail"], "cut " + std::string(kReplacement));
   EXPECT_EQ(back["attempts_history"][0]["rate_limit_headers"]["x-" + std::string(kReplacement)],
             std::string(kReplacement));

@@ -1,9 +1,12 @@
 #include "dispatcher/service/api/error.h"
 
+#include "dispatcher/base/redact.h"
+
 namespace egress::service {
 
 nlohmann::json ApiError::ToJson() const {
-  nlohmann::json j = {{"error", code}, {"message", message}};
+  // Messages may quote what the client sent (a destination): shown through the redaction layer.
+  nlohmann::json j = {{"error", code}, {"message", RedactText(message)}};
   if (!field.empty()) {
     j["field"] = field;
   }

@@ -1,9 +1,11 @@
 // GET /v1/stats, /v1/destinations, /metrics; POST /v1/destinations/enable.
 
 #include <algorithm>
+#include <optional>
 
 #include <boost/asio/post.hpp>
 
+#include "dispatcher/base/redact.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
 #include "dispatcher/service/service.h"
@@ -78,8 +80,8 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q, Re
     json j = {{"platform", d.platform},
               {"tenant", d.tenant},
               {"credential", d.credential},
-              {"destination", d.destination},
-              {"key", key},
+              {"destination", RedactText(d.destination)},
+              {"key", DestinationKeyText(key)},
               {"has_head", d.view.has_head},
               {"in_flight", d.view.in_flight},
               {"disabled", d.view.disabled},
@@ -151,12 +153,29 @@ void EnableDestination(Service& s, const HttpRequest& request, Respond respond) 
     respond(ErrorResponse({400, "invalid_request", "key: required, a destination key", "key"}));
     return;
   }
-  const std::string key = (*body)["key"];
-  if (!s.loop().Enable(key)) {
+  // The key as stored, or as GET /v1/destinations shows it (separators as '/', secrets as "…"):
+  // then it must name exactly one destination.
+  std::string key = (*body)["key"];
+  bool enabled = s.loop().Enable(key);
+  if (!enabled) {
+    const std::string shown = DestinationKeyText(key);
+    std::optional<std::string> match;
+    size_t matches = 0;
+    for (const DestinationInfo& d : s.loop().Destinations()) {
+      std::string raw =
+          storage::DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination);
+      if (DestinationKeyText(raw) == shown) {
+        match = std::move(raw);
+        ++matches;
+      }
+    }
+    enabled = matches == 1 && s.loop().Enable(*match);
+  }
+  if (!enabled) {
     respond(ErrorResponse({404, "not_found", "no destination with work has that key", "key"}));
     return;
   }
-  respond(JsonResponse(200, {{"key", key}, {"enabled", true}}));
+  respond(JsonResponse(200, {{"key", DestinationKeyText(key)}, {"enabled", true}}));
 }
 
 void GetMetrics(Service& s, Respond respond) {

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace egress {
+
+// The one redaction layer: what logs, metrics labels, API answers, attempt details and the CLI
+// show of a text that may carry a secret (docs/security.md, "Redaction"). Pure functions, safe
+// from any thread; the output is bounded by a small multiple of the input.
+//
+// Replaced by kRedacted ("…", U+2026):
+//   - a Discord webhook token:            webhooks/123/<token>        -> webhooks/123/…
+//   - a Slack incoming-webhook path:      /services/T1/B2/<secret>     -> /services/…
+//                                         (also /workflows/… and /triggers/…)
+//   - URL userinfo:                       https://user:pass@host/      -> https://…@host/
+//   - URL query values and fragments:     ?token=abc&x=1#frag          -> ?token=…&x=…#…
+// Every control byte (below 0x20, and 0x7f) is shown as \xNN, except the unit separator 0x1f that
+// joins the parts of a destination key, which is shown as '/': no raw control byte ever passes.
+// Other bytes (UTF-8 text) pass as they are.
+inline constexpr std::string_view kRedacted = "\xe2\x80\xa6";
+
+// Any text: an error message, a destination, a URL, a reason, a label value.
+std::string RedactText(std::string_view text);
+
+// False when RedactText(text) == text for sure: no control byte and no '/', '?', '@', '#' or
+// ':'. Lets hot paths (metric labels) skip the copy.
+bool MayNeedRedaction(std::string_view text);
+
+// A destination key (platform, tenant, credential and destination joined by 0x1f) as an operator
+// reads it: "discord/acme/bot/webhooks/123/…". The same as RedactText; named for the call sites.
+inline std::string DestinationKeyText(std::string_view key) { return RedactText(key); }
+
+}  // namespace egress
