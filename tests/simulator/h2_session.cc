@@ -108,10 +108,9 @@ class H2Session : public std::enable_shared_from_this<H2Session> {
   }
 
   void Read() {
-    stream_.async_read_some(asio::buffer(in_), [self = shared_from_this()](beast::error_code ec,
-                                                                           size_t n) {
-      self->OnRead(ec, n);
-    });
+    stream_.async_read_some(
+        asio::buffer(in_),
+        [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); });
   }
 
   void OnRead(beast::error_code ec, size_t n) {
@@ -258,8 +257,7 @@ class H2Session : public std::enable_shared_from_this<H2Session> {
     nghttp2_data_provider body{};
     body.read_callback = &H2Session::ReadBody;
     // nghttp2 copies the names and values (no NO_COPY flag).
-    nghttp2_submit_response(session_, id, nva.data(), nva.size(),
-                            r.body.empty() ? nullptr : &body);
+    nghttp2_submit_response(session_, id, nva.data(), nva.size(), r.body.empty() ? nullptr : &body);
   }
 
   static H2Session& Self(void* user_data) { return *static_cast<H2Session*>(user_data); }

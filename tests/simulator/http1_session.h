@@ -135,9 +135,10 @@ class Http1Session : public std::enable_shared_from_this<Http1Session<Stream>> {
   }
 
   void Write() {
-    asio::async_write(
-        socket_, asio::buffer(out_),
-        [self = this->shared_from_this()](beast::error_code ec, size_t /*bytes*/) { self->OnWrite(ec); });
+    asio::async_write(socket_, asio::buffer(out_),
+                      [self = this->shared_from_this()](beast::error_code ec, size_t /*bytes*/) {
+                        self->OnWrite(ec);
+                      });
   }
 
   void OnWrite(beast::error_code ec) {

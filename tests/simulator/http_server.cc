@@ -66,8 +66,7 @@ class TlsHandshake : public std::enable_shared_from_this<TlsHandshake> {
       StartH2Session(std::move(stream_), handler_, limits_);
       return;
     }
-    std::make_shared<Http1Session<TlsStream>>(std::move(stream_), handler_,
-                                              SimProtocol::kHttp1Tls)
+    std::make_shared<Http1Session<TlsStream>>(std::move(stream_), handler_, SimProtocol::kHttp1Tls)
         ->Start();
   }
 

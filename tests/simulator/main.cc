@@ -75,8 +75,7 @@ int SetUpTls(const TlsFlags& flags, egress::sim::ServerOptions& options) {
     out << pki->ca_cert_pem;
     out.close();
     if (!out) {
-      std::fprintf(stderr, "tls: cannot write the CA certificate to '%s'\n",
-                   flags.ca_out.c_str());
+      std::fprintf(stderr, "tls: cannot write the CA certificate to '%s'\n", flags.ca_out.c_str());
       return kExitUnavailable;
     }
   }

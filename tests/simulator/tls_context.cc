@@ -15,9 +15,9 @@ int SelectAlpn(SSL* /*ssl*/, const unsigned char** out, unsigned char* outlen,
                const unsigned char* in, unsigned int inlen, void* arg) {
   const auto* ours = static_cast<const std::string*>(arg);
   unsigned char* selected = nullptr;
-  const int rc = SSL_select_next_proto(
-      &selected, outlen, reinterpret_cast<const unsigned char*>(ours->data()),
-      static_cast<unsigned int>(ours->size()), in, inlen);
+  const int rc =
+      SSL_select_next_proto(&selected, outlen, reinterpret_cast<const unsigned char*>(ours->data()),
+                            static_cast<unsigned int>(ours->size()), in, inlen);
   if (rc != OPENSSL_NPN_NEGOTIATED) {
     return SSL_TLSEXT_ERR_NOACK;  // no common protocol: go on without ALPN (HTTP/1.1)
   }

@@ -38,10 +38,12 @@ LoopbackTlsServer::LoopbackTlsServer() : state_(new State) {
   Result<TestPki> pki = MakeTestPki({.names = {"127.0.0.1", "localhost"}});
   Check(pki.has_value(), "certificates");
   cert_pem_ = pki->ca_cert_pem;
-  BIO* cert_bio = BIO_new_mem_buf(pki->leaf_cert_pem.data(), static_cast<int>(pki->leaf_cert_pem.size()));
+  BIO* cert_bio =
+      BIO_new_mem_buf(pki->leaf_cert_pem.data(), static_cast<int>(pki->leaf_cert_pem.size()));
   X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
   BIO_free(cert_bio);
-  BIO* key_bio = BIO_new_mem_buf(pki->leaf_key_pem.data(), static_cast<int>(pki->leaf_key_pem.size()));
+  BIO* key_bio =
+      BIO_new_mem_buf(pki->leaf_key_pem.data(), static_cast<int>(pki->leaf_key_pem.size()));
   EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
   BIO_free(key_bio);
   state_->ctx = SSL_CTX_new(TLS_server_method());

@@ -7,10 +7,10 @@
 namespace egress {
 
 // An HTTPS server on 127.0.0.1 for integration tests: a certificate for "127.0.0.1" (IP SAN) and
-// "localhost" signed by a CA made at construction (MakeTestPki), TLS by OpenSSL, no ALPN (HTTP/1.1), one connection at a
-// time on its own thread; each request (read up to the end of its header) gets 200 "ok". A client
-// that does not trust the certificate fails its handshake; one given cert_pem() as its CA file
-// succeeds. Test-only: no keep-alive, bodies ignored.
+// "localhost" signed by a CA made at construction (MakeTestPki), TLS by OpenSSL, no ALPN
+// (HTTP/1.1), one connection at a time on its own thread; each request (read up to the end of its
+// header) gets 200 "ok". A client that does not trust the certificate fails its handshake; one
+// given cert_pem() as its CA file succeeds. Test-only: no keep-alive, bodies ignored.
 class LoopbackTlsServer {
  public:
   LoopbackTlsServer();

@@ -52,8 +52,9 @@ Status CheckNames(const std::vector<std::string>& names) {
     }
     for (char ch : name) {
       if (ch == ',' || static_cast<unsigned char>(ch) < 0x21 || ch == 0x7f) {
-        return Status::InvalidArgument("test certificates: name holds a comma, space or control "
-                                       "character");
+        return Status::InvalidArgument(
+            "test certificates: name holds a comma, space or control "
+            "character");
       }
     }
   }
@@ -152,15 +153,15 @@ Result<TestPki> MakeTestPki(const TestPkiOptions& options) {
   if (!ca_key || !leaf_key) {
     return OpenSslError("P-256 key");
   }
-  Result<Cert> ca =
-      NewCertificate(ca_key.get(), "relay-egress test CA", nullptr, options.validity);
+  Result<Cert> ca = NewCertificate(ca_key.get(), "relay-egress test CA", nullptr, options.validity);
   if (!ca.has_value()) {
     return ca.error();
   }
   if (Status s = SignWith(ca->get(), ca_key.get()); !s.ok()) {
     return s;
   }
-  Result<Cert> leaf = NewCertificate(leaf_key.get(), options.names.front(), ca->get(), options.validity);
+  Result<Cert> leaf =
+      NewCertificate(leaf_key.get(), options.names.front(), ca->get(), options.validity);
   if (!leaf.has_value()) {
     return leaf.error();
   }
