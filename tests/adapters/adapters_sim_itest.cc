@@ -50,6 +50,10 @@ class AdaptersSimTest : public ::testing::TestWithParam<SimWire> {
     Result<HttpResponse> r = Send({.method = "GET", .url = base_ + "/_sim/stats"});
     ASSERT_TRUE(r.has_value()) << r.error().ToString();
     json stats = json::parse(r->body, nullptr, false);
+    if (!stats.is_object() || !stats["totals"]["requests"].is_number_integer()) {
+      ADD_FAILURE() << "no stats from the simulator: " << stats.dump();
+      return;
+    }
     const int64_t requests = stats["totals"]["requests"].get<int64_t>();
     EXPECT_GT(requests, 0);
     for (SimWire wire : {SimWire::kHttp, SimWire::kHttps1, SimWire::kHttps2}) {

@@ -53,8 +53,8 @@ Status SimProcess::Start(SimWire wire, const std::vector<std::string>& extra_arg
 }
 
 std::string SimProcess::BaseUrl() const {
-  return std::string(wire_ == SimWire::kHttp ? "http" : "https") + "://127.0.0.1:" +
-         std::to_string(port_);
+  return std::string(wire_ == SimWire::kHttp ? "http" : "https") +
+         "://127.0.0.1:" + std::to_string(port_);
 }
 
 TestResponse SimProcess::Call(const std::string& method, const std::string& target,

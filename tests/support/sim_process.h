@@ -19,7 +19,8 @@ enum class SimWire { kHttp, kHttps1, kHttps2 };
 
 // For test names: "Http", "Https1", "Https2".
 std::string SimWireName(SimWire wire);
-// gtest prints a parameter with this (the ctest names then read ".../Https2  # GetParam() = Https2").
+// gtest prints a parameter with this (the ctest names then read ".../Https2  # GetParam() =
+// Https2").
 inline void PrintTo(SimWire wire, std::ostream* os) { *os << SimWireName(wire); }
 // The key the simulator counts the wire's requests under in its stats' "protocols" object:
 // "http/1.1", "https/1.1", "h2".
