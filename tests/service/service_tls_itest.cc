@@ -71,8 +71,7 @@ class ServiceTlsTest : public ::testing::Test {
   // Posts one webhook delivery to the simulator, named `host`, and waits (bounded) until it is
   // in `state`; returns the delivery's record.
   json DeliverUntil(const std::string& state, const std::string& host = "127.0.0.1") {
-    const std::string url =
-        "https://" + host + ":" + std::to_string(sim_.port()) + "/hooks/tls";
+    const std::string url = "https://" + host + ":" + std::to_string(sim_.port()) + "/hooks/tls";
     json request = {{"tenant", "acme"},
                     {"platform", "webhook"},
                     {"destination", url},
