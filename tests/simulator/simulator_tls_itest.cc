@@ -2,15 +2,15 @@
 // verifies its certificate, hostile bytes on an h2 connection end that connection and nothing
 // else, a reset fault resets one stream, and bad TLS flags are refused with exit code 2.
 
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
-#include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "tests/support/child_process.h"
 #include "tests/support/run_command.h"
@@ -147,13 +147,13 @@ TEST(SimulatorTlsITest, ResetFaultResetsTheStream) {
 // Verifies that bad TLS flags are refused with exit code 2 and a message.
 TEST(SimulatorTlsITest, RefusesBadTlsFlags) {
   const std::string path = BuildDir() + "/relay-egress-sim";
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"--tls", "--alpn", "spdy/3"},
-           {"--tls", "--alpn", ""},
-           {"--tls", "--tls-names", "a,,b"},
-           {"--tls-ca-out", "ca.pem"},
-           {"--tls", "--h2-max-streams", "0"},
-           {"--port", "99999"}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--tls", "--alpn", "spdy/3"},
+                                             {"--tls", "--alpn", ""},
+                                             {"--tls", "--tls-names", "a,,b"},
+                                             {"--tls-ca-out", "ca.pem"},
+                                             {"--tls", "--h2-max-streams", "0"},
+                                             {"--port", "99999"}}) {
     CommandOutput out = RunCommand(path, args);
     EXPECT_EQ(out.exit_code, 2) << args[1] << " " << out.err;
     EXPECT_FALSE(out.err.empty());
