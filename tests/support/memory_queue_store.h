@@ -20,7 +20,7 @@ namespace egress::storage {
 // ordinary change; "restarting" means building a new loop over the same store.
 //
 // Implemented: Enqueue, EnqueueBatch, Get, Apply, ApplyBatch, LeaseDue, ListDestinations,
-// PendingFor, Counts, TenantBacklog, DestinationCounts, ScanCounts, PurgeFinished, Purge,
+// PendingFor, Counts, TenantBacklog, DestinationCounts, ScanCounts, PurgeExpired, Purge,
 // Stats, PutSetting, ListSettings, Close. Not implemented: List (FailedPrecondition).
 //
 // Faults are injected as leveldb's SpecialEnv does, by setting fields: the next calls fail as a
@@ -46,7 +46,8 @@ class MemoryQueueStore final : public QueueStore {
   Result<std::vector<StateCounts>> DestinationCounts(
       const std::vector<std::string>& destination_keys) override;
   Result<StateCounts> ScanCounts() override;
-  Result<size_t> PurgeFinished(int64_t now_ms, size_t max) override;
+  Result<PurgeCounts> PurgeExpired(const RetentionPolicy& policy, int64_t now_ms,
+                                   size_t max) override;
   Status Purge(const std::string& id) override;
   StoreStats Stats() override;
   Status PutSetting(const std::string& key, const std::string& value) override;
