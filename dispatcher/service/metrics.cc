@@ -64,11 +64,21 @@ constexpr Definition kDefinitions[] = {
     GaugeRow(GaugeId::kDestinations, "relay_egress_destinations",
              "Destinations with work, known to the scheduler."),
     CounterRow(CounterId::kStoreErrors, "relay_egress_store_errors_total",
-               "Store writes of the delivery loop that failed, by operation."),
+               "Store writes of the delivery loop, and retention passes (purge), that failed, by "
+               "operation."),
     CounterRow(CounterId::kDiscordInvalidRequestStops,
                "relay_egress_discord_invalid_request_stops_total",
                "Times a Discord token was stopped near the invalid-request ban line, by "
                "credential."),
+    CounterRow(CounterId::kPurged, "relay_egress_purged_total",
+               "Finished deliveries removed by retention, with their payloads and index entries, "
+               "by state (delivered, cancelled, dead)."),
+    CounterRow(CounterId::kIdempotencyKeysExpired, "relay_egress_idempotency_keys_expired_total",
+               "Idempotency keys released by retention while their delivery's record stays (a key "
+               "removed with its record is counted in relay_egress_purged_total only)."),
+    GaugeRow(GaugeId::kStoreBytes, "relay_egress_store_bytes",
+             "Bytes the store takes on disk (every file in its directory), after the last "
+             "retention pass."),
 };
 
 template <typename Id>

@@ -23,14 +23,17 @@ enum class CounterId : uint8_t {
   kIntakeRejections,            // relay_egress_intake_rejections_total{tenant,reason}
   kStoreErrors,                 // relay_egress_store_errors_total{operation}
   kDiscordInvalidRequestStops,  // relay_egress_discord_invalid_request_stops_total{credential}
-  kMaxValue = kDiscordInvalidRequestStops,
+  kPurged,                      // relay_egress_purged_total{state}
+  kIdempotencyKeysExpired,      // relay_egress_idempotency_keys_expired_total
+  kMaxValue = kIdempotencyKeysExpired,
 };
 enum class GaugeId : uint8_t {
   kQueueDepth,         // relay_egress_queue_depth{state}
   kOldestDeferralAge,  // relay_egress_oldest_deferral_age_seconds
   kPlatformRemaining,  // relay_egress_platform_remaining{destination}
   kDestinations,       // relay_egress_destinations
-  kMaxValue = kDestinations,
+  kStoreBytes,         // relay_egress_store_bytes
+  kMaxValue = kStoreBytes,
 };
 enum class HistogramId : uint8_t {
   kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}

@@ -68,6 +68,9 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   }
   s->server_ = std::move(*server);
   s->loop_->Start();
+  s->retention_ =
+      std::make_unique<RetentionRunner>(io, *s->store_, clock, s->metrics_, o.retention);
+  s->retention_->Start();
   return s;
 }
 
@@ -75,6 +78,7 @@ Service::~Service() {
   if (server_) {
     server_->StopAccepting();
   }
+  retention_.reset();  // waits for a running slice
   for (auto* pool : {storage_pool_.get(), loop_pool_.get()}) {
     if (pool != nullptr) {
       pool->join();
@@ -100,6 +104,7 @@ void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
     *finished = true;
     timer->cancel();
     transport_->CancelAll();
+    retention_->Stop();  // waits for a running slice
     storage_pool_->join();
     loop_pool_->join();
     done(store_->Close());

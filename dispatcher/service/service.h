@@ -22,6 +22,7 @@
 #include "dispatcher/service/credential_book.h"
 #include "dispatcher/service/delivery/delivery_loop.h"
 #include "dispatcher/service/metrics.h"
+#include "dispatcher/service/retention.h"
 #include "storage/queue_store.h"
 
 namespace egress::service {
@@ -51,11 +52,14 @@ struct ServiceOptions {
   // concurrent intakes share one fsync. The delivery loop has one thread of its own
   // (Service::loop_pool_). Default: 4.
   size_t storage_threads = 4;
+  // How long finished work is kept and how often it is purged (its own thread).
+  RetentionOptions retention;
 };
 
-// The worker service: owns the store, the pacing engine, the transport, the delivery loop and
-// the HTTP API, all driven by one loop thread (`io`) plus two pools for blocking store calls:
-// the API's (storage_threads) and the delivery loop's single thread.
+// The worker service: owns the store, the pacing engine, the transport, the delivery loop, the
+// retention runner and the HTTP API, all driven by one loop thread (`io`) plus two pools for
+// blocking store calls, the API's (storage_threads) and the delivery loop's single thread, and
+// the retention runner's own thread.
 // Shutdown order: stop intake, let in-flight attempts finish, stop the loop's work,
 // close the store. Construct, run and destroy on the thread running `io`.
 class Service {
@@ -116,6 +120,7 @@ class Service {
   std::unique_ptr<adapters::AdapterRegistry> adapters_;
   std::unique_ptr<adapters::TimedAdapters> timed_adapters_;  // adapters_ with the timeouts
   std::unique_ptr<DeliveryLoop> loop_;
+  std::unique_ptr<RetentionRunner> retention_;
   std::unique_ptr<IntakeLimiter> intake_limiter_;
   std::unique_ptr<HttpServer> server_;
   bool accepting_ = true;

@@ -83,11 +83,19 @@ relay_egress_attempt_duration_seconds_count{platform="webhook"} 2
 # HELP relay_egress_destinations Destinations with work, known to the scheduler.
 # TYPE relay_egress_destinations gauge
 relay_egress_destinations 7
-# HELP relay_egress_store_errors_total Store writes of the delivery loop that failed, by operation.
+# HELP relay_egress_store_errors_total Store writes of the delivery loop, and retention passes (purge), that failed, by operation.
 # TYPE relay_egress_store_errors_total counter
 relay_egress_store_errors_total{operation="outcome"} 1
 # HELP relay_egress_discord_invalid_request_stops_total Times a Discord token was stopped near the invalid-request ban line, by credential.
 # TYPE relay_egress_discord_invalid_request_stops_total counter
+# HELP relay_egress_purged_total Finished deliveries removed by retention, with their payloads and index entries, by state (delivered, cancelled, dead).
+# TYPE relay_egress_purged_total counter
+relay_egress_purged_total{state="dead"} 2
+# HELP relay_egress_idempotency_keys_expired_total Idempotency keys released by retention while their delivery's record stays (a key removed with its record is counted in relay_egress_purged_total only).
+# TYPE relay_egress_idempotency_keys_expired_total counter
+# HELP relay_egress_store_bytes Bytes the store takes on disk (every file in its directory), after the last retention pass.
+# TYPE relay_egress_store_bytes gauge
+relay_egress_store_bytes 4096
 )txt";
 
 void Record(Metrics& m) {
@@ -106,6 +114,8 @@ void Record(Metrics& m) {
   m.Observe(HistogramId::kAttemptDuration, {{"platform", "webhook"}}, 40);
   m.Observe(HistogramId::kAttemptDuration, {}, 0.001);
   m.Inc(CounterId::kStoreErrors, {{"operation", "outcome"}});
+  m.Inc(CounterId::kPurged, {{"state", "dead"}}, 2);
+  m.Set(GaugeId::kStoreBytes, {}, 4096);
 }
 
 // Verifies that the rendered text is byte for byte what it was: order, escaping, histograms.
@@ -142,13 +152,15 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 14u);
+  EXPECT_EQ(names.size(), 17u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }
   EXPECT_EQ(Metrics::Name(CounterId::kDeliveries), "relay_egress_deliveries_total");
   EXPECT_EQ(Metrics::Name(GaugeId::kPlatformRemaining), "relay_egress_platform_remaining");
   EXPECT_EQ(Metrics::Name(HistogramId::kAttemptDuration), "relay_egress_attempt_duration_seconds");
+  EXPECT_EQ(Metrics::Name(CounterId::kPurged), "relay_egress_purged_total");
+  EXPECT_EQ(Metrics::Name(GaugeId::kStoreBytes), "relay_egress_store_bytes");
 }
 
 }  // namespace
