@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <rocksdb/env.h>
 #include <rocksdb/slice_transform.h>
+#include <rocksdb/utilities/table_properties_collectors.h>
 
 #include "storage/delivery_codec.h"
 #include "storage/index_keys.h"
@@ -56,6 +57,12 @@ rocksdb::Options MakeOptions(bool fresh, const std::shared_ptr<rocksdb::Statisti
   o.statistics = stats;
   o.max_background_jobs = 2;
   o.keep_log_file_num = 4;
+  // A write-ahead log file can go only once every family with entries in it has flushed. The
+  // counters and the small indexes fill their memtables slowly, so without a cap their oldest
+  // entries kept every log alive until RocksDB's default (4 times the memtables of all eight
+  // families, 4 GiB) forced a flush: the store grew by the whole write volume for days
+  // (bench/README.md, "Retention"). At the cap, the families holding the oldest log flush.
+  o.max_total_wal_size = 128 << 20;
   // One thread fills the memtables for a write group, so the insert hints below are used (RocksDB
   // ignores them for concurrent inserts); our write groups are a few large batches anyway.
   o.allow_concurrent_memtable_write = false;
@@ -127,6 +134,16 @@ Result<std::unique_ptr<RocksQueueStore>> OpenDb(const StoreOptions& options, boo
     } else if (spec.family != Family::kIdem) {
       cf_options.memtable_insert_with_hint_prefix_extractor.reset(
           rocksdb::NewFixedPrefixTransform(1));
+    }
+    // Retention deletes the oldest keys of these families (docs/storage.md, "Retention"). A
+    // table file with at least 16Ki deletions in some 128Ki consecutive entries is marked, and
+    // RocksDB compacts marked files first, so the deleted records' space comes back and scans
+    // stop stepping over their deletion markers. Measured against relying on size-triggered
+    // compaction alone and against CompactRange after each pass (bench/README.md, "Retention").
+    if (spec.family == Family::kJobs || spec.family == Family::kState ||
+        spec.family == Family::kDone || spec.family == Family::kIdem) {
+      cf_options.table_properties_collector_factories.emplace_back(
+          rocksdb::NewCompactOnDeletionCollectorFactory(128 * 1024, 16 * 1024));
     }
     families.emplace_back(spec.name, cf_options);
   }

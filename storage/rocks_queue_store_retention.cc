@@ -11,6 +11,9 @@
 namespace egress::storage {
 namespace {
 
+// How often (in purge time) the cursors are dropped, so a scan starts from the front again.
+constexpr int64_t kRescanEveryMs = 3'600'000;
+
 // The record classes of the retention index, in the order a purge serves them.
 constexpr DeliveryState kRecordClasses[] = {DeliveryState::kDelivered, DeliveryState::kCancelled,
                                             DeliveryState::kDead};
@@ -84,6 +87,10 @@ Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy,
     return s;
   }
   std::lock_guard<std::mutex> purge(purge_mu_);
+  if (now_ms < cursors_since_ms_ || now_ms - cursors_since_ms_ >= kRescanEveryMs) {
+    purge_cursors_.clear();
+    cursors_since_ms_ = now_ms;
+  }
   PurgeCounts counts;
   // 1. Collect the expired entries of each class, oldest first, up to `max` in all, and read
   // their records without any lock (they are finished: only a replay of a dead one or another
@@ -94,8 +101,7 @@ Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy,
     Delivery record;
   };
   std::vector<Expired> records;
-  // The cursors once the write succeeded: the last key of a class the limit stopped, empty for
-  // a class scanned to its cutoff (its next scan starts from the front again).
+  // The cursors once the write succeeded: the last key scanned of each class.
   std::map<char, std::string> next_cursors;
   std::vector<std::string> keys;
   size_t examined = 0;  // entries scanned, whether or not they still hold
@@ -112,8 +118,8 @@ Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy,
     }
     examined += keys.size();
     counts.more = counts.more || more;
-    if (!more || !keys.empty()) {  // (a limit of 0 leaves the cursor where it was)
-      next_cursors[tag] = more ? keys.back() : std::string();
+    if (!keys.empty()) {
+      next_cursors[tag] = keys.back();
     }
     for (std::string& key : keys) {
       char key_tag = 0;
@@ -153,8 +159,8 @@ Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy,
       return s;
     }
     counts.more = counts.more || more;
-    if (!more || !idem_entries.empty()) {
-      next_cursors[kIdemExpiryTag] = more ? idem_entries.back() : std::string();
+    if (!idem_entries.empty()) {
+      next_cursors[kIdemExpiryTag] = idem_entries.back();
     }
   }
   // 2. Under the locks of every id involved, keep what is still as scanned: an entry of the

@@ -305,19 +305,28 @@ TEST_F(RetentionTest, SlicesAreBounded) {
   ExpectConsistent();
 }
 
-// Verifies that an entry which sorts before where the last pass stopped (a delivery finished
-// with an older time than one already purged) is found by the next pass.
-TEST_F(RetentionTest, EntryBehindAnEarlierPassIsFound) {
+// Verifies that an entry which sorts before where earlier calls stopped (a delivery finished
+// with an older time than ones already purged) is found once an hour of purge time has passed,
+// and that a purge time going back starts from the front at once.
+TEST_F(RetentionTest, EntryBehindTheCursorIsFoundWithinTheHour) {
   const RetentionPolicy policy;
   for (int i = 0; i < 5; ++i) {
     Finished(DeliveryState::kDelivered, kT0, kT0 + kDay + i);
   }
-  EXPECT_TRUE(Purge(policy, kT0 + 9 * kDay, 2).more);  // a pass stopped midway
-  while (Purge(policy, kT0 + 9 * kDay, 2).more) {
+  const int64_t now = kT0 + 9 * kDay;
+  EXPECT_TRUE(Purge(policy, now, 2).more);  // a pass stopped midway
+  while (Purge(policy, now, 2).more) {
   }
   const std::string older = Finished(DeliveryState::kDelivered, kT0, kT0);
-  EXPECT_EQ(Purge(policy, kT0 + 9 * kDay, 2).delivered, 1u);
+  uint64_t found = 0;
+  for (int64_t t = now; t <= now + kHour; t += kHour / 4) {
+    found += Purge(policy, t, 2).delivered;
+  }
+  EXPECT_EQ(found, 1u);
   EXPECT_FALSE(Exists(older));
+  const std::string again = Finished(DeliveryState::kDelivered, kT0, kT0);
+  EXPECT_EQ(Purge(policy, now, 2).delivered, 1u);  // back from now + 1 hour
+  EXPECT_FALSE(Exists(again));
   ExpectConsistent();
 }
 
