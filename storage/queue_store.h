@@ -175,7 +175,7 @@ class QueueStore {
   // `now_ms - policy.idempotency_ms`. A live delivery is never touched: the index holds only
   // finished ones, and each is checked under its id's lock. Call it again while `more` is set;
   // callers bound their latency by `max` (one call holds the locks of its ids for its write).
-  // One purger at a time (a second caller waits).
+  // One purger at a time (a second caller waits). InvalidArgument when `max` is 0.
   virtual Result<PurgeCounts> PurgeExpired(const RetentionPolicy& policy, int64_t now_ms,
                                            size_t max) = 0;
 

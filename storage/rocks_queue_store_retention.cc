@@ -86,6 +86,9 @@ Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy,
   if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
+  if (max == 0) {
+    return Status::InvalidArgument("purge: max must be at least 1");
+  }
   std::lock_guard<std::mutex> purge(purge_mu_);
   if (now_ms < cursors_since_ms_ || now_ms - cursors_since_ms_ >= kRescanEveryMs) {
     purge_cursors_.clear();

@@ -1,5 +1,6 @@
 #include "dispatcher/service/retention.h"
 
+#include <algorithm>
 #include <string>
 #include <thread>
 
@@ -25,6 +26,7 @@ Result<storage::PurgeCounts> RunRetentionPass(
     storage::QueueStore& store, const storage::RetentionPolicy& policy, int64_t now_ms,
     size_t slice, const std::function<bool(const storage::PurgeCounts&)>& after_slice) {
   storage::PurgeCounts total;
+  slice = std::max<size_t>(slice, 1);
   for (;;) {
     Result<storage::PurgeCounts> c = store.PurgeExpired(policy, now_ms, slice);
     if (!c) {

@@ -23,7 +23,7 @@ struct RetentionOptions {
   storage::RetentionPolicy policy;
   // From the end of one pass to the start of the next. Default: 1 minute.
   Millis interval{60'000};
-  // Entries one slice (one PurgeExpired call, one write) examines. Default: 1,000.
+  // Entries one slice (one PurgeExpired call, one write) examines; 0 reads as 1. Default: 1,000.
   size_t slice = 1000;
 };
 

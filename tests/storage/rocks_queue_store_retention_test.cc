@@ -293,6 +293,9 @@ TEST_F(RetentionTest, SlicesAreBounded) {
     EXPECT_EQ(c.idempotency_keys, 0u);  // each key went with its record
   }
   EXPECT_EQ(slices[0].delivered, 10u);
+  auto none = store_->PurgeExpired(policy, now, 0);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code(), Status::Code::kInvalidArgument);
   EXPECT_TRUE(slices[1].more);
   EXPECT_FALSE(slices[2].more);
   EXPECT_EQ(delivered, 23u);

@@ -259,6 +259,9 @@ Result<PurgeCounts> MemoryQueueStore::PurgeExpired(const RetentionPolicy& policy
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
+  if (max == 0) {
+    return Status::InvalidArgument("purge: max must be at least 1");
+  }
   auto expired = [now_ms](int64_t age, int64_t finished_ms) {
     return age > 0 && finished_ms < now_ms - age;
   };
