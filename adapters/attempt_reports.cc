@@ -57,9 +57,14 @@ AttemptReport ReportTransportError(const Status& error, WallTime received_at) {
       break;
     case Status::Code::kRejected:
       report.outcome.transport = TransportResult::kConnectError;
-      MarkPermanent(report, StartsWithIgnoreCase(error.message(), kSsrfRefusalPrefix)
-                                ? "ssrf_refused"
-                                : "tls_rejected");
+      if (StartsWithIgnoreCase(error.message(), kSsrfRefusalPrefix)) {
+        MarkPermanent(report, "ssrf_refused");
+        break;
+      }
+      // A certificate the receiver got wrong (expired, wrong name, unknown issuer) is usually
+      // fixed within hours: retried on the schedule, dead with tls_rejected only at its end.
+      report.outcome.exhausted_reason = "tls_rejected";
+      report.attempt.platform_error = "tls_rejected";
       break;
     case Status::Code::kInvalidArgument:
       report.outcome.transport = TransportResult::kConnectError;

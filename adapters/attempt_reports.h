@@ -18,7 +18,8 @@ namespace egress::adapters {
 
 // A transport error (no response) as a report: TimedOut -> kTimeout, Cancelled -> kCancelled,
 // Rejected by the SSRF guard -> permanent "ssrf_refused", any other Rejected (TLS verification)
-// -> permanent "tls_rejected", InvalidArgument (malformed URL) -> permanent "invalid_url",
+// -> transient, named "tls_rejected" (its dead reason when the schedule runs out),
+// InvalidArgument (malformed URL) -> permanent "invalid_url",
 // everything else -> kConnectError. attempt.at_ms is `received_at` (no duration is known).
 AttemptReport ReportTransportError(const Status& error, WallTime received_at);
 

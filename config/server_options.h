@@ -26,6 +26,9 @@ struct RetentionConfig {
   // From the end of one purge pass to the start of the next; at least 1s. Default: 1m.
   Millis interval{60'000};
 };
+// What the body of one delivery request may hold besides its payload (its other fields): the
+// body limit of every request but a batch is max_payload_bytes plus this.
+inline constexpr size_t kDeliveryBodyAllowance = 64 << 10;
 
 // The service's own settings ([server] in config). Plain data; see docs/configuration.md.
 struct ServerOptions {
@@ -45,6 +48,22 @@ struct ServerOptions {
   // beyond); a payload object holding only scalars is 1 deep. Bounds every later walk of a
   // stored payload (adapters, views). 1 to 512. Default: 64.
   size_t max_json_depth = 64;
+  // Largest body of a POST /v1/deliveries/batch (413 beyond); every other request's body may be
+  // max_payload_bytes + kDeliveryBodyAllowance. At least that; at most 1 GiB. Default: 16 MiB.
+  size_t max_batch_bytes = 16 << 20;
+  // HTTP connections open at once; more are closed as they arrive. 1 to 1,000,000. Default: 4096.
+  size_t max_connections = 4096;
+  // A connection must send its next request within this (from its accept or its last answer),
+  // and take at most write_timeout to read each answer; else it is closed. Default: 60 s, 30 s.
+  Millis read_timeout{60'000};
+  Millis write_timeout{30'000};
+  // Intake requests of one tenant waiting for their write at once; more get 429. 1 to 100,000.
+  // Default: 256.
+  size_t tenant_max_requests_in_flight = 256;
+  // A destination with nothing queued, in flight or disabled for this long is forgotten by the
+  // delivery loop and the scheduler (its learned limits with it); its next delivery starts it
+  // afresh. Default: 10 min.
+  Millis destination_idle{600'000};
   // Undelivered deliveries a tenant may hold before intake answers 429. Default: 100000.
   uint64_t tenant_backlog_watermark = 100'000;
   // Every budget is paced this many percent under its limit, so network jitter cannot land a

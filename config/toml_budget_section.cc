@@ -43,15 +43,15 @@ Status ReadBudget(const TomlFields& fields, pacing::Budget& out) {
   if (!status.ok()) {
     return status;
   }
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   pacing::Budget budget = out;
-  if (status = fields.ReadInt("limit", 1, kMax, budget.limit); !status.ok()) {
+  if (status = fields.ReadInt("limit", 1, pacing::kMaxBudgetLimit, budget.limit); !status.ok()) {
     return status;
   }
-  if (status = fields.ReadInt("scale_ms", 1, kMax, budget.scale_ms); !status.ok()) {
+  if (status = fields.ReadInt("scale_ms", 1, pacing::kMaxBudgetScaleMs, budget.scale_ms);
+      !status.ok()) {
     return status;
   }
-  if (status = fields.ReadInt("burst", 1, kMax, budget.burst); !status.ok()) {
+  if (status = fields.ReadInt("burst", 1, pacing::kMaxBudgetBurst, budget.burst); !status.ok()) {
     return status;
   }
   out = budget;

@@ -1,7 +1,10 @@
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <string_view>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "config/toml_sections.h"
 #include "dispatcher/base/host_port.h"
@@ -49,10 +52,11 @@ Status ReadRetentionSection(const TomlFields& retention, RetentionConfig& out) {
 }  // namespace
 
 Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
-  Status status =
-      server.CheckKeys({"listen", "data_dir", "admin_token", "max_payload_bytes", "batch_max_items",
-                        "max_json_depth", "tenant_backlog_watermark", "log_format", "log_level",
-                        "pacing_margin_percent", "retention"});
+  Status status = server.CheckKeys(
+      {"listen", "data_dir", "admin_token", "max_payload_bytes", "batch_max_items",
+       "max_json_depth", "tenant_backlog_watermark", "log_format", "log_level",
+       "pacing_margin_percent", "max_batch_bytes", "max_connections", "read_timeout",
+       "write_timeout", "tenant_max_requests_in_flight", "destination_idle", "retention"});
   if (!status.ok()) {
     return status;
   }
@@ -106,6 +110,40 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
   }
   out.max_payload_bytes = static_cast<size_t>(payload);
   out.batch_max_items = static_cast<size_t>(batch);
+  int64_t batch_bytes = static_cast<int64_t>(out.max_batch_bytes);
+  if (status = server.ReadInt("max_batch_bytes", 1, int64_t{1} << 30, batch_bytes); !status.ok()) {
+    return status;
+  }
+  // A batch of one must fit: a payload and its other fields (the same 64 KiB allowance as a
+  // single delivery's body). Unset, the default grows to that.
+  const int64_t one_item = payload + static_cast<int64_t>(kDeliveryBodyAllowance);
+  if (!server.Has("max_batch_bytes")) {
+    batch_bytes = std::max(batch_bytes, one_item);
+  } else if (batch_bytes < one_item) {
+    return server.Error(*server.table().get("max_batch_bytes"), server.Field("max_batch_bytes"),
+                        fmt::format("must be at least max_payload_bytes + 65536 ({})", one_item));
+  }
+  out.max_batch_bytes = static_cast<size_t>(batch_bytes);
+  int64_t connections = static_cast<int64_t>(out.max_connections);
+  if (status = server.ReadInt("max_connections", 1, 1'000'000, connections); !status.ok()) {
+    return status;
+  }
+  out.max_connections = static_cast<size_t>(connections);
+  if (status = server.ReadDuration("read_timeout", false, out.read_timeout); !status.ok()) {
+    return status;
+  }
+  if (status = server.ReadDuration("write_timeout", false, out.write_timeout); !status.ok()) {
+    return status;
+  }
+  int64_t in_flight = static_cast<int64_t>(out.tenant_max_requests_in_flight);
+  if (status = server.ReadInt("tenant_max_requests_in_flight", 1, 100'000, in_flight);
+      !status.ok()) {
+    return status;
+  }
+  out.tenant_max_requests_in_flight = static_cast<size_t>(in_flight);
+  if (status = server.ReadDuration("destination_idle", false, out.destination_idle); !status.ok()) {
+    return status;
+  }
   out.tenant_backlog_watermark = static_cast<uint64_t>(watermark);
   if (status = server.ReadInt("pacing_margin_percent", 0, 50, out.pacing_margin_percent);
       !status.ok()) {

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "adapters/trust_files.h"
 #include "config/load_config.h"
 #include "dispatcher/base/host_port.h"
 #include "dispatcher/cli/cli.h"
@@ -92,6 +93,10 @@ int main(int argc, char** argv) {
     if (auto resolved = egress::service::ResolveListenAddress(config->server.listen); !resolved) {
       std::fprintf(stderr, "%s: %s\n", flags.listen.empty() ? "server.listen" : "--listen",
                    resolved.error().message().c_str());
+      return kExitUsage;
+    }
+    if (egress::Status trust = egress::adapters::CheckTrustFiles(config->transport); !trust.ok()) {
+      std::fprintf(stderr, "%s\n", trust.message().c_str());
       return kExitUsage;
     }
     fmt::print("{}: OK\n", flags.config_path);

@@ -51,16 +51,18 @@ Result<ReplayCount> ReplayMatching(QueueStore& store, const ListFilter& filter, 
     return Status::InvalidArgument("state: must be dead or deferred");
   }
   ListFilter page_filter = filter;
-  page_filter.after_id.clear();
   ReplayCount count;
+  count.cursor = filter.after_id;
   while (count.matched < max) {
     page_filter.limit = std::min(kReplayPage, max - count.matched);
+    page_filter.after_id = count.cursor;
     auto page = store.List(page_filter);
     if (!page) {
       return page.error();
     }
     for (const Delivery& d : page->deliveries) {
       ++count.matched;
+      count.cursor = d.id;
       if (dry_run) {
         continue;
       }
@@ -74,9 +76,11 @@ Result<ReplayCount> ReplayMatching(QueueStore& store, const ListFilter& filter, 
       }
     }
     if (page->next_cursor.empty()) {
+      count.done = true;
       break;
     }
-    page_filter.after_id = page->next_cursor;
+    // Past what the page scanned, matched or not.
+    count.cursor = std::max(count.cursor, page->next_cursor);
   }
   return count;
 }

@@ -24,7 +24,7 @@ namespace egress::storage {
 // store's error.
 
 // Most deliveries one ReplayMatching call looks at: a bound on the time and memory of one
-// request. Anything past it is left for the next call (replayed ones no longer match).
+// call. Anything past it is left for the next call, which continues at the returned cursor.
 inline constexpr size_t kMaxReplayPerCall = 100'000;
 
 // OK when a delivery in `state` may be replayed (dead or deferred); FailedPrecondition
@@ -40,17 +40,25 @@ Status CheckCancellable(const std::string& id, DeliveryState state);
 Result<Delivery> ReplayOne(QueueStore& store, const std::string& id, int64_t now_ms);
 
 struct ReplayCount {
-  size_t matched = 0;   // deliveries the filter matched (at most the cap)
+  size_t matched = 0;   // deliveries the filter matched and this call looked at (at most `max`)
   size_t replayed = 0;  // of those, replayed (0 in a dry run)
+  // Where the next call continues: pass it as filter.after_id. It is past every delivery this
+  // call looked at (the input after_id when it looked at none).
+  std::string cursor;
+  bool done = false;  // true when no match was left after `cursor` when the call ended
 };
 
-// Replays every delivery `filter` matches, in id order, looking at no more than `max` of them.
-// filter.state must be dead or deferred; its after_id and limit are ignored (it starts at the
-// first match and reads pages of 1000). A delivery that cannot be replayed when its turn comes
-// (it changed state meanwhile, or its write failed) is counted as matched, not replayed. With
-// `dry_run` nothing is written: matched is what a replay would look at. `on_replayed`, when set,
-// gets each delivery as stored after its replay (the service tells its delivery loop). Fails
-// only when the filter is bad or a page cannot be read; replays done before that stay done.
+// Replays the deliveries `filter` matches with an id greater than filter.after_id, in id order,
+// looking at no more than `max` of them; a caller works through any number in slices by calling
+// again with after_id = the returned cursor until `done` (a job does, and the CLI's offline
+// path). filter.state must be dead or deferred; filter.limit is ignored (pages of 1000 are read).
+// A delivery that cannot be replayed when its turn comes (it changed state meanwhile, or its
+// write failed) is counted as matched, not replayed, and the cursor moves past it: slices cover
+// each match at most once and never loop on one. Deliveries that match again after their replay
+// (they died again) sit behind the cursor and are left for a new run. With `dry_run` nothing is
+// written: matched is what a replay would look at. `on_replayed`, when set, gets each delivery as
+// stored after its replay (the service tells its delivery loop). Fails only when the filter is
+// bad or a page cannot be read; replays done before that stay done.
 Result<ReplayCount> ReplayMatching(QueueStore& store, const ListFilter& filter, bool dry_run,
                                    int64_t now_ms,
                                    const std::function<void(Delivery&&)>& on_replayed = nullptr,

@@ -93,10 +93,37 @@ struct ListPage {
   std::string next_cursor;  // empty when there is no more
 };
 
+// A record under a destination that cannot be read as a delivery: its bytes do not decode, it
+// names another id or destination than the index that holds it, or the index entry has no
+// record behind it. MoveCorruptToDead takes it out of the destination's way.
+struct CorruptRecord {
+  std::string id;
+  std::string error;  // what is wrong with it, e.g. "delivery record is truncated ..."
+};
+
 // One destination's waiting work, oldest first (see PendingFor).
 struct DestinationWork {
   std::string destination_key;  // DestinationKeyOf(...)
   std::vector<Delivery> deliveries;
+  // Records of the destination PendingFor skipped because they cannot be read (in id order,
+  // interleaved with `deliveries` in the index). Both count towards the call's `limit`.
+  std::vector<CorruptRecord> corrupt;
+};
+
+// Whether the store takes writes. A store that hit a write or background fault it cannot get
+// past by itself (RocksDB stops writing after a failed write-ahead-log write or flush, e.g. on a
+// full disk) is unhealthy until Recover succeeds; meanwhile every write fails with Unavailable
+// and reads go on.
+struct StoreHealth {
+  bool healthy = true;
+  // What went wrong, a fixed token: "no_space", "space_limit", "io_error", "corruption" or
+  // "error". Empty when healthy. Holds no path: safe for API answers.
+  std::string reason;
+  // What RocksDB was doing: "write", "flush", "compaction", "manifest", "memtable" or "reopen".
+  std::string during;
+  // RocksDB's own text, which may name files under the store's path: for the operator's log,
+  // never for API answers.
+  std::string detail;
 };
 
 // The durable delivery queue. Every method is one atomic change (a single WriteBatch in the
@@ -147,9 +174,25 @@ class QueueStore {
   virtual Result<std::vector<std::string>> ListDestinations(const std::string& after_key,
                                                             size_t limit) = 0;
 
-  // A destination's non-terminal deliveries in enqueue order, after id `after_id`.
+  // A destination's non-terminal deliveries in enqueue order, after id `after_id`: at most
+  // `limit` entries in `deliveries` and `corrupt` together, so fewer means the destination has
+  // no more. A record that cannot be read is reported in `corrupt` and skipped, never an error
+  // of the whole call.
   virtual Result<DestinationWork> PendingFor(const std::string& destination_key,
                                              const std::string& after_id, size_t limit) = 0;
+
+  // Takes a record PendingFor reported as corrupt out of its destination's way: rewrites it as
+  // a dead delivery with reason "corrupt_record: <what is wrong>", its tenant, platform,
+  // credential and destination taken from `destination_key`, its payload the raw bytes found
+  // (kept for inspection; empty when there were none), created at the time its id carries, and
+  // removes its waiting index entries and counts. Returns the dead delivery. FailedPrecondition
+  // when the record reads as a delivery of that destination (nothing to repair) or is in
+  // flight; NotFound when the destination does not hold the id. Its idempotency key, which
+  // lived in the unreadable bytes, keeps pointing at the id (a repeat of the key finds the dead
+  // delivery) until the entry is overwritten.
+  virtual Result<Delivery> MoveCorruptToDead(const std::string& id,
+                                             const std::string& destination_key,
+                                             int64_t now_ms) = 0;
 
   virtual Result<ListPage> List(const ListFilter& filter) = 0;
 
@@ -184,6 +227,14 @@ class QueueStore {
   virtual Status Purge(const std::string& id) = 0;
 
   virtual StoreStats Stats() = 0;
+
+  // Whether the store takes writes now (see StoreHealth). Cheap, no I/O.
+  virtual StoreHealth Health() = 0;
+  // Tries to make an unhealthy store take writes again; Ok when it does (or already did). Blocks
+  // on disk I/O (it may flush or reopen the database): the service calls it from its storage
+  // pool, with a back-off, while Health() says unhealthy. The error says why it still cannot
+  // (e.g. the disk is still full); its text may name files under the store's path.
+  virtual Status Recover() = 0;
 
   // Small durable settings beside the deliveries (operator overrides, registered credentials),
   // written synced. An empty value deletes the key.

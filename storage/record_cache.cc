@@ -27,6 +27,12 @@ void RecordCache::Update(
   }
 }
 
+void RecordCache::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  records_.clear();
+  bytes_ = 0;
+}
+
 size_t RecordCache::bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return bytes_;

@@ -27,6 +27,8 @@ class RecordCache {
   std::optional<std::string> Find(std::string_view id) const;
   // Applies one write's changes: a value caches (or replaces) the record, nullopt drops it.
   void Update(std::vector<std::pair<std::string, std::optional<std::string>>>&& changes);
+  // Drops every record (the disk may have changed under it: a reopen after a write fault).
+  void Clear();
   size_t bytes() const;
   size_t size() const;
 

@@ -14,6 +14,7 @@
 
 #include "storage/delivery_codec.h"
 #include "storage/index_keys.h"
+#include "storage/rocks_info_log.h"
 #include "storage/rocks_queue_store_internal.h"
 
 namespace egress::storage {
@@ -48,13 +49,13 @@ Result<bool> CheckDirectory(const std::string& path) {
   return false;
 }
 
-rocksdb::Options MakeOptions(bool fresh, const std::shared_ptr<rocksdb::Statistics>& stats) {
+rocksdb::Options MakeOptions(bool fresh, const RocksHooks& hooks) {
   rocksdb::Options o;
   o.create_if_missing = fresh;
   o.error_if_exists = fresh;
   o.create_missing_column_families = true;
   o.paranoid_checks = true;
-  o.statistics = stats;
+  o.statistics = hooks.stats;
   o.max_background_jobs = 2;
   o.keep_log_file_num = 4;
   // A write-ahead log file can go only once every family with entries in it has flushed. The
@@ -66,6 +67,16 @@ rocksdb::Options MakeOptions(bool fresh, const std::shared_ptr<rocksdb::Statisti
   // One thread fills the memtables for a write group, so the insert hints below are used (RocksDB
   // ignores them for concurrent inserts); our write groups are a few large batches anyway.
   o.allow_concurrent_memtable_write = false;
+  if (hooks.info_log) {
+    o.info_log = hooks.info_log;
+  }
+  if (hooks.health) {
+    // The store recovers from background errors itself (QueueStore::Recover): RocksDB's own
+    // retries of a failed write-ahead-log write would race with it (a manual Resume is refused
+    // while one runs).
+    o.listeners.push_back(hooks.health);
+    o.max_bgerror_resume_count = 0;
+  }
   return o;
 }
 
@@ -105,15 +116,11 @@ class NullLogger final : public rocksdb::Logger {
   void Logv(const char* /*format*/, va_list /*ap*/) override {}
 };
 
-// Opens the database with every column family, read-write (taking the LOCK) or read-only.
-Result<std::unique_ptr<RocksQueueStore>> OpenDb(const StoreOptions& options, bool fresh,
-                                                bool read_only) {
-  auto stats = rocksdb::CreateDBStatistics();
-  stats->set_stats_level(rocksdb::StatsLevel::kExceptTimers);
-  rocksdb::Options db_options = MakeOptions(fresh, stats);
-  if (read_only) {
-    db_options.info_log = std::make_shared<NullLogger>();
-  }
+}  // namespace
+
+Result<OpenedDb> OpenRocksDb(const std::string& path, bool fresh, bool read_only,
+                             const RocksHooks& hooks) {
+  rocksdb::Options db_options = MakeOptions(fresh, hooks);
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (const FamilySpec& spec : kFamilies) {
     rocksdb::ColumnFamilyOptions cf_options(db_options);
@@ -147,25 +154,54 @@ Result<std::unique_ptr<RocksQueueStore>> OpenDb(const StoreOptions& options, boo
     }
     families.emplace_back(spec.name, cf_options);
   }
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  OpenedDb opened;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status rs =
-      read_only ? rocksdb::DB::OpenForReadOnly(db_options, options.path, families, &handles, &raw)
-                : rocksdb::DB::Open(db_options, options.path, families, &handles, &raw);
-  std::unique_ptr<rocksdb::DB> db(raw);
+      read_only ? rocksdb::DB::OpenForReadOnly(db_options, path, families, &opened.handles, &raw)
+                : rocksdb::DB::Open(db_options, path, families, &opened.handles, &raw);
+  opened.db.reset(raw);
   if (!rs.ok()) {
-    return OpenError(FromRocks(rs, "open"), options.path);
+    if (hooks.health) {
+      hooks.health->Fail(HealthReasonOf(rs), "reopen", rs.ToString());
+    }
+    return OpenError(FromRocks(rs, "open"), path);
+  }
+  return opened;
+}
+
+namespace {
+
+// Opens the database and builds the store over it: read-write with our LOG and the health
+// listener, or read-only with a null logger.
+Result<std::unique_ptr<RocksQueueStore>> OpenStore(const StoreOptions& options, bool fresh,
+                                                   bool read_only, int64_t now_ms) {
+  RocksHooks hooks;
+  hooks.stats = rocksdb::CreateDBStatistics();
+  hooks.stats->set_stats_level(rocksdb::StatsLevel::kExceptTimers);
+  if (read_only) {
+    hooks.info_log = std::make_shared<NullLogger>();
+  } else {
+    auto log = OpenStoreInfoLog(options.path, now_ms);
+    if (!log) {
+      return log.error();
+    }
+    hooks.info_log = std::move(*log);
+    hooks.health = std::make_shared<HealthListener>();
+  }
+  auto opened = OpenRocksDb(options.path, fresh, read_only, hooks);
+  if (!opened) {
+    return opened.error();
   }
   std::string newest_id;
   {
-    std::unique_ptr<rocksdb::Iterator> it(
-        db->NewIterator(rocksdb::ReadOptions(), handles[static_cast<size_t>(Family::kJobs)]));
+    std::unique_ptr<rocksdb::Iterator> it(opened->db->NewIterator(
+        rocksdb::ReadOptions(), opened->handles[static_cast<size_t>(Family::kJobs)]));
     it->SeekToLast();
     if (it->Valid()) {
       newest_id = it->key().ToString();
     }
   }
-  return std::make_unique<RocksQueueStore>(options, std::move(db), std::move(handles), stats,
+  return std::make_unique<RocksQueueStore>(options, std::move(*opened), std::move(hooks),
                                            std::random_device{}(), newest_id, read_only);
 }
 
@@ -177,7 +213,7 @@ Result<std::unique_ptr<QueueStore>> OpenRocksQueueStore(const StoreOptions& opti
   if (!fresh) {
     return fresh.error();
   }
-  auto store = OpenDb(options, *fresh, false);
+  auto store = OpenStore(options, *fresh, false, now_ms);
   if (!store) {
     return store.error();
   }
@@ -201,12 +237,12 @@ Result<std::unique_ptr<QueueStore>> OpenRocksQueueStoreReadOnly(const StoreOptio
   // The owner may flush or compact while we read its file list; a file that vanished under us
   // shows as IoError or NotFound, and a second look sees the new list.
   constexpr int kAttempts = 3;
-  auto store = OpenDb(options, false, true);
+  auto store = OpenStore(options, false, true, 0);
   for (int i = 1; i < kAttempts && !store &&
                   (store.error().code() == Status::Code::kIoError ||
                    store.error().code() == Status::Code::kNotFound);
        ++i) {
-    store = OpenDb(options, false, true);
+    store = OpenStore(options, false, true, 0);
   }
   if (!store) {
     return store.error();
@@ -220,14 +256,12 @@ Result<std::unique_ptr<QueueStore>> OpenRocksQueueStoreReadOnly(const StoreOptio
   return std::unique_ptr<QueueStore>(std::move(*store));
 }
 
-RocksQueueStore::RocksQueueStore(StoreOptions options, std::unique_ptr<rocksdb::DB> db,
-                                 std::vector<rocksdb::ColumnFamilyHandle*> handles,
-                                 std::shared_ptr<rocksdb::Statistics> stats, uint64_t id_seed,
-                                 const std::string& newest_id, bool read_only)
+RocksQueueStore::RocksQueueStore(StoreOptions options, OpenedDb opened, RocksHooks hooks,
+                                 uint64_t id_seed, const std::string& newest_id, bool read_only)
     : options_(std::move(options)),
-      db_(std::move(db)),
-      handles_(std::move(handles)),
-      stats_(std::move(stats)),
+      hooks_(std::move(hooks)),
+      db_(std::move(opened.db)),
+      handles_(std::move(opened.handles)),
       ids_(id_seed, newest_id),
       records_(read_only ? 0 : options_.record_cache_bytes),
       read_only_(read_only) {}
@@ -238,11 +272,15 @@ RocksQueueStore::~RocksQueueStore() {
 }
 
 Status RocksQueueStore::Close() {
+  std::unique_lock<std::shared_mutex> lock(db_mu_);
   if (closed_) {
     return Status::Ok();
   }
   closed_ = true;
   leases_.Clear();  // in memory only: a lease ends with the process (recovery: docs/storage.md)
+  if (db_ == nullptr) {
+    return Status::Ok();  // a reopen failed: nothing is open
+  }
   Status first;
   for (rocksdb::ColumnFamilyHandle* h : handles_) {
     Status s = FromRocks(db_->DestroyColumnFamilyHandle(h), "close column family");
@@ -257,14 +295,28 @@ Status RocksQueueStore::Close() {
 }
 
 Status RocksQueueStore::CheckOpen() const {
-  return closed_ ? Status::FailedPrecondition("store is closed") : Status::Ok();
+  if (closed_) {
+    return Status::FailedPrecondition("store is closed");
+  }
+  if (db_ == nullptr) {
+    return Status::Unavailable("store is being reopened after a write fault; retry later");
+  }
+  return Status::Ok();
 }
 
 Status RocksQueueStore::CheckWritable() const {
   if (read_only_ && !closed_) {
     return Status::FailedPrecondition("store opened read-only");
   }
-  return CheckOpen();
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  if (hooks_.health && !hooks_.health->healthy()) {
+    const StoreHealth h = hooks_.health->Get();
+    return Status::Unavailable(
+        fmt::format("store refuses writes after a failed {} ({}); retrying", h.during, h.reason));
+  }
+  return Status::Ok();
 }
 
 Status RocksQueueStore::CheckFormat(bool fresh, bool read_only) {
@@ -341,19 +393,28 @@ Result<Delivery> RocksQueueStore::ReadCurrent(std::string_view id) {
   return Read(id);
 }
 
-Result<Delivery> RocksQueueStore::Read(std::string_view id) {
+Result<std::string> RocksQueueStore::ReadBytes(std::string_view id) {
   std::optional<std::string> value = records_.Find(id);
+  if (value) {
+    return std::move(*value);
+  }
+  QuietPerfCounters();
+  std::string bytes;
+  rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), cf(Family::kJobs),
+                                rocksdb::Slice(id.data(), id.size()), &bytes);
+  if (rs.IsNotFound()) {
+    return Status::NotFound(fmt::format("delivery {} not found", id));
+  }
+  if (!rs.ok()) {
+    return FromRocks(rs, fmt::format("read delivery {}", id));
+  }
+  return bytes;
+}
+
+Result<Delivery> RocksQueueStore::Read(std::string_view id) {
+  Result<std::string> value = ReadBytes(id);
   if (!value) {
-    QuietPerfCounters();
-    value.emplace();
-    rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), cf(Family::kJobs),
-                                  rocksdb::Slice(id.data(), id.size()), &*value);
-    if (rs.IsNotFound()) {
-      return Status::NotFound(fmt::format("delivery {} not found", id));
-    }
-    if (!rs.ok()) {
-      return FromRocks(rs, fmt::format("read delivery {}", id));
-    }
+    return value.error();
   }
   Result<Delivery> d = DecodeDelivery(*value);
   if (!d) {
@@ -531,9 +592,9 @@ Status RocksQueueStore::Commit(const rocksdb::WriteOptions& options, PendingWrit
 
 StoreStats RocksQueueStore::Stats() {
   StoreStats s;
-  s.wal_syncs = stats_->getTickerCount(rocksdb::WAL_FILE_SYNCED);
-  s.writes = stats_->getTickerCount(rocksdb::WRITE_DONE_BY_SELF) +
-             stats_->getTickerCount(rocksdb::WRITE_DONE_BY_OTHER);
+  s.wal_syncs = hooks_.stats->getTickerCount(rocksdb::WAL_FILE_SYNCED);
+  s.writes = hooks_.stats->getTickerCount(rocksdb::WRITE_DONE_BY_SELF) +
+             hooks_.stats->getTickerCount(rocksdb::WRITE_DONE_BY_OTHER);
   namespace fs = std::filesystem;
   std::error_code ec;
   for (fs::directory_iterator it(options_.path, ec), end; !ec && it != end; it.increment(ec)) {

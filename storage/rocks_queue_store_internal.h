@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "storage/lease_table.h"
 #include "storage/queue_store.h"
 #include "storage/record_cache.h"
+#include "storage/rocks_health_listener.h"
 #include "storage/rocks_schema.h"
 
 namespace egress::storage {
@@ -70,13 +72,35 @@ class StripeLocks {
   std::vector<std::unique_lock<std::mutex>> locks_;
 };
 
+// What a database is opened with, kept by the store for as long as it lives, so that a reopen
+// (RocksQueueStore::Recover) gives the new database the same statistics, LOG and health.
+struct RocksHooks {
+  std::shared_ptr<rocksdb::Statistics> stats;
+  std::shared_ptr<rocksdb::Logger> info_log;  // null: RocksDB's (read-only opens: a null logger)
+  std::shared_ptr<HealthListener> health;     // null for a read-only open
+};
+
+// One open database: the DB and its column family handles, in kFamilies order.
+struct OpenedDb {
+  std::unique_ptr<rocksdb::DB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+};
+
+// Opens the database at `path` with every column family, read-write (taking the LOCK; `fresh`
+// creates it) or read-only. Errors as OpenRocksQueueStore's.
+Result<OpenedDb> OpenRocksDb(const std::string& path, bool fresh, bool read_only,
+                             const RocksHooks& hooks);
+
+// Decodes the record stored under `id` and found in the index of `destination`: Corruption
+// naming what is wrong when the bytes do not decode or hold another id or destination.
+Result<Delivery> DecodeIndexed(std::string_view bytes, std::string_view id,
+                               const DestinationParts& destination);
+
 class RocksQueueStore final : public QueueStore {
  public:
-  // Takes ownership of `db` and its column family `handles` (in kFamilies order). With
-  // `read_only` (a DB from OpenForReadOnly) every write method fails without touching `db`.
-  RocksQueueStore(StoreOptions options, std::unique_ptr<rocksdb::DB> db,
-                  std::vector<rocksdb::ColumnFamilyHandle*> handles,
-                  std::shared_ptr<rocksdb::Statistics> stats, uint64_t id_seed,
+  // Takes ownership of the database. With `read_only` (a DB from OpenForReadOnly) every write
+  // method fails without touching it.
+  RocksQueueStore(StoreOptions options, OpenedDb opened, RocksHooks hooks, uint64_t id_seed,
                   const std::string& newest_id, bool read_only);
   ~RocksQueueStore() override;
 
@@ -91,6 +115,8 @@ class RocksQueueStore final : public QueueStore {
                                                     size_t limit) override;
   Result<DestinationWork> PendingFor(const std::string& destination_key,
                                      const std::string& after_id, size_t limit) override;
+  Result<Delivery> MoveCorruptToDead(const std::string& id, const std::string& destination_key,
+                                     int64_t now_ms) override;
   Result<ListPage> List(const ListFilter& filter) override;
   Result<StateCounts> Counts() override;
   Result<uint64_t> TenantBacklog(const std::string& tenant) override;
@@ -101,6 +127,8 @@ class RocksQueueStore final : public QueueStore {
                                    size_t max) override;
   Status Purge(const std::string& id) override;
   StoreStats Stats() override;
+  StoreHealth Health() override;
+  Status Recover() override;
   Status PutSetting(const std::string& key, const std::string& value) override;
   Result<std::vector<std::pair<std::string, std::string>>> ListSettings(
       const std::string& prefix) override;
@@ -128,10 +156,33 @@ class RocksQueueStore final : public QueueStore {
   // Format 4 keys the retention index by class (state or idempotency key) and indexes dead
   // records and idempotency keys there too: rebuilds it from the state index.
   Status MigrateFromFormat3();
+  // Held shared by every method that uses db_ (from before CheckOpen to its last use of the
+  // database), exclusively by Close and Reopen, which replace it. Never taken twice by one
+  // thread: a method calls no other public method while it holds it (Enqueue and Apply take
+  // nothing themselves).
+  std::shared_lock<std::shared_mutex> UseDb() const {
+    return std::shared_lock<std::shared_mutex>(db_mu_);
+  }
+  // FailedPrecondition once closed; Unavailable while the database is being (or failed to be)
+  // reopened. Call under UseDb.
   Status CheckOpen() const;
-  // CheckOpen, and FailedPrecondition when the store was opened read-only.
+  // CheckOpen, FailedPrecondition when the store was opened read-only, Unavailable while the
+  // store is unhealthy (RocksDB refuses writes: see Recover). Call under UseDb.
   Status CheckWritable() const;
 
+  // Whether every column family's active memtable is empty: RocksDB's Resume then keeps the
+  // write-ahead log a failed write left broken (it switches logs only when it flushes a
+  // memtable), and the next write to it aborts the process (Debian's RocksDB is built with
+  // assertions). Call under UseDb.
+  bool ActiveMemtablesEmpty() const;
+  // Closes the database and opens it again (a new write-ahead log), then checks what this
+  // store keeps in memory against it: counters are read again, the record cache is emptied, a
+  // lease whose record changed on disk is dropped. `since`: the health generation Recover
+  // started from. Takes UseDb's lock exclusively.
+  Status Reopen(uint64_t since);
+
+  // The stored bytes of `id`, from the record cache or the disk; NotFound when absent.
+  Result<std::string> ReadBytes(std::string_view id);
   // Reads the record with `id` from disk (or the record cache); NotFound when absent.
   Result<Delivery> Read(std::string_view id);
   // What readers see: the leased version when `id` is leased, else the record on disk.
@@ -192,9 +243,10 @@ class RocksQueueStore final : public QueueStore {
   Status Commit(const rocksdb::WriteOptions& options, PendingWrite& w, std::string_view what);
 
   const StoreOptions options_;
-  std::unique_ptr<rocksdb::DB> db_;
+  const RocksHooks hooks_;
+  mutable std::shared_mutex db_mu_;  // see UseDb
+  std::unique_ptr<rocksdb::DB> db_;  // null after a reopen failed
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
-  std::shared_ptr<rocksdb::Statistics> stats_;
   DeliveryIdGenerator ids_;
   std::array<std::mutex, kStripes> id_stripes_;
   std::array<std::mutex, kStripes> idem_stripes_;

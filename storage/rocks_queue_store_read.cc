@@ -26,7 +26,24 @@ bool Matches(const ListFilter& f, const Delivery& d) {
 
 }  // namespace
 
+Result<Delivery> DecodeIndexed(std::string_view bytes, std::string_view id,
+                               const DestinationParts& destination) {
+  Result<Delivery> d = DecodeDelivery(bytes);
+  if (!d) {
+    return d.error();
+  }
+  if (d->id != id) {
+    return Status::Corruption("record holds another id");
+  }
+  if (d->platform != destination.platform || d->tenant != destination.tenant ||
+      d->credential != destination.credential || d->destination != destination.destination) {
+    return Status::Corruption("record belongs to another destination");
+  }
+  return d;
+}
+
 Result<Delivery> RocksQueueStore::Get(const std::string& id) {
+  auto use = UseDb();
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
@@ -35,6 +52,7 @@ Result<Delivery> RocksQueueStore::Get(const std::string& id) {
 
 Result<std::vector<std::string>> RocksQueueStore::ListDestinations(const std::string& after_key,
                                                                    size_t limit) {
+  auto use = UseDb();
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
@@ -58,23 +76,42 @@ Result<std::vector<std::string>> RocksQueueStore::ListDestinations(const std::st
 
 Result<DestinationWork> RocksQueueStore::PendingFor(const std::string& destination_key,
                                                     const std::string& after_id, size_t limit) {
+  auto use = UseDb();
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
-  DestinationWork work{destination_key, {}};
+  DestinationWork work{destination_key, {}, {}};
+  DestinationParts parts;
+  if (!SplitDestinationKey(destination_key, parts)) {
+    return Status::InvalidArgument("not a destination key");
+  }
   const std::string prefix = DestIndexKey(destination_key, "");
   std::unique_ptr<rocksdb::Iterator> it(
       db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDest)));
   it->Seek(DestIndexKey(destination_key, after_id));
-  for (; it->Valid() && it->key().starts_with(prefix) && work.deliveries.size() < limit;
+  for (; it->Valid() && it->key().starts_with(prefix) &&
+         work.deliveries.size() + work.corrupt.size() < limit;
        it->Next()) {
     std::string_view id = IdOfDestIndexKey({it->key().data(), it->key().size()});
     if (id <= after_id) {
       continue;
     }
-    Result<Delivery> d = ReadCurrent(id);
+    if (std::optional<Delivery> leased = leases_.FindDelivery(id)) {
+      work.deliveries.push_back(std::move(*leased));
+      continue;
+    }
+    Result<std::string> bytes = ReadBytes(id);
+    if (!bytes && bytes.error().code() == Status::Code::kNotFound) {
+      work.corrupt.push_back({std::string(id), "no record behind its index entry"});
+      continue;
+    }
+    if (!bytes) {
+      return bytes.error();  // the disk, not the record: the whole read fails
+    }
+    Result<Delivery> d = DecodeIndexed(*bytes, id, parts);
     if (!d) {
-      return d.error();
+      work.corrupt.push_back({std::string(id), d.error().message()});
+      continue;
     }
     work.deliveries.push_back(std::move(*d));
   }
@@ -85,6 +122,7 @@ Result<DestinationWork> RocksQueueStore::PendingFor(const std::string& destinati
 }
 
 Result<ListPage> RocksQueueStore::List(const ListFilter& filter) {
+  auto use = UseDb();
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
@@ -124,6 +162,10 @@ Result<ListPage> RocksQueueStore::List(const ListFilter& filter) {
     Result<Delivery> d = leased     ? std::move(*leased)
                          : by_state ? Read(id)
                                     : DecodeDelivery(it->value().ToStringView());
+    if (!d && by_state && d.error().code() == Status::Code::kNotFound) {
+      last_id = id;  // purged by retention since the index entry was read
+      continue;
+    }
     if (!d) {
       return d.error();
     }
@@ -165,6 +207,7 @@ ListPage RocksQueueStore::ListLeases(const ListFilter& filter) {
 }
 
 Result<StateCounts> RocksQueueStore::Counts() {
+  auto use = UseDb();
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
@@ -180,6 +223,7 @@ Result<StateCounts> RocksQueueStore::Counts() {
 }
 
 Result<uint64_t> RocksQueueStore::TenantBacklog(const std::string& tenant) {
+  auto use = UseDb();
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
@@ -189,6 +233,7 @@ Result<uint64_t> RocksQueueStore::TenantBacklog(const std::string& tenant) {
 
 Result<std::vector<StateCounts>> RocksQueueStore::DestinationCounts(
     const std::vector<std::string>& destination_keys) {
+  auto use = UseDb();
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
@@ -204,6 +249,7 @@ Result<std::vector<StateCounts>> RocksQueueStore::DestinationCounts(
 }
 
 Result<StateCounts> RocksQueueStore::ScanCounts() {
+  auto use = UseDb();
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
@@ -227,6 +273,7 @@ Result<StateCounts> RocksQueueStore::ScanCounts() {
 }
 
 Status RocksQueueStore::PutSetting(const std::string& key, const std::string& value) {
+  auto use = UseDb();
   if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
@@ -238,6 +285,7 @@ Status RocksQueueStore::PutSetting(const std::string& key, const std::string& va
 
 Result<std::vector<std::pair<std::string, std::string>>> RocksQueueStore::ListSettings(
     const std::string& prefix) {
+  auto use = UseDb();
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }

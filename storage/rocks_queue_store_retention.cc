@@ -83,6 +83,7 @@ Status RocksQueueStore::StageReleaseIdem(PendingWrite& w, const Delivery& d) {
 
 Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy, int64_t now_ms,
                                                   size_t max) {
+  auto use = UseDb();
   if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
@@ -241,6 +242,7 @@ Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy,
 }
 
 Status RocksQueueStore::Purge(const std::string& id) {
+  auto use = UseDb();
   if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }

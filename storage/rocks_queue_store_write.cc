@@ -51,6 +51,7 @@ Result<EnqueueResult> RocksQueueStore::Enqueue(const NewDelivery& in, int64_t no
 
 Result<std::vector<Result<EnqueueResult>>> RocksQueueStore::EnqueueBatch(
     const std::vector<NewDelivery>& ds, int64_t now_ms) {
+  auto use = UseDb();
   if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
@@ -110,6 +111,7 @@ Result<Delivery> RocksQueueStore::Apply(const std::string& id, const StateChange
 
 Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
     const std::vector<IdChange>& changes) {
+  auto use = UseDb();
   if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
@@ -186,6 +188,7 @@ Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
 }
 
 Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t max) {
+  auto use = UseDb();
   if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }

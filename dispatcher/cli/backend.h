@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,9 @@ struct DeliveryFilter {
   int limit = 0;  // 0: the server's default
 };
 
+// Told how far a replay by filter has got: deliveries looked at and replayed so far.
+using ReplayProgress = std::function<void(uint64_t matched, uint64_t replayed)>;
+
 // Where commands get their answers: the running service (ServiceBackend) or the store opened
 // directly (StoreBackend). Every answer is JSON in the service API's shapes (docs/api.md; a
 // delivery is storage/delivery_json.h's view from either), so output code does not care which
@@ -40,8 +44,14 @@ class Backend {
   virtual Result<nlohmann::json> Get(const std::string& id) = 0;
   // {"id", "state": "queued"}
   virtual Result<nlohmann::json> Replay(const std::string& id) = 0;
-  // {"matched", "replayed", "dry_run"}; filter.state is dead or deferred.
-  virtual Result<nlohmann::json> ReplayMatching(const DeliveryFilter& filter, bool dry_run) = 0;
+  // {"matched", "replayed", "dry_run"} (and "job" from the service); filter.state is dead or
+  // deferred. A dry run counts (at most storage::kMaxReplayPerCall) and answers at once. A
+  // replay works through every match in slices and calls `progress`, when set, after each: the
+  // service runs it as a job (POST /v1/deliveries/replay, then GET /v1/jobs/{id} every 200 ms
+  // until it ends; each call short); the store does the slices itself. A job that failed or
+  // vanished (the service restarted) is an IoError naming it and its counts.
+  virtual Result<nlohmann::json> ReplayMatching(const DeliveryFilter& filter, bool dry_run,
+                                                const ReplayProgress& progress = nullptr) = 0;
   // {"id", "state": "cancelled"}
   virtual Result<nlohmann::json> Cancel(const std::string& id) = 0;
   // Counts by state, and with the service, its counters.

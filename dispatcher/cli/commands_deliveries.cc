@@ -1,5 +1,7 @@
 // deliveries list | show | replay | cancel.
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <optional>
 #include <utility>
@@ -190,7 +192,19 @@ int ReplayDeliveries(Backend& b, const CommandFlags& f) {
                  matched, kReplayWithoutYes);
     return kExitUsage;
   }
-  auto done = b.ReplayMatching(f.filter, false);
+  // On a terminal, a bar on stderr redrawn after each slice; otherwise silence until the end.
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  ReplayProgress progress;
+  if (tty) {
+    progress = [matched](uint64_t m, uint64_t r) {
+      std::fprintf(stderr, "\r%s", ReplayProgressLine(m, r, matched).c_str());
+      std::fflush(stderr);
+    };
+  }
+  auto done = b.ReplayMatching(f.filter, false, progress);
+  if (tty) {
+    std::fputc('\n', stderr);
+  }
   if (!done) {
     return Fail(done.error());
   }

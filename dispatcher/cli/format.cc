@@ -102,4 +102,13 @@ std::string ParseDestinationRef(const std::string& ref) {
   return storage::DestinationKeyOf(fields[0], fields[1], fields[2], ref.substr(pos));
 }
 
+std::string ReplayProgressLine(uint64_t matched, uint64_t replayed, uint64_t total, size_t width) {
+  width = std::max<size_t>(width, 1);
+  const size_t filled =
+      total == 0 ? width : static_cast<size_t>(std::min<uint64_t>(matched, total) * width / total);
+  return fmt::format("[{}{}] {:>{}}/{} matched  {} replayed", std::string(filled, '#'),
+                     std::string(width - filled, '-'), matched, std::to_string(total).size(), total,
+                     replayed);
+}
+
 }  // namespace egress::cli

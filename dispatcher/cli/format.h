@@ -17,6 +17,13 @@ std::string RenderTable(const std::vector<std::vector<std::string>>& rows);
 // Cuts `text` to at most `width` bytes, ending with "..." when cut.
 std::string Truncate(const std::string& text, size_t width);
 
+// One line of a bulk replay's progress for a terminal, redrawn in place:
+// "[##########----------]  1000/2000 matched  1000 replayed". `total` is the dry run's count;
+// the bar is full when matched reaches it (matched may pass it: deliveries that died meanwhile).
+// `width` is the bar's inside, at least 1.
+std::string ReplayProgressLine(uint64_t matched, uint64_t replayed, uint64_t total,
+                               size_t width = 30);
+
 // A destination key (platform, tenant, credential, destination joined by '\x1f') as the operator
 // types it: "platform/tenant/credential/destination"; and back. ParseDestinationRef accepts
 // either form and returns the key, or "" when `ref` has fewer than four parts.

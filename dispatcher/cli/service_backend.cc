@@ -1,5 +1,8 @@
 // Backend over the service's HTTP API.
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "dispatcher/cli/backend.h"
@@ -8,6 +11,14 @@ namespace egress::cli {
 namespace {
 
 using nlohmann::json;
+
+constexpr std::chrono::milliseconds kJobPoll{200};
+
+// A count field of a job or replay answer; 0 when absent or not a count.
+uint64_t Count(const json& j, const char* name) {
+  auto it = j.find(name);
+  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+}
 
 // Percent-encodes a query value.
 std::string Escape(const std::string& v) {
@@ -77,7 +88,8 @@ class ServiceBackend final : public Backend {
   Result<json> Replay(const std::string& id) override {
     return Call("POST", "/v1/deliveries/" + Escape(id) + "/replay", "");
   }
-  Result<json> ReplayMatching(const DeliveryFilter& f, bool dry_run) override {
+  Result<json> ReplayMatching(const DeliveryFilter& f, bool dry_run,
+                              const ReplayProgress& progress) override {
     json body = {{"state", f.state}, {"dry_run", dry_run}};
     for (auto [name, value] :
          {std::pair{"tenant", &f.tenant}, std::pair{"platform", &f.platform},
@@ -86,7 +98,14 @@ class ServiceBackend final : public Backend {
         body[name] = *value;
       }
     }
-    return Call("POST", "/v1/deliveries/replay", body.dump());
+    auto answer = Call("POST", "/v1/deliveries/replay", body.dump());
+    if (!answer || dry_run || !answer->contains("job")) {
+      return answer;  // a dry run's count, or an error
+    }
+    if (!(*answer)["job"].is_string()) {
+      return Status::IoError(Describe() + "/v1/deliveries/replay: the job id is not a string");
+    }
+    return FollowJob((*answer)["job"].get<std::string>(), progress);
   }
   Result<json> Cancel(const std::string& id) override {
     return Call("DELETE", "/v1/deliveries/" + Escape(id), "");
@@ -114,6 +133,44 @@ class ServiceBackend final : public Backend {
   std::string Describe() const override { return "http://" + server_.ToString(); }
 
  private:
+  // Polls GET /v1/jobs/{id} until the job is no longer running; its final counts as a replay
+  // answer.
+  Result<json> FollowJob(const std::string& id, const ReplayProgress& progress) {
+    json job;
+    for (;;) {
+      auto got = Call("GET", "/v1/jobs/" + Escape(id), "");
+      if (!got) {
+        if (got.error().code() == Status::Code::kNotFound) {
+          return Status::IoError(
+              fmt::format("replay job {} is gone (the service restarted?); what it replayed stays "
+                          "replayed: run the same replay again to continue",
+                          id));
+        }
+        return got.error();
+      }
+      job = std::move(*got);
+      if (progress) {
+        progress(Count(job, "matched"), Count(job, "replayed"));
+      }
+      if (job.value("state", "") != "running") {
+        break;
+      }
+      std::this_thread::sleep_for(kJobPoll);
+    }
+    const std::string state = job.value("state", "");
+    if (state != "done") {
+      std::string error = job.contains("error") && job["error"].is_string()
+                              ? job["error"].get<std::string>()
+                              : "state " + state;
+      return Status::IoError(fmt::format("replay job {} failed after replaying {} of {}: {}", id,
+                                         Count(job, "replayed"), Count(job, "matched"), error));
+    }
+    return json{{"matched", Count(job, "matched")},
+                {"replayed", Count(job, "replayed")},
+                {"dry_run", false},
+                {"job", id}};
+  }
+
   Result<json> Call(const std::string& method, const std::string& target, const std::string& body) {
     auto reply = HttpCall(server_, method, target, body, token_);
     if (!reply) {

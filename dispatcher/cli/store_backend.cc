@@ -1,5 +1,6 @@
 // Backend over the store opened directly, for when no service is running.
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -17,6 +18,8 @@ namespace {
 using nlohmann::json;
 using storage::Delivery;
 using storage::DeliveryState;
+
+constexpr size_t kReplaySlice = 1000;  // deliveries one slice of an offline replay looks at
 
 Result<storage::ListFilter> ToListFilter(const DeliveryFilter& f) {
   storage::ListFilter out;
@@ -82,16 +85,39 @@ class StoreBackend final : public Backend {
     return json{{"id", d->id}, {"state", "queued"}};
   }
 
-  Result<json> ReplayMatching(const DeliveryFilter& f, bool dry_run) override {
+  Result<json> ReplayMatching(const DeliveryFilter& f, bool dry_run,
+                              const ReplayProgress& progress) override {
     auto filter = ToListFilter(f);
     if (!filter) {
       return filter.error();
     }
-    auto count = storage::ReplayMatching(*store_, *filter, dry_run, NowMs());
-    if (!count) {
-      return count.error();
+    if (dry_run) {
+      auto count = storage::ReplayMatching(*store_, *filter, true, NowMs());
+      if (!count) {
+        return count.error();
+      }
+      return json{{"matched", count->matched}, {"replayed", 0}, {"dry_run", true}};
     }
-    return json{{"matched", count->matched}, {"replayed", count->replayed}, {"dry_run", dry_run}};
+    // In slices, as the service's job does: progress after each, memory bounded by one slice.
+    uint64_t matched = 0;
+    uint64_t replayed = 0;
+    filter->after_id.clear();
+    for (;;) {
+      auto count = storage::ReplayMatching(*store_, *filter, false, NowMs(), nullptr, kReplaySlice);
+      if (!count) {
+        return count.error();
+      }
+      matched += count->matched;
+      replayed += count->replayed;
+      if (progress) {
+        progress(matched, replayed);
+      }
+      if (count->done) {
+        break;
+      }
+      filter->after_id = std::move(count->cursor);
+    }
+    return json{{"matched", matched}, {"replayed", replayed}, {"dry_run", false}};
   }
 
   Result<json> Cancel(const std::string& id) override {
@@ -165,7 +191,7 @@ class StoreBackend final : public Backend {
               {"credential", p.credential},
               {"destination", p.destination},
               {"key", key}};
-    uint64_t queued = 0, deferred = 0, in_flight = 0;
+    uint64_t queued = 0, deferred = 0, in_flight = 0, corrupt = 0;
     int64_t next_ms = 0;
     std::string after_id;
     while (true) {
@@ -180,15 +206,22 @@ class StoreBackend final : public Backend {
         if (storage::IsWaiting(d.state) && (next_ms == 0 || d.next_attempt_ms < next_ms)) {
           next_ms = d.next_attempt_ms;
         }
+        after_id = std::max(after_id, d.id);
       }
-      if (work->deliveries.size() < 1000) {
+      for (const storage::CorruptRecord& c : work->corrupt) {
+        ++corrupt;
+        after_id = std::max(after_id, c.id);
+      }
+      if (work->deliveries.size() + work->corrupt.size() < 1000) {
         break;
       }
-      after_id = work->deliveries.back().id;
     }
     j["queued"] = queued;
     j["deferred"] = deferred;
     j["in_flight"] = in_flight;
+    if (corrupt > 0) {
+      j["corrupt"] = corrupt;  // unreadable records the service moves to dead when it reads them
+    }
     if (next_ms != 0) {
       j["next_eligible_ms"] = next_ms;
     }

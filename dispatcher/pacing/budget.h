@@ -28,13 +28,24 @@ std::optional<BudgetName> ParseBudgetName(std::string_view text);
 // `limit` units per `scale_ms`, with at most `burst` units at once (the meter's depth). A burst of
 // 1 paces smoothly: no window of `scale_ms` ever holds more than `limit` units. A delivery whose
 // cost exceeds `burst` passes only through an empty meter.
+// The range of every field, checked wherever a budget comes in (config, the admin API, headers a
+// platform sent): a billion units, a year, a billion at once are past any real platform's limit,
+// and within them the meter's arithmetic stays far from int64 (it also saturates; see
+// GcraEvaluate).
+inline constexpr int64_t kMaxBudgetLimit = 1'000'000'000;
+inline constexpr int64_t kMaxBudgetScaleMs = 366LL * 24 * 3600 * 1000;
+inline constexpr int64_t kMaxBudgetBurst = 1'000'000'000;
+
 struct Budget {
   int64_t limit = 1;
   int64_t scale_ms = 1000;
   int64_t burst = 1;
 
-  // True when limit, scale_ms and burst are all positive.
-  bool Valid() const { return limit > 0 && scale_ms > 0 && burst > 0; }
+  // True when limit, scale_ms and burst are each in [1, its kMaxBudget*].
+  bool Valid() const {
+    return limit > 0 && limit <= kMaxBudgetLimit && scale_ms > 0 && scale_ms <= kMaxBudgetScaleMs &&
+           burst > 0 && burst <= kMaxBudgetBurst;
+  }
   friend bool operator==(const Budget&, const Budget&) = default;
 };
 

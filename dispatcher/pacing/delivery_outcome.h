@@ -30,6 +30,9 @@ struct DeliveryOutcome {
   std::optional<Millis> retry_after;
   // The platform's error code, kept for the dead reason ("invalid_auth", "10015").
   std::string platform_error;
+  // A transient failure with a name of its own ("tls_rejected"): the dead reason when the retry
+  // schedule runs out on it, instead of max_attempts / max_age.
+  std::string exhausted_reason;
 };
 
 }  // namespace egress::pacing

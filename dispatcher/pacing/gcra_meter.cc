@@ -8,9 +8,9 @@ namespace egress::pacing {
 
 GcraParams GcraParams::FromBudget(const Budget& budget) {
   EGRESS_CHECK(budget.Valid());
-  const int64_t scale_ns = budget.scale_ms * 1'000'000;
+  const int64_t scale_ns = SatMul(budget.scale_ms, 1'000'000);
   GcraParams params;
-  params.interval_ns = std::max<int64_t>(1, (scale_ns + budget.limit - 1) / budget.limit);
+  params.interval_ns = std::max<int64_t>(1, SatAdd(scale_ns, budget.limit - 1) / budget.limit);
   params.depth = budget.burst;
   return params;
 }
@@ -29,9 +29,7 @@ Nanos GcraMeter::NextAvailable(int64_t cost) const {
 }
 
 int64_t GcraMeter::Remaining() const {
-  const int64_t now_ns = ToNanos(clock_.Now());
-  const int64_t base = std::max(tat_ns_, now_ns);
-  return (now_ns - (base - params_.depth * params_.interval_ns)) / params_.interval_ns;
+  return GcraRemaining(tat_ns_, params_, ToNanos(clock_.Now()));
 }
 
 }  // namespace egress::pacing

@@ -6,6 +6,7 @@
 
 #include "dispatcher/base/check.h"
 #include "dispatcher/base/clock.h"
+#include "dispatcher/base/saturating.h"
 #include "dispatcher/pacing/budget.h"
 
 namespace egress::pacing {
@@ -35,33 +36,44 @@ struct GcraDecision {
   int64_t tat_ns = 0;
 };
 
+// Whole units a meter with stored time `tat_ns` could take at `now_ns`: 0 to params.depth.
+inline int64_t GcraRemaining(int64_t tat_ns, const GcraParams& params, int64_t now_ns) {
+  const int64_t interval = std::max<int64_t>(1, params.interval_ns);
+  const int64_t base = std::max(tat_ns, now_ns);
+  const int64_t room = SatSub(now_ns, SatSub(base, SatMul(params.depth, interval)));
+  return std::clamp<int64_t>(room / interval, 0, std::max<int64_t>(0, params.depth));
+}
+
 // Pure GCRA (the generic cell rate algorithm, as redis_rate's Lua script): `tat_ns` is the
 // stored theoretical arrival time (0 for a fresh key), `now_ns` the current steady time. Never
 // sleeps; the caller stores `tat_ns` of the result. A cost above `params.depth` is allowed only
 // through an empty meter. `cost` must be in [1, 1'000'000].
 // Inline: it runs once per scope of every scheduling decision.
+//
+// Every step saturates (dispatcher/base/saturating.h): with a stored time, a clock or parameters
+// far out of range the answer is a very long wait, never a wrapped one.
 inline GcraDecision GcraEvaluate(int64_t tat_ns, const GcraParams& params, int64_t cost,
                                  int64_t now_ns) {
   EGRESS_CHECK(cost >= 1 && cost <= 1'000'000);
-  const int64_t interval = params.interval_ns;
+  const int64_t interval = std::max<int64_t>(1, params.interval_ns);
   const int64_t depth = std::max(params.depth, cost);
   const int64_t base = std::max(tat_ns, now_ns);
-  const int64_t new_tat = base + cost * interval;
-  const int64_t allow_at = new_tat - depth * interval;
+  const int64_t new_tat = SatAdd(base, SatMul(cost, interval));
+  // base + cost*interval - depth*interval, as one product (depth >= cost): two products that
+  // both saturated would cancel out and let a costly request through a meter that is not empty.
+  const int64_t allow_at = SatSub(base, SatMul(depth - cost, interval));
   GcraDecision decision;
   if (now_ns < allow_at) {
     decision.allowed = false;
-    decision.retry_after = Nanos(allow_at - now_ns);
-    decision.reset_after = Nanos(base - now_ns);
-    decision.remaining = (now_ns - (base - params.depth * interval)) / interval;
-    decision.remaining = std::max<int64_t>(0, decision.remaining);
+    decision.retry_after = Nanos(SatSub(allow_at, now_ns));
+    decision.reset_after = Nanos(SatSub(base, now_ns));
+    decision.remaining = GcraRemaining(tat_ns, params, now_ns);
     decision.tat_ns = tat_ns;
     return decision;
   }
   decision.allowed = true;
-  decision.remaining = (now_ns - (new_tat - params.depth * interval)) / interval;
-  decision.remaining = std::max<int64_t>(0, decision.remaining);
-  decision.reset_after = Nanos(new_tat - now_ns);
+  decision.remaining = GcraRemaining(new_tat, params, now_ns);
+  decision.reset_after = Nanos(SatSub(new_tat, now_ns));
   decision.tat_ns = new_tat;
   return decision;
 }

@@ -1,6 +1,7 @@
 #include "dispatcher/pacing/memory_budget_store.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace egress::pacing {
 namespace {
@@ -152,7 +153,8 @@ Status MemoryBudgetStore::Rescale(ScopeKey key, const GcraParams& from, const Gc
   }
   const __int128 owed =
       static_cast<__int128>(meter.tat_ns - now_ns) * to.interval_ns / from.interval_ns;
-  meter.tat_ns = now_ns + static_cast<int64_t>(owed);
+  meter.tat_ns = SatAdd(
+      now_ns, static_cast<int64_t>(std::min<__int128>(owed, std::numeric_limits<int64_t>::max())));
   return Status::Ok();
 }
 
@@ -166,9 +168,8 @@ Result<MeterView> MemoryBudgetStore::Inspect(ScopeKey key, const GcraParams& par
     tat_ns = meter.key == 0 ? 0 : meter.tat_ns;
   }
   MeterView view;
-  const int64_t base = std::max(tat_ns, now_ns);
-  view.remaining = (now_ns - (base - params.depth * params.interval_ns)) / params.interval_ns;
-  view.reset_after = Nanos(base - now_ns);
+  view.remaining = GcraRemaining(tat_ns, params, now_ns);
+  view.reset_after = Nanos(SatSub(std::max(tat_ns, now_ns), now_ns));
   auto park = parks_.find(key);
   if (park != parks_.end() && park->second.until_ns > now_ns) {
     view.parked_until = FromNanos(park->second.until_ns);

@@ -58,12 +58,13 @@ Verdict PlanRetry(const RetryPolicy& policy, const DeliveryOutcome& outcome,
   const int consumed = info.attempts_consumed + 1;
   if (consumed >= policy.max_attempts) {
     verdict.kind = VerdictKind::kDead;
-    verdict.dead_reason = "max_attempts";
+    verdict.dead_reason =
+        outcome.exhausted_reason.empty() ? "max_attempts" : outcome.exhausted_reason;
     return verdict;
   }
   if (wall_now - info.created >= policy.max_age) {
     verdict.kind = VerdictKind::kDead;
-    verdict.dead_reason = "max_age";
+    verdict.dead_reason = outcome.exhausted_reason.empty() ? "max_age" : outcome.exhausted_reason;
     return verdict;
   }
   Millis delay = BackoffDelay(policy, consumed, random);

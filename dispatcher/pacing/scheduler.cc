@@ -556,10 +556,11 @@ Status Scheduler::Observe(DestinationId id, const RateLimitObservation& observat
   if (observation.limit.has_value() && *observation.limit > 0) {
     const uint32_t leaf = dest.scopes[dest.leaf_index];
     Budget learned = scopes_.budget(leaf);
-    learned.limit = *observation.limit;
+    // What a platform sends is hostile too: held to a budget's range (kMaxBudget*).
+    learned.limit = std::min(*observation.limit, kMaxBudgetLimit);
     learned.burst = 1;
     if (observation.window.has_value() && observation.window->count() > 0) {
-      learned.scale_ms = observation.window->count();
+      learned.scale_ms = std::min<int64_t>(observation.window->count(), kMaxBudgetScaleMs);
     }
     scopes_.SetBudget(leaf, learned, true);
     adaptive_.erase(scopes_.at(leaf).key);  // the platform said what the limit is

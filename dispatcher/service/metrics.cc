@@ -54,8 +54,6 @@ constexpr Definition kDefinitions[] = {
     GaugeRow(GaugeId::kQueueDepth, "relay_egress_queue_depth", "Deliveries per state."),
     GaugeRow(GaugeId::kOldestDeferralAge, "relay_egress_oldest_deferral_age_seconds",
              "Age of the oldest deferred delivery a destination holds."),
-    GaugeRow(GaugeId::kPlatformRemaining, "relay_egress_platform_remaining",
-             "Last rate-limit remaining a platform reported, by destination."),
     HistogramRow(HistogramId::kBucketFillRatio, "relay_egress_bucket_fill_ratio",
                  "How full a destination's platform bucket was when it answered (1 = exhausted).",
                  kFillBuckets),
@@ -64,8 +62,14 @@ constexpr Definition kDefinitions[] = {
     GaugeRow(GaugeId::kDestinations, "relay_egress_destinations",
              "Destinations with work, known to the scheduler."),
     CounterRow(CounterId::kStoreErrors, "relay_egress_store_errors_total",
-               "Store writes of the delivery loop, and retention passes (purge), that failed, by "
-               "operation."),
+               "Store calls that failed, by operation: the delivery loop's lease, read and "
+               "outcome (retried), outcome_refused (refused for good); purge (a retention pass)."),
+    GaugeRow(GaugeId::kStoreHealthy, "relay_egress_store_healthy",
+             "1 while the store takes writes; 0 after a write or background fault until it "
+             "recovers."),
+    CounterRow(CounterId::kCorruptRecords, "relay_egress_corrupt_records_total",
+               "Stored records that could not be read and were moved to dead (reason "
+               "corrupt_record)."),
     CounterRow(CounterId::kDiscordInvalidRequestStops,
                "relay_egress_discord_invalid_request_stops_total",
                "Times a Discord token was stopped near the invalid-request ban line, by "
@@ -79,6 +83,16 @@ constexpr Definition kDefinitions[] = {
     GaugeRow(GaugeId::kStoreBytes, "relay_egress_store_bytes",
              "Bytes the store takes on disk (every file in its directory), after the last "
              "retention pass."),
+    GaugeRow(GaugeId::kHttpConnections, "relay_egress_http_connections",
+             "Connections open to the HTTP API."),
+    CounterRow(CounterId::kHttpConnectionsRefused, "relay_egress_http_connections_refused_total",
+               "Connections closed as they arrived, over server.max_connections."),
+    CounterRow(CounterId::kHttpAcceptFailures, "relay_egress_http_accept_failures_total",
+               "Times accept() failed (out of file descriptors or memory); the server waits "
+               "and tries again."),
+    CounterRow(CounterId::kHttpTimeouts, "relay_egress_http_timeouts_total",
+               "Connections closed by a deadline, by direction (read: stalled within a request; "
+               "write: not reading its answer)."),
 };
 
 template <typename Id>
@@ -210,6 +224,10 @@ typename Map::mapped_type& Slot(Map& map, std::string_view key) {
 
 void Metrics::Inc(CounterId id, const Labels& labels, double by) {
   Slot(values_, SeriesKey(Of(id).name, labels)) += by;
+}
+
+void Metrics::SetTotal(CounterId id, const Labels& labels, double total) {
+  Slot(values_, SeriesKey(Of(id).name, labels)) = total;
 }
 
 void Metrics::Set(GaugeId id, const Labels& labels, double value) {

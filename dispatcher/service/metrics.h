@@ -25,15 +25,20 @@ enum class CounterId : uint8_t {
   kDiscordInvalidRequestStops,  // relay_egress_discord_invalid_request_stops_total{credential}
   kPurged,                      // relay_egress_purged_total{state}
   kIdempotencyKeysExpired,      // relay_egress_idempotency_keys_expired_total
-  kMaxValue = kIdempotencyKeysExpired,
+  kHttpConnectionsRefused,      // relay_egress_http_connections_refused_total
+  kHttpAcceptFailures,          // relay_egress_http_accept_failures_total
+  kHttpTimeouts,                // relay_egress_http_timeouts_total{direction}
+  kCorruptRecords,              // relay_egress_corrupt_records_total
+  kMaxValue = kCorruptRecords,
 };
 enum class GaugeId : uint8_t {
   kQueueDepth,         // relay_egress_queue_depth{state}
   kOldestDeferralAge,  // relay_egress_oldest_deferral_age_seconds
-  kPlatformRemaining,  // relay_egress_platform_remaining{destination}
   kDestinations,       // relay_egress_destinations
   kStoreBytes,         // relay_egress_store_bytes
-  kMaxValue = kStoreBytes,
+  kHttpConnections,    // relay_egress_http_connections
+  kStoreHealthy,       // relay_egress_store_healthy
+  kMaxValue = kStoreHealthy,
 };
 enum class HistogramId : uint8_t {
   kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}
@@ -49,6 +54,8 @@ class Metrics {
   using Labels = std::initializer_list<std::pair<std::string_view, std::string_view>>;
 
   void Inc(CounterId id, const Labels& labels = {}, double by = 1);
+  // Mirrors a count another component keeps (it only grows): the series becomes `total`.
+  void SetTotal(CounterId id, const Labels& labels, double total);
   void Set(GaugeId id, const Labels& labels, double value);
   void Observe(HistogramId id, const Labels& labels, double value);
   // The value of a series, 0 when never touched (tests, stats).

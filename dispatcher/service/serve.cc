@@ -1,5 +1,6 @@
 #include "dispatcher/service/serve.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 
@@ -7,6 +8,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <curl/curl.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include "dispatcher/service/event_log.h"
 
@@ -30,11 +32,39 @@ void RunGuarded(boost::asio::io_context& io) {
   }
 }
 
+// Raises the soft limit on open files towards what max_connections needs, plus room for the
+// store's files and outbound connections (as servers such as nginx and Envoy do): the usual
+// soft limit of 1024 would fail accept() long before 4096 connections. Capped by the hard limit;
+// logged when even that is short.
+void RaiseOpenFileLimit(size_t max_connections) {
+  constexpr rlim_t kHeadroom = 1024;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    return;
+  }
+  const rlim_t want = static_cast<rlim_t>(max_connections) + kHeadroom;
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < want) {
+    const rlim_t raised = limit.rlim_max == RLIM_INFINITY ? want : std::min(want, limit.rlim_max);
+    rlimit wanted = limit;
+    wanted.rlim_cur = raised;
+    if (setrlimit(RLIMIT_NOFILE, &wanted) == 0) {
+      limit = wanted;
+    }
+  }
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < want) {
+    LogEvent(LogLevel::kWarn, "open_file_limit_low",
+             {{"limit", static_cast<uint64_t>(limit.rlim_cur)},
+              {"wanted", static_cast<uint64_t>(want)},
+              {"max_connections", max_connections}});
+  }
+}
+
 }  // namespace
 
 int RunService(ServiceOptions options, Millis grace) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   std::signal(SIGPIPE, SIG_IGN);
+  RaiseOpenFileLimit(options.http.max_connections);
   boost::asio::io_context io;
   SystemClock clock;
   const std::string data_dir = options.store.path;

@@ -5,7 +5,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "adapters/trust_files.h"
 #include "dispatcher/service/api/handlers.h"
+#include "dispatcher/service/api/intake.h"
 #include "dispatcher/service/tenant_settings.h"
 #include "storage/rocks_queue_store.h"
 
@@ -14,12 +16,26 @@ namespace egress::service {
 namespace asio = boost::asio;
 
 Service::Service(asio::io_context& io, const Clock& clock, ServiceOptions options)
-    : io_(io), clock_(clock), options_(std::move(options)), random_(std::random_device{}()) {}
+    : io_(io),
+      clock_(clock),
+      options_(std::move(options)),
+      random_(std::random_device{}()),
+      request_slots_(options_.intake.max_requests_in_flight) {}
 
 Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Clock& clock,
                                                 ServiceOptions options) {
+  auto transport = adapters::NewCurlTransport(io, clock, options.transport);
+  return Start(io, clock, std::move(options), std::move(transport));
+}
+
+Result<std::unique_ptr<Service>> Service::Start(
+    asio::io_context& io, const Clock& clock, ServiceOptions options,
+    std::unique_ptr<adapters::HttpTransport> transport) {
   std::unique_ptr<Service> s(new Service(io, clock, std::move(options)));
   const ServiceOptions& o = s->options_;
+  if (Status trust = adapters::CheckTrustFiles(o.transport); !trust.ok()) {
+    return trust;
+  }
   auto store = storage::OpenRocksQueueStore(o.store, ToUnixMillis(clock.WallNow()));
   if (!store) {
     return store.error();
@@ -52,15 +68,27 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   if (Status st = s->LoadSettings(); !st.ok()) {
     return st;
   }
-  s->transport_ = adapters::NewCurlTransport(io, clock, o.transport);
+  s->transport_ = std::move(transport);
   s->adapters_ = std::make_unique<adapters::AdapterRegistry>(o.endpoints);
   s->timed_adapters_ = std::make_unique<adapters::TimedAdapters>(*s->adapters_, o.timeouts);
   const adapters::TimedAdapters* timed = s->timed_adapters_.get();
   s->loop_ = std::make_unique<DeliveryLoop>(
       io, s->loop_pool_->get_executor(), *s->store_, *s->scheduler_, *s->transport_,
-      [timed](std::string_view p) { return timed->Find(p); }, s->credentials_, clock, s->metrics_);
+      [timed](std::string_view p) { return timed->Find(p); }, s->credentials_, clock, s->metrics_,
+      o.loop);
   Service* self = s.get();
-  auto server = HttpServer::Start(io, o.http, [self](HttpRequest&& req, Respond respond) {
+  s->store_health_ = std::make_unique<StoreHealthMonitor>(
+      io, s->storage_pool_->get_executor(), *s->store_, s->metrics_,
+      [self](bool healthy) { self->loop_->SetStoreWritable(healthy); },
+      StoreHealthMonitor::Options{});
+  HttpServerOptions http = o.http;
+  if (!http.body_limit) {
+    http.body_limit = [limits = o.intake](boost::beast::http::verb method,
+                                          std::string_view target) {
+      return RequestBodyLimit(limits, method, target);
+    };
+  }
+  auto server = HttpServer::Start(io, http, [self](HttpRequest&& req, Respond respond) {
     Route(*self, std::move(req), std::move(respond));
   });
   if (!server) {
@@ -68,6 +96,7 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   }
   s->server_ = std::move(*server);
   s->loop_->Start();
+  s->store_health_->Start();
   s->retention_ =
       std::make_unique<RetentionRunner>(io, *s->store_, clock, s->metrics_, o.retention);
   s->retention_->Start();
@@ -78,12 +107,16 @@ Service::~Service() {
   if (server_) {
     server_->StopAccepting();
   }
+  if (store_health_) {
+    store_health_->Stop();
+  }
   retention_.reset();  // waits for a running slice
   for (auto* pool : {storage_pool_.get(), loop_pool_.get()}) {
     if (pool != nullptr) {
       pool->join();
     }
   }
+  store_health_.reset();
   loop_.reset();
   transport_.reset();
   if (store_) {
@@ -95,6 +128,7 @@ Service::~Service() {
 void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
   accepting_ = false;
   server_->StopAccepting();
+  store_health_->Stop();
   auto finished = std::make_shared<bool>(false);
   auto timer = std::make_shared<asio::steady_timer>(io_, grace);
   auto finish = [this, finished, timer, done = std::move(done)] {

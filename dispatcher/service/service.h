@@ -19,10 +19,13 @@
 #include "dispatcher/service/api/delivery_fields.h"
 #include "dispatcher/service/api/http_server.h"
 #include "dispatcher/service/api/intake_limiter.h"
+#include "dispatcher/service/api/tenant_request_slots.h"
 #include "dispatcher/service/credential_book.h"
 #include "dispatcher/service/delivery/delivery_loop.h"
+#include "dispatcher/service/job_registry.h"
 #include "dispatcher/service/metrics.h"
 #include "dispatcher/service/retention.h"
+#include "dispatcher/service/store_health_monitor.h"
 #include "storage/queue_store.h"
 
 namespace egress::service {
@@ -31,7 +34,8 @@ namespace egress::service {
 // fills it from a loaded config (relay-egress serve), tests fill it by hand. Holds secrets (admin
 // token, credentials): never log it as a whole.
 struct ServiceOptions {
-  // The HTTP API: an already-parsed listen address (HostPort), body cap, idle timeout.
+  // The HTTP API: an already-parsed listen address (HostPort), connection cap, deadlines. Its
+  // body limit, when not set, follows `intake` (RequestBodyLimit).
   HttpServerOptions http;
   std::string admin_token;  // required by /api/admin; empty refuses every admin call
   storage::StoreOptions store;
@@ -43,6 +47,8 @@ struct ServiceOptions {
   adapters::PlatformTimeouts timeouts;
   adapters::TransportOptions transport;
   IntakeLimits intake;
+  // The delivery loop's read-ahead, idle eviction and the like.
+  DeliveryLoop::Options loop;
   // A tenant with this many unfinished deliveries gets 429 at intake. Default: 100,000.
   uint64_t backlog_watermark = 100'000;
   // Tenants' credentials from the config: (tenant, credential).
@@ -57,16 +63,23 @@ struct ServiceOptions {
 };
 
 // The worker service: owns the store, the pacing engine, the transport, the delivery loop, the
-// retention runner and the HTTP API, all driven by one loop thread (`io`) plus two pools for
-// blocking store calls, the API's (storage_threads) and the delivery loop's single thread, and
-// the retention runner's own thread.
+// store's health monitor, the retention runner and the HTTP API, all driven by one loop thread
+// (`io`) plus two pools for blocking store calls, the API's (storage_threads, which also runs the
+// monitor's recoveries) and the delivery loop's single thread, and the retention runner's own
+// thread.
 // Shutdown order: stop intake, let in-flight attempts finish, stop the loop's work,
 // close the store. Construct, run and destroy on the thread running `io`.
 class Service {
  public:
-  // Opens the store (recovering in-flight work), binds the listener and starts pacing.
+  // Opens the store (recovering in-flight work), binds the listener and starts pacing. Sends
+  // through libcurl (adapters::NewCurlTransport with options.transport).
   static Result<std::unique_ptr<Service>> Start(boost::asio::io_context& io, const Clock& clock,
                                                 ServiceOptions options);
+  // As above, sending every attempt through `transport` instead, which must run on `io` (tests
+  // and the API fuzzer, which must never reach the network).
+  static Result<std::unique_ptr<Service>> Start(boost::asio::io_context& io, const Clock& clock,
+                                                ServiceOptions options,
+                                                std::unique_ptr<adapters::HttpTransport> transport);
   ~Service();
 
   boost::asio::ip::tcp::endpoint endpoint() const { return server_->endpoint(); }
@@ -80,7 +93,13 @@ class Service {
   DeliveryLoop& loop() { return *loop_; }
   pacing::Scheduler& scheduler() { return *scheduler_; }
   IntakeLimiter& intake_limiter() { return *intake_limiter_; }
+  TenantRequestSlots& request_slots() { return request_slots_; }
+  // The HTTP server's counters (connections open, refused, deadlines hit).
+  const HttpServerStats& http_stats() const { return server_->stats(); }
   CredentialBook& credentials() { return credentials_; }
+  // Background jobs (bulk replay); loop thread only.
+  JobRegistry& jobs() { return jobs_; }
+  StoreHealthMonitor& store_health() { return *store_health_; }
   Metrics& metrics() { return metrics_; }
   const adapters::AdapterRegistry& adapters() const { return *adapters_; }
   const ServiceOptions& options() const { return options_; }
@@ -106,6 +125,7 @@ class Service {
   const ServiceOptions options_;
   Metrics metrics_;
   CredentialBook credentials_;
+  JobRegistry jobs_;
   std::unique_ptr<storage::QueueStore> store_;
   std::unique_ptr<boost::asio::thread_pool> storage_pool_;
   // The delivery loop's store calls (reads ahead, leases, outcomes), one after another on one
@@ -121,7 +141,9 @@ class Service {
   std::unique_ptr<adapters::TimedAdapters> timed_adapters_;  // adapters_ with the timeouts
   std::unique_ptr<DeliveryLoop> loop_;
   std::unique_ptr<RetentionRunner> retention_;
+  std::unique_ptr<StoreHealthMonitor> store_health_;  // tells loop_ whether the store writes
   std::unique_ptr<IntakeLimiter> intake_limiter_;
+  TenantRequestSlots request_slots_;
   std::unique_ptr<HttpServer> server_;
   bool accepting_ = true;
   std::map<std::string, std::vector<std::pair<pacing::BudgetName, pacing::Budget>>> overrides_;

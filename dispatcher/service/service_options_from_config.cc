@@ -5,6 +5,9 @@ namespace egress::service {
 ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   ServiceOptions o;
   o.http.listen = config.server.listen;
+  o.http.max_connections = config.server.max_connections;
+  o.http.read_timeout = config.server.read_timeout;
+  o.http.write_timeout = config.server.write_timeout;
   o.admin_token = config.server.admin_token;
   o.store = ToStoreOptions(config);
   o.scheduler = ToSchedulerOptions(config);
@@ -18,6 +21,9 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   o.intake.max_payload_bytes = config.server.max_payload_bytes;
   o.intake.max_batch_items = config.server.batch_max_items;
   o.intake.max_json_depth = config.server.max_json_depth;
+  o.intake.max_batch_bytes = config.server.max_batch_bytes;
+  o.intake.max_requests_in_flight = config.server.tenant_max_requests_in_flight;
+  o.loop.destination_idle = config.server.destination_idle;
   o.backlog_watermark = config.server.tenant_backlog_watermark;
   o.retention = ToRetentionOptions(config);
   for (const auto& [tenant, t] : config.tenants) {

@@ -1,5 +1,7 @@
 #include "dispatcher/service/tenant_settings.h"
 
+#include <fmt/format.h>
+
 #include "adapters/webhook_signature.h"
 #include "dispatcher/pacing/scope_path.h"
 
@@ -45,10 +47,18 @@ tl::expected<BudgetOverrides, ApiError> ParseRateLimits(const json& limits) {
       return tl::unexpected(ApiError{400, "invalid_budget",
                                      field + ": needs positive integer scale_ms and limit", field});
     }
-    overrides.emplace_back(
-        *budget_name,
-        pacing::Budget{value["limit"].get<int64_t>(), value["scale_ms"].get<int64_t>(),
-                       value.contains("burst") ? value["burst"].get<int64_t>() : 1});
+    const pacing::Budget budget{value["limit"].get<int64_t>(), value["scale_ms"].get<int64_t>(),
+                                value.contains("burst") ? value["burst"].get<int64_t>() : 1};
+    if (!budget.Valid()) {
+      return tl::unexpected(ApiError{
+          400, "invalid_budget",
+          fmt::format("{}: limit must be at most {}, scale_ms at most {} (366 days), burst at "
+                      "most {}",
+                      field, pacing::kMaxBudgetLimit, pacing::kMaxBudgetScaleMs,
+                      pacing::kMaxBudgetBurst),
+          field});
+    }
+    overrides.emplace_back(*budget_name, budget);
   }
   return overrides;
 }

@@ -11,14 +11,16 @@ namespace {
 using pacing::RateLimitScope;
 using pacing::TransportResult;
 
-// Verifies the transport error mapping: timeouts, cancels and connect errors stay transient;
-// an SSRF refusal, a TLS rejection and a malformed URL are permanent.
+// Verifies the transport error mapping: timeouts, cancels, connect errors and a TLS rejection
+// stay transient (a TLS rejection names itself, for the attempt and for the dead reason when the
+// schedule runs out); an SSRF refusal and a malformed URL are permanent.
 TEST(AttemptReportsTest, MapsTransportErrors) {
   struct Case {
     Status error;
     TransportResult transport;
     bool permanent;
-    std::string code;
+    std::string code;            // the attempt's platform_error
+    std::string exhausted = "";  // the dead reason at the end of the schedule, when named
   };
   const Case cases[] = {
       {Status::TimedOut("POST x: Timeout was reached"), TransportResult::kTimeout, false, ""},
@@ -27,7 +29,7 @@ TEST(AttemptReportsTest, MapsTransportErrors) {
       {CheckDestination("169.254.169.254", SsrfPolicy{}), TransportResult::kConnectError, true,
        "ssrf_refused"},
       {Status::Rejected("POST x: SSL peer certificate was not OK"), TransportResult::kConnectError,
-       true, "tls_rejected"},
+       false, "tls_rejected", "tls_rejected"},
       {Status::InvalidArgument("POST x: URL using bad/illegal format"),
        TransportResult::kConnectError, true, "invalid_url"},
   };
@@ -35,7 +37,8 @@ TEST(AttemptReportsTest, MapsTransportErrors) {
     AttemptReport r = ReportTransportError(c.error, kTestNow);
     EXPECT_EQ(r.outcome.transport, c.transport) << c.error.ToString();
     EXPECT_EQ(r.outcome.permanent, c.permanent) << c.error.ToString();
-    EXPECT_EQ(r.outcome.platform_error, c.code);
+    EXPECT_EQ(r.outcome.platform_error, c.permanent ? c.code : "");
+    EXPECT_EQ(r.outcome.exhausted_reason, c.exhausted);
     EXPECT_EQ(r.attempt.platform_error, c.code);
     EXPECT_EQ(r.attempt.http_status, 0);
     EXPECT_EQ(r.attempt.at_ms, ToUnixMillis(kTestNow));

@@ -1,6 +1,7 @@
 // CurlTransport against a real HTTP server on 127.0.0.1.
 
 #include <atomic>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <string>
@@ -11,6 +12,8 @@
 
 #include "adapters/curl_transport.h"
 #include "tests/support/loopback_http_server.h"
+#include "tests/support/loopback_tls_server.h"
+#include "tests/support/temp_dir.h"
 
 namespace egress::adapters {
 namespace {
@@ -315,6 +318,31 @@ TEST_F(CurlTransportTest, SsrfGuardRefusesBeforeConnecting) {
   auto allowed = SendOne({.url = server.Url("/hook"), .ssrf = AllowLoopback()});
   ASSERT_TRUE(allowed.has_value()) << allowed.error().ToString();
   EXPECT_EQ(allowed->status, 200);
+}
+
+// Verifies TLS verification against a real HTTPS server on loopback: a certificate the client
+// does not trust is Rejected before any request is sent (the handshake never completes); the
+// same server with its certificate as the CA file answers.
+TEST_F(CurlTransportTest, UntrustedCertificateIsRejectedAndTrustedOneAnswers) {
+  LoopbackTlsServer tls;
+  auto rejected = SendOne({.url = tls.Url("/hook"), .ssrf = AllowLoopback()});
+  ASSERT_FALSE(rejected.has_value());
+  EXPECT_EQ(rejected.error().code(), Status::Code::kRejected) << rejected.error().ToString();
+  EXPECT_EQ(tls.handshakes(), 0);
+  TempDir dir;
+  const std::string ca = dir.Sub("ca.pem");
+  { std::ofstream(ca) << tls.cert_pem(); }
+  boost::asio::io_context io;
+  auto trusting = NewCurlTransport(io, clock_, TransportOptions{.ca_file = ca});
+  std::optional<Result<HttpResponse>> answer;
+  trusting->Send({.url = tls.Url("/hook"), .ssrf = AllowLoopback()},
+                 [&](Result<HttpResponse> r) { answer = std::move(r); });
+  while (!answer) {
+    io.run_one();
+  }
+  ASSERT_TRUE(answer->has_value()) << answer->error().ToString();
+  EXPECT_EQ((*answer)->status, 200);
+  EXPECT_EQ((*answer)->body, "ok");
 }
 
 // Verifies that CancelAll completes every request in flight with Cancelled.

@@ -1,6 +1,7 @@
 // The operator CLI against a running `relay-egress serve`.
 
 #include "tests/cli/cli_fixture.h"
+#include "tests/support/http_client.h"
 
 namespace egress {
 namespace {
@@ -42,6 +43,32 @@ TEST_F(CliServiceTest, ReplayAndCancel) {
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
   EXPECT_EQ(JsonLines(Cli({"deliveries", "list", "--state", "cancelled", "--json"})).size(), 2u);
   EXPECT_EQ(Cli({"deliveries", "cancel", deferred_[0]}).exit_code, 1);
+}
+
+// Verifies that a replay by filter against the service follows its job to the end: 1,200 dead
+// deliveries (two slices) replayed, the final counts with the job's id, nothing drawn when
+// stderr is not a terminal, and the job still readable from the service afterwards.
+TEST_F(CliServiceTest, ReplayFollowsTheJobToTheEnd) {
+  Start(1'200, 0);
+  auto needs_yes = Cli({"deliveries", "replay", "--state", "dead"});
+  EXPECT_EQ(needs_yes.exit_code, 2) << needs_yes.err;
+  auto all =
+      Cli({"deliveries", "replay", "--state", "dead", "--tenant", "acme", "--yes", "--json"});
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(all.err, "");  // no progress bar off a terminal
+  auto lines = JsonLines(all);
+  ASSERT_EQ(lines.size(), 1u) << all.out;
+  EXPECT_EQ(lines[0]["matched"], 1'200);
+  EXPECT_EQ(lines[0]["replayed"], 1'200);
+  EXPECT_EQ(lines[0]["dry_run"], false);
+  ASSERT_TRUE(lines[0]["job"].is_string()) << all.out;
+  TestResponse job = HttpCall(port_, "GET", "/v1/jobs/" + lines[0]["job"].get<std::string>());
+  EXPECT_EQ(job.status, 200);
+  EXPECT_EQ(job.Json()["state"], "done") << job.body;
+  EXPECT_EQ(job.Json()["filter"], (json{{"state", "dead"}, {"tenant", "acme"}})) << job.body;
+  EXPECT_EQ(JsonLines(Cli({"deliveries", "list", "--state", "dead", "--json"})).size(), 0u);
+  auto again = Cli({"deliveries", "replay", "--state", "dead"});
+  EXPECT_EQ(again.exit_code, 1) << again.err;  // nothing left to match
 }
 
 // Verifies stats and destinations come from the service, and that the store is then in use.

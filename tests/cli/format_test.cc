@@ -53,5 +53,17 @@ TEST(DestinationRefTest, RoundTrips) {
   EXPECT_EQ(ParseDestinationRef("slack/acme/bot/"), "");
 }
 
+// Verifies the replay progress bar: empty, part-way, full, past the count, and without a count.
+TEST(ReplayProgressLineTest, FillsWithMatched) {
+  EXPECT_EQ(ReplayProgressLine(0, 0, 2000, 10), "[----------]    0/2000 matched  0 replayed");
+  EXPECT_EQ(ReplayProgressLine(1000, 990, 2000, 10),
+            "[#####-----] 1000/2000 matched  990 replayed");
+  EXPECT_EQ(ReplayProgressLine(2000, 2000, 2000, 10),
+            "[##########] 2000/2000 matched  2000 replayed");
+  EXPECT_EQ(ReplayProgressLine(2500, 2500, 2000, 10),
+            "[##########] 2500/2000 matched  2500 replayed");
+  EXPECT_EQ(ReplayProgressLine(7, 7, 0, 0), "[#] 7/0 matched  7 replayed");
+}
+
 }  // namespace
 }  // namespace egress::cli

@@ -61,7 +61,42 @@ TEST(CheckConfigTest, InvalidConfigExitsNonZeroWithMessage) {
                                  " --profiles-dir " + ShippedProfiles());
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_EQ(run.output,
-            files.main_path() + ":2: budgets.slack_channel.limit: must be a positive integer\n");
+            files.main_path() +
+                ":2: budgets.slack_channel.limit: must be an integer from 1 to 1000000000\n");
+}
+
+// Verifies a bad local trust setting fails the check (exit 2, naming it): a CA file that is
+// missing or holds no certificate, a CA path that is not a directory; a real PEM passes.
+TEST(CheckConfigTest, BadCaFileFailsTheCheck) {
+  ConfigFiles files;
+  const std::string dir = std::filesystem::path(files.main_path()).parent_path().string();
+  const std::string not_pem = dir + "/not-a-bundle.pem";
+  ConfigFiles::Write(not_pem, "hello\n");
+  struct Case {
+    std::string transport;
+    int exit_code;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"ca_file = \"" + dir + "/missing.pem\"", 2,
+       "transport.ca_file: cannot read '" + dir + "/missing.pem': No such file or directory"},
+      {"ca_file = \"" + not_pem + "\"", 2,
+       "transport.ca_file: '" + not_pem +
+           "' holds no PEM certificate (-----BEGIN CERTIFICATE-----)"},
+      {"ca_path = \"" + not_pem + "\"", 2,
+       "transport.ca_path: '" + not_pem + "' is not a directory"},
+      {"ca_file = \"/etc/ssl/certs/ca-certificates.crt\"", 0, "OK"},
+  };
+  for (const Case& c : cases) {
+    if (c.exit_code == 0 && !std::filesystem::exists("/etc/ssl/certs/ca-certificates.crt")) {
+      continue;
+    }
+    ConfigFiles::Write(files.main_path(), "[transport]\n" + c.transport + "\n");
+    RunResult run = RunRelayEgress("serve --check-config --config " + files.main_path() +
+                                   " --profiles-dir " + ShippedProfiles());
+    EXPECT_EQ(run.exit_code, c.exit_code) << c.transport << "\n" << run.output;
+    EXPECT_NE(run.output.find(c.message), std::string::npos) << c.transport << "\n" << run.output;
+  }
 }
 
 // Verifies --listen is checked too, and --check-config needs --config.

@@ -45,7 +45,7 @@ TEST(LoadConfigErrorsTest, NamesFileLineAndField) {
       LoadConfig(path, {.getenv = [](std::string_view) { return std::optional<std::string>(); }});
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message(),
-            path + ":12: budgets.slack_channel.limit: must be a positive integer");
+            path + ":12: budgets.slack_channel.limit: must be an integer from 1 to 1000000000");
 }
 
 // Verifies unknown keys are errors naming the key, at every level.
@@ -103,6 +103,20 @@ TEST(LoadConfigErrorsTest, ServerAndTransportValues) {
        "2: server.log_level: must be one of \"debug\", \"info\", \"warn\", \"error\""},
       {"[server]\npacing_margin_percent = 51\n",
        "2: server.pacing_margin_percent: must be an integer from 0 to 50"},
+      {"[server]\nmax_batch_bytes = 1000\n",
+       "2: server.max_batch_bytes: must be at least max_payload_bytes + 65536 (1114112)"},
+      {"[server]\nmax_batch_bytes = 2000000000\n",
+       "2: server.max_batch_bytes: must be an integer from 1 to 1073741824"},
+      {"[server]\nmax_connections = 0\n",
+       "2: server.max_connections: must be an integer from 1 to 1000000"},
+      {"[server]\nread_timeout = 5\n",
+       "2: server.read_timeout: must be a duration string such as \"5s\", not an integer"},
+      {"[server]\nwrite_timeout = \"soon\"\n",
+       "2: server.write_timeout: a duration starts with a whole number (e.g. \"5s\")"},
+      {"[server]\ntenant_max_requests_in_flight = 0\n",
+       "2: server.tenant_max_requests_in_flight: must be an integer from 1 to 100000"},
+      {"[server]\ndestination_idle = \"0s\"\n",
+       "2: server.destination_idle: must be longer than 0"},
       {"server = 3\n", "1: server: must be a table, not an integer"},
       {"[server]\nretention = \"7d\"\n", "2: server.retention: must be a table, not a string"},
       {"[server.retention]\nkeep = \"7d\"\n", "2: server.retention.keep: unknown key"},
@@ -190,13 +204,17 @@ TEST(LoadConfigErrorsTest, PlatformValues) {
 TEST(LoadConfigErrorsTest, BudgetValues) {
   const ErrorCase cases[] = {
       {"[budgets.webhook_destination]\nlimit = 0\n",
-       "2: budgets.webhook_destination.limit: must be a positive integer"},
+       "2: budgets.webhook_destination.limit: must be an integer from 1 to 1000000000"},
       {"[budgets.discord_route]\nscale_ms = \"1000\"\n",
-       "2: budgets.discord_route.scale_ms: must be a positive integer"},
+       "2: budgets.discord_route.scale_ms: must be an integer from 1 to 31622400000"},
       {"[budgets.line_channel]\nburst = -3\n",
-       "2: budgets.line_channel.burst: must be a positive integer"},
+       "2: budgets.line_channel.burst: must be an integer from 1 to 1000000000"},
       {"[budgets.tenant_intake]\nlimit = 2.5\n",
-       "2: budgets.tenant_intake.limit: must be a positive integer"},
+       "2: budgets.tenant_intake.limit: must be an integer from 1 to 1000000000"},
+      {"[budgets.tenant_egress]\nlimit = 1000000001\n",
+       "2: budgets.tenant_egress.limit: must be an integer from 1 to 1000000000"},
+      {"[budgets.tenant_egress]\nscale_ms = 31622400001\n",
+       "2: budgets.tenant_egress.scale_ms: must be an integer from 1 to 31622400000"},
       {"[budgets]\ntenant_egress = 5\n",
        "2: budgets.tenant_egress: must be a table, not an integer"},
   };
@@ -223,6 +241,10 @@ TEST(LoadConfigErrorsTest, TenantValues) {
        "1: tenants.acme.credentials.c.token: missing (the slack token)"},
       {"[tenants.acme.credentials.c]\nplatform = \"discord\"\ntoken = \"\"\n",
        "3: tenants.acme.credentials.c.token: must not be empty"},
+      {"[tenants.acme.credentials.c]\nplatform = \"slack\"\ntoken = \"xoxb-1\\r\\nX-Injected: "
+       "1\"\n",
+       "3: tenants.acme.credentials.c.token: <redacted>: token: byte 6 is not visible ASCII (a "
+       "space, a control character or non-ASCII)"},
       {"[tenants.acme.credentials.c]\nplatform = \"line\"\ntoken = \"t\"\nsecret = \"whsec_x\"\n",
        "4: tenants.acme.credentials.c.secret: line credentials use a token, not a signing secret"},
       {"[tenants.acme.credentials.c]\nplatform = \"webhook\"\ntoken = \"t\"\n",
@@ -317,7 +339,7 @@ TEST(LoadConfigErrorsTest, ProfilesStayInTheirLane) {
       {"line", "[server]\nlisten = \"a:1\"\n", "1: server: unknown key"},
       {"discord", "[tenants.a]\nweight = 1\n", "1: tenants: unknown key"},
       {"discord", "[budgets.discord_global]\nlimit = 0\n",
-       "2: budgets.discord_global.limit: must be a positive integer"},
+       "2: budgets.discord_global.limit: must be an integer from 1 to 1000000000"},
   };
   for (const ProfileCase& c : cases) {
     SCOPED_TRACE(c.text);

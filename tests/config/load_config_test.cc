@@ -40,6 +40,12 @@ TEST(LoadConfigTest, EmptyFilesGiveDefaults) {
   EXPECT_EQ(config->server.retention.dead, Millis(30 * 86'400'000LL));
   EXPECT_EQ(config->server.retention.idempotency, Millis(86'400'000));
   EXPECT_EQ(config->server.retention.interval, Millis(60'000));
+  EXPECT_EQ(config->server.max_batch_bytes, 16u << 20);
+  EXPECT_EQ(config->server.max_connections, 4096u);
+  EXPECT_EQ(config->server.read_timeout, Millis(60'000));
+  EXPECT_EQ(config->server.write_timeout, Millis(30'000));
+  EXPECT_EQ(config->server.tenant_max_requests_in_flight, 256u);
+  EXPECT_EQ(config->server.destination_idle, Millis(600'000));
   EXPECT_EQ(config->platform(Platform::kSlack).base_url, "https://slack.com");
   EXPECT_EQ(config->platform(Platform::kDiscord).base_url, "https://discord.com");
   EXPECT_EQ(config->platform(Platform::kLine).base_url, "https://api.line.me");
@@ -155,6 +161,12 @@ TEST(LoadConfigTest, ReadsEveryScalarKey) {
       "batch_max_items = 10\n"
       "max_json_depth = 8\n"
       "tenant_backlog_watermark = 5\n"
+      "max_batch_bytes = 100000\n"
+      "max_connections = 12\n"
+      "read_timeout = \"5s\"\n"
+      "write_timeout = \"7s\"\n"
+      "tenant_max_requests_in_flight = 3\n"
+      "destination_idle = \"2m\"\n"
       "[transport]\n"
       "max_host_connections = 2\n"
       "max_total_connections = 3\n"
@@ -182,6 +194,12 @@ TEST(LoadConfigTest, ReadsEveryScalarKey) {
   EXPECT_EQ(config->server.batch_max_items, 10u);
   EXPECT_EQ(config->server.max_json_depth, 8u);
   EXPECT_EQ(config->server.tenant_backlog_watermark, 5u);
+  EXPECT_EQ(config->server.max_batch_bytes, 100'000u);
+  EXPECT_EQ(config->server.max_connections, 12u);
+  EXPECT_EQ(config->server.read_timeout, Millis(5000));
+  EXPECT_EQ(config->server.write_timeout, Millis(7000));
+  EXPECT_EQ(config->server.tenant_max_requests_in_flight, 3u);
+  EXPECT_EQ(config->server.destination_idle, Millis(120'000));
   EXPECT_EQ(config->transport.max_host_connections, 2);
   EXPECT_EQ(config->transport.max_total_connections, 3);
   EXPECT_EQ(config->transport.max_response_body, 4096u);

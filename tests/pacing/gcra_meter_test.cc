@@ -1,5 +1,7 @@
 #include "dispatcher/pacing/gcra_meter.h"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "tests/support/fake_clock.h"
@@ -106,6 +108,111 @@ TEST(GcraMeterTest, EvaluateReportsResetOnDenial) {
   EXPECT_EQ(d.retry_after.count(), 100);
   EXPECT_EQ(d.reset_after.count(), 300);
   EXPECT_EQ(d.tat_ns, 1000);
+}
+
+// Verifies the arithmetic cannot wrap (a property test over extreme values; under the
+// sanitizer build, UBSan would also report any signed overflow): for stored times, clocks,
+// intervals, depths and costs at and near the ends of int64, every answer keeps its invariants —
+// an acceptance moves the stored time forward and never behind `now`, a denial keeps it, waits
+// are never negative, remaining stays in [0, depth] — and a budget at the edges of its range
+// makes a usable meter.
+TEST(GcraMeterTest, ExtremeValuesSaturateInsteadOfWrapping) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  const int64_t times[] = {kMin,          kMin + 1, -1'000'000'000,   -1,       0,   1,
+                           1'000'000'000, kMax / 2, kMax - 1'000'000, kMax - 1, kMax};
+  const int64_t intervals[] = {1,        2,   1'000'000, 1'000'000'000'000, kMax / 1'000'000,
+                               kMax / 2, kMax};
+  const int64_t depths[] = {1, 2, 1000, 1'000'000'000, kMax / 2, kMax};
+  const int64_t costs[] = {1, 7, 1'000'000};
+  size_t cases = 0;
+  for (int64_t tat : times) {
+    for (int64_t now : times) {
+      for (int64_t interval : intervals) {
+        for (int64_t depth : depths) {
+          for (int64_t cost : costs) {
+            const GcraParams params{.interval_ns = interval, .depth = depth};
+            const GcraDecision d = GcraEvaluate(tat, params, cost, now);
+            ++cases;
+            SCOPED_TRACE(::testing::Message()
+                         << "tat=" << tat << " now=" << now << " interval=" << interval
+                         << " depth=" << depth << " cost=" << cost);
+            EXPECT_GE(d.retry_after.count(), 0);
+            EXPECT_GE(d.reset_after.count(), 0);
+            EXPECT_GE(d.remaining, 0);
+            EXPECT_LE(d.remaining, depth);
+            if (d.allowed) {
+              EXPECT_EQ(d.retry_after.count(), 0);
+              EXPECT_GE(d.tat_ns, std::max(tat, now));
+              EXPECT_GE(d.tat_ns, now);
+            } else {
+              EXPECT_EQ(d.tat_ns, tat);
+              EXPECT_GT(d.retry_after.count(), 0);
+            }
+            EXPECT_GE(GcraRemaining(tat, params, now), 0);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 11u * 11 * 7 * 6 * 3);
+  // The corners of a budget's range make meters that pace as they say.
+  FakeClock clock;
+  GcraMeter slowest(clock, Budget{1, kMaxBudgetScaleMs, 1});
+  EXPECT_TRUE(slowest.Consume(1).allowed);
+  EXPECT_EQ(slowest.NextAvailable(1), milliseconds(kMaxBudgetScaleMs));
+  GcraMeter fastest(clock, Budget{kMaxBudgetLimit, 1, kMaxBudgetBurst});
+  EXPECT_TRUE(fastest.Consume(1'000'000).allowed);
+  EXPECT_EQ(fastest.Remaining(), kMaxBudgetBurst - 1'000'000);
+}
+
+// Verifies a request whose cost times the interval overflows int64 does not pass a meter that
+// is not empty (two saturated products once cancelled out in allow_at).
+TEST(GcraMeterTest, HugeCostDoesNotPassABusyMeter) {
+  const GcraParams slow{.interval_ns = int64_t{1} << 50, .depth = 1};
+  const GcraDecision first = GcraEvaluate(0, slow, 1'000'000, 0);
+  ASSERT_TRUE(first.allowed);  // an empty meter lets a cost above its depth through
+  const GcraDecision second = GcraEvaluate(first.tat_ns, slow, 1'000'000, 1);
+  EXPECT_FALSE(second.allowed);
+  EXPECT_GT(second.retry_after.count(), 0);
+}
+
+// Verifies that a large cost through a slow meter is metered, not waved through: 10^6 units of
+// one per 3 hours (1.08e19 ns, past 2^63) pass an empty meter once, then the meter stays closed,
+// also to the next request of the same cost, also at the slowest budget. Saturating each product
+// at INT64_MAX let new_tat and depth x interval cancel, and every such request passed.
+TEST(GcraMeterTest, CostBeyondInt64NanosStillWaits) {
+  for (const int64_t scale_ms : {int64_t{3 * 3600 * 1000}, kMaxBudgetScaleMs}) {
+    SCOPED_TRACE(scale_ms);
+    const GcraParams slow = GcraParams::FromBudget(Budget{1, scale_ms, 1});
+    const int64_t now = 1'000'000'000;
+    const GcraDecision first = GcraEvaluate(0, slow, 1'000'000, now);
+    ASSERT_TRUE(first.allowed);
+    EXPECT_EQ(first.tat_ns, std::numeric_limits<int64_t>::max());
+    for (const int64_t cost : {int64_t{1'000'000}, int64_t{1}}) {
+      const GcraDecision again = GcraEvaluate(first.tat_ns, slow, cost, now + slow.interval_ns);
+      EXPECT_FALSE(again.allowed) << cost;
+      EXPECT_GT(again.retry_after.count(), 0) << cost;
+    }
+    FakeClock clock;
+    GcraMeter meter(clock, Budget{1, scale_ms, 1});
+    EXPECT_TRUE(meter.Consume(1'000'000).allowed);
+    clock.Advance(milliseconds(scale_ms));
+    EXPECT_FALSE(meter.Consume(1'000'000).allowed);
+    EXPECT_FALSE(meter.Consume(1).allowed);
+  }
+}
+
+// Verifies the range of a budget's fields (config, admin API and learned headers share it).
+TEST(BudgetTest, ValidOnlyWithinRange) {
+  EXPECT_TRUE((Budget{1, 1, 1}.Valid()));
+  EXPECT_TRUE((Budget{kMaxBudgetLimit, kMaxBudgetScaleMs, kMaxBudgetBurst}.Valid()));
+  EXPECT_FALSE((Budget{0, 1, 1}.Valid()));
+  EXPECT_FALSE((Budget{kMaxBudgetLimit + 1, 1, 1}.Valid()));
+  EXPECT_FALSE((Budget{1, kMaxBudgetScaleMs + 1, 1}.Valid()));
+  EXPECT_FALSE((Budget{1, 1, kMaxBudgetBurst + 1}.Valid()));
+  EXPECT_FALSE((Budget{1, -1, 1}.Valid()));
+  EXPECT_FALSE((Budget{1, 1, std::numeric_limits<int64_t>::min()}.Valid()));
 }
 
 }  // namespace

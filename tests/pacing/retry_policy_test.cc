@@ -107,6 +107,31 @@ TEST(RetryPolicyTest, DiesAtMaxAttemptsAndMaxAge) {
   EXPECT_EQ(old.dead_reason, "max_age");
 }
 
+// Verifies that a transient failure with a name of its own (a TLS rejection) is retried on the
+// schedule like any other and dies with its name, not max_attempts or max_age, at its end.
+TEST(RetryPolicyTest, NamedTransientFailureDiesWithItsName) {
+  FakeClock clock;
+  FakeRandom random;
+  RetryPolicy policy;
+  policy.schedule = {milliseconds(1000)};
+  policy.max_attempts = 3;
+  policy.max_age = milliseconds(60000);
+  DeliveryOutcome tls{.transport = TransportResult::kConnectError};
+  tls.exhausted_reason = "tls_rejected";
+  Verdict retry =
+      PlanRetry(policy, tls, {1, clock.WallNow()}, clock.Now(), clock.WallNow(), random);
+  EXPECT_EQ(retry.kind, VerdictKind::kDefer);
+  EXPECT_EQ(retry.deferral.ToString(), "backoff");
+  Verdict exhausted =
+      PlanRetry(policy, tls, {2, clock.WallNow()}, clock.Now(), clock.WallNow(), random);
+  EXPECT_EQ(exhausted.kind, VerdictKind::kDead);
+  EXPECT_EQ(exhausted.dead_reason, "tls_rejected");
+  WallTime created = clock.WallNow();
+  clock.Advance(milliseconds(60000));
+  EXPECT_EQ(PlanRetry(policy, tls, {0, created}, clock.Now(), clock.WallNow(), random).dead_reason,
+            "tls_rejected");
+}
+
 // Verifies that permanent failures die with the platform's code.
 TEST(RetryPolicyTest, PermanentFailureDiesWithCode) {
   FakeClock clock;

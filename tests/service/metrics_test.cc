@@ -34,9 +34,6 @@ relay_egress_platform_429_total{platform="discord"} 1
 relay_egress_queue_depth{state="queued"} 12
 # HELP relay_egress_oldest_deferral_age_seconds Age of the oldest deferred delivery a destination holds.
 # TYPE relay_egress_oldest_deferral_age_seconds gauge
-# HELP relay_egress_platform_remaining Last rate-limit remaining a platform reported, by destination.
-# TYPE relay_egress_platform_remaining gauge
-relay_egress_platform_remaining{destination="k"} 0.5
 # HELP relay_egress_bucket_fill_ratio How full a destination's platform bucket was when it answered (1 = exhausted).
 # TYPE relay_egress_bucket_fill_ratio histogram
 relay_egress_bucket_fill_ratio_bucket{platform="slack",le="0"} 0
@@ -83,9 +80,15 @@ relay_egress_attempt_duration_seconds_count{platform="webhook"} 2
 # HELP relay_egress_destinations Destinations with work, known to the scheduler.
 # TYPE relay_egress_destinations gauge
 relay_egress_destinations 7
-# HELP relay_egress_store_errors_total Store writes of the delivery loop, and retention passes (purge), that failed, by operation.
+# HELP relay_egress_store_errors_total Store calls that failed, by operation: the delivery loop's lease, read and outcome (retried), outcome_refused (refused for good); purge (a retention pass).
 # TYPE relay_egress_store_errors_total counter
 relay_egress_store_errors_total{operation="outcome"} 1
+# HELP relay_egress_store_healthy 1 while the store takes writes; 0 after a write or background fault until it recovers.
+# TYPE relay_egress_store_healthy gauge
+relay_egress_store_healthy 0
+# HELP relay_egress_corrupt_records_total Stored records that could not be read and were moved to dead (reason corrupt_record).
+# TYPE relay_egress_corrupt_records_total counter
+relay_egress_corrupt_records_total 2
 # HELP relay_egress_discord_invalid_request_stops_total Times a Discord token was stopped near the invalid-request ban line, by credential.
 # TYPE relay_egress_discord_invalid_request_stops_total counter
 # HELP relay_egress_purged_total Finished deliveries removed by retention, with their payloads and index entries, by state (delivered, cancelled, dead).
@@ -96,6 +99,17 @@ relay_egress_purged_total{state="dead"} 2
 # HELP relay_egress_store_bytes Bytes the store takes on disk (every file in its directory), after the last retention pass.
 # TYPE relay_egress_store_bytes gauge
 relay_egress_store_bytes 4096
+# HELP relay_egress_http_connections Connections open to the HTTP API.
+# TYPE relay_egress_http_connections gauge
+relay_egress_http_connections 3
+# HELP relay_egress_http_connections_refused_total Connections closed as they arrived, over server.max_connections.
+# TYPE relay_egress_http_connections_refused_total counter
+relay_egress_http_connections_refused_total 5
+# HELP relay_egress_http_accept_failures_total Times accept() failed (out of file descriptors or memory); the server waits and tries again.
+# TYPE relay_egress_http_accept_failures_total counter
+# HELP relay_egress_http_timeouts_total Connections closed by a deadline, by direction (read: stalled within a request; write: not reading its answer).
+# TYPE relay_egress_http_timeouts_total counter
+relay_egress_http_timeouts_total{direction="read"} 2
 )txt";
 
 void Record(Metrics& m) {
@@ -108,7 +122,10 @@ void Record(Metrics& m) {
   m.Inc(CounterId::kPlatform429, {{"platform", "discord"}});
   m.Set(GaugeId::kDestinations, {}, 7);
   m.Set(GaugeId::kQueueDepth, {{"state", "queued"}}, 12);
-  m.Set(GaugeId::kPlatformRemaining, {{"destination", "k"}}, 0.5);
+  m.Set(GaugeId::kHttpConnections, {}, 3);
+  m.SetTotal(CounterId::kHttpConnectionsRefused, {}, 4);
+  m.SetTotal(CounterId::kHttpConnectionsRefused, {}, 5);  // a mirrored count replaces, not adds
+  m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "read"}}, 2);
   m.Observe(HistogramId::kBucketFillRatio, {{"platform", "slack"}}, 0.8);
   m.Observe(HistogramId::kAttemptDuration, {{"platform", "webhook"}}, 0.03);
   m.Observe(HistogramId::kAttemptDuration, {{"platform", "webhook"}}, 40);
@@ -116,6 +133,8 @@ void Record(Metrics& m) {
   m.Inc(CounterId::kStoreErrors, {{"operation", "outcome"}});
   m.Inc(CounterId::kPurged, {{"state", "dead"}}, 2);
   m.Set(GaugeId::kStoreBytes, {}, 4096);
+  m.Set(GaugeId::kStoreHealthy, {}, 0);
+  m.Inc(CounterId::kCorruptRecords, {}, 2);
 }
 
 // Verifies that the rendered text is byte for byte what it was: order, escaping, histograms.
@@ -152,12 +171,12 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 17u);
+  EXPECT_EQ(names.size(), 22u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }
   EXPECT_EQ(Metrics::Name(CounterId::kDeliveries), "relay_egress_deliveries_total");
-  EXPECT_EQ(Metrics::Name(GaugeId::kPlatformRemaining), "relay_egress_platform_remaining");
+  EXPECT_EQ(Metrics::Name(GaugeId::kHttpConnections), "relay_egress_http_connections");
   EXPECT_EQ(Metrics::Name(HistogramId::kAttemptDuration), "relay_egress_attempt_duration_seconds");
   EXPECT_EQ(Metrics::Name(CounterId::kPurged), "relay_egress_purged_total");
   EXPECT_EQ(Metrics::Name(GaugeId::kStoreBytes), "relay_egress_store_bytes");

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "dispatcher/service/service.h"
+#include "storage/rocks_queue_store.h"
 #include "tests/support/child_process.h"
 #include "tests/support/http_client.h"
 #include "tests/support/temp_dir.h"
@@ -465,6 +466,163 @@ TEST_F(ServiceTest, HostileSteeringInputIsA400) {
   EXPECT_EQ(dry.Json()["matched"], 0);
 }
 
+class ReplayJobTest : public ServiceTest {
+ protected:
+  // Stops the service, writes `n` dead webhook deliveries straight into its store, starts it.
+  void SeedDead(size_t n) {
+    StopService();
+    auto store = storage::OpenRocksQueueStore(options_.store, 0);
+    ASSERT_TRUE(store.has_value()) << store.error().ToString();
+    storage::NewDelivery d;
+    d.tenant = "acme";
+    d.platform = "webhook";
+    d.destination = "http://127.0.0.1:" + std::to_string(sim_port_) + "/hooks/replayed";
+    d.credential = "hooks";
+    d.payload = R"({"event":"replayed"})";
+    auto stored = (*store)->EnqueueBatch(std::vector<storage::NewDelivery>(n, d), 1);
+    ASSERT_TRUE(stored.has_value()) << stored.error().ToString();
+    std::vector<storage::QueueStore::IdChange> changes;
+    // Dead now, not in 1970: retention (dead after 30 days) would purge them at start-up.
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    for (const auto& r : *stored) {
+      ASSERT_TRUE(r.has_value());
+      changes.push_back(
+          {r->id, {.to = storage::DeliveryState::kDead, .at_ms = now_ms, .reason = "http_404"}});
+    }
+    ASSERT_TRUE((*store)->ApplyBatch(changes).has_value());
+    ASSERT_TRUE((*store)->Close().ok());
+    store->reset();
+    StartService();
+  }
+
+  // Polls GET /v1/jobs/{id} until the job is no longer running (bounded), checking on the way
+  // that a running job's counts move in whole slices of 1000 and never go back.
+  json FollowJob(const std::string& id) {
+    json job;
+    uint64_t last_matched = 0;
+    for (int waited = 0; waited < 60'000; waited += 20) {
+      TestResponse r = HttpCall(port_, "GET", "/v1/jobs/" + id);
+      EXPECT_EQ(r.status, 200) << r.body;
+      job = r.Json();
+      const uint64_t matched = job["matched"].get<uint64_t>();
+      EXPECT_GE(matched, last_matched) << job.dump();
+      last_matched = matched;
+      if (job["state"] != "running") {
+        return job;
+      }
+      EXPECT_EQ(matched % 1000, 0u) << job.dump();
+      EXPECT_TRUE(job["finished_ms"].is_null()) << job.dump();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "the job did not end; last: " << job.dump();
+    return job;
+  }
+
+  // Occupies every thread of the service's storage pool until the returned promise is set.
+  std::shared_ptr<std::promise<void>> BlockStoragePool() {
+    auto release = std::make_shared<std::promise<void>>();
+    std::shared_future<void> released = release->get_future().share();
+    for (size_t i = 0; i < options_.storage_threads; ++i) {
+      boost::asio::post(service_->storage_pool(), [released] { released.wait(); });
+    }
+    return release;
+  }
+};
+
+// Verifies the bulk replay job: a dry run answers 200 with the count at once, the replay answers
+// 202 with a running job, and the job works through 2,500 dead deliveries in slices to done with
+// the right counts, the filter echoed and nothing left dead.
+TEST_F(ReplayJobTest, ReplaysThousandsInSlices) {
+  SeedDead(2'500);
+  TestResponse dry = Post("/v1/deliveries/replay", {{"state", "dead"}, {"dry_run", true}});
+  ASSERT_EQ(dry.status, 200) << dry.body;
+  EXPECT_EQ(dry.Json()["matched"], 2'500);
+  EXPECT_EQ(dry.Json()["dry_run"], true);
+
+  TestResponse started = Post("/v1/deliveries/replay", {{"state", "dead"}, {"tenant", "acme"}});
+  ASSERT_EQ(started.status, 202) << started.body;
+  const json accepted = started.Json();
+  const std::string id = accepted["job"];
+  EXPECT_EQ(id.size(), 16u);
+  EXPECT_EQ(accepted["state"], "running");
+  EXPECT_EQ(started.Header("Location"), "/v1/jobs/" + id);
+
+  json job = FollowJob(id);
+  EXPECT_EQ(job["state"], "done") << job.dump();
+  EXPECT_EQ(job["kind"], "replay");
+  EXPECT_EQ(job["matched"], 2'500);
+  EXPECT_EQ(job["replayed"], 2'500);
+  EXPECT_EQ(job["filter"], (json{{"state", "dead"}, {"tenant", "acme"}}));
+  EXPECT_GE(job["finished_ms"].get<int64_t>(), job["started_ms"].get<int64_t>());
+  EXPECT_FALSE(job.contains("error"));
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/stats").Json()["dead"], 0);
+  // A second run finds nothing left.
+  TestResponse again = Post("/v1/deliveries/replay", {{"state", "dead"}});
+  ASSERT_EQ(again.status, 202);
+  json second = FollowJob(again.Json()["job"]);
+  EXPECT_EQ(second["state"], "done");
+  EXPECT_EQ(second["matched"], 0);
+}
+
+// Verifies the bounds: a fifth job while four run is a 429 with Retry-After, ids that are
+// unknown or not ids are a 404 that does not echo them, and other methods are a 405.
+TEST_F(ReplayJobTest, BoundsAndUnknownJobs) {
+  SeedDead(10);
+  auto release = BlockStoragePool();  // the jobs stay running until released
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    TestResponse r = Post("/v1/deliveries/replay", {{"state", "dead"}});
+    ASSERT_EQ(r.status, 202) << r.body;
+    ids.push_back(r.Json()["job"]);
+  }
+  TestResponse refused = Post("/v1/deliveries/replay", {{"state", "dead"}});
+  EXPECT_EQ(refused.status, 429) << refused.body;
+  EXPECT_EQ(refused.Json()["error"], "too_many_jobs");
+  EXPECT_EQ(refused.Header("Retry-After"), "1");
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/jobs/" + ids[0]).Json()["state"], "running");
+  release->set_value();
+
+  uint64_t replayed = 0;
+  for (const std::string& id : ids) {
+    json job = FollowJob(id);
+    EXPECT_EQ(job["state"], "done") << job.dump();
+    replayed += job["replayed"].get<uint64_t>();
+  }
+  EXPECT_EQ(replayed, 10u);  // concurrent jobs never replay one delivery twice
+  EXPECT_EQ(Post("/v1/deliveries/replay", {{"state", "dead"}}).status, 202);  // room again
+
+  for (const std::string& bad :
+       {std::string("0123456789abcdef"), std::string("0123456789ABCDEF"), std::string("x"),
+        std::string("%3Cscript%3E"), std::string(5000, 'a')}) {
+    TestResponse r = HttpCall(port_, "GET", "/v1/jobs/" + bad);
+    EXPECT_EQ(r.status, 404) << bad;
+    EXPECT_EQ(r.Json()["error"], "not_found") << r.body;
+    EXPECT_EQ(r.body.find("script"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(HttpCall(port_, "DELETE", "/v1/jobs/" + ids[0]).status, 405);
+}
+
+// Verifies that a drain does not wait for a running job (it stops between slices), and that the
+// same replay run again after the restart continues: every delivery replayed exactly once.
+TEST_F(ReplayJobTest, ShutdownStopsJobAndRerunContinues) {
+  SeedDead(3'000);
+  TestResponse r = Post("/v1/deliveries/replay", {{"state", "dead"}});
+  ASSERT_EQ(r.status, 202) << r.body;
+  StopService();  // fails the test if the close fails; hangs the test if the drain waits
+  StartService();
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/jobs/" + r.Json()["job"].get<std::string>()).status,
+            404);  // jobs are in memory only
+  const uint64_t left = HttpCall(port_, "GET", "/v1/stats").Json()["dead"];
+  TestResponse again = Post("/v1/deliveries/replay", {{"state", "dead"}});
+  ASSERT_EQ(again.status, 202) << again.body;
+  json job = FollowJob(again.Json()["job"]);
+  EXPECT_EQ(job["state"], "done") << job.dump();
+  EXPECT_EQ(job["replayed"].get<uint64_t>(), left);
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/stats").Json()["dead"], 0);
+}
+
 // Verifies refused intake never labels a metric with a tenant the deployment does not know:
 // 50 made-up tenants count under tenant="_unknown", none gets a series of its own.
 TEST_F(ServiceTest, UnknownTenantsShareOneRejectionSeries) {
@@ -511,6 +669,84 @@ TEST_F(ServiceTest, BatchRespectsBacklogWatermark) {
   const std::string metrics = HttpCall(port_, "GET", "/metrics", "", admin).body;
   EXPECT_NE(
       metrics.find(R"(relay_egress_intake_rejections_total{tenant="acme",reason="backlog"} 2)"),
+      std::string::npos)
+      << metrics;
+}
+
+// Verifies the body limits follow the payload limit: a single delivery's body may hold one
+// payload and 64 KiB of other fields, a batch's body server.max_batch_bytes; over either, 413
+// before the body is read, and the service goes on.
+TEST_F(ServiceTest, BodyLimitsFollowPayloadAndBatchSizes) {
+  StopService();
+  options_.intake.max_payload_bytes = 1000;
+  options_.intake.max_batch_bytes = 200 << 10;
+  StartService();
+  json big = Webhook("acme", "x", 1);
+  big["idempotency_key"] = std::string(70 << 10, 'k');  // over 1000 + 64 KiB in all
+  TestResponse r = Post("/v1/deliveries", big);
+  EXPECT_EQ(r.status, 413) << r.body;
+  EXPECT_EQ(r.Json()["error"], "payload_too_large") << r.body;
+  json batch = {{"deliveries", json::array()}};
+  for (int i = 0; i < 100; ++i) {  // about 30 kB in all: over one body's limit, under a batch's
+    json item = Webhook("acme", "x", i);
+    item["payload"]["pad"] = std::string(150, 'p');
+    batch["deliveries"].push_back(item);
+  }
+  EXPECT_GT(batch.dump().size(), 1000u + 0);
+  EXPECT_EQ(Post("/v1/deliveries/batch", batch).status, 202);
+  for (int i = 0; i < 600; ++i) {
+    json item = Webhook("acme", "y", i);
+    item["payload"]["pad"] = std::string(300, 'p');
+    batch["deliveries"].push_back(item);
+  }
+  ASSERT_GT(batch.dump().size(), size_t{200} << 10);
+  r = Post("/v1/deliveries/batch", batch);
+  EXPECT_EQ(r.status, 413) << r.body.substr(0, 200);
+  EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
+}
+
+// Verifies server.tenant_max_requests_in_flight: while the store thread is held, a tenant's
+// second intake request gets 429 at once (counted as in_flight) while its first waits; another
+// tenant is not refused; both waiting requests are stored once the store goes on.
+TEST_F(ServiceTest, TenantRequestsInFlightAreCapped) {
+  StopService();
+  options_.intake.max_requests_in_flight = 1;
+  options_.storage_threads = 1;
+  StartService();
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  boost::asio::post(service_->storage_pool(), [released] { released.wait(); });
+  auto first = std::async(std::launch::async,
+                          [&] { return Post("/v1/deliveries", Webhook("acme", "a", 1)); });
+  auto in_flight = [&](const std::string& tenant) {
+    std::promise<size_t> n;
+    boost::asio::post(*io_, [&] { n.set_value(service_->request_slots().in_flight(tenant)); });
+    return n.get_future().get();
+  };
+  for (int waited = 0; waited < 20'000 && in_flight("acme") == 0; waited += 5) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(in_flight("acme"), 1u);
+  TestResponse second = Post("/v1/deliveries", Webhook("acme", "a", 2));
+  EXPECT_EQ(second.status, 429) << second.body;
+  EXPECT_EQ(second.Json()["error"], "rate_limited") << second.body;
+  EXPECT_EQ(second.Header("Retry-After"), "1");
+  json batch = {{"deliveries", {Webhook("acme", "a", 3)}}};
+  EXPECT_EQ(Post("/v1/deliveries/batch", batch).status, 429);
+  auto other = std::async(std::launch::async,
+                          [&] { return Post("/v1/deliveries", Webhook("globex", "g", 1)); });
+  for (int waited = 0; waited < 20'000 && in_flight("globex") == 0; waited += 5) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(in_flight("globex"), 1u);
+  release.set_value();
+  EXPECT_EQ(first.get().status, 202);
+  EXPECT_EQ(other.get().status, 202);
+  EXPECT_EQ(in_flight("acme"), 0u);
+  const std::vector<std::pair<std::string, std::string>> admin = {{"X-Admin-Token", kAdminToken}};
+  const std::string metrics = HttpCall(port_, "GET", "/metrics", "", admin).body;
+  EXPECT_NE(
+      metrics.find(R"(relay_egress_intake_rejections_total{tenant="acme",reason="in_flight"} 2)"),
       std::string::npos)
       << metrics;
 }

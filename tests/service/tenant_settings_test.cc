@@ -37,14 +37,19 @@ TEST(TenantSettingsTest, MistypedCredentialFieldsAreErrors) {
   EXPECT_EQ(ok->token, "xoxb-1");
 }
 
-// Verifies rate-limit overrides of the wrong type or sign are a 400 naming the budget.
+// Verifies rate-limit overrides of the wrong type, sign or range are a 400 naming the budget.
 TEST(TenantSettingsTest, MistypedRateLimitsAreErrors) {
   for (const json& limits :
        {json::array(), json{{"tenant_egress", 5}}, json{{"tenant_egress", {{"limit", "1"}}}},
         json{{"tenant_egress", {{"limit", 1}, {"scale_ms", -5}}}},
         json{{"tenant_egress", {{"limit", 1.5}, {"scale_ms", 1000}}}},
         json{{"tenant_egress", {{"limit", 1}, {"scale_ms", 1000}, {"burst", true}}}},
-        json{{"no_such_budget", {{"limit", 1}, {"scale_ms", 1000}}}}}) {
+        json{{"no_such_budget", {{"limit", 1}, {"scale_ms", 1000}}}},
+        // Out of a budget's range (pacing::kMaxBudget*): past any platform, near int64's end.
+        json{{"tenant_egress", {{"limit", 1'000'000'001}, {"scale_ms", 1000}}}},
+        json{{"tenant_egress", {{"limit", 1}, {"scale_ms", INT64_MAX}}}},
+        json{{"tenant_egress", {{"limit", 1}, {"scale_ms", 1000}, {"burst", 1LL << 62}}}},
+        json{{"tenant_egress", {{"limit", 1}, {"scale_ms", UINT64_MAX}}}}}) {
     auto parsed = ParseRateLimits(limits);
     ASSERT_FALSE(parsed.has_value()) << limits.dump();
     EXPECT_EQ(parsed.error().http_status, 400) << limits.dump();

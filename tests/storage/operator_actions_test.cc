@@ -147,25 +147,100 @@ TEST_F(OperatorActionsTest, ReplayMatchingDryRunChangesNothing) {
   EXPECT_EQ(Count(DeliveryState::kDead), 3u);
 }
 
-// Verifies that a replay takes only what the filter matches and reports each replayed one.
+// Verifies that a replay takes only what the filter matches after its cursor, reports each
+// replayed one, and ends done with the cursor at the last one it looked at.
 TEST_F(OperatorActionsTest, ReplayMatchingReplaysTheFilteredOnes) {
   const std::string a = Dead();
   const std::string b = Dead("beta");
   const std::string c = Dead();
+  const std::string d = Dead();
   Deferred();
   std::vector<std::string> told;
-  // The filter's cursor and page size are ignored: it starts at the first match, takes all.
-  ListFilter f{.state = DeliveryState::kDead, .tenant = "acme", .after_id = b, .limit = 1};
+  // The filter's page size is ignored; its cursor is where the replay starts.
+  ListFilter f{.state = DeliveryState::kDead, .tenant = "acme", .after_id = a, .limit = 1};
   auto r =
-      ReplayMatching(*store_, f, false, kLater, [&told](Delivery&& d) { told.push_back(d.id); });
+      ReplayMatching(*store_, f, false, kLater, [&told](Delivery&& x) { told.push_back(x.id); });
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   EXPECT_EQ(r->matched, 2u);
   EXPECT_EQ(r->replayed, 2u);
-  EXPECT_EQ(told, (std::vector<std::string>{a, c}));
-  EXPECT_EQ(StateOf(a), DeliveryState::kQueued);
-  EXPECT_EQ(StateOf(c), DeliveryState::kQueued);
+  EXPECT_TRUE(r->done);
+  EXPECT_EQ(r->cursor, d);
+  EXPECT_EQ(told, (std::vector<std::string>{c, d}));
+  EXPECT_EQ(StateOf(a), DeliveryState::kDead);
   EXPECT_EQ(StateOf(b), DeliveryState::kDead);
+  EXPECT_EQ(StateOf(c), DeliveryState::kQueued);
+  EXPECT_EQ(StateOf(d), DeliveryState::kQueued);
   EXPECT_EQ(Count(DeliveryState::kDeferred), 1u);
+}
+
+// Verifies that slices chained through the cursor cover every match exactly once, across page
+// boundaries, and that the last one says done.
+TEST_F(OperatorActionsTest, ReplayMatchingSlicesCoverEveryMatchOnce) {
+  const std::vector<std::string> ids = ManyDead(2'345);
+  ListFilter dead{.state = DeliveryState::kDead};
+  std::vector<std::string> told;
+  size_t slices = 0;
+  size_t matched = 0;
+  for (;;) {
+    ASSERT_LT(slices, 10u) << "the slices do not end";
+    auto r = ReplayMatching(
+        *store_, dead, false, kLater, [&told](Delivery&& d) { told.push_back(d.id); }, 1'000);
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    ++slices;
+    matched += r->matched;
+    EXPECT_LE(r->matched, 1'000u);
+    EXPECT_EQ(r->replayed, r->matched);
+    dead.after_id = r->cursor;
+    if (r->done) {
+      break;
+    }
+  }
+  EXPECT_EQ(slices, 3u);
+  EXPECT_EQ(matched, ids.size());
+  EXPECT_EQ(told, ids);  // ManyDead's ids come in id order
+  EXPECT_EQ(Count(DeliveryState::kQueued), ids.size());
+  EXPECT_EQ(Count(DeliveryState::kDead), 0u);
+}
+
+// Verifies that a delivery that cannot be replayed when its turn comes (another actor replayed
+// it first), and one that dies again right after its replay, are each looked at once: the cursor
+// moves past them and the slices end.
+TEST_F(OperatorActionsTest, ReplayMatchingDoesNotLoopOnFailuresOrRedeaths) {
+  const std::vector<std::string> ids = ManyDead(6);
+  std::vector<std::string> told;
+  auto on_replayed = [&](Delivery&& d) {
+    told.push_back(d.id);
+    if (d.id == ids[0]) {
+      // Someone else replays ids[1] before the page gets to it.
+      EXPECT_TRUE(ReplayOne(*store_, ids[1], kLater).has_value());
+      // And ids[0] fails again at once: dead again, behind the cursor.
+      EXPECT_TRUE(store_->Apply(d.id, {.to = DeliveryState::kInFlight, .at_ms = kLater}));
+      StateChange die{.to = DeliveryState::kDead, .at_ms = kLater, .reason = "http_404"};
+      die.attempt = Attempt{.at_ms = kLater, .http_status = 404};
+      die.consume_attempt = true;
+      auto died = store_->Apply(d.id, die);
+      EXPECT_TRUE(died.has_value()) << died.error().ToString();
+    }
+  };
+  ListFilter dead{.state = DeliveryState::kDead};
+  size_t matched = 0;
+  size_t replayed = 0;
+  for (size_t slices = 0;; ++slices) {
+    ASSERT_LT(slices, 10u) << "the slices do not end";
+    auto r = ReplayMatching(*store_, dead, false, kLater, on_replayed, 2);
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    matched += r->matched;
+    replayed += r->replayed;
+    dead.after_id = r->cursor;
+    if (r->done) {
+      break;
+    }
+  }
+  EXPECT_EQ(matched, 6u);
+  EXPECT_EQ(replayed, 5u);  // ids[1] was not this replay's to do
+  EXPECT_EQ(told, (std::vector<std::string>{ids[0], ids[2], ids[3], ids[4], ids[5]}));
+  EXPECT_EQ(StateOf(ids[0]), DeliveryState::kDead);  // left for a new run
+  EXPECT_EQ(Count(DeliveryState::kQueued), 5u);
 }
 
 // Verifies the cap: one call replays no more than `max` matches, and the next call takes the
@@ -181,10 +256,13 @@ TEST_F(OperatorActionsTest, ReplayMatchingStopsAtTheCap) {
   EXPECT_EQ(first->replayed, 3u);
   EXPECT_EQ(told, 3);
   EXPECT_EQ(Count(DeliveryState::kDead), 2u);
+  EXPECT_FALSE(first->done);
+  // The next call may start over (replayed ones no longer match) or continue at the cursor.
   auto rest = ReplayMatching(*store_, dead, false, kLater, nullptr, 3);
   ASSERT_TRUE(rest.has_value());
   EXPECT_EQ(rest->matched, 2u);
   EXPECT_EQ(rest->replayed, 2u);
+  EXPECT_TRUE(rest->done);
   EXPECT_EQ(Count(DeliveryState::kQueued), 5u);
   EXPECT_EQ(kMaxReplayPerCall, 100'000u);
 }

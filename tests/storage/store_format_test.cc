@@ -6,11 +6,11 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <rocksdb/db.h>
 
 #include "storage/index_keys.h"
 #include "storage/rocks_queue_store.h"
 #include "storage/rocks_schema.h"
+#include "tests/support/raw_store.h"
 #include "tests/support/store_audit.h"
 #include "tests/support/temp_dir.h"
 
@@ -28,58 +28,6 @@ NewDelivery Hook(std::string url) {
   d.payload = R"({"n":1})";
   return d;
 }
-
-// The store's RocksDB opened directly, with every column family: what a format-2 build wrote
-// is put back by hand.
-class RawStore {
- public:
-  explicit RawStore(const std::string& path) {
-    std::vector<rocksdb::ColumnFamilyDescriptor> families;
-    for (const FamilySpec& spec : kFamilies) {
-      rocksdb::ColumnFamilyOptions cf;
-      if (spec.family == Family::kMeta) {
-        cf.merge_operator = NewCounterMergeOperator();  // or the WAL's counter merges fail
-      }
-      families.emplace_back(spec.name, cf);
-    }
-    rocksdb::DB* raw = nullptr;
-    rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(), path, families, &handles_, &raw);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    db_.reset(raw);
-  }
-  ~RawStore() {
-    for (rocksdb::ColumnFamilyHandle* h : handles_) {
-      db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
-    }
-  }
-  void Delete(Family f, const std::string& key) {
-    ASSERT_TRUE(db_->Delete(rocksdb::WriteOptions(), handles_[static_cast<size_t>(f)], key).ok());
-  }
-  void Put(Family f, const std::string& key, const std::string& value) {
-    ASSERT_TRUE(
-        db_->Put(rocksdb::WriteOptions(), handles_[static_cast<size_t>(f)], key, value).ok());
-  }
-  std::string Get(Family f, const std::string& key) {
-    std::string value;
-    db_->Get(rocksdb::ReadOptions(), handles_[static_cast<size_t>(f)], key, &value)
-        .PermitUncheckedError();
-    return value;
-  }
-  std::vector<std::string> Keys(Family f) {
-    std::vector<std::string> keys;
-    std::unique_ptr<rocksdb::Iterator> it(
-        db_->NewIterator(rocksdb::ReadOptions(), handles_[static_cast<size_t>(f)]));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      keys.push_back(it->key().ToString());
-    }
-
-    return keys;
-  }
-
- private:
-  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
-  std::unique_ptr<rocksdb::DB> db_;
-};
 
 // Verifies that a new store indexes only deferred deliveries by due time, and that a format-2
 // store (which also indexed queued ones) opens read-only as it is and is migrated by a

@@ -15,6 +15,13 @@ Status MemoryQueueStore::CheckOpen() const {
   return closed_ ? Status::FailedPrecondition("store is closed") : Status::Ok();
 }
 
+Status MemoryQueueStore::CheckWritable() const {
+  if (!health_.healthy) {
+    return Status::Unavailable(fmt::format("store refuses writes ({}); retrying", health_.reason));
+  }
+  return CheckOpen();
+}
+
 Result<EnqueueResult> MemoryQueueStore::Enqueue(const NewDelivery& d, int64_t now_ms) {
   Result<std::vector<Result<EnqueueResult>>> batch = EnqueueBatch({d}, now_ms);
   if (!batch) {
@@ -26,7 +33,7 @@ Result<EnqueueResult> MemoryQueueStore::Enqueue(const NewDelivery& d, int64_t no
 Result<std::vector<Result<EnqueueResult>>> MemoryQueueStore::EnqueueBatch(
     const std::vector<NewDelivery>& ds, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (Status s = CheckOpen(); !s.ok()) {
+  if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
   std::vector<Result<EnqueueResult>> results;
@@ -90,7 +97,7 @@ Result<std::vector<Result<Delivery>>> MemoryQueueStore::ApplyBatch(
     const std::vector<IdChange>& changes) {
   std::lock_guard<std::mutex> lock(mu_);
   ++apply_batches_;
-  if (Status s = CheckOpen(); !s.ok()) {
+  if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
   if (apply_fault_ && apply_fault_->times > 0) {
@@ -189,14 +196,45 @@ Result<DestinationWork> MemoryQueueStore::PendingFor(const std::string& destinat
     --pending_for_fault_times_;
     return pending_for_fault_;
   }
-  DestinationWork work{destination_key, {}};
+  DestinationWork work{destination_key, {}, {}};
   for (auto it = deliveries_.upper_bound(after_id);
-       it != deliveries_.end() && work.deliveries.size() < limit; ++it) {
-    if (!IsTerminal(it->second.state) && DestinationKeyOf(it->second) == destination_key) {
+       it != deliveries_.end() && work.deliveries.size() + work.corrupt.size() < limit; ++it) {
+    if (IsTerminal(it->second.state) || DestinationKeyOf(it->second) != destination_key) {
+      continue;
+    }
+    if (auto bad = corrupt_.find(it->first); bad != corrupt_.end()) {
+      work.corrupt.push_back({it->first, bad->second});
+    } else {
       work.deliveries.push_back(it->second);
     }
   }
   return work;
+}
+
+Result<Delivery> MemoryQueueStore::MoveCorruptToDead(const std::string& id,
+                                                     const std::string& destination_key,
+                                                     int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckWritable(); !s.ok()) {
+    return s;
+  }
+  auto it = deliveries_.find(id);
+  if (it == deliveries_.end() || DestinationKeyOf(it->second) != destination_key) {
+    return Status::NotFound(fmt::format("destination holds no delivery {}", id));
+  }
+  auto bad = corrupt_.find(id);
+  if (bad == corrupt_.end()) {
+    return Status::FailedPrecondition(
+        fmt::format("delivery {} reads as a delivery of its destination; nothing to repair", id));
+  }
+  Delivery& d = it->second;
+  d.state = DeliveryState::kDead;
+  d.reason = "corrupt_record: " + bad->second;
+  d.updated_ms = now_ms;
+  d.finished_ms = now_ms;
+  corrupt_.erase(bad);
+  ++writes_;
+  return d;
 }
 
 Result<ListPage> MemoryQueueStore::List(const ListFilter&) {
@@ -336,9 +374,27 @@ StoreStats MemoryQueueStore::Stats() {
   return {.writes = writes_, .wal_syncs = 0};
 }
 
+StoreHealth MemoryQueueStore::Health() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return health_;
+}
+
+Status MemoryQueueStore::Recover() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (health_.healthy) {
+    return Status::Ok();
+  }
+  if (failed_recovers_ > 0) {
+    --failed_recovers_;
+    return Status::IoError("still failing");
+  }
+  health_ = StoreHealth{};
+  return Status::Ok();
+}
+
 Status MemoryQueueStore::PutSetting(const std::string& key, const std::string& value) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (Status s = CheckOpen(); !s.ok()) {
+  if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
   if (value.empty()) {
@@ -378,6 +434,17 @@ void MemoryQueueStore::FailPendingFor(Status status, int times) {
   std::lock_guard<std::mutex> lock(mu_);
   pending_for_fault_ = std::move(status);
   pending_for_fault_times_ = times;
+}
+
+void MemoryQueueStore::CorruptForTest(const std::string& id, std::string error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  corrupt_[id] = std::move(error);
+}
+
+void MemoryQueueStore::MakeUnhealthy(std::string reason, int failed_recovers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  health_ = {.healthy = false, .reason = std::move(reason), .during = "write", .detail = "test"};
+  failed_recovers_ = failed_recovers;
 }
 
 size_t MemoryQueueStore::apply_batches() const {

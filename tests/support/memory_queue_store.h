@@ -20,8 +20,9 @@ namespace egress::storage {
 // ordinary change; "restarting" means building a new loop over the same store.
 //
 // Implemented: Enqueue, EnqueueBatch, Get, Apply, ApplyBatch, LeaseDue, ListDestinations,
-// PendingFor, Counts, TenantBacklog, DestinationCounts, ScanCounts, PurgeExpired, Purge,
-// Stats, PutSetting, ListSettings, Close. Not implemented: List (FailedPrecondition).
+// PendingFor, MoveCorruptToDead, Counts, TenantBacklog, DestinationCounts, ScanCounts,
+// PurgeExpired, Purge, Stats, Health, Recover, PutSetting, ListSettings, Close. Not
+// implemented: List (FailedPrecondition).
 //
 // Faults are injected as leveldb's SpecialEnv does, by setting fields: the next calls fail as a
 // whole, with nothing applied. Thread-safe (one mutex), like every QueueStore.
@@ -40,6 +41,8 @@ class MemoryQueueStore final : public QueueStore {
                                                     size_t limit) override;
   Result<DestinationWork> PendingFor(const std::string& destination_key,
                                      const std::string& after_id, size_t limit) override;
+  Result<Delivery> MoveCorruptToDead(const std::string& id, const std::string& destination_key,
+                                     int64_t now_ms) override;
   Result<ListPage> List(const ListFilter& filter) override;
   Result<StateCounts> Counts() override;
   Result<uint64_t> TenantBacklog(const std::string& tenant) override;
@@ -50,6 +53,8 @@ class MemoryQueueStore final : public QueueStore {
                                    size_t max) override;
   Status Purge(const std::string& id) override;
   StoreStats Stats() override;
+  StoreHealth Health() override;
+  Status Recover() override;
   Status PutSetting(const std::string& key, const std::string& value) override;
   Result<std::vector<std::pair<std::string, std::string>>> ListSettings(
       const std::string& prefix) override;
@@ -66,6 +71,12 @@ class MemoryQueueStore final : public QueueStore {
   void FailApplies(ApplyFault fault);
   // The next `times` PendingFor calls fail with `status`.
   void FailPendingFor(Status status, int times = 1);
+  // The record of `id` reads as corrupt from now on, as a RocksDB record that no longer decodes:
+  // PendingFor reports it in `corrupt` with `error` (and skips it) until MoveCorruptToDead.
+  void CorruptForTest(const std::string& id, std::string error);
+  // Unhealthy with `reason` (StoreHealth::reason): every write fails with Unavailable, reads go
+  // on, until Recover, which fails `failed_recovers` times first (with IoError).
+  void MakeUnhealthy(std::string reason, int failed_recovers = 0);
 
   // Calls seen, failed ones included.
   size_t apply_batches() const;
@@ -75,6 +86,8 @@ class MemoryQueueStore final : public QueueStore {
   // Every state count; callers hold mu_.
   StateCounts CountLocked() const;
   Status CheckOpen() const;
+  // CheckOpen, and Unavailable while unhealthy. Callers hold mu_.
+  Status CheckWritable() const;
 
   const StoreOptions options_;
   mutable std::mutex mu_;
@@ -82,6 +95,9 @@ class MemoryQueueStore final : public QueueStore {
   std::map<std::string, Delivery> deliveries_;                              // by id: enqueue order
   std::map<std::pair<std::string, std::string>, std::string> idempotency_;  // (tenant, key) -> id
   std::map<std::string, std::string> settings_;
+  std::map<std::string, std::string> corrupt_;  // id -> error
+  StoreHealth health_;
+  int failed_recovers_ = 0;
   std::optional<ApplyFault> apply_fault_;
   Status pending_for_fault_;
   int pending_for_fault_times_ = 0;

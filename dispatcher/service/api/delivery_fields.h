@@ -26,6 +26,11 @@ struct IntakeLimits {
   size_t max_batch_items = 1000;       // Default: 1000.
   size_t max_json_depth = 64;          // payload nesting; 400 beyond. Default: 64.
   uint32_t max_cost = 1'000'000;
+  // Largest body of POST /v1/deliveries/batch; every other body may hold max_payload_bytes +
+  // config::kDeliveryBodyAllowance. Default: 16 MiB.
+  size_t max_batch_bytes = 16 << 20;
+  // Intake requests of one tenant waiting for their write at once; 429 beyond. Default: 256.
+  size_t max_requests_in_flight = 256;
 };
 
 // One field of a delivery request as read from its JSON, before any check.

@@ -22,7 +22,8 @@ ApiError FromStatus(const Status& status) {
     case Status::Code::kCorruption:
       return {500, "storage_corrupt", status.message()};
     default:
-      return {503, "storage_unavailable", status.message()};
+      // The store's text may name files under the data directory: it stays out of answers.
+      return {503, "storage_unavailable", "the store cannot serve this now; retry later"};
   }
 }
 

@@ -19,7 +19,9 @@ struct ApiError {
 };
 
 // Maps a store Status to an envelope: NotFound 404, InvalidArgument 400, FailedPrecondition
-// 409, Busy/Unavailable/IoError 503, Corruption 500.
+// 409, Corruption 500 (each with the status's message), Busy/Unavailable/IoError and the rest
+// 503 storage_unavailable with a fixed message (the store's text may name files under the data
+// directory).
 ApiError FromStatus(const Status& status);
 
 }  // namespace egress::service

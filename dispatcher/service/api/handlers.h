@@ -4,10 +4,12 @@
 #include <string>
 
 #include <boost/asio/post.hpp>
+#include <nlohmann/json.hpp>
 
 #include "dispatcher/service/api/http_server.h"
 #include "dispatcher/service/api/intake.h"
 #include "dispatcher/service/service.h"
+#include "storage/queue_store.h"
 
 namespace egress::service {
 
@@ -34,6 +36,14 @@ void ListDeliveries(Service& service, const std::map<std::string, std::string>& 
 void ReplayDelivery(Service& service, const std::string& id, Respond respond);
 void ReplayMatching(Service& service, const HttpRequest& request, Respond respond);
 void CancelDelivery(Service& service, const std::string& id, Respond respond);
+// Registers a replay job for `filter` (state dead or deferred), answers 202 with it (429 when
+// too many run) and works through the matches in slices on the storage pool, one slice at a
+// time, until done, failed, or the service drains (then it stops between slices, failed).
+// `echo` is the filter as the job shows it.
+void StartReplayJob(Service& service, storage::ListFilter filter, nlohmann::json echo,
+                    Respond respond);
+// GET /v1/jobs/{id}: 200 with the job, 404 for an unknown or malformed id.
+void GetJob(Service& service, const std::string& id, Respond respond);
 
 void GetStats(Service& service, Respond respond);
 void GetDestinations(Service& service, const std::map<std::string, std::string>& query,

@@ -1,5 +1,6 @@
 #include "dispatcher/service/api/http_server.h"
 
+#include <algorithm>
 #include <optional>
 
 #include <boost/asio/strand.hpp>
@@ -14,6 +15,15 @@
 #include "dispatcher/service/event_log.h"
 
 namespace egress::service {
+
+// What the server and its sessions share; sessions may outlive the server.
+struct HttpServerShared {
+  HttpServerOptions options;
+  HttpHandler handler;
+  bool draining = false;
+  HttpServerStats stats;
+};
+
 namespace {
 
 namespace asio = boost::asio;
@@ -32,28 +42,60 @@ HttpResponse PlainError(http::status status, unsigned version, std::string_view 
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& socket, std::shared_ptr<HttpHandler> handler,
-          const HttpServerOptions& options, std::shared_ptr<bool> draining)
-      : stream_(std::move(socket)),
-        handler_(std::move(handler)),
-        options_(options),
-        draining_(std::move(draining)) {}
+  Session(tcp::socket&& socket, std::shared_ptr<HttpServerShared> shared)
+      : stream_(std::move(socket)), shared_(std::move(shared)) {
+    ++shared_->stats.open;
+    ++shared_->stats.accepted;
+  }
+  ~Session() { --shared_->stats.open; }
 
   void Run() { Read(); }
 
  private:
+  const HttpServerOptions& options() const { return shared_->options; }
+
+  // Reads the header first, so the body limit can depend on the request line.
   void Read() {
     parser_.emplace();
-    parser_->body_limit(options_.max_body_bytes);
-    stream_.expires_after(options_.idle_timeout);
+    parser_->body_limit(options().max_body_bytes);
+    stream_.expires_after(options().read_timeout);  // covers the header and the body
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec) {
+      OnRead(ec);
+      return;
+    }
+    if (options().body_limit) {
+      const auto& header = parser_->get();
+      const boost::beast::string_view target = header.target();
+      const size_t limit = options().body_limit(header.method(), {target.data(), target.size()});
+      // The parser checks a Content-Length against the limit as it ends the header, so a limit
+      // set now holds only for chunked bodies: check the declared length here.
+      if (parser_->content_length() && *parser_->content_length() > limit) {
+        OnRead(http::error::body_limit);
+        return;
+      }
+      parser_->body_limit(limit);
+    }
     http::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
+    if (ec == beast::error::timeout) {
+      if (parser_->got_some()) {
+        ++shared_->stats.read_timeouts;  // stalled within a request, not merely idle
+      }
+      Close();
+      return;
+    }
     if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted ||
-        ec == beast::error::timeout) {
+        ec == asio::error::connection_reset || ec == asio::error::eof) {
       Close();
       return;
     }
@@ -69,7 +111,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     HttpRequest req = parser_->release();
-    keep_alive_ = req.keep_alive() && !*draining_;
+    keep_alive_ = req.keep_alive() && !shared_->draining;
     stream_.expires_never();  // the handler may take a while (fsync); the client waits
     const uint64_t request = ++request_;
     answered_ = false;
@@ -80,7 +122,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // handlers return errors as values) gets a 500 envelope and an error event, and the
     // connection closes; a late answer to that request is dropped.
     try {
-      (*handler_)(std::move(req), std::move(respond));
+      shared_->handler(std::move(req), std::move(respond));
     } catch (const std::exception& e) {
       HandlerFailed(request, e.what());
     } catch (...) {
@@ -107,12 +149,16 @@ class Session : public std::enable_shared_from_this<Session> {
   void Write(HttpResponse&& res) {
     res.keep_alive(keep_alive_);
     auto owned = std::make_shared<HttpResponse>(std::move(res));
+    stream_.expires_after(options().write_timeout);
     http::async_write(
         stream_, *owned,
         [self = shared_from_this(), owned](beast::error_code ec, size_t) { self->OnWrite(ec); });
   }
 
   void OnWrite(beast::error_code ec) {
+    if (ec == beast::error::timeout) {
+      ++shared_->stats.write_timeouts;
+    }
     if (ec || !keep_alive_) {
       Close();
       return;
@@ -120,6 +166,8 @@ class Session : public std::enable_shared_from_this<Session> {
     Read();
   }
 
+  // Sends FIN; the socket itself closes when the last operation holding the session ends (at
+  // once when none is pending). After a timeout the stream has closed the socket already.
   void Close() {
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -128,9 +176,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::shared_ptr<HttpHandler> handler_;
-  const HttpServerOptions options_;
-  std::shared_ptr<bool> draining_;
+  std::shared_ptr<HttpServerShared> shared_;
   bool keep_alive_ = true;
   uint64_t request_ = 0;  // the number of the request being answered
   bool answered_ = false;
@@ -163,12 +209,14 @@ Result<tcp::endpoint> ResolveListenAddress(const HostPort& listen) {
 
 HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, HttpHandler handler)
     : io_(io),
-      options_(std::move(options)),
-      handler_(std::make_shared<HttpHandler>(std::move(handler))),
       acceptor_(io),
-      draining_(std::make_shared<bool>(false)) {}
+      shared_(std::make_shared<HttpServerShared>(
+          HttpServerShared{.options = std::move(options), .handler = std::move(handler)})),
+      backoff_timer_(io) {}
 
 HttpServer::~HttpServer() { StopAccepting(); }
+
+const HttpServerStats& HttpServer::stats() const { return shared_->stats; }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(asio::io_context& io,
                                                       const HttpServerOptions& options,
@@ -200,24 +248,58 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(asio::io_context& io,
 }
 
 void HttpServer::Accept() {
-  acceptor_.async_accept([this, draining = draining_](beast::error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || *draining) {
-      return;
+  acceptor_.async_accept(
+      [this, shared = shared_](boost::system::error_code ec, tcp::socket socket) {
+        if (ec == asio::error::operation_aborted || shared->draining) {
+          return;
+        }
+        if (ec) {
+          OnAcceptFailed(ec);
+          return;
+        }
+        if (backoff_.count() != 0) {
+          LogEvent(LogLevel::kInfo, "accept_resumed");
+          backoff_ = std::chrono::milliseconds(0);
+        }
+        if (shared->stats.open >= shared->options.max_connections) {
+          ++shared->stats.refused;
+          boost::system::error_code ignored;
+          socket.close(ignored);  // the client sees the connection closed before any answer
+        } else {
+          std::make_shared<Session>(std::move(socket), shared)->Run();
+        }
+        Accept();
+      });
+}
+
+// accept() failing with EMFILE leaves the connection in the backlog, so accepting again at once
+// fails again at once: a busy loop. Wait, doubling the wait while it keeps failing; log the
+// first failure of a run and its end (accept_resumed), count every one.
+void HttpServer::OnAcceptFailed(const boost::system::error_code& ec) {
+  ++shared_->stats.accept_failures;
+  if (backoff_.count() == 0) {
+    LogEvent(LogLevel::kWarn, "accept_failed",
+             {{"error", ec.message()}, {"open_connections", shared_->stats.open}});
+    backoff_ = std::max(shared_->options.accept_backoff, std::chrono::milliseconds(1));
+  } else {
+    backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(1000));
+  }
+  backoff_timer_.expires_after(backoff_);
+  backoff_timer_.async_wait([this, shared = shared_](const boost::system::error_code& wait_ec) {
+    if (!wait_ec && !shared->draining) {
+      Accept();
     }
-    if (!ec) {
-      std::make_shared<Session>(std::move(socket), handler_, options_, draining_)->Run();
-    }
-    Accept();
   });
 }
 
 void HttpServer::StopAccepting() {
-  if (*draining_) {
+  if (shared_->draining) {
     return;
   }
-  *draining_ = true;
+  shared_->draining = true;
   boost::system::error_code ignored;
   acceptor_.close(ignored);
+  backoff_timer_.cancel();
 }
 
 }  // namespace egress::service

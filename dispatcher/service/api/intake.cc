@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "config/server_options.h"
 #include "dispatcher/service/api/delivery_fields.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
@@ -52,11 +53,25 @@ HttpResponse Throttled(const IntakeLimiter::Decision& d, WallTime now, std::stri
   return res;
 }
 
-// The store's refusal; a 503 carries Retry-After.
-HttpResponse Unavailable(const Status& s) {
-  HttpResponse res = ErrorResponse(FromStatus(s));
+// A tenant at its cap of requests in flight (TenantRequestSlots).
+HttpResponse TooManyInFlight(size_t cap) {
+  HttpResponse res = JsonResponse(
+      429, {{"error", "rate_limited"},
+            {"message", fmt::format("tenant has {} intake requests waiting for their write; retry "
+                                    "when some are answered",
+                                    cap)},
+            {"retry_after_ms", 1000}});
+  res.set("Retry-After", "1");
+  return res;
+}
+
+// The store's refusal; a 503 carries Retry-After, and has the store's health looked at now (a
+// failed write is how a full disk shows first).
+HttpResponse Unavailable(Service& s, const Status& st) {
+  HttpResponse res = ErrorResponse(FromStatus(st));
   if (res.result_int() == 503) {
     res.set("Retry-After", "1");
+    s.store_health().Check();
   }
   return res;
 }
@@ -402,6 +417,12 @@ void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
     respond(Throttled(decision, s.clock().WallNow(), "intake budget"));
     return;
   }
+  std::shared_ptr<void> slot = s.request_slots().TryTake(tenant);
+  if (!slot) {
+    s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", tenant}, {"reason", "in_flight"}});
+    respond(TooManyInFlight(s.request_slots().per_tenant()));
+    return;
+  }
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
   const uint64_t watermark = s.options().backlog_watermark;
   auto shared = std::make_shared<const std::vector<storage::NewDelivery>>(std::move(*parts));
@@ -410,7 +431,8 @@ void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
       [shared, now_ms, watermark](storage::QueueStore& store) {
         return EnqueueParts(store, *shared, now_ms, watermark);
       },
-      [&s, shared, now_ms, decision, respond = std::move(respond)](EnqueueOutcome out) {
+      [&s, shared, now_ms, decision, slot = std::move(slot),
+       respond = std::move(respond)](EnqueueOutcome out) {
         if (out.over_backlog) {
           s.metrics().Inc(CounterId::kIntakeRejections,
                           {{"tenant", shared->front().tenant}, {"reason", "backlog"}});
@@ -420,11 +442,20 @@ void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
           return;
         }
         if (!out.results) {
-          respond(Unavailable(out.results.error()));
+          respond(Unavailable(s, out.results.error()));
           return;
         }
         respond(Accepted(s, *shared, *out.results, now_ms, out.state));
       });
+}
+
+size_t RequestBodyLimit(const IntakeLimits& limits, boost::beast::http::verb method,
+                        std::string_view target) {
+  static const std::vector<std::string> kBatch = {"v1", "deliveries", "batch"};
+  if (method == boost::beast::http::verb::post && PathSegments(target) == kBatch) {
+    return limits.max_batch_bytes;
+  }
+  return limits.max_payload_bytes + config::kDeliveryBodyAllowance;
 }
 
 void CreateBatch(Service& s, const HttpRequest& request, Respond respond) {
@@ -459,19 +490,35 @@ void CreateBatch(Service& s, const HttpRequest& request, Respond respond) {
     }
   }
   std::map<std::string, IntakeLimiter::Decision> denied;
+  std::vector<std::shared_ptr<void>> slots_taken;
   for (const auto& [tenant, n] : per_tenant) {
+    std::shared_ptr<void> slot = s.request_slots().TryTake(tenant);
+    if (!slot) {
+      denied.emplace(tenant,
+                     IntakeLimiter::Decision{.allowed = false, .retry_after = Millis(1000)});
+      s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", tenant}, {"reason", "in_flight"}},
+                      static_cast<double>(n));
+      continue;
+    }
     auto d = s.intake_limiter().Take(tenant, n);
     if (!d.allowed) {
       denied.emplace(tenant, d);
       s.metrics().Inc(CounterId::kIntakeRejections,
                       {{"tenant", tenant}, {"reason", "rate_limited"}}, static_cast<double>(n));
+      continue;
     }
+    slots_taken.push_back(std::move(slot));
   }
   if (!denied.empty()) {
     DropDenied(denied, *pending, slots, refused);
   }
   if (pending->empty() && !denied.empty()) {
-    respond(Throttled(denied.begin()->second, s.clock().WallNow(), "intake budget"));
+    // Each tenant was refused for its budget (with its headers) or for its requests in flight.
+    auto metered = std::find_if(denied.begin(), denied.end(),
+                                [](const auto& d) { return d.second.budget.limit > 0; });
+    respond(metered == denied.end()
+                ? TooManyInFlight(s.request_slots().per_tenant())
+                : Throttled(metered->second, s.clock().WallNow(), "intake budget"));
     return;
   }
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
@@ -487,13 +534,14 @@ void CreateBatch(Service& s, const HttpRequest& request, Respond respond) {
       [write, now_ms, watermark](storage::QueueStore& store) {
         return WriteBatch(store, *write, now_ms, watermark);
       },
-      [&s, write, now_ms, respond = std::move(respond)](auto stored) mutable {
+      [&s, write, now_ms, slots_taken = std::move(slots_taken),
+       respond = std::move(respond)](auto stored) mutable {
         for (const auto& [tenant, n] : write->over_backlog) {
           s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", tenant}, {"reason", "backlog"}},
                           static_cast<double>(n));
         }
         if (!stored) {
-          respond(Unavailable(stored.error()));
+          respond(Unavailable(s, stored.error()));
           return;
         }
         respond(BatchAnswer(s, std::move(write->pending), write->slots, *stored, write->refused,

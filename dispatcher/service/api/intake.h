@@ -6,6 +6,7 @@
 // watermark, stores the deliveries in one synced write and tells the delivery loop. Both run on
 // the loop and answer through `respond` on the loop.
 
+#include "dispatcher/service/api/delivery_fields.h"
 #include "dispatcher/service/api/http_server.h"
 
 namespace egress::service {
@@ -16,6 +17,12 @@ class Service;
 // before), 4xx naming the field, 429 over the intake budget or the backlog watermark, 503 when
 // the store refuses.
 void CreateDelivery(Service& service, const HttpRequest& request, Respond respond);
+
+// The body limit of every route (HttpServerOptions::body_limit): a batch's is
+// limits.max_batch_bytes, every other request's one payload and its fields
+// (max_payload_bytes + config::kDeliveryBodyAllowance).
+size_t RequestBodyLimit(const IntakeLimits& limits, boost::beast::http::verb method,
+                        std::string_view target);
 
 // POST /v1/deliveries/batch: 202 when every item is accepted, else 207 with each item's result
 // in order; the whole request is refused (4xx) only when the body is not a batch.

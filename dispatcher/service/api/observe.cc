@@ -54,6 +54,18 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q, Re
     auto it = q.find(key);
     return it == q.end() || it->second.empty() || it->second == value;
   };
+  for (const char* key : {"tenant", "platform"}) {
+    auto it = q.find(key);
+    const std::string_view value = it == q.end() ? std::string_view() : it->second;
+    auto bad = CheckRequestText(key, value, s.options().store.max_field_bytes);
+    if (!bad && std::string_view(key) == "platform") {
+      bad = CheckPlatformFilter(key, value);
+    }
+    if (bad) {
+      respond(ErrorResponse(*bad));
+      return;
+    }
+  }
   const SteadyTime now = s.clock().Now();
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
   std::vector<std::string> keys;
@@ -148,6 +160,15 @@ void EnableDestination(Service& s, const HttpRequest& request, Respond respond) 
 }
 
 void GetMetrics(Service& s, Respond respond) {
+  const HttpServerStats& http = s.http_stats();
+  Metrics& m = s.metrics();
+  m.Set(GaugeId::kHttpConnections, {}, static_cast<double>(http.open));
+  m.SetTotal(CounterId::kHttpConnectionsRefused, {}, static_cast<double>(http.refused));
+  m.SetTotal(CounterId::kHttpAcceptFailures, {}, static_cast<double>(http.accept_failures));
+  m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "read"}},
+             static_cast<double>(http.read_timeouts));
+  m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "write"}},
+             static_cast<double>(http.write_timeouts));
   respond(TextResponse(200, s.metrics().Render(), "text/plain; version=0.0.4"));
 }
 

@@ -20,6 +20,16 @@ bool TokenMatches(std::string_view given, const std::string& expected) {
 
 std::string_view View(boost::beast::string_view v) { return {v.data(), v.size()}; }
 
+// The readiness answer while the store refuses writes: the fault's fixed tokens, never RocksDB's
+// text (it names files under the data directory; the operator's log has it).
+HttpResponse StoreUnhealthy(const storage::StoreHealth& h) {
+  return JsonResponse(503, {{"error", "store_unhealthy"},
+                            {"message", "the store refuses writes after a failed " + h.during +
+                                            " (" + h.reason + "); retrying"},
+                            {"reason", h.reason},
+                            {"during", h.during}});
+}
+
 HttpResponse NotFound() { return ErrorResponse({404, "not_found", "no such endpoint"}); }
 HttpResponse NotAllowed() {
   return ErrorResponse({405, "method_not_allowed", "method not allowed on this endpoint"});
@@ -87,8 +97,13 @@ void Route(Service& s, HttpRequest&& req, Respond respond) {
     return respond(JsonResponse(200, {{"status", "ok"}}));
   }
   if (p.size() == 1 && p[0] == "readyz") {
-    return respond(s.accepting() ? JsonResponse(200, {{"status", "ready"}})
-                                 : ErrorResponse({503, "draining", "shutting down"}));
+    if (!s.accepting()) {
+      return respond(ErrorResponse({503, "draining", "shutting down"}));
+    }
+    if (!s.store_health().healthy()) {
+      return respond(StoreUnhealthy(s.store_health().health()));
+    }
+    return respond(JsonResponse(200, {{"status", "ready"}}));
   }
   if (p.size() == 1 && p[0] == "metrics") {
     return GetMetrics(s, std::move(respond));
@@ -100,6 +115,9 @@ void Route(Service& s, HttpRequest&& req, Respond respond) {
       return respond(std::move(res));
     }
     return RouteDeliveries(s, std::move(req), p, std::move(respond));
+  }
+  if (p.size() == 3 && p[0] == "v1" && p[1] == "jobs") {
+    return req.method() == verb::get ? GetJob(s, p[2], std::move(respond)) : respond(NotAllowed());
   }
   if (p.size() == 2 && p[0] == "v1" && p[1] == "stats") {
     return GetStats(s, std::move(respond));

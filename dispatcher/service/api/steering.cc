@@ -1,7 +1,8 @@
 // Replay and cancel: POST /v1/deliveries/{id}/replay, POST /v1/deliveries/replay,
 // DELETE /v1/deliveries/{id}. The actions themselves are storage/operator_actions.h, shared with
 // the CLI's offline path; this file reads the request, runs them on the storage pool and tells
-// the delivery loop of what became queued.
+// the delivery loop of what became queued. A replay by filter that is not a dry run is a job
+// (jobs.cc).
 
 #include <string>
 #include <utility>
@@ -23,12 +24,6 @@ using nlohmann::json;
 using storage::Delivery;
 using storage::DeliveryState;
 
-struct ReplaySummary {
-  Status status;
-  storage::ReplayCount count;
-  std::vector<Delivery> queued;  // to notify the loop
-};
-
 // The string field `name` of `body`, `fallback` when absent; 400 naming it when not a string.
 tl::expected<std::string, ApiError> StringField(const json& body, const char* name,
                                                 std::string fallback = "") {
@@ -43,8 +38,10 @@ tl::expected<std::string, ApiError> StringField(const json& body, const char* na
   return it->get<std::string>();
 }
 
-// The body of POST /v1/deliveries/replay as a store filter and its dry_run flag.
-tl::expected<std::pair<storage::ListFilter, bool>, ApiError> ReplayRequest(const json& body) {
+// The body of POST /v1/deliveries/replay as a store filter and its dry_run flag; a filter no
+// stored field could match (a control character, over `max_bytes`, an unknown platform) is a 400.
+tl::expected<std::pair<storage::ListFilter, bool>, ApiError> ReplayRequest(const json& body,
+                                                                           size_t max_bytes) {
   if (!body.is_object()) {
     return tl::unexpected(ApiError{400, "invalid_request", "body: must be a JSON object"});
   }
@@ -65,7 +62,13 @@ tl::expected<std::pair<storage::ListFilter, bool>, ApiError> ReplayRequest(const
     if (!value) {
       return tl::unexpected(value.error());
     }
+    if (auto bad = CheckRequestText(name, *value, max_bytes)) {
+      return tl::unexpected(*bad);
+    }
     *field = std::move(*value);
+  }
+  if (auto bad = CheckPlatformFilter("platform", f.platform)) {
+    return tl::unexpected(*bad);
   }
   bool dry_run = false;
   if (auto it = body.find("dry_run"); it != body.end()) {
@@ -101,38 +104,38 @@ void ReplayMatching(Service& s, const HttpRequest& request, Respond respond) {
     respond(ErrorResponse(body.error()));
     return;
   }
-  auto parsed = ReplayRequest(*body);
+  auto parsed = ReplayRequest(*body, s.options().store.max_field_bytes);
   if (!parsed) {
     respond(ErrorResponse(parsed.error()));
     return;
   }
   auto [f, dry_run] = std::move(*parsed);
-  const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
-  asio::post(s.storage_pool(), [&s, f = std::move(f), dry_run = dry_run, now_ms,
-                                respond = std::move(respond)]() mutable {
-    ReplaySummary sum;
-    auto count = storage::ReplayMatching(s.store(), f, dry_run, now_ms, [&sum](Delivery&& d) {
-      sum.queued.push_back(std::move(d));
-    });
-    if (count) {
-      sum.count = *count;
-    } else {
-      sum.status = count.error();
+  if (!dry_run) {
+    json echo = {{"state", std::string(storage::StateName(*f.state))}};
+    for (auto [name, field] :
+         {std::pair{"tenant", &f.tenant}, std::pair{"platform", &f.platform},
+          std::pair{"destination", &f.destination}, std::pair{"reason", &f.reason_prefix}}) {
+      if (!field->empty()) {
+        echo[name] = *field;
+      }
     }
-    asio::post(s.io(), [&s, sum = std::move(sum), dry_run, respond = std::move(respond)] {
-      // Replays done before a failed read are in the store: the loop hears of them either way.
-      for (const Delivery& d : sum.queued) {
-        s.loop().Notify(d);
-      }
-      if (!sum.status.ok()) {
-        respond(ErrorResponse(FromStatus(sum.status)));
-        return;
-      }
-      respond(JsonResponse(200, {{"matched", sum.count.matched},
-                                 {"replayed", sum.count.replayed},
-                                 {"dry_run", dry_run}}));
-    });
-  });
+    return StartReplayJob(s, std::move(f), std::move(echo), std::move(respond));
+  }
+  // A dry run only counts (at most kMaxReplayPerCall): it answers at once.
+  const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
+  OnStore(
+      s,
+      [f = std::move(f), now_ms](storage::QueueStore& store) {
+        return storage::ReplayMatching(store, f, true, now_ms);
+      },
+      [respond = std::move(respond)](Result<storage::ReplayCount> count) {
+        if (!count) {
+          respond(ErrorResponse(FromStatus(count.error())));
+          return;
+        }
+        respond(
+            JsonResponse(200, {{"matched", count->matched}, {"replayed", 0}, {"dry_run", true}}));
+      });
 }
 
 void CancelDelivery(Service& s, const std::string& id, Respond respond) {

@@ -19,6 +19,23 @@ using storage::DeliveryState;
 
 constexpr size_t kDestinationPage = 1000;
 
+// A store call that failed this way may succeed when tried again.
+bool Passing(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kUnavailable:
+    case Status::Code::kIoError:
+    case Status::Code::kBusy:
+    case Status::Code::kTimedOut:
+      return true;
+    default:
+      return false;
+  }
+}
+
+StoreWriter::Options OutcomeWriterOptions(const DeliveryLoop::Options& o) {
+  return {.retry = true, .first_retry = o.first_store_retry, .max_retry = o.max_store_retry};
+}
+
 }  // namespace
 
 DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::any_io_executor storage,
@@ -36,14 +53,19 @@ DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::any_io_executor storage,
       clock_(clock),
       metrics_(metrics),
       options_(std::move(options)),
-      leases_(io, storage_, store),
-      outcomes_(io, storage_, store),
+      leases_(io, storage_, store, clock),
+      outcomes_(io, storage_, store, clock, OutcomeWriterOptions(options_)),
       discord_invalid_(options_.discord_invalid_requests),
       timer_(io),
       maintenance_(io),
       alive_(std::make_shared<bool>(true)) {
   scheduler_.SetWaitObserver(
       [this](pacing::DestinationId id, const pacing::Deferral& wait) { OnPacingWait(id, wait); });
+  outcomes_.SetRetryObserver([this](const Status& error, size_t changes) {
+    metrics_.Inc(CounterId::kStoreErrors, {{"operation", "outcome"}});
+    LogEvent(LogLevel::kWarn, "store_write_retry",
+             {{"operation", "outcome"}, {"changes", changes}, {"error", error.ToString()}});
+  });
 }
 
 DeliveryLoop::~DeliveryLoop() {
@@ -125,6 +147,7 @@ void DeliveryLoop::ScheduleMaintenance() {
     if (ec || !*alive || draining_) {
       return;
     }
+    EvictIdle();
     scheduler_.Sweep();
     discord_invalid_.Sweep(clock_.Now());
     ScheduleMaintenance();
@@ -153,6 +176,7 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   dest.key = key;
   dest.discord = *platform == Platform::kDiscord;
   dest.token_key = parts.tenant + "/" + parts.credential;
+  dest.last_active = clock_.Now();
   keys_by_id_[id->value] = key;
   metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
   return &dest;
@@ -166,6 +190,7 @@ void DeliveryLoop::Notify(const Delivery& d) {
   if (dest == nullptr) {
     return;
   }
+  dest->last_active = clock_.Now();
   if (dest->queue.Notify(PendingOf(d))) {
     OfferHead(*dest);
   }
@@ -195,7 +220,9 @@ void DeliveryLoop::OnFetched(const std::string& key, Result<storage::Destination
   }
   Dest& dest = it->second;
   if (!work) {
-    dest.queue.FetchFailed();  // TODO(egress): back off when the store keeps failing
+    dest.queue.FetchFailed();
+    failed_fetches_.insert(key);  // read again when the back-off is over
+    OnStoreTrouble("read", work.error());
     return;
   }
   std::vector<PendingDelivery> waiting;
@@ -205,8 +232,13 @@ void DeliveryLoop::OnFetched(const std::string& key, Result<storage::Destination
       waiting.push_back(PendingOf(d));
     }
   }
-  const std::string last = work->deliveries.empty() ? std::string() : work->deliveries.back().id;
-  if (dest.queue.Fetched(std::move(waiting), work->deliveries.size(), last)) {
+  std::string last = work->deliveries.empty() ? std::string() : work->deliveries.back().id;
+  for (const storage::CorruptRecord& record : work->corrupt) {
+    last = std::max(last, record.id);
+    Repair(key, record);
+  }
+  if (dest.queue.Fetched(std::move(waiting), work->deliveries.size() + work->corrupt.size(),
+                         last)) {
     OfferHead(dest);
   }
   Fetch(dest);  // more to read when the page was full (or the cursor moved back meanwhile)
@@ -243,6 +275,24 @@ void DeliveryLoop::SchedulePump() {
 }
 
 void DeliveryLoop::Pump() {
+  if (!store_writable_) {
+    timer_.cancel();
+    return;  // SetStoreWritable(true) pumps again
+  }
+  if (store_pause_until_) {
+    const SteadyTime now = clock_.Now();
+    if (now < *store_pause_until_) {
+      timer_.expires_after(*store_pause_until_ - now);
+      timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+        if (!ec && *alive) {
+          Pump();
+        }
+      });
+      return;
+    }
+    store_pause_until_.reset();
+    RetryFetches();
+  }
   while (!draining_) {
     Decision decision = scheduler_.Next();
     if (decision.kind == Decision::Kind::kDispatch) {
@@ -271,6 +321,7 @@ void DeliveryLoop::Dispatch(const Decision& decision) {
   const std::string key = key_it->second;
   Dest& dest = dests_.at(key);
   dest.offered_id.clear();
+  dest.last_active = clock_.Now();
   if (const PendingDelivery* head = dest.queue.head(); head && head->id == decision.delivery_id) {
     dest.queue.TakeHead();
   }
@@ -292,11 +343,15 @@ void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std
         fmt::format("delivery {} is {}", id, storage::StateName(leased->state)));
   }
   if (leased) {
+    OnStoreOk();
     Send(key, sequence, std::move(*leased));
     return;
   }
-  // Cancelled or changed meanwhile: release the scheduler's slot, nothing to persist. What
-  // was read ahead may be as stale: read the destination again.
+  if (Passing(leased.error())) {
+    OnStoreTrouble("lease", leased.error());  // not sent: leased again after the back-off
+  }
+  // Cancelled or changed meanwhile (or not leased at all): release the scheduler's slot,
+  // nothing to persist. What was read ahead may be as stale: read the destination again.
   in_flight_.erase(id);
   Dest& dest = dests_.at(key);
   --dest.in_flight;
@@ -325,7 +380,7 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
     // unusable credential is the operator's to fix, so the destination is disabled and the
     // delivery waits, deferred with destination_disabled.
     const pacing::DestinationId id = dests_.at(key).id;
-    pacing::DeliveryOutcome outcome{.permanent = true, .platform_error = "unsendable"};
+    pacing::DeliveryOutcome outcome{.permanent = true, .platform_error = "invalid_payload"};
     scheduler_.OnOutcome(id, sequence, outcome, {}).status().IgnoreError();
     if (request.error().code() != Status::Code::kInvalidArgument) {
       const std::string why = "credential_unusable: " + request.error().message();
@@ -337,7 +392,7 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
       return;
     }
     Verdict dead{.kind = VerdictKind::kDead,
-                 .dead_reason = "unsendable: " + request.error().message()};
+                 .dead_reason = "invalid_payload: " + request.error().message()};
     Finish(key, d, dead, std::nullopt);
     return;
   }
@@ -355,6 +410,7 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
                               Result<adapters::HttpResponse> r) {
   adapters::AttemptReport report = adapter.Interpret(d, r, clock_.WallNow());
   Dest& dest = dests_.at(key);
+  dest.last_active = clock_.Now();
   scheduler_.Observe(dest.id, report.observation).IgnoreError();  // bad observations are dropped
   if (dest.discord) {
     GuardDiscordToken(dest, report);
@@ -385,14 +441,12 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
   if (report.outcome.http_status == 429) {
     metrics_.Inc(CounterId::kPlatform429, {{"platform", platform}});
   }
-  if (report.observation.remaining) {
-    metrics_.Set(GaugeId::kPlatformRemaining, {{"destination", key}},
-                 static_cast<double>(*report.observation.remaining));
-    if (report.observation.limit && *report.observation.limit > 0) {
-      metrics_.Observe(HistogramId::kBucketFillRatio, {{"platform", platform}},
-                       1.0 - static_cast<double>(*report.observation.remaining) /
-                                 static_cast<double>(*report.observation.limit));
-    }
+  // Per platform only: a destination label would grow with every destination ever seen (and
+  // print Discord webhook tokens). Per-destination remaining is in GET /v1/destinations.
+  if (report.observation.remaining && report.observation.limit && *report.observation.limit > 0) {
+    metrics_.Observe(HistogramId::kBucketFillRatio, {{"platform", platform}},
+                     1.0 - static_cast<double>(*report.observation.remaining) /
+                               static_cast<double>(*report.observation.limit));
   }
   metrics_.Observe(HistogramId::kAttemptDuration, {{"platform", platform}},
                    static_cast<double>(report.attempt.duration_ms) / 1000.0);
@@ -431,6 +485,11 @@ void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdi
 void DeliveryLoop::OnPersisted(const std::string& key, Result<Delivery> stored) {
   auto it = dests_.find(key);
   if (it == dests_.end()) {
+    // Forgotten meanwhile (EvictIdle): a delivery waiting again brings it back.
+    if (stored && storage::IsWaiting(stored->state)) {
+      Notify(*stored);
+    }
+    CheckDrained();
     return;
   }
   Dest& dest = it->second;
@@ -440,15 +499,88 @@ void DeliveryLoop::OnPersisted(const std::string& key, Result<Delivery> stored) 
       OfferHead(dest);
     }
   } else if (!stored) {
-    // The outcome is not on disk (the delivery stays in_flight there until a restart recovers
-    // it); what was read ahead is still right.
-    metrics_.Inc(CounterId::kStoreErrors, {{"operation", "outcome"}});
+    // Refused for good (failed writes are retried until they land): the delivery changed
+    // under its lease, which only a reopen of the store after a write fault can do (the
+    // outcome reached the disk after all). The disk's version stands.
+    metrics_.Inc(CounterId::kStoreErrors, {{"operation", "outcome_refused"}});
     LogEvent(LogLevel::kError, "outcome_not_written",
              {{"destination", key}, {"error", stored.error().ToString()}});
   }
   Fetch(dest);
   SchedulePump();
   CheckDrained();
+}
+
+void DeliveryLoop::OnStoreTrouble(std::string_view operation, const Status& error) {
+  metrics_.Inc(CounterId::kStoreErrors, {{"operation", operation}});
+  store_backoff_ = store_backoff_.count() == 0
+                       ? options_.first_store_retry
+                       : std::min(store_backoff_ * 2, options_.max_store_retry);
+  store_pause_until_ = clock_.Now() + store_backoff_;
+  LogEvent(LogLevel::kWarn, "store_call_failed",
+           {{"operation", operation},
+            {"error", error.ToString()},
+            {"retry_in_ms", store_backoff_.count()}});
+  SchedulePump();  // arms the timer for the end of the pause
+}
+
+void DeliveryLoop::RetryFetches() {
+  std::set<std::string> keys;
+  keys.swap(failed_fetches_);
+  for (const std::string& key : keys) {
+    if (auto it = dests_.find(key); it != dests_.end()) {
+      Fetch(it->second);
+    }
+  }
+}
+
+void DeliveryLoop::SetStoreWritable(bool writable) {
+  if (writable == store_writable_) {
+    return;
+  }
+  store_writable_ = writable;
+  if (!writable) {
+    return;
+  }
+  store_backoff_ = Millis(0);
+  store_pause_until_.reset();
+  RetryFetches();
+  leases_.RetryNow();
+  outcomes_.RetryNow();
+  SchedulePump();
+}
+
+void DeliveryLoop::WakeForTest() {
+  leases_.Poke();
+  outcomes_.Poke();
+  SchedulePump();
+}
+
+void DeliveryLoop::Repair(const std::string& key, const storage::CorruptRecord& record) {
+  if (!repairing_.insert(record.id).second) {
+    return;
+  }
+  LogEvent(LogLevel::kError, "corrupt_record",
+           {{"destination", key}, {"delivery", record.id}, {"error", record.error}});
+  asio::post(storage_, [this, &store = store_, &io = io_, alive = alive_, key, id = record.id,
+                        now_ms = WallMs()] {
+    auto dead = store.MoveCorruptToDead(id, key, now_ms);
+    asio::post(io, [this, alive, id, dead = std::move(dead)] {
+      if (!*alive) {
+        return;
+      }
+      repairing_.erase(id);
+      if (dead) {
+        metrics_.Inc(CounterId::kCorruptRecords);
+        LogEvent(LogLevel::kWarn, "corrupt_record_dead",
+                 {{"delivery", id}, {"reason", dead->reason}});
+      } else {
+        // It stays where it is, skipped by every read, and is tried again when read again.
+        LogEvent(LogLevel::kError, "corrupt_record_not_moved",
+                 {{"delivery", id}, {"error", dead.error().ToString()}});
+      }
+    });
+  });
 }
 
 void DeliveryLoop::Drain(std::function<void()> done) {
@@ -487,6 +619,33 @@ void DeliveryLoop::GuardDiscordToken(Dest& dest, const adapters::AttemptReport& 
            {{"credential", dest.token_key},
             {"invalid_requests", discord_invalid_.Count(dest.token_key, now)},
             {"stop_ms", park.retry_after->count()}});
+}
+
+size_t DeliveryLoop::EvictIdle() {
+  const SteadyTime now = clock_.Now();
+  size_t evicted = 0;
+  for (auto it = dests_.begin(); it != dests_.end();) {
+    const Dest& dest = it->second;
+    bool idle = dest.queue.size() == 0 && !dest.queue.fetching() && dest.in_flight == 0 &&
+                dest.offered_id.empty() && !dest.writing_wait &&
+                now - dest.last_active >= options_.destination_idle;
+    if (idle) {
+      auto view = scheduler_.Inspect(dest.id);
+      // RemoveDestination refuses one with a head or work in flight: the Scheduler's word wins.
+      idle = view && !view->disabled && scheduler_.RemoveDestination(dest.id).ok();
+    }
+    if (!idle) {
+      ++it;
+      continue;
+    }
+    keys_by_id_.erase(dest.id.value);
+    it = dests_.erase(it);
+    ++evicted;
+  }
+  if (evicted > 0) {
+    metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
+  }
+  return evicted;
 }
 
 bool DeliveryLoop::Enable(const std::string& destination_key) {

@@ -2,8 +2,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -48,6 +51,16 @@ struct DestinationInfo {
 // destinations that have work, not with deliveries. Leases and outcomes are written in group
 // commits (StoreWriter): one write, and for outcomes one fsync, for all that finished together.
 //
+// Store faults (docs/storage.md, "Faults"): an outcome whose write fails is written again after
+// a back-off until it lands; meanwhile the delivery stays leased (in flight), so it is not sent
+// again (a restart before the write lands finds it waiting: at-least-once). A lease or a read
+// that fails for a passing reason pauses dispatching for a back-off, then the read is retried;
+// the delivery was not sent and is leased again later. While the owner says the store cannot
+// write (SetStoreWritable), nothing is dispatched. A record the store cannot read is moved to
+// dead (QueueStore::MoveCorruptToDead) and its destination goes on; a delivery whose request
+// cannot be built (InvalidArgument from the adapter) is dead with reason
+// "invalid_payload: <why>".
+//
 // All methods run on the loop (`io`). Store calls run on `storage` and post back: the service
 // passes its one-thread store pool; a test may pass the loop's own executor, so store calls run
 // in turn on the loop. The wake-up timer waits for the Scheduler's wait as a duration measured
@@ -64,6 +77,15 @@ class DeliveryLoop {
     // with the reason and the next eligible time, so the record says why it waits. Shorter
     // waits (routine pacing) are only counted. Default: 5 s.
     Millis persist_wait{5000};
+    // A destination with nothing held, in flight or being written for this long is forgotten
+    // (EvictIdle): its entry here and in the Scheduler with the meters it learned, so memory
+    // follows the destinations in use, not every one ever seen. A disabled one is kept (it holds
+    // its head). Default: 10 min.
+    Millis destination_idle{600'000};
+    // Back-off after a failed store write or read, doubling per failure in a row. Default:
+    // 200 ms up to 5 s.
+    Millis first_store_retry{200};
+    Millis max_store_retry{5000};
   };
 
   DeliveryLoop(boost::asio::io_context& io, boost::asio::any_io_executor storage,
@@ -93,13 +115,23 @@ class DeliveryLoop {
   // The Scheduler's budgets changed (an operator override): looks at the waiting work again now
   // rather than at the wake-up the old budgets had set.
   void BudgetsChanged();
-  // Looks at the waiting work again now, as the wake-up timer does: after a test moved its
-  // FakeClock (the timer waits in real time).
-  void WakeForTest() { SchedulePump(); }
+  // Whether the store takes writes (the service's health monitor says so). While it does not,
+  // nothing is dispatched and failed writes wait; when it does again, they are retried at once.
+  // Default: true.
+  void SetStoreWritable(bool writable);
+  // Looks at the waiting work again now, as the wake-up timer does, and retries a store write
+  // whose back-off is over: after a test moved its FakeClock (the timers wait in real time).
+  void WakeForTest();
+
+  // Forgets the destinations idle for destination_idle (see Options); the maintenance timer
+  // calls it every minute. Returns how many it forgot.
+  size_t EvictIdle();
 
   std::vector<DestinationInfo> Destinations() const;
   size_t destination_count() const { return dests_.size(); }
   size_t in_flight() const { return in_flight_.size(); }
+  // Outcomes (and pacing waits) submitted and not yet written, retried ones included.
+  size_t outcomes_pending() const { return outcomes_.pending(); }
 
  private:
   struct Dest {
@@ -114,6 +146,7 @@ class DeliveryLoop {
     int64_t last_response_ms = 0;
     std::string counted_wait;  // head id and reason of the last pacing wait counted
     bool writing_wait = false;
+    SteadyTime last_active{};  // when it was last given, sent or told of work
   };
   struct InFlight {
     std::string dest_key;
@@ -142,6 +175,14 @@ class DeliveryLoop {
   void Finish(const std::string& key, const storage::Delivery& d, const pacing::Verdict& verdict,
               std::optional<storage::Attempt> attempt);
   void OnPersisted(const std::string& key, Result<storage::Delivery> stored);
+  // A store call failed for a passing reason: counts it and pauses dispatching for the next
+  // back-off. OnStoreOk ends the streak.
+  void OnStoreTrouble(std::string_view operation, const Status& error);
+  void OnStoreOk() { store_backoff_ = Millis(0); }
+  // Reads again the destinations whose read failed.
+  void RetryFetches();
+  // Moves a record the store could not read out of the destination's way.
+  void Repair(const std::string& key, const storage::CorruptRecord& record);
   void ScheduleMaintenance();
   void CheckDrained();
   int64_t WallMs() const { return ToUnixMillis(clock_.WallNow()); }
@@ -164,6 +205,11 @@ class DeliveryLoop {
   std::shared_ptr<bool> alive_;
   bool pump_scheduled_ = false;
   bool draining_ = false;
+  bool store_writable_ = true;
+  Millis store_backoff_{0};                      // of the current streak of store failures
+  std::optional<SteadyTime> store_pause_until_;  // no dispatching before
+  std::set<std::string> failed_fetches_;         // destination keys whose read failed
+  std::unordered_set<std::string> repairing_;    // ids MoveCorruptToDead is working on
   std::function<void()> drained_;
   std::unordered_map<std::string, Dest> dests_;
   std::unordered_map<uint32_t, std::string> keys_by_id_;

@@ -279,35 +279,170 @@ TEST_F(DeliveryLoopTest, RestartPagesThroughEveryWaitingDelivery) {
   EXPECT_GE(store_.pending_for_calls() - reads_before, 3u);
 }
 
-// Verifies what the loop does today when an outcome write fails: the failure is counted, the
-// delivery is not sent again (it stays in_flight in the store until a restart recovers it),
-// and the destination's next deliveries still go.
-TEST_F(DeliveryLoopTest, FailedOutcomeWriteIsCountedAndNotResent) {
+// Verifies that an outcome whose write fails is written again after the back-off until it
+// lands, that the delivery stays in flight meanwhile and is never sent again, and that the
+// destination's next delivery still goes.
+TEST_F(DeliveryLoopTest, FailedOutcomeWriteIsRetriedAndNotResent) {
   const std::string id = Enqueue(1);
   store_.FailApplies(
-      {.status = Status::IoError("disk gone"), .only_to = DeliveryState::kDelivered});
+      {.status = Status::IoError("disk gone"), .times = 2, .only_to = DeliveryState::kDelivered});
   StartLoop();
   EXPECT_EQ(transport_.requests().size(), 1u);
   EXPECT_EQ(metrics_.Value(CounterId::kStoreErrors, {{"operation", "outcome"}}), 1);
   EXPECT_EQ(Stored(id).state, DeliveryState::kInFlight);
-  EXPECT_EQ(loop_->in_flight(), 0u);
-  Advance(Millis(60'000));
+  EXPECT_EQ(loop_->outcomes_pending(), 1u);
+  Advance(Millis(200));  // the second write fails too
+  EXPECT_EQ(metrics_.Value(CounterId::kStoreErrors, {{"operation", "outcome"}}), 2);
+  EXPECT_EQ(Stored(id).state, DeliveryState::kInFlight);
+  Advance(Millis(400));
+  EXPECT_EQ(Stored(id).state, DeliveryState::kDelivered);
+  EXPECT_EQ(loop_->outcomes_pending(), 0u);
   EXPECT_EQ(transport_.requests().size(), 1u);
   const std::string next = EnqueueAndNotify(2);
-  EXPECT_EQ(transport_.requests().size(), 2u);
   EXPECT_EQ(Stored(next).state, DeliveryState::kDelivered);
-  EXPECT_EQ(Stored(id).state, DeliveryState::kInFlight);
+  Advance(Millis(60'000));
+  EXPECT_EQ(SentBodies(), (std::vector<std::string>{R"({"n":1})", R"({"n":2})"}));
 }
 
-// Verifies that a failed read is not fatal: the next notification reads the destination again
-// and its waiting deliveries are sent (today nothing retries the read before that).
-TEST_F(DeliveryLoopTest, FailedReadIsReadAgainOnTheNextNotify) {
+// Verifies that a lease that fails for a passing reason sends nothing, pauses dispatching for
+// the back-off, and that the delivery is leased and sent once after it.
+TEST_F(DeliveryLoopTest, FailedLeaseIsRetriedAfterTheBackOff) {
+  const std::string id = Enqueue(1);
+  store_.FailApplies({.status = Status::Unavailable("store refuses writes"),
+                      .times = 1,
+                      .only_to = DeliveryState::kInFlight});
+  StartLoop();
+  EXPECT_EQ(transport_.requests().size(), 0u);
+  EXPECT_EQ(metrics_.Value(CounterId::kStoreErrors, {{"operation", "lease"}}), 1);
+  EXPECT_EQ(Stored(id).state, DeliveryState::kQueued);
+  Advance(Millis(199));
+  EXPECT_EQ(transport_.requests().size(), 0u);
+  Advance(Millis(1));
+  EXPECT_EQ(transport_.requests().size(), 1u);
+  EXPECT_EQ(Stored(id).state, DeliveryState::kDelivered);
+}
+
+// Verifies that a failed read is read again after the back-off, without a notification.
+TEST_F(DeliveryLoopTest, FailedReadIsReadAgainAfterTheBackOff) {
   const std::string id = Enqueue(1);
   store_.FailPendingFor(Status::Unavailable("busy"));
   StartLoop();
   EXPECT_EQ(transport_.requests().size(), 0u);
-  EnqueueAndNotify(2);
+  EXPECT_EQ(metrics_.Value(CounterId::kStoreErrors, {{"operation", "read"}}), 1);
+  Advance(Millis(200));
   EXPECT_EQ(Stored(id).state, DeliveryState::kDelivered);
+}
+
+// Verifies a receiver's bad certificate is retried on the schedule (it is usually fixed within
+// hours) and ends dead with tls_rejected only when the schedule runs out.
+TEST_F(DeliveryLoopTest, TlsRejectionIsRetriedThenDeadWithItsName) {
+  scheduler_options_.retry[kWebhook].max_attempts = 3;
+  const std::string id = Enqueue(1);
+  for (int i = 0; i < 3; ++i) {
+    transport_.Push(Status::Rejected("POST x: SSL peer certificate or SSH remote key was not OK"));
+  }
+  StartLoop();
+  Delivery d = Stored(id);
+  EXPECT_EQ(d.state, DeliveryState::kDeferred);
+  EXPECT_EQ(d.reason, "backoff");
+  ASSERT_EQ(d.history.size(), 1u);
+  EXPECT_EQ(d.history[0].platform_error, "tls_rejected");
+  Advance(Millis(3000));
+  EXPECT_EQ(Stored(id).state, DeliveryState::kDeferred);
+  Advance(Millis(3000));
+  d = Stored(id);
+  EXPECT_EQ(transport_.requests().size(), 3u);
+  EXPECT_EQ(d.state, DeliveryState::kDead);
+  EXPECT_EQ(d.reason, "tls_rejected");
+}
+
+// Verifies server.destination_idle: a destination with nothing left is forgotten once idle for
+// the set time (by the loop and the Scheduler), not before; one that holds work is kept; a new
+// delivery brings a forgotten one back and it is sent.
+TEST_F(DeliveryLoopTest, IdleDestinationIsForgottenAndComesBack) {
+  Enqueue(1);
+  Enqueue(2, "http://127.0.0.1:9/other");
+  transport_.PushStatus(200);
+  transport_.PushStatus(500);  // "other" is deferred for 3 s: it holds work
+  StartLoop({.destination_idle = Millis(600'000)});
+  Advance(Millis(1000));  // the second may wait for the tenant's pace
+  ASSERT_EQ(transport_.requests().size(), 2u);
+  ASSERT_EQ(loop_->destination_count(), 2u);
+  clock_.Advance(Millis(598'000));  // 599 s after the first was delivered
+  EXPECT_EQ(loop_->EvictIdle(), 0u);
+  clock_.Advance(Millis(1'000));
+  // No timer ran (the test moves the clock only): "other" still holds its deferred head, so
+  // only the idle one goes.
+  EXPECT_EQ(loop_->EvictIdle(), 1u);
+  EXPECT_EQ(loop_->destination_count(), 1u);
+  EXPECT_EQ(scheduler_->destination_count(), 1u);
+  EXPECT_EQ(metrics_.Value(GaugeId::kDestinations), 1);
+  const std::string again = EnqueueAndNotify(3);
+  EXPECT_EQ(loop_->destination_count(), 2u);
+  EXPECT_EQ(Stored(again).state, DeliveryState::kDelivered);
+  EXPECT_EQ(transport_.requests().back().url, kHook);
+}
+
+// Verifies that nothing is dispatched while the store cannot write, that an outcome which
+// failed meanwhile is written as soon as the store can again (not after its back-off), and
+// that the waiting work then goes.
+TEST_F(DeliveryLoopTest, NothingIsDispatchedWhileTheStoreCannotWrite) {
+  const std::string first = Enqueue(1);
+  store_.FailApplies({.status = Status::IoError("No space left on device"),
+                      .times = 1,
+                      .only_to = DeliveryState::kDelivered});
+  StartLoop();
+  EXPECT_EQ(Stored(first).state, DeliveryState::kInFlight);
+  loop_->SetStoreWritable(false);
+  const std::string second = EnqueueAndNotify(2);
+  Advance(Millis(60'000));  // the outcome's back-off is long over: it waits for the store
+  EXPECT_EQ(transport_.requests().size(), 1u);
+  EXPECT_EQ(Stored(second).state, DeliveryState::kQueued);
+  loop_->SetStoreWritable(true);
+  RunUntilIdle();
+  EXPECT_EQ(Stored(first).state, DeliveryState::kDelivered);
+  EXPECT_EQ(Stored(second).state, DeliveryState::kDelivered);
+  EXPECT_EQ(SentBodies(), (std::vector<std::string>{R"({"n":1})", R"({"n":2})"}));
+}
+
+// Verifies that a record the store cannot read is moved to dead with reason corrupt_record and
+// counted, and that the deliveries around it in its destination are sent in order.
+TEST_F(DeliveryLoopTest, CorruptRecordIsDeadAndItsDestinationGoesOn) {
+  const std::string first = Enqueue(1);
+  const std::string bad = Enqueue(2);
+  const std::string third = Enqueue(3);
+  store_.CorruptForTest(bad, "delivery record is truncated or has a malformed field");
+  StartLoop();
+  Advance(Millis(60'000));  // the destination's pacing
+  EXPECT_EQ(SentBodies(), (std::vector<std::string>{R"({"n":1})", R"({"n":3})"}));
+  const Delivery dead = Stored(bad);
+  EXPECT_EQ(dead.state, DeliveryState::kDead);
+  EXPECT_EQ(dead.reason, "corrupt_record: delivery record is truncated or has a malformed field");
+  EXPECT_EQ(metrics_.Value(CounterId::kCorruptRecords), 1);
+  EXPECT_EQ(Stored(first).state, DeliveryState::kDelivered);
+  EXPECT_EQ(Stored(third).state, DeliveryState::kDelivered);
+}
+
+// Verifies that a delivery whose request cannot be built (a webhook payload that is not JSON)
+// is dead with reason invalid_payload after one try at building it, nothing sent, and that its
+// destination's next delivery goes.
+TEST_F(DeliveryLoopTest, UnbuildableRequestIsDeadWithInvalidPayload) {
+  storage::NewDelivery d{.tenant = "acme",
+                         .platform = "webhook",
+                         .destination = kHook,
+                         .credential = "hooks",
+                         .payload = "not json"};
+  auto bad = store_.Enqueue(d, NowMs());
+  ASSERT_TRUE(bad.has_value());
+  const std::string good = Enqueue(2);
+  StartLoop();
+  const Delivery dead = Stored(bad->id);
+  EXPECT_EQ(dead.state, DeliveryState::kDead);
+  EXPECT_TRUE(dead.reason.starts_with("invalid_payload: ")) << dead.reason;
+  Advance(Millis(60'000));  // the destination's pacing
+  EXPECT_EQ(Stored(good).state, DeliveryState::kDelivered);
+  EXPECT_EQ(SentBodies(), std::vector<std::string>{R"({"n":2})"});
+  EXPECT_EQ(Outcomes("dead"), 1);
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 
 #include "storage/rocks_queue_store.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/memory_queue_store.h"
 #include "tests/support/temp_dir.h"
 
 namespace egress::service {
@@ -56,6 +58,7 @@ class StoreWriterTest : public ::testing::Test {
 
   static storage::StateChange Lease() { return {.to = DeliveryState::kInFlight, .at_ms = kT0 + 1}; }
 
+  FakeClock clock_;
   TempDir dir_;
   std::unique_ptr<storage::QueueStore> store_;
   std::vector<std::string> ids_;
@@ -66,7 +69,7 @@ class StoreWriterTest : public ::testing::Test {
 // Verifies that changes submitted while a write is on the pool go together in the next write,
 // and that each `done` gets its own change's result, in order.
 TEST_F(StoreWriterTest, ChangesSubmittedDuringAWriteGoInTheNextOne) {
-  StoreWriter writer(io_, pool_.get_executor(), *store_);
+  StoreWriter writer(io_, pool_.get_executor(), *store_, clock_);
   std::vector<std::string> done;
   auto record = [&](Result<Delivery> d) {
     ASSERT_TRUE(d.has_value()) << d.error().ToString();
@@ -94,7 +97,7 @@ TEST_F(StoreWriterTest, ChangesSubmittedDuringAWriteGoInTheNextOne) {
 // write: the write still reaches the store, its `done` is not called, and nothing touches the
 // destroyed writer (AddressSanitizer's use-after-free check in `./dev test --asan`).
 TEST_F(StoreWriterTest, WriteOnThePoolOutlivesItsWriter) {
-  auto writer = std::make_unique<StoreWriter>(io_, pool_.get_executor(), *store_);
+  auto writer = std::make_unique<StoreWriter>(io_, pool_.get_executor(), *store_, clock_);
   bool called = false;
   std::promise<void> release = BlockPool();
   writer->Submit(ids_[0], Lease(), [&](Result<Delivery>) { called = true; });
@@ -106,6 +109,135 @@ TEST_F(StoreWriterTest, WriteOnThePoolOutlivesItsWriter) {
   auto d = store_->Get(ids_[0]);
   ASSERT_TRUE(d.has_value()) << d.error().ToString();
   EXPECT_EQ(d->state, DeliveryState::kInFlight);
+}
+
+// The retries of a StoreWriter over an in-memory store that fails on request, its writes run on
+// the loop itself (as the delivery loop's tests run them) and its back-off measured on a
+// FakeClock: every step is the test's.
+class StoreWriterRetryTest : public ::testing::Test {
+ protected:
+  StoreWriterRetryTest() {
+    for (int i = 0; i < 2; ++i) {
+      storage::NewDelivery d{.tenant = "acme",
+                             .platform = "webhook",
+                             .destination = "http://127.0.0.1:9/hook",
+                             .credential = "hooks",
+                             .payload = "{}"};
+      auto r = store_.Enqueue(d, kT0);
+      EXPECT_TRUE(r.has_value()) << r.error().ToString();
+      ids_.push_back(r ? r->id : std::string());
+    }
+  }
+
+  std::unique_ptr<StoreWriter> Writer(bool retry) {
+    auto writer = std::make_unique<StoreWriter>(
+        io_, io_.get_executor(), store_, clock_,
+        StoreWriter::Options{.retry = retry, .first_retry = Millis(200), .max_retry = Millis(300)});
+    writer->SetRetryObserver([this](const Status& error, size_t changes) {
+      retries_.push_back(error.ToString() + " x" + std::to_string(changes));
+    });
+    return writer;
+  }
+
+  void RunUntilIdle() {
+    io_.restart();
+    while (io_.poll() > 0) {
+    }
+  }
+
+  // Moves the clock and lets the writer retry what is due, as its timer would.
+  void Advance(StoreWriter& writer, Millis d) {
+    clock_.Advance(d);
+    writer.Poke();
+    RunUntilIdle();
+  }
+
+  static storage::StateChange Lease() { return {.to = DeliveryState::kInFlight, .at_ms = kT0 + 1}; }
+  static storage::StateChange Deliver() {
+    return {.to = DeliveryState::kDelivered, .at_ms = kT0 + 2};
+  }
+
+  FakeClock clock_;
+  asio::io_context io_;
+  storage::MemoryQueueStore store_;
+  std::vector<std::string> ids_;
+  std::vector<std::string> retries_;
+};
+
+// Verifies that a write that failed is written again after its back-off (doubling, capped) and
+// not before, that its `done` runs once, with the stored result, and that a change submitted
+// meanwhile waits and goes after it.
+TEST_F(StoreWriterRetryTest, FailedWriteIsRetriedAfterItsBackOff) {
+  auto writer = Writer(true);
+  store_.FailApplies({.status = Status::IoError("disk gone"), .times = 3});
+  std::vector<std::string> done;
+  auto record = [&](Result<Delivery> d) {
+    ASSERT_TRUE(d.has_value()) << d.error().ToString();
+    done.push_back(d->id);
+  };
+  writer->Submit(ids_[0], Lease(), record);
+  RunUntilIdle();
+  EXPECT_TRUE(done.empty());
+  EXPECT_TRUE(writer->retrying());
+  EXPECT_EQ(retries_, std::vector<std::string>{"IoError: disk gone x1"});
+  writer->Submit(ids_[1], Lease(), record);
+  RunUntilIdle();
+  EXPECT_EQ(writer->pending(), 2u);
+  EXPECT_EQ(store_.apply_batches(), 1u);  // nothing is written during the back-off
+  Advance(*writer, Millis(199));
+  EXPECT_EQ(store_.apply_batches(), 1u);
+  Advance(*writer, Millis(1));  // 200 ms: fails again, then waits 300 ms (the cap, not 400)
+  EXPECT_EQ(retries_.size(), 2u);
+  EXPECT_EQ(retries_.back(), "IoError: disk gone x2");
+  Advance(*writer, Millis(299));
+  EXPECT_EQ(retries_.size(), 2u);
+  Advance(*writer, Millis(1));  // the third failure
+  Advance(*writer, Millis(300));
+  EXPECT_EQ(done, ids_);
+  EXPECT_FALSE(writer->retrying());
+  EXPECT_EQ(writer->pending(), 0u);
+  for (const std::string& id : ids_) {
+    EXPECT_EQ(store_.Get(id)->state, DeliveryState::kInFlight);
+  }
+}
+
+// Verifies that a change the store refuses on its own for good (here: an illegal transition)
+// goes to `done` at once, while its batch's passing failures are retried.
+TEST_F(StoreWriterRetryTest, RefusedChangeIsNotRetried) {
+  auto writer = Writer(true);
+  std::vector<Status> results;
+  writer->Submit(ids_[0], Deliver(),
+                 [&](Result<Delivery> d) { results.push_back(d ? Status::Ok() : d.error()); });
+  RunUntilIdle();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].code(), Status::Code::kFailedPrecondition) << results[0].ToString();
+  EXPECT_FALSE(writer->retrying());
+  EXPECT_TRUE(retries_.empty());
+}
+
+// Verifies that RetryNow writes what waits without waiting for the back-off (the store said it
+// recovered), and that a writer without retries hands the failure to `done`.
+TEST_F(StoreWriterRetryTest, RetryNowSkipsTheBackOffAndNoRetryReportsTheFailure) {
+  auto writer = Writer(true);
+  store_.MakeUnhealthy("no_space");
+  bool written = false;
+  writer->Submit(ids_[0], Lease(), [&](Result<Delivery> d) { written = d.has_value(); });
+  RunUntilIdle();
+  EXPECT_TRUE(writer->retrying());
+  ASSERT_TRUE(store_.Recover().ok());
+  writer->RetryNow();
+  RunUntilIdle();
+  EXPECT_TRUE(written);
+
+  auto plain = Writer(false);
+  store_.MakeUnhealthy("no_space");
+  Status failed;
+  plain->Submit(ids_[1], Lease(),
+                [&](Result<Delivery> d) { failed = d ? Status::Ok() : d.error(); });
+  RunUntilIdle();
+  EXPECT_EQ(failed.code(), Status::Code::kUnavailable) << failed.ToString();
+  EXPECT_FALSE(plain->retrying());
+  EXPECT_EQ(plain->pending(), 0u);
 }
 
 }  // namespace

@@ -1,0 +1,15 @@
+#pragma once
+
+#include "adapters/curl_transport.h"
+#include "dispatcher/base/status.h"
+
+namespace egress::adapters {
+
+// Checks the local trust settings before any delivery depends on them: transport.ca_file, when
+// set, must be a readable file holding at least one PEM certificate OpenSSL can parse, and
+// transport.ca_path, when set, a directory. InvalidArgument naming the setting and the problem
+// otherwise. A bad local file fails `serve --check-config` and the start, rather than every
+// HTTPS delivery at its first attempt. Reads the files; call at start only.
+Status CheckTrustFiles(const TransportOptions& options);
+
+}  // namespace egress::adapters

@@ -1,0 +1,213 @@
+// The RocksQueueStore methods that get the store past faults: Health and Recover (RocksDB's
+// Resume, or a reopen) after a write or background fault, MoveCorruptToDead for a record that
+// cannot be read. docs/storage.md, "Faults".
+
+#include <fmt/format.h>
+
+#include "storage/delivery_codec.h"
+#include "storage/delivery_id.h"
+#include "storage/index_keys.h"
+#include "storage/rocks_queue_store_internal.h"
+
+namespace egress::storage {
+
+StoreHealth RocksQueueStore::Health() {
+  return hooks_.health ? hooks_.health->Get() : StoreHealth{};
+}
+
+bool RocksQueueStore::ActiveMemtablesEmpty() const {
+  for (rocksdb::ColumnFamilyHandle* h : handles_) {
+    uint64_t entries = 0;
+    if (!db_->GetIntProperty(h, "rocksdb.num-entries-active-mem-table", &entries) || entries != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Status RocksQueueStore::Recover() {
+  if (!hooks_.health || hooks_.health->healthy()) {
+    return Status::Ok();
+  }
+  const uint64_t since = hooks_.health->generation();
+  {
+    auto use = UseDb();
+    if (closed_) {
+      return Status::FailedPrecondition("store is closed");
+    }
+    // Resume flushes every memtable (so it needs the space for them) and switches to a new
+    // write-ahead log when it flushes one; with nothing to flush it keeps the log a failed write
+    // left broken, which only a reopen replaces.
+    if (db_ != nullptr && !ActiveMemtablesEmpty()) {
+      if (Status s = FromRocks(db_->Resume(), "resume"); !s.ok()) {
+        return s;
+      }
+      hooks_.health->Clear(since);
+      return Status::Ok();
+    }
+  }
+  return Reopen(since);
+}
+
+Status RocksQueueStore::Reopen(uint64_t since) {
+  std::unique_lock<std::shared_mutex> lock(db_mu_);
+  if (closed_) {
+    return Status::FailedPrecondition("store is closed");
+  }
+  if (db_ != nullptr) {
+    // The database is being thrown away: what its close reports is the fault being recovered.
+    for (rocksdb::ColumnFamilyHandle* h : handles_) {
+      db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    }
+    handles_.clear();
+    db_->Close().PermitUncheckedError();
+    db_.reset();
+  }
+  auto opened = OpenRocksDb(options_.path, false, false, hooks_);
+  if (!opened) {
+    return opened.error();  // OpenRocksDb told the listener; the next Recover tries again
+  }
+  db_ = std::move(opened->db);
+  handles_ = std::move(opened->handles);
+  if (Status s = counters_.Load(*db_, cf(Family::kMeta)); !s.ok()) {
+    hooks_.health->Fail("error", "reopen", s.ToString());
+    return s;
+  }
+  // A write reported failed may still have reached the log the reopen replayed: what this store
+  // remembers of the disk is checked against it.
+  records_.Clear();
+  std::vector<std::string> leased;
+  leases_.Visit("", [&](const Delivery& d) {
+    leased.push_back(d.id);
+    return true;
+  });
+  PendingWrite moves;
+  std::vector<std::pair<std::string, std::optional<Lease>>> dropped;
+  for (const std::string& id : leased) {
+    std::optional<Lease> lease = leases_.Find(id);
+    std::string bytes;
+    Result<Delivery> disk = Status::NotFound("");
+    if (db_->Get(rocksdb::ReadOptions(), cf(Family::kJobs), id, &bytes).ok()) {
+      disk = DecodeDelivery(bytes);
+    }
+    if (lease && disk && disk->state == lease->disk_state &&
+        disk->next_attempt_ms == lease->disk_next_attempt_ms) {
+      StageInMemory(moves, lease->DiskVersion(), lease->delivery);
+    } else {
+      // Changed under the lease (its outcome landed after all) or unreadable: the attempt's
+      // outcome write now fails its compare-and-set, and the disk's version stands.
+      dropped.emplace_back(id, std::nullopt);
+    }
+  }
+  counters_.Apply(moves.memory_only);
+  leases_.Update(std::move(dropped));
+  hooks_.health->Clear(since);
+  return Status::Ok();
+}
+
+Result<Delivery> RocksQueueStore::MoveCorruptToDead(const std::string& id,
+                                                    const std::string& destination_key,
+                                                    int64_t now_ms) {
+  auto use = UseDb();
+  if (Status s = CheckWritable(); !s.ok()) {
+    return s;
+  }
+  DestinationParts parts;
+  if (!SplitDestinationKey(destination_key, parts)) {
+    return Status::InvalidArgument("not a destination key");
+  }
+  std::lock_guard<std::mutex> stripe(IdStripe(id));
+  if (leases_.Contains(id)) {
+    return Status::FailedPrecondition(fmt::format("delivery {} is in flight", id));
+  }
+  auto exists = [&](Family f, const std::string& key) -> Result<bool> {
+    std::string value;
+    rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), cf(f), key, &value);
+    if (rs.IsNotFound()) {
+      return false;
+    }
+    if (!rs.ok()) {
+      return FromRocks(rs, fmt::format("read index of delivery {}", id));
+    }
+    return true;
+  };
+  Result<bool> indexed = exists(Family::kDest, DestIndexKey(destination_key, id));
+  if (!indexed) {
+    return indexed.error();
+  }
+  if (!*indexed) {
+    return Status::NotFound(fmt::format("destination holds no delivery {}", id));
+  }
+  // What is wrong with it (read from the disk: the record cache holds only what decoded).
+  std::string bytes;
+  std::string problem;
+  rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), cf(Family::kJobs), id, &bytes);
+  if (rs.IsNotFound()) {
+    problem = "no record behind its index entry";
+  } else if (!rs.ok()) {
+    return FromRocks(rs, fmt::format("read delivery {}", id));
+  } else if (Result<Delivery> d = DecodeIndexed(bytes, id, parts); !d) {
+    problem = d.error().message();
+  } else {
+    return Status::FailedPrecondition(
+        fmt::format("delivery {} reads as a delivery of its destination; nothing to repair", id));
+  }
+  // Its state as the state index has it (the record cannot say); extra entries are dropped.
+  PendingWrite w;
+  std::optional<DeliveryState> state;
+  for (DeliveryState s : kAllStates) {
+    Result<bool> found = exists(Family::kState, StateKey(s, id));
+    if (!found) {
+      return found.error();
+    }
+    if (*found && !state) {
+      state = s;
+    } else if (*found) {
+      w.Delete(Family::kState, StateKey(s, id));
+    }
+  }
+  Delivery before{.id = id,
+                  .tenant = parts.tenant,
+                  .platform = parts.platform,
+                  .destination = parts.destination,
+                  .credential = parts.credential};
+  if (state == DeliveryState::kDeferred) {
+    // The due index is keyed by time first: find the entry of this id.
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDue)));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      int64_t due_ms = 0;
+      std::string_view due_id;
+      if (ParseDueKey({it->key().data(), it->key().size()}, due_ms, due_id) && due_id == id) {
+        before.next_attempt_ms = due_ms;
+        break;
+      }
+    }
+    if (Status s = FromRocks(it->status(), "scan due index"); !s.ok()) {
+      return s;
+    }
+  }
+  Delivery after = before;
+  after.payload = std::move(bytes);
+  const int64_t minted_ms = DeliveryIdMillis(id);
+  after.created_ms = minted_ms >= 0 ? minted_ms : now_ms;
+  after.state = DeliveryState::kDead;
+  after.reason = "corrupt_record: " + problem;
+  after.updated_ms = now_ms;
+  after.finished_ms = now_ms;
+  after.next_attempt_ms = 0;
+  w.Delete(Family::kDest, DestIndexKey(destination_key, id));
+  if (state) {
+    before.state = *state;
+    Stage(w, &before, &after);
+  } else {
+    Stage(w, nullptr, &after);  // no state entry: it was counted nowhere we can tell
+  }
+  if (Status s = Commit(SyncedWrite(), w, fmt::format("move corrupt delivery {} to dead", id));
+      !s.ok()) {
+    return s;
+  }
+  return after;
+}
+
+}  // namespace egress::storage

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <thread>
+
+namespace egress {
+
+// An HTTPS server on 127.0.0.1 for integration tests: a fresh self-signed certificate for
+// "127.0.0.1" (IP SAN) and "localhost" made at construction, TLS by OpenSSL, one connection at a
+// time on its own thread; each request (read up to the end of its header) gets 200 "ok". A client
+// that does not trust the certificate fails its handshake; one given cert_pem() as its CA file
+// succeeds. Test-only: no keep-alive, bodies ignored.
+class LoopbackTlsServer {
+ public:
+  LoopbackTlsServer();
+  ~LoopbackTlsServer();
+  LoopbackTlsServer(const LoopbackTlsServer&) = delete;
+  LoopbackTlsServer& operator=(const LoopbackTlsServer&) = delete;
+
+  int port() const { return port_; }
+  std::string Url(const std::string& path) const;
+  // The certificate, PEM: write it to a file to trust it (TransportOptions::ca_file).
+  const std::string& cert_pem() const { return cert_pem_; }
+  // Handshakes that completed (a client that rejects the certificate completes none).
+  int handshakes() const { return handshakes_.load(); }
+
+ private:
+  void Serve();
+
+  struct State;
+  State* state_ = nullptr;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::string cert_pem_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> handshakes_{0};
+  std::thread thread_;
+};
+
+}  // namespace egress
