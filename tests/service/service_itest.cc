@@ -483,9 +483,7 @@ class ReplayJobTest : public ServiceTest {
     ASSERT_TRUE(stored.has_value()) << stored.error().ToString();
     std::vector<storage::QueueStore::IdChange> changes;
     // Dead now, not in 1970: retention (dead after 30 days) would purge them at start-up.
-    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
+    const int64_t now_ms = ToUnixMillis(clock_.WallNow());
     for (const auto& r : *stored) {
       ASSERT_TRUE(r.has_value());
       changes.push_back(
