@@ -512,10 +512,12 @@ class ReplayJobTest : public ServiceTest {
     auto stored = (*store)->EnqueueBatch(std::vector<storage::NewDelivery>(n, d), 1);
     ASSERT_TRUE(stored.has_value()) << stored.error().ToString();
     std::vector<storage::QueueStore::IdChange> changes;
+    // Dead now, not in 1970: retention (dead after 30 days) would purge them at start-up.
+    const int64_t now_ms = ToUnixMillis(clock_.WallNow());
     for (const auto& r : *stored) {
       ASSERT_TRUE(r.has_value());
       changes.push_back(
-          {r->id, {.to = storage::DeliveryState::kDead, .at_ms = 2, .reason = "http_404"}});
+          {r->id, {.to = storage::DeliveryState::kDead, .at_ms = now_ms, .reason = "http_404"}});
     }
     ASSERT_TRUE((*store)->ApplyBatch(changes).has_value());
     ASSERT_TRUE((*store)->Close().ok());
