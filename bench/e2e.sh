@@ -151,7 +151,7 @@ fi
 set +e
 "$BUILD/bench/e2e_load" --port "$PORT" --hook_base "http://127.0.0.1:$SIM_PORT/hooks/" \
   --clients "$CLIENTS" --batch "$BATCH" --total "$TOTAL" --destinations "$DESTINATIONS" \
-  --tenants "$TENANTS" --timeout_s "$TIMEOUT_S" --wait "$((1 - INTAKE_ONLY))" \
+  --tenants "$TENANTS" --timeout_s "$TIMEOUT_S" --wait "$((1 - INTAKE_ONLY))" --token "$ADMIN_TOKEN" \
   $([[ "$DRAIN" == 1 ]] && echo --drain_token "$ADMIN_TOKEN" --service_pid "$SERVICE_PID") |
   tee "$TMP/load.out"
 rc=${PIPESTATUS[0]}
@@ -176,9 +176,9 @@ awk -v a="$svc0" -v b="$svc1" -v c="$sim0" -v d="$sim1" -v t="$tck" -v n="$deliv
 }'
 echo "sim_totals $(curl -s "http://127.0.0.1:$SIM_PORT/_sim/stats" | python3 -c \
   'import json,sys; t=json.load(sys.stdin)["totals"]; print("requests=%d accepted=%d duplicates=%d errors=%d" % (t["requests"], t["accepted"], t["duplicates"], t["errors"]))' 2>/dev/null || echo '?')"
-echo "service_stats $(curl -s "http://127.0.0.1:$PORT/v1/stats")"
+echo "service_stats $(curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "http://127.0.0.1:$PORT/v1/stats")"
 if [[ "$rc" != 0 ]]; then  # not all delivered: which destinations still hold work, and why
-  curl -s "http://127.0.0.1:$PORT/v1/destinations" | python3 -c '
+  curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "http://127.0.0.1:$PORT/v1/destinations" | python3 -c '
 import json, sys
 for d in json.load(sys.stdin)["destinations"]:
     if d.get("queued") or d.get("deferred") or d.get("in_flight"):

@@ -15,11 +15,12 @@ constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 }  // namespace
 
 Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
-  Status status = server.CheckKeys(
-      {"listen", "data_dir", "admin_token", "max_payload_bytes", "batch_max_items",
-       "max_json_depth", "tenant_backlog_watermark", "log_format", "log_level",
-       "pacing_margin_percent", "max_batch_bytes", "max_connections", "read_timeout",
-       "write_timeout", "tenant_max_requests_in_flight", "destination_idle"});
+  Status status =
+      server.CheckKeys({"listen", "data_dir", "admin_token", "max_payload_bytes", "batch_max_items",
+                        "max_json_depth", "tenant_backlog_watermark", "log_format", "log_level",
+                        "pacing_margin_percent", "max_batch_bytes", "max_connections",
+                        "read_timeout", "write_timeout", "tenant_max_requests_in_flight",
+                        "destination_idle", "auth", "metrics_auth", "auth_failure_budget"});
   if (!status.ok()) {
     return status;
   }
@@ -41,6 +42,27 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
                         "must not be empty");
   }
   if (status = server.ReadSecret("admin_token", out.admin_token); !status.ok()) {
+    return status;
+  }
+  std::string auth;
+  if (status = server.ReadString("auth", auth); !status.ok()) {
+    return status;
+  }
+  if (server.Has("auth")) {
+    if (auth == "required") {
+      out.auth = AuthMode::kRequired;
+    } else if (auth == "off") {
+      out.auth = AuthMode::kOff;
+    } else {
+      return server.Error(*server.table().get("auth"), server.Field("auth"),
+                          "must be \"required\" or \"off\"");
+    }
+  }
+  if (status = server.ReadBool("metrics_auth", out.metrics_auth); !status.ok()) {
+    return status;
+  }
+  if (status = server.ReadInt("auth_failure_budget", 1, 1'000'000, out.auth_failure_budget);
+      !status.ok()) {
     return status;
   }
   int64_t payload = static_cast<int64_t>(out.max_payload_bytes);
