@@ -89,6 +89,8 @@ relay_egress_store_healthy 0
 # HELP relay_egress_corrupt_records_total Stored records that could not be read and were moved to dead (reason corrupt_record).
 # TYPE relay_egress_corrupt_records_total counter
 relay_egress_corrupt_records_total 2
+# HELP relay_egress_auth_failures_total API requests refused by authentication, by reason: missing (no key), unknown (a wrong key or token), over_budget (the source address is over server.auth_failure_budget).
+# TYPE relay_egress_auth_failures_total counter
 # HELP relay_egress_discord_invalid_request_stops_total Times a Discord token was stopped near the invalid-request ban line, by credential.
 # TYPE relay_egress_discord_invalid_request_stops_total counter
 # HELP relay_egress_http_connections Connections open to the HTTP API.
@@ -161,7 +163,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 19u);
+  EXPECT_EQ(names.size(), 20u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

@@ -105,10 +105,10 @@ TEST_F(ServeConfigTest, ListensOnHostName) {
   const int port = StartService(service);
   ASSERT_NE(port, 0) << service.error();
   EXPECT_EQ(HttpCallAs(kAdminToken, port, "GET", "/healthz").status, 200);
-  CommandOutput stats =
-      RunCommand(BuildDir() + "/relay-egress",
-                 {"stats", "--server", "localhost:" + std::to_string(port), "--json", "--data-dir",
-                  dir_.Sub("absent")});  // no store to fall back to: only the service can answer
+  CommandOutput stats = RunCommand(
+      BuildDir() + "/relay-egress",
+      {"stats", "--server", "localhost:" + std::to_string(port), "--token", kAdminToken, "--json",
+       "--data-dir", dir_.Sub("absent")});  // no store to fall back to: only the service can answer
   EXPECT_EQ(stats.exit_code, 0) << stats.err;
   EXPECT_EQ(stats.err.find("no service"), std::string::npos) << stats.err;
   EXPECT_TRUE(json::parse(stats.out, nullptr, false).is_object()) << stats.out;
