@@ -114,6 +114,9 @@ Result<std::unique_ptr<Service>> Service::Start(
   s->server_ = std::move(*server);
   s->loop_->Start();
   s->store_health_->Start();
+  s->retention_ =
+      std::make_unique<RetentionRunner>(io, *s->store_, clock, s->metrics_, o.retention);
+  s->retention_->Start();
   return s;
 }
 
@@ -124,6 +127,7 @@ Service::~Service() {
   if (store_health_) {
     store_health_->Stop();
   }
+  retention_.reset();  // waits for a running slice
   for (auto* pool : {storage_pool_.get(), loop_pool_.get()}) {
     if (pool != nullptr) {
       pool->join();
@@ -151,6 +155,7 @@ void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
     *finished = true;
     timer->cancel();
     transport_->CancelAll();
+    retention_->Stop();  // waits for a running slice
     storage_pool_->join();
     loop_pool_->join();
     done(store_->Close());
