@@ -19,6 +19,8 @@
 #   TARGET=nginx TLS=h2 bench/e2e.sh  # HTTPS, http_version = "2" (ALPN h2); a throwaway CA per
 #                                     # run is the transport's ca_file
 #   HTTP_VERSION=auto STREAMS=100 TARGET=nginx TLS=h2 bench/e2e.sh   # other transport settings
+#   SERVICE_BIN=old/relay-egress NEW_TRANSPORT_KEYS=0 TARGET=nginx TLS=h2 bench/e2e.sh
+#                                     # A/B against a build without http_version (HTTP/2 by ALPN)
 #   KEEP_TMP=1 bench/e2e.sh           # keep the temp dir (config, service and sink logs)
 #   SIM_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=/tmp/cg-sim.out" TOTAL=5000 \
 #     TIMEOUT_S=600 bench/e2e.sh      # the simulator's instructions per request
@@ -138,8 +140,7 @@ log_level = "${LOG_LEVEL:-info}"
 [transport]
 max_host_connections = $HOST_CONNS
 max_total_connections = 256
-http_version = "$HTTP_VERSION"
-max_concurrent_streams = $STREAMS
+$([[ "${NEW_TRANSPORT_KEYS:-1}" == 1 ]] && printf 'http_version = "%s"\nmax_concurrent_streams = %s\n' "$HTTP_VERSION" "$STREAMS")
 $CA_LINE
 
 [platforms.webhook]
@@ -170,7 +171,7 @@ EOF
 
 # SERVICE_WRAPPER: e.g. "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out" (instruction
 # counts per function, repeatable under load; use a small TOTAL and a large TIMEOUT_S).
-start service ${SERVICE_WRAPPER:-} "$BUILD/relay-egress" serve --config "$TMP/relay-egress.toml" \
+start service ${SERVICE_WRAPPER:-} "${SERVICE_BIN:-$BUILD/relay-egress}" serve --config "$TMP/relay-egress.toml" \
   --profiles-dir "$SRC/config/profiles"
 PORT="$(wait_port service)"
 SERVICE_PID="$(cat "$TMP/service.pid")"

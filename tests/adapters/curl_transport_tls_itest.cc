@@ -18,10 +18,10 @@ namespace {
 
 SsrfPolicy AllowLoopback() { return SsrfPolicy{.allow_private_networks = true}; }
 
-#define SKIP_WITHOUT_NGINX()                                                  \
-  if (NginxServer::Binary().empty()) {                                        \
-    GTEST_SKIP() << "nginx is not installed (apt-get install nginx-light); "  \
-                    "./dev test installs it";                                 \
+#define SKIP_WITHOUT_NGINX()                                                 \
+  if (NginxServer::Binary().empty()) {                                       \
+    GTEST_SKIP() << "nginx is not installed (apt-get install nginx-light); " \
+                    "./dev test installs it";                                \
   }
 
 class CurlTransportTlsTest : public ::testing::Test {
@@ -89,8 +89,7 @@ TEST_F(CurlTransportTlsTest, ConnectionsAreReused) {
   SKIP_WITHOUT_NGINX();
   NginxServer nginx;
   ASSERT_NE(nginx.port(), 0) << nginx.error();
-  Use({.max_host_connections = 4, .http_version = HttpVersion::kHttp2,
-       .ca_file = nginx.ca_file()});
+  Use({.max_host_connections = 4, .http_version = HttpVersion::kHttp2, .ca_file = nginx.ca_file()});
   for (const auto& r : Post(nginx.Url("/hooks/a"), 300, std::string(300, 'x'))) {
     ASSERT_TRUE(r.has_value()) << r.error().ToString();
     EXPECT_EQ(r->status, 200);
@@ -109,7 +108,8 @@ TEST_F(CurlTransportTlsTest, ConnectionsAreReused) {
   }
   EXPECT_EQ(transport_->ConnectionsOpened(), before);
 
-  Use({.max_host_connections = 8, .http_version = HttpVersion::kHttp11,
+  Use({.max_host_connections = 8,
+       .http_version = HttpVersion::kHttp11,
        .ca_file = nginx.ca_file()});
   for (const auto& r : Post(nginx.Url("/hooks/c"), 300, "b")) {
     ASSERT_TRUE(r.has_value()) << r.error().ToString();

@@ -95,9 +95,8 @@ TestCertificate MakeTestCertificate(const std::string& common_name) {
   Check(X509_sign(cert, key, EVP_sha256()) > 0, "sign");
   TestCertificate out;
   out.cert_pem = Pem([&](BIO* bio) { PEM_write_bio_X509(bio, cert); });
-  out.key_pem = Pem([&](BIO* bio) {
-    PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
-  });
+  out.key_pem = Pem(
+      [&](BIO* bio) { PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr); });
   X509_free(cert);
   EVP_PKEY_free(key);
   return out;
