@@ -358,12 +358,6 @@ Transfer* CurlTransport::Acquire() {
   if (share_.handle != nullptr) {
     curl_easy_setopt(e, CURLOPT_SHARE, share_.handle);
   }
-  if (options_.http_version != HttpVersion::kHttp11) {
-    // A transfer to an origin whose connection is still being set up waits to learn whether it
-    // multiplexes rather than opening a connection of its own (HTTP/2: one connection carries
-    // max_concurrent_streams transfers).
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
-  }
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &OnBody);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &OnHeader);
@@ -406,6 +400,14 @@ void CurlTransport::Configure(Transfer& t) {
   t.url = Parse(r.url);
   curl_easy_setopt(e, CURLOPT_CURLU, t.url != nullptr ? t.url->handle : nullptr);
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
+  // An https:// transfer to an origin whose connection is still being set up waits to learn
+  // whether it multiplexes rather than opening a connection of its own (HTTP/2: one connection
+  // carries max_concurrent_streams transfers). Never for http://: libcurl 7.88 would park it
+  // behind a busy HTTP/1.1 connection, and does not enforce the timeout of parked transfers
+  // (curl#13227, fixed in 8.8.0).
+  const bool pipewait =
+      options_.http_version != HttpVersion::kHttp11 && r.url.starts_with("https://");
+  curl_easy_setopt(e, CURLOPT_PIPEWAIT, pipewait ? 1L : 0L);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout.count()));
   const bool with_body = !r.body.empty() || r.method == "POST" || r.method == "PUT";
   if (with_body) {
