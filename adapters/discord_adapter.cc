@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "adapters/attempt_reports.h"
+#include "adapters/credential_token.h"
 #include "adapters/idempotency_keys.h"
 #include "adapters/json_body.h"
 #include "adapters/url_parts.h"
@@ -113,8 +114,9 @@ Result<HttpRequest> DiscordAdapter::BuildRequest(const storage::Delivery& delive
     request.body = delivery.payload;
     return request;
   }
-  if (credential.token.empty()) {
-    return Status::FailedPrecondition("discord credential '" + credential.name + "' has no token");
+  if (Status usable = CheckCredentialToken(credential.token); !usable.ok()) {
+    return Status::FailedPrecondition("discord credential '" + credential.name +
+                                      "': " + usable.message());
   }
   (*payload)["nonce"] = DiscordNonce(delivery.id);
   (*payload)["enforce_nonce"] = true;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "adapters/attempt_reports.h"
+#include "adapters/credential_token.h"
 #include "adapters/idempotency_keys.h"
 #include "adapters/json_body.h"
 #include "adapters/url_parts.h"
@@ -106,8 +107,9 @@ Result<HttpRequest> LineAdapter::BuildRequest(const storage::Delivery& delivery,
   if (!payload.has_value()) {
     return payload.error();
   }
-  if (credential.token.empty()) {
-    return Status::FailedPrecondition("line credential '" + credential.name + "' has no token");
+  if (Status usable = CheckCredentialToken(credential.token); !usable.ok()) {
+    return Status::FailedPrecondition("line credential '" + credential.name +
+                                      "': " + usable.message());
   }
   HttpRequest request;
   request.headers = {{"Authorization", "Bearer " + credential.token},

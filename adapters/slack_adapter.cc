@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "adapters/attempt_reports.h"
+#include "adapters/credential_token.h"
 #include "adapters/json_body.h"
 #include "adapters/url_parts.h"
 
@@ -201,8 +202,9 @@ Result<HttpRequest> SlackAdapter::BuildRequest(const storage::Delivery& delivery
     return Status::InvalidArgument("slack destination '" + Printable(delivery.destination, 64) +
                                    "' is neither a channel nor an https webhook URL");
   }
-  if (credential.token.empty()) {
-    return Status::FailedPrecondition("slack credential '" + credential.name + "' has no token");
+  if (Status usable = CheckCredentialToken(credential.token); !usable.ok()) {
+    return Status::FailedPrecondition("slack credential '" + credential.name +
+                                      "': " + usable.message());
   }
   Result<json> payload = ParseJsonObject(delivery.payload, "slack payload");
   if (!payload.has_value()) {

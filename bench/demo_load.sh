@@ -4,41 +4,48 @@
 # at /v1/stats and /v1/destinations so pacing and deferral are visible. Bounded: N deliveries,
 # WATCH_S seconds of watching.
 #
-#   build/relay-egress-sim --port 8687 &
+#   mkdir -p var && build/relay-egress-sim --port 8687 --tls --tls-ca-out var/demo-sim-ca.pem &
 #   build/relay-egress serve --config config/demo.toml --profiles-dir config/profiles &
 #   bench/demo_load.sh [SERVICE_URL]   # N=300 WATCH_S=10 by default; ./dev demo runs all three
 #
+# The simulator speaks HTTPS (HTTP/2 by ALPN) with a CA made for its run; SIM_CA is that CA's
+# certificate (default var/demo-sim-ca.pem). For a plain-HTTP simulator set SIM=http://127.0.0.1:8687.
 # Needs curl and python3 (pretty printing). Talks only to 127.0.0.1.
 set -euo pipefail
 
 SERVICE="${1:-${SERVICE:-http://127.0.0.1:8686}}"   # ./dev demo passes it as $1
-SIM="${SIM:-http://127.0.0.1:8687}"
+SIM="${SIM:-https://127.0.0.1:8687}"
+SIM_CA="${SIM_CA:-var/demo-sim-ca.pem}"
 N="${N:-300}"
 WATCH_S="${WATCH_S:-10}"
 [[ "$N" -le 1000 ]] || { echo "N is capped at 1000 (one batch) (a demo, not a benchmark)" >&2; exit 2; }
 case "$SERVICE$SIM" in
-  http://127.0.0.1:*http://127.0.0.1:*) ;;
-  *) echo "SERVICE and SIM must be http://127.0.0.1:PORT" >&2; exit 2 ;;
+  http://127.0.0.1:*http://127.0.0.1:* | http://127.0.0.1:*https://127.0.0.1:*) ;;
+  *) echo "SERVICE must be http://127.0.0.1:PORT, SIM http(s)://127.0.0.1:PORT" >&2; exit 2 ;;
 esac
+# curl for the simulator: trusts its per-run CA when it speaks HTTPS.
+sim_curl() {
+  if [[ "$SIM" == https://* ]]; then curl --cacert "$SIM_CA" "$@"; else curl "$@"; fi
+}
 
 curl -sf "$SERVICE/v1/stats" >/dev/null || { echo "no relay-egress at $SERVICE (see the header)" >&2; exit 1; }
-curl -sf "$SIM/_sim/stats" >/dev/null || { echo "no simulator at $SIM (see the header)" >&2; exit 1; }
+sim_curl -sf "$SIM/_sim/stats" >/dev/null || { echo "no simulator at $SIM (see the header)" >&2; exit 1; }
 SIM_PORT="${SIM##*:}"
 
 # The simulator plays by each platform's documented limits; one webhook receiver ("busy") is
 # stricter than our default pacing (50/s) allows for, so it answers 429 with Retry-After and
 # relay-egress defers what is queued for it.
-curl -sf -X POST "$SIM/_sim/config" -H 'Content-Type: application/json' -d '{
+sim_curl -sf -X POST "$SIM/_sim/config" -H 'Content-Type: application/json' -d '{
   "hooks": {"busy": {"rate_per_s": 2, "burst": 2, "retry_after_format": "seconds"}}
 }' >/dev/null
 
 pretty() { python3 -m json.tool 2>/dev/null || cat; }
 
 # One batch per platform mix: deliveries are spread round robin over 8 destinations.
-python3 - "$N" "$SIM_PORT" >/tmp/egress-demo-batch.$$ <<'PY'
+python3 - "$N" "$SIM_PORT" "${SIM%%://*}" >/tmp/egress-demo-batch.$$ <<'PY'
 import json, sys
-n, sim_port = int(sys.argv[1]), sys.argv[2]
-hook = f"http://127.0.0.1:{sim_port}/hooks/"
+n, sim_port, scheme = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+hook = f"{scheme}://127.0.0.1:{sim_port}/hooks/"
 kinds = [
     ("slack", "demo-slack", "C0DEMO1", {"text": "deploy finished"}),
     ("slack", "demo-slack", "C0DEMO2", {"text": "build green"}),
@@ -83,9 +90,11 @@ for d in json.load(sys.stdin)["destinations"]:
     print(f"{platform:8} {dest:60} in_flight={inflight} deferral={deferral} next_eligible_ms={until}")
 ' 2>/dev/null || curl -s "$SERVICE/v1/destinations" | pretty
 echo "== simulator: what the platforms saw (early = sent before a Retry-After ran out; should be 0)"
-curl -s "$SIM/_sim/stats" | python3 -c '
+sim_curl -s "$SIM/_sim/stats" | python3 -c '
 import json, sys
-for k, v in sorted(json.load(sys.stdin)["destinations"].items()):
+stats = json.load(sys.stdin)
+for k, v in sorted(stats["destinations"].items()):
     req, acc, rl, early = v["requests"], v["accepted"], v["rate_limited"], v["early"]
     print(f"{k[:60]:60} requests={req} accepted={acc} rate_limited={rl} early={early}")
+print("requests by protocol:", " ".join(f"{k}={v}" for k, v in stats.get("protocols", {}).items()))
 ' 2>/dev/null || true

@@ -15,11 +15,12 @@ struct Unit {
 };
 
 // Longest suffix first, so "ms" is not read as "m" followed by garbage.
-constexpr std::array<Unit, 4> kUnits = {{
+constexpr std::array<Unit, 5> kUnits = {{
     {"ms", 1},
     {"s", 1000},
     {"m", 60'000},
     {"h", 3'600'000},
+    {"d", 86'400'000},
 }};
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -50,9 +51,10 @@ Result<Millis> ParseDuration(std::string_view text) {
   }
   if (unit == nullptr) {
     if (suffix.empty()) {
-      return Status::InvalidArgument("missing unit (use ms, s, m or h)");
+      return Status::InvalidArgument("missing unit (use ms, s, m, h or d)");
     }
-    return Status::InvalidArgument(fmt::format("unknown unit \"{}\" (use ms, s, m or h)", suffix));
+    return Status::InvalidArgument(
+        fmt::format("unknown unit \"{}\" (use ms, s, m, h or d)", suffix));
   }
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   int64_t value = 0;

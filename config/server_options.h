@@ -10,6 +10,22 @@
 
 namespace egress::config {
 
+// [server.retention]: how long finished work is kept, and how often it is purged. Each age is a
+// duration counted from the delivery's finish, or "off" (or any zero duration) to keep that
+// class forever. See docs/configuration.md and docs/storage.md, "Retention".
+struct RetentionConfig {
+  // Delivered records. Default: 7d.
+  Millis delivered{7LL * 24 * 3'600'000};
+  // Cancelled records. Default: 7d.
+  Millis cancelled{7LL * 24 * 3'600'000};
+  // Dead records (replay them before this). Default: 30d.
+  Millis dead{30LL * 24 * 3'600'000};
+  // How long a finished delivery's idempotency key keeps answering with its id; a repeated key
+  // after that is a new delivery. A live delivery's key never expires. Default: 24h.
+  Millis idempotency{24LL * 3'600'000};
+  // From the end of one purge pass to the start of the next; at least 1s. Default: 1m.
+  Millis interval{60'000};
+};
 // What the body of one delivery request may hold besides its payload (its other fields): the
 // body limit of every request but a batch is max_payload_bytes plus this.
 inline constexpr size_t kDeliveryBodyAllowance = 64 << 10;
@@ -57,6 +73,7 @@ struct ServerOptions {
   LogFormat log_format = LogFormat::kText;
   // "debug", "info", "warn" or "error". Default: "info".
   LogLevel log_level = LogLevel::kInfo;
+  RetentionConfig retention;
 };
 
 }  // namespace egress::config

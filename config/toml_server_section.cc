@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -12,6 +14,41 @@ namespace {
 
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
+// A retention age: a duration (zero allowed) or "off", which also reads as 0 (keep forever).
+Status ReadRetentionAge(const TomlFields& fields, std::string_view key, Millis& out) {
+  const toml::node* node = fields.table().get(key);
+  if (node != nullptr && node->as_string() != nullptr && node->as_string()->get() == "off") {
+    out = Millis(0);
+    return Status::Ok();
+  }
+  return fields.ReadDuration(key, true, out);
+}
+
+// [server.retention]
+Status ReadRetentionSection(const TomlFields& retention, RetentionConfig& out) {
+  Status status =
+      retention.CheckKeys({"delivered", "cancelled", "dead", "idempotency", "interval"});
+  if (!status.ok()) {
+    return status;
+  }
+  for (auto [key, age] : {std::pair<std::string_view, Millis*>{"delivered", &out.delivered},
+                          {"cancelled", &out.cancelled},
+                          {"dead", &out.dead},
+                          {"idempotency", &out.idempotency}}) {
+    if (status = ReadRetentionAge(retention, key, *age); !status.ok()) {
+      return status;
+    }
+  }
+  if (status = retention.ReadDuration("interval", false, out.interval); !status.ok()) {
+    return status;
+  }
+  if (out.interval < Millis(1000)) {
+    return retention.Error(*retention.table().get("interval"), retention.Field("interval"),
+                           "must be at least 1s");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
@@ -19,9 +56,18 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
       {"listen", "data_dir", "admin_token", "max_payload_bytes", "batch_max_items",
        "max_json_depth", "tenant_backlog_watermark", "log_format", "log_level",
        "pacing_margin_percent", "max_batch_bytes", "max_connections", "read_timeout",
-       "write_timeout", "tenant_max_requests_in_flight", "destination_idle"});
+       "write_timeout", "tenant_max_requests_in_flight", "destination_idle", "retention"});
   if (!status.ok()) {
     return status;
+  }
+  Result<std::optional<TomlFields>> retention = server.Table("retention");
+  if (!retention) {
+    return retention.error();
+  }
+  if (retention->has_value()) {
+    if (status = ReadRetentionSection(**retention, out.retention); !status.ok()) {
+      return status;
+    }
   }
   std::string listen = out.listen.ToString();
   if (status = server.ReadString("listen", listen); !status.ok()) {

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include "adapters/credential_token.h"
 #include "adapters/webhook_signature.h"
 #include "config/toml_sections.h"
 
@@ -84,7 +85,15 @@ Status ReadCredential(const TomlFields& fields, std::string_view name, adapters:
     return fields.TableError(fields.Field("token"),
                              fmt::format("missing (the {} token)", out.platform));
   }
-  return fields.ReadSecret("token", out.token);
+  if (status = fields.ReadSecret("token", out.token); !status.ok()) {
+    return status;
+  }
+  // Named without its value, as the secrets above.
+  if (status = adapters::CheckCredentialToken(out.token); !status.ok()) {
+    return fields.Error(*fields.table().get("token"), fields.Field("token"),
+                        fmt::format("<redacted>: {}", status.message()));
+  }
+  return Status::Ok();
 }
 
 Status ReadTenant(const TomlFields& fields, TenantConfig& out) {

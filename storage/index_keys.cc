@@ -53,7 +53,31 @@ std::string StateKey(DeliveryState state, std::string_view id) {
   return key;
 }
 
-std::string DoneKey(int64_t finished_ms, std::string_view id) { return DueKey(finished_ms, id); }
+std::string DoneKey(DeliveryState state, int64_t finished_ms, std::string_view id) {
+  std::string key = DoneBound(static_cast<char>(state), finished_ms);
+  key.append(id);
+  return key;
+}
+
+std::string IdemExpiryKey(int64_t finished_ms, std::string_view id) {
+  std::string key = DoneBound(kIdemExpiryTag, finished_ms);
+  key.append(id);
+  return key;
+}
+
+std::string DoneBound(char tag, int64_t finished_ms) {
+  std::string key(1, tag);
+  PutBigEndian64(key, TimeBits(finished_ms));
+  return key;
+}
+
+bool ParseDoneKey(std::string_view key, char& tag, int64_t& finished_ms, std::string_view& id) {
+  if (key.size() <= 9) {
+    return false;
+  }
+  tag = key[0];
+  return ParseDueKey(key.substr(1), finished_ms, id);
+}
 
 std::string IdemKey(std::string_view tenant, std::string_view key) {
   std::string out(tenant);

@@ -28,8 +28,17 @@ std::string DestUpperBound(std::string_view destination_key);
 // state: one byte of state, then id: the deliveries in one state in id order.
 std::string StateKey(DeliveryState state, std::string_view id);
 
-// done: finish time, then id: terminal records by age, for retention.
-std::string DoneKey(int64_t finished_ms, std::string_view id);
+// done: the retention index, one class of entries per leading tag byte, each in age order.
+// A finished record (delivered, dead, cancelled): its state byte, finish time, id -> ''.
+std::string DoneKey(DeliveryState state, int64_t finished_ms, std::string_view id);
+// The idempotency key of a finished delivery: 'i', finish time, id -> IdemKey(tenant, key).
+inline constexpr char kIdemExpiryTag = 'i';
+std::string IdemExpiryKey(int64_t finished_ms, std::string_view id);
+// The smallest key of a class whose finish time is `finished_ms` or later: the exclusive bound
+// of the entries older than `finished_ms`.
+std::string DoneBound(char tag, int64_t finished_ms);
+// Splits a done key; false when it is not one.
+bool ParseDoneKey(std::string_view key, char& tag, int64_t& finished_ms, std::string_view& id);
 
 // idem: tenant, '\0', idempotency key -> id.
 std::string IdemKey(std::string_view tenant, std::string_view key);

@@ -16,9 +16,6 @@ namespace egress::storage {
 
 struct StoreOptions {
   std::string path;  // a directory; created when missing
-  // Delivered and cancelled records older than this are removed by PurgeFinished.
-  // Default: 7 days. Dead records stay until replayed or purged explicitly.
-  int64_t retention_ms = 7LL * 24 * 3600 * 1000;
   // Largest payload accepted. Default: 1 MiB.
   size_t max_payload_bytes = 1 << 20;
   // Attempts kept per delivery, newest last. Default: 20.
@@ -44,6 +41,36 @@ inline uint64_t CountOf(const StateCounts& c, DeliveryState s) {
 struct StoreStats {
   uint64_t writes = 0;     // write batches committed
   uint64_t wal_syncs = 0;  // fsyncs of the write-ahead log (group commit makes this < writes)
+  // What the store takes on disk: the sizes of every file in its directory (table files, write-
+  // ahead log, manifest, RocksDB's own log), summed when Stats() is called. A file that vanishes
+  // while being counted (a compaction finishing) is left out.
+  uint64_t disk_bytes = 0;
+};
+
+// How long finished work is kept (PurgeExpired). Each age is counted from the record's
+// finished_ms, the time it became delivered, cancelled or dead (a replayed delivery counts from
+// its latest finish); 0 keeps that class forever. docs/storage.md, "Retention".
+struct RetentionPolicy {
+  int64_t delivered_ms = 7LL * 24 * 3600 * 1000;  // Default: 7 days.
+  int64_t cancelled_ms = 7LL * 24 * 3600 * 1000;  // Default: 7 days.
+  int64_t dead_ms = 30LL * 24 * 3600 * 1000;      // Default: 30 days.
+  // How long a finished delivery's idempotency key keeps answering with its id. A key is kept
+  // while its delivery is live (queued, in flight, deferred), expires this long after the
+  // delivery finished, and never outlives its record. Default: 24 hours.
+  int64_t idempotency_ms = 24LL * 3600 * 1000;
+};
+
+// What one PurgeExpired call removed.
+struct PurgeCounts {
+  // Records removed with every index entry, payload and idempotency key they held.
+  uint64_t delivered = 0;
+  uint64_t cancelled = 0;
+  uint64_t dead = 0;
+  // Idempotency keys released by RetentionPolicy::idempotency_ms while their record stays.
+  // Keys removed with their record are not counted here.
+  uint64_t idempotency_keys = 0;
+  // The call stopped at its `max`: more has expired (call again).
+  bool more = false;
 };
 
 // What List returns: all filters that are set must match.
@@ -183,11 +210,20 @@ class QueueStore {
   // Counts per state found by scanning every record: a consistency check for tests and `fsck`.
   virtual Result<StateCounts> ScanCounts() = 0;
 
-  // Removes up to `max` delivered and cancelled records that finished before
-  // `now_ms - retention_ms`, with their indexes. Returns how many.
-  virtual Result<size_t> PurgeFinished(int64_t now_ms, size_t max) = 0;
+  // Applies `policy` at `now_ms` to at most `max` entries of the retention index, oldest first
+  // per class (delivered, cancelled, dead records, then idempotency keys), in one write that is
+  // not synced (a purge lost in a crash is redone by the next call): removes each record that
+  // finished before `now_ms - age` of its state, with its index entries and its idempotency key,
+  // and releases each idempotency key of a delivery that finished before
+  // `now_ms - policy.idempotency_ms`. A live delivery is never touched: the index holds only
+  // finished ones, and each is checked under its id's lock. Call it again while `more` is set;
+  // callers bound their latency by `max` (one call holds the locks of its ids for its write).
+  // One purger at a time (a second caller waits). InvalidArgument when `max` is 0.
+  virtual Result<PurgeCounts> PurgeExpired(const RetentionPolicy& policy, int64_t now_ms,
+                                           size_t max) = 0;
 
-  // Removes one terminal record (e.g. a dead one an operator gave up on).
+  // Removes one terminal record (e.g. a dead one an operator gave up on), with its index entries
+  // and its idempotency key (when the key still names it).
   virtual Status Purge(const std::string& id) = 0;
 
   virtual StoreStats Stats() = 0;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <rocksdb/env.h>
 #include <rocksdb/slice_transform.h>
+#include <rocksdb/utilities/table_properties_collectors.h>
 
 #include "storage/delivery_codec.h"
 #include "storage/index_keys.h"
@@ -19,11 +20,7 @@
 namespace egress::storage {
 namespace {
 
-constexpr std::string_view kFormatKey = "format";
-// 2: per-destination counters (destcount/...) in meta.
-// 3: the due index holds deferred deliveries only (queued ones are due as soon as they are
-//    queued); a format-2 store is migrated on a writable open (MigrateFromFormat2).
-constexpr std::string_view kFormatValue = "relay-egress-store/3";
+constexpr std::string_view kFormat3 = "relay-egress-store/3";
 constexpr std::string_view kFormat2 = "relay-egress-store/2";
 
 // A missing or empty directory may become a new store; anything else must already be one.
@@ -61,6 +58,12 @@ rocksdb::Options MakeOptions(bool fresh, const RocksHooks& hooks) {
   o.statistics = hooks.stats;
   o.max_background_jobs = 2;
   o.keep_log_file_num = 4;
+  // A write-ahead log file can go only once every family with entries in it has flushed. The
+  // counters and the small indexes fill their memtables slowly, so without a cap their oldest
+  // entries kept every log alive until RocksDB's default (4 times the memtables of all eight
+  // families, 4 GiB) forced a flush: the store grew by the whole write volume for days
+  // (bench/README.md, "Retention"). At the cap, the families holding the oldest log flush.
+  o.max_total_wal_size = 128 << 20;
   // One thread fills the memtables for a write group, so the insert hints below are used (RocksDB
   // ignores them for concurrent inserts); our write groups are a few large batches anyway.
   o.allow_concurrent_memtable_write = false;
@@ -87,11 +90,6 @@ Status OpenError(const Status& s, const std::string& path) {
         "store at {} is corrupt and was not opened; nothing was changed: {}", path, s.message()));
   }
   return s;
-}
-
-// Delivered and cancelled records age out; dead ones wait for an operator.
-bool ExpiresByRetention(DeliveryState s) {
-  return s == DeliveryState::kDelivered || s == DeliveryState::kCancelled;
 }
 
 // The destination key of a `dest` index key (everything before the first \0): inserts for one
@@ -143,6 +141,16 @@ Result<OpenedDb> OpenRocksDb(const std::string& path, bool fresh, bool read_only
     } else if (spec.family != Family::kIdem) {
       cf_options.memtable_insert_with_hint_prefix_extractor.reset(
           rocksdb::NewFixedPrefixTransform(1));
+    }
+    // Retention deletes the oldest keys of these families (docs/storage.md, "Retention"). A
+    // table file with at least 16Ki deletions in some 128Ki consecutive entries is marked, and
+    // RocksDB compacts marked files first, so the deleted records' space comes back and scans
+    // stop stepping over their deletion markers. Measured against relying on size-triggered
+    // compaction alone and against CompactRange after each pass (bench/README.md, "Retention").
+    if (spec.family == Family::kJobs || spec.family == Family::kState ||
+        spec.family == Family::kDone || spec.family == Family::kIdem) {
+      cf_options.table_properties_collector_factories.emplace_back(
+          rocksdb::NewCompactOnDeletionCollectorFactory(128 * 1024, 16 * 1024));
     }
     families.emplace_back(spec.name, cf_options);
   }
@@ -327,9 +335,18 @@ Status RocksQueueStore::CheckFormat(bool fresh, bool read_only) {
   if (!rs.ok()) {
     return FromRocks(rs, "read format marker");
   }
-  if (value == kFormat2) {
-    // Readers never look at the due index, so format 2 reads as 3; a writer migrates it.
-    return read_only ? Status::Ok() : MigrateFromFormat2();
+  // Readers never look at the due index or the retention index, so formats 2 and 3 read as 4;
+  // a writer migrates them, one format at a time.
+  if (value == kFormat2 || value == kFormat3) {
+    if (read_only) {
+      return Status::Ok();
+    }
+    if (value == kFormat2) {
+      if (Status s = MigrateFromFormat2(); !s.ok()) {
+        return s;
+      }
+    }
+    return MigrateFromFormat3();
   }
   if (value != kFormatValue) {
     return Status::FailedPrecondition(fmt::format(
@@ -406,30 +423,27 @@ Result<Delivery> RocksQueueStore::Read(std::string_view id) {
   return d;
 }
 
-namespace {
-
-struct IndexEntry {
-  Family family;
-  std::string key;
-  friend bool operator==(const IndexEntry&, const IndexEntry&) = default;
-};
-
-// Every index entry of `d` (all with empty values); `dest` is DestinationKeyOf(d).
 std::vector<IndexEntry> IndexEntriesOf(const Delivery& d, std::string_view dest) {
   std::vector<IndexEntry> out;
   out.reserve(3);
-  out.push_back({Family::kState, StateKey(d.state, d.id)});
+  out.push_back({Family::kState, StateKey(d.state, d.id), {}});
   if (!IsTerminal(d.state)) {
-    out.push_back({Family::kDest, DestIndexKey(dest, d.id)});
+    out.push_back({Family::kDest, DestIndexKey(dest, d.id), {}});
   }
   if (d.state == DeliveryState::kDeferred) {  // queued: due when queued (format 3)
-    out.push_back({Family::kDue, DueKey(d.next_attempt_ms, d.id)});
+    out.push_back({Family::kDue, DueKey(d.next_attempt_ms, d.id), {}});
   }
-  if (ExpiresByRetention(d.state)) {
-    out.push_back({Family::kDone, DoneKey(d.finished_ms, d.id)});
+  if (IsTerminal(d.state)) {  // the retention index (format 4)
+    out.push_back({Family::kDone, DoneKey(d.state, d.finished_ms, d.id), {}});
+    if (!d.idempotency_key.empty()) {
+      out.push_back({Family::kDone, IdemExpiryKey(d.finished_ms, d.id),
+                     IdemKey(d.tenant, d.idempotency_key)});
+    }
   }
   return out;
 }
+
+namespace {
 
 // Adds the counter moves of one delivery going from `before` to `after` (null: absent) to
 // `out`. `dest` is the delivery's DestinationKeyOf (the same for both versions, as is the
@@ -469,6 +483,8 @@ void AddCounterMoves(const Delivery* before, const Delivery* after, std::string_
   return db.Write(options, &batch);
 }
 
+}  // namespace
+
 // Every batch the store commits goes through here, and nothing else happens here: the frame
 // tests/tsan.supp names. RocksDB joins concurrent writers into a group whose leader copies the
 // others' batches and fills the memtable, handing them over with atomics ThreadSanitizer cannot
@@ -478,8 +494,6 @@ void AddCounterMoves(const Delivery* before, const Delivery* after, std::string_
                                                     rocksdb::WriteBatch& batch) {
   return CallRocksWrite(db, options, batch);
 }
-
-}  // namespace
 
 void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Delivery* after) {
   const Delivery& any = after != nullptr ? *after : *before;
@@ -498,7 +512,7 @@ void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Deliv
   }
   for (const IndexEntry& e : new_entries) {
     if (!has(old_entries, e)) {
-      w.Put(e.family, e.key, "");
+      w.Put(e.family, e.key, e.value);
     }
   }
   AddCounterMoves(before, after, dest, w.counters);
@@ -508,11 +522,9 @@ void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Deliv
                                           ? std::optional<size_t>(w.ops.size() - 1)
                                           : std::nullopt);
   } else if (before) {
+    // The idempotency key is the caller's (StageReleaseIdem): it may name a newer delivery.
     w.records.emplace_back(before->id, std::nullopt);
     w.Delete(Family::kJobs, before->id);
-    if (!before->idempotency_key.empty()) {
-      w.Delete(Family::kIdem, IdemKey(before->tenant, before->idempotency_key));
-    }
   }
 }
 
@@ -583,6 +595,15 @@ StoreStats RocksQueueStore::Stats() {
   s.wal_syncs = hooks_.stats->getTickerCount(rocksdb::WAL_FILE_SYNCED);
   s.writes = hooks_.stats->getTickerCount(rocksdb::WRITE_DONE_BY_SELF) +
              hooks_.stats->getTickerCount(rocksdb::WRITE_DONE_BY_OTHER);
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::directory_iterator it(options_.path, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code size_ec;
+    const uintmax_t size = it->file_size(size_ec);
+    if (!size_ec) {
+      s.disk_bytes += size;
+    }
+  }
   return s;
 }
 
@@ -609,7 +630,7 @@ Status RocksQueueStore::MigrateFromFormat2() {
   if (Status s = FromRocks(it->status(), "scan due index (format 2 migration)"); !s.ok()) {
     return s;
   }
-  batch.Put(cf(Family::kMeta), std::string(kFormatKey), std::string(kFormatValue));
+  batch.Put(cf(Family::kMeta), std::string(kFormatKey), std::string(kFormat3));
   return FromRocks(WriteBatchToRocks(*db_, SyncedWrite(), batch),
                    "migrate store from format 2 to 3");
 }

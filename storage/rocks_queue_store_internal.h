@@ -3,12 +3,16 @@
 // The RocksDB QueueStore. Included only by storage/rocks_*.cc; everyone else uses
 // OpenRocksQueueStore (rocks_queue_store.h).
 
+#include <algorithm>
 #include <array>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <rocksdb/db.h>
@@ -24,6 +28,49 @@
 #include "storage/rocks_schema.h"
 
 namespace egress::storage {
+
+// The format marker, in meta. Older formats this build migrates: rocks_queue_store.cc.
+// 2: per-destination counters (destcount/...) in meta.
+// 3: the due index holds deferred deliveries only (queued ones are due as soon as they are
+//    queued); a format-2 store is migrated on a writable open (MigrateFromFormat2).
+// 4: the retention index (done) is keyed by class, holds dead records and the idempotency keys
+//    of finished deliveries too; a format-3 store is migrated on a writable open
+//    (MigrateFromFormat3).
+inline constexpr std::string_view kFormatKey = "format";
+inline constexpr std::string_view kFormatValue = "relay-egress-store/4";
+
+// One index entry of a record: its family, key and value (empty but for idempotency expiry).
+struct IndexEntry {
+  Family family;
+  std::string key;
+  std::string value;
+  friend bool operator==(const IndexEntry&, const IndexEntry&) = default;
+};
+// Every index entry `d` has in the current format; `dest` is DestinationKeyOf(d).
+std::vector<IndexEntry> IndexEntriesOf(const Delivery& d, std::string_view dest);
+
+// Every batch the store writes goes through here and nothing else happens here: the frame
+// tests/tsan.supp names (RocksDB's write group hands batches between threads with atomics
+// ThreadSanitizer cannot see in the uninstrumented library).
+rocksdb::Status WriteBatchToRocks(rocksdb::DB& db, const rocksdb::WriteOptions& options,
+                                  rocksdb::WriteBatch& batch);
+
+// Locks a set of stripes in address order, so two holders never wait on each other.
+class StripeLocks {
+ public:
+  void Add(std::mutex& m) { mutexes_.push_back(&m); }
+  void LockAll() {
+    std::sort(mutexes_.begin(), mutexes_.end());
+    mutexes_.erase(std::unique(mutexes_.begin(), mutexes_.end()), mutexes_.end());
+    for (std::mutex* m : mutexes_) {
+      locks_.emplace_back(*m);
+    }
+  }
+
+ private:
+  std::vector<std::mutex*> mutexes_;
+  std::vector<std::unique_lock<std::mutex>> locks_;
+};
 
 // What a database is opened with, kept by the store for as long as it lives, so that a reopen
 // (RocksQueueStore::Recover) gives the new database the same statistics, LOG and health.
@@ -76,7 +123,8 @@ class RocksQueueStore final : public QueueStore {
   Result<std::vector<StateCounts>> DestinationCounts(
       const std::vector<std::string>& destination_keys) override;
   Result<StateCounts> ScanCounts() override;
-  Result<size_t> PurgeFinished(int64_t now_ms, size_t max) override;
+  Result<PurgeCounts> PurgeExpired(const RetentionPolicy& policy, int64_t now_ms,
+                                   size_t max) override;
   Status Purge(const std::string& id) override;
   StoreStats Stats() override;
   StoreHealth Health() override;
@@ -105,6 +153,9 @@ class RocksQueueStore final : public QueueStore {
   std::mutex& IdStripe(std::string_view id);
   std::mutex& IdemStripe(std::string_view tenant, std::string_view key);
   Status MigrateFromFormat2();
+  // Format 4 keys the retention index by class (state or idempotency key) and indexes dead
+  // records and idempotency keys there too: rebuilds it from the state index.
+  Status MigrateFromFormat3();
   // Held shared by every method that uses db_ (from before CheckOpen to its last use of the
   // database), exclusively by Close and Reopen, which replace it. Never taken twice by one
   // thread: a method calls no other public method while it holds it (Enqueue and Apply take
@@ -178,6 +229,15 @@ class RocksQueueStore final : public QueueStore {
   Delivery MakeDelivery(const NewDelivery& in, int64_t now_ms);
   // Looks up (tenant, key) -> id; empty when absent.
   Result<std::string> FindIdempotent(std::string_view tenant, std::string_view key);
+  // Adds to `w` the removal of d's idempotency key when it still names d (after it expired, the
+  // key may name a newer delivery). Call under d's id stripe.
+  Status StageReleaseIdem(PendingWrite& w, const Delivery& d);
+  // The keys of the retention index of class `tag` older than `cutoff_ms`, from the class's
+  // cursor on, at most `limit`, passing over those of the ids in `skip`; sets `more` when the
+  // limit stopped the scan.
+  Status ScanExpired(char tag, int64_t cutoff_ms, size_t limit,
+                     const std::set<std::string_view>& skip, std::vector<std::string>& keys,
+                     bool& more);
   // Writes `w` (its counters as merges; nothing when it holds only leases), then applies its
   // counter deltas in memory and its lease changes.
   Status Commit(const rocksdb::WriteOptions& options, PendingWrite& w, std::string_view what);
@@ -191,6 +251,17 @@ class RocksQueueStore final : public QueueStore {
   std::array<std::mutex, kStripes> id_stripes_;
   std::array<std::mutex, kStripes> idem_stripes_;
   std::mutex lease_mu_;  // one leaser at a time
+  // One purger at a time; guards the cursors below.
+  std::mutex purge_mu_;
+  // Per class of the retention index (by tag byte), the last key a purge scanned: the next call
+  // seeks there instead of stepping over the deletion markers the earlier ones left (until
+  // compaction drops them, they cost every scan from the front: 2 ms a call in
+  // bench/retention_bench with a few days of them in the memtables). Dropped once an hour of
+  // purge time (`now_ms`; or when it goes back), so an entry that sorts before a cursor (a
+  // record finished at a time older than one already purged: a clock stepped back by more than
+  // the class's age) is found within the hour.
+  std::map<char, std::string> purge_cursors_;
+  int64_t cursors_since_ms_ = 0;
   // Exact counts of what readers see: the disk's counters plus the leases' moves to in_flight.
   CounterTable counters_;
   LeaseTable leases_;    // in_flight deliveries; empty in a read-only store

@@ -162,6 +162,10 @@ Result<ListPage> RocksQueueStore::List(const ListFilter& filter) {
     Result<Delivery> d = leased     ? std::move(*leased)
                          : by_state ? Read(id)
                                     : DecodeDelivery(it->value().ToStringView());
+    if (!d && by_state && d.error().code() == Status::Code::kNotFound) {
+      last_id = id;  // purged by retention since the index entry was read
+      continue;
+    }
     if (!d) {
       return d.error();
     }

@@ -9,26 +9,6 @@
 #include "storage/rocks_queue_store_internal.h"
 
 namespace egress::storage {
-namespace {
-
-// Locks a set of stripes in address order, so two holders never wait on each other.
-class StripeLocks {
- public:
-  void Add(std::mutex& m) { mutexes_.push_back(&m); }
-  void LockAll() {
-    std::sort(mutexes_.begin(), mutexes_.end());
-    mutexes_.erase(std::unique(mutexes_.begin(), mutexes_.end()), mutexes_.end());
-    for (std::mutex* m : mutexes_) {
-      locks_.emplace_back(*m);
-    }
-  }
-
- private:
-  std::vector<std::mutex*> mutexes_;
-  std::vector<std::unique_lock<std::mutex>> locks_;
-};
-
-}  // namespace
 
 Delivery RocksQueueStore::MakeDelivery(const NewDelivery& in, int64_t now_ms) {
   Delivery d;
@@ -293,71 +273,6 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
     return s;
   }
   return leased;
-}
-
-Result<size_t> RocksQueueStore::PurgeFinished(int64_t now_ms, size_t max) {
-  auto use = UseDb();
-  if (Status s = CheckWritable(); !s.ok()) {
-    return s;
-  }
-  const int64_t cutoff = now_ms - options_.retention_ms;
-  std::vector<std::string> ids;
-  {
-    std::unique_ptr<rocksdb::Iterator> it(
-        db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDone)));
-    for (it->SeekToFirst(); it->Valid() && ids.size() < max; it->Next()) {
-      int64_t finished_ms = 0;
-      std::string_view id;
-      if (!ParseDueKey({it->key().data(), it->key().size()}, finished_ms, id) ||
-          finished_ms >= cutoff) {
-        break;
-      }
-      ids.emplace_back(id);
-    }
-    if (Status s = FromRocks(it->status(), "scan finished index"); !s.ok()) {
-      return s;
-    }
-  }
-  size_t purged = 0;
-  PendingWrite w;
-  StripeLocks locks;
-  for (const std::string& id : ids) {
-    locks.Add(IdStripe(id));
-  }
-  locks.LockAll();
-  for (const std::string& id : ids) {
-    Result<Delivery> d = Read(id);
-    if (!d) {
-      return d.error();
-    }
-    if (d->state == DeliveryState::kDelivered || d->state == DeliveryState::kCancelled) {
-      Stage(w, &*d, nullptr);
-      ++purged;
-    }
-  }
-  if (Status s = Commit(SyncedWrite(), w, "purge finished deliveries"); !s.ok()) {
-    return s;
-  }
-  return purged;
-}
-
-Status RocksQueueStore::Purge(const std::string& id) {
-  auto use = UseDb();
-  if (Status s = CheckWritable(); !s.ok()) {
-    return s;
-  }
-  std::lock_guard<std::mutex> lock(IdStripe(id));
-  Result<Delivery> d = ReadCurrent(id);
-  if (!d) {
-    return d.error();
-  }
-  if (!IsTerminal(d->state)) {
-    return Status::FailedPrecondition(fmt::format(
-        "delivery {} is {}; only finished deliveries can be purged", id, StateName(d->state)));
-  }
-  PendingWrite w;
-  Stage(w, &*d, nullptr);
-  return Commit(SyncedWrite(), w, fmt::format("purge delivery {}", id));
 }
 
 }  // namespace egress::storage

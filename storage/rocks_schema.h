@@ -27,7 +27,9 @@ inline constexpr std::array<FamilySpec, 8> kFamilies = {{
     {Family::kDue, "due", "be64(next_attempt_ms) id -> '' for deferred"},
     {Family::kDest, "dest", "destination key \\0 id -> '' for non-terminal deliveries"},
     {Family::kState, "state", "state byte, id -> ''"},
-    {Family::kDone, "done", "be64(finished_ms) id -> '' for delivered and cancelled"},
+    {Family::kDone, "done",
+     "retention: state be64(finished_ms) id -> '' for finished records; "
+     "'i' be64(finished_ms) id -> idem key of finished deliveries"},
     {Family::kIdem, "idem", "tenant \\0 idempotency key -> id"},
     {Family::kMeta, "meta", "format version, per-state counters (merged)"},
 }};

@@ -62,8 +62,8 @@ constexpr Definition kDefinitions[] = {
     GaugeRow(GaugeId::kDestinations, "relay_egress_destinations",
              "Destinations with work, known to the scheduler."),
     CounterRow(CounterId::kStoreErrors, "relay_egress_store_errors_total",
-               "Store calls of the delivery loop that failed, by operation: lease, read and "
-               "outcome (retried), outcome_refused (refused for good)."),
+               "Store calls that failed, by operation: the delivery loop's lease, read and "
+               "outcome (retried), outcome_refused (refused for good); purge (a retention pass)."),
     GaugeRow(GaugeId::kStoreHealthy, "relay_egress_store_healthy",
              "1 while the store takes writes; 0 after a write or background fault until it "
              "recovers."),
@@ -74,6 +74,15 @@ constexpr Definition kDefinitions[] = {
                "relay_egress_discord_invalid_request_stops_total",
                "Times a Discord token was stopped near the invalid-request ban line, by "
                "credential."),
+    CounterRow(CounterId::kPurged, "relay_egress_purged_total",
+               "Finished deliveries removed by retention, with their payloads and index entries, "
+               "by state (delivered, cancelled, dead)."),
+    CounterRow(CounterId::kIdempotencyKeysExpired, "relay_egress_idempotency_keys_expired_total",
+               "Idempotency keys released by retention while their delivery's record stays (a key "
+               "removed with its record is counted in relay_egress_purged_total only)."),
+    GaugeRow(GaugeId::kStoreBytes, "relay_egress_store_bytes",
+             "Bytes the store takes on disk (every file in its directory), after the last "
+             "retention pass."),
     GaugeRow(GaugeId::kHttpConnections, "relay_egress_http_connections",
              "Connections open to the HTTP API."),
     CounterRow(CounterId::kHttpConnectionsRefused, "relay_egress_http_connections_refused_total",

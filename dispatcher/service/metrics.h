@@ -23,6 +23,8 @@ enum class CounterId : uint8_t {
   kIntakeRejections,            // relay_egress_intake_rejections_total{tenant,reason}
   kStoreErrors,                 // relay_egress_store_errors_total{operation}
   kDiscordInvalidRequestStops,  // relay_egress_discord_invalid_request_stops_total{credential}
+  kPurged,                      // relay_egress_purged_total{state}
+  kIdempotencyKeysExpired,      // relay_egress_idempotency_keys_expired_total
   kHttpConnectionsRefused,      // relay_egress_http_connections_refused_total
   kHttpAcceptFailures,          // relay_egress_http_accept_failures_total
   kHttpTimeouts,                // relay_egress_http_timeouts_total{direction}
@@ -34,6 +36,7 @@ enum class GaugeId : uint8_t {
   kQueueDepth,         // relay_egress_queue_depth{state}
   kOldestDeferralAge,  // relay_egress_oldest_deferral_age_seconds
   kDestinations,       // relay_egress_destinations
+  kStoreBytes,         // relay_egress_store_bytes
   kHttpConnections,    // relay_egress_http_connections
   kStoreHealthy,       // relay_egress_store_healthy
   kMaxValue = kStoreHealthy,

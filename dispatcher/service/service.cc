@@ -24,6 +24,13 @@ Service::Service(asio::io_context& io, const Clock& clock, ServiceOptions option
 
 Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Clock& clock,
                                                 ServiceOptions options) {
+  auto transport = adapters::NewCurlTransport(io, clock, options.transport);
+  return Start(io, clock, std::move(options), std::move(transport));
+}
+
+Result<std::unique_ptr<Service>> Service::Start(
+    asio::io_context& io, const Clock& clock, ServiceOptions options,
+    std::unique_ptr<adapters::HttpTransport> transport) {
   std::unique_ptr<Service> s(new Service(io, clock, std::move(options)));
   const ServiceOptions& o = s->options_;
   if (Status trust = adapters::CheckTrustFiles(o.transport); !trust.ok()) {
@@ -61,7 +68,7 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   if (Status st = s->LoadSettings(); !st.ok()) {
     return st;
   }
-  s->transport_ = adapters::NewCurlTransport(io, clock, o.transport);
+  s->transport_ = std::move(transport);
   s->adapters_ = std::make_unique<adapters::AdapterRegistry>(o.endpoints);
   s->timed_adapters_ = std::make_unique<adapters::TimedAdapters>(*s->adapters_, o.timeouts);
   const adapters::TimedAdapters* timed = s->timed_adapters_.get();
@@ -90,6 +97,9 @@ Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Cloc
   s->server_ = std::move(*server);
   s->loop_->Start();
   s->store_health_->Start();
+  s->retention_ =
+      std::make_unique<RetentionRunner>(io, *s->store_, clock, s->metrics_, o.retention);
+  s->retention_->Start();
   return s;
 }
 
@@ -100,6 +110,7 @@ Service::~Service() {
   if (store_health_) {
     store_health_->Stop();
   }
+  retention_.reset();  // waits for a running slice
   for (auto* pool : {storage_pool_.get(), loop_pool_.get()}) {
     if (pool != nullptr) {
       pool->join();
@@ -127,6 +138,7 @@ void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
     *finished = true;
     timer->cancel();
     transport_->CancelAll();
+    retention_->Stop();  // waits for a running slice
     storage_pool_->join();
     loop_pool_->join();
     done(store_->Close());

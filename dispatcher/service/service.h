@@ -24,6 +24,7 @@
 #include "dispatcher/service/delivery/delivery_loop.h"
 #include "dispatcher/service/job_registry.h"
 #include "dispatcher/service/metrics.h"
+#include "dispatcher/service/retention.h"
 #include "dispatcher/service/store_health_monitor.h"
 #include "storage/queue_store.h"
 
@@ -57,19 +58,28 @@ struct ServiceOptions {
   // concurrent intakes share one fsync. The delivery loop has one thread of its own
   // (Service::loop_pool_). Default: 4.
   size_t storage_threads = 4;
+  // How long finished work is kept and how often it is purged (its own thread).
+  RetentionOptions retention;
 };
 
 // The worker service: owns the store, the pacing engine, the transport, the delivery loop, the
-// store's health monitor and the HTTP API, all driven by one loop thread (`io`) plus two pools
-// for blocking store calls: the API's (storage_threads, which also runs the monitor's
-// recoveries) and the delivery loop's single thread.
+// store's health monitor, the retention runner and the HTTP API, all driven by one loop thread
+// (`io`) plus two pools for blocking store calls, the API's (storage_threads, which also runs the
+// monitor's recoveries) and the delivery loop's single thread, and the retention runner's own
+// thread.
 // Shutdown order: stop intake, let in-flight attempts finish, stop the loop's work,
 // close the store. Construct, run and destroy on the thread running `io`.
 class Service {
  public:
-  // Opens the store (recovering in-flight work), binds the listener and starts pacing.
+  // Opens the store (recovering in-flight work), binds the listener and starts pacing. Sends
+  // through libcurl (adapters::NewCurlTransport with options.transport).
   static Result<std::unique_ptr<Service>> Start(boost::asio::io_context& io, const Clock& clock,
                                                 ServiceOptions options);
+  // As above, sending every attempt through `transport` instead, which must run on `io` (tests
+  // and the API fuzzer, which must never reach the network).
+  static Result<std::unique_ptr<Service>> Start(boost::asio::io_context& io, const Clock& clock,
+                                                ServiceOptions options,
+                                                std::unique_ptr<adapters::HttpTransport> transport);
   ~Service();
 
   boost::asio::ip::tcp::endpoint endpoint() const { return server_->endpoint(); }
@@ -132,6 +142,7 @@ class Service {
   std::unique_ptr<adapters::AdapterRegistry> adapters_;
   std::unique_ptr<adapters::TimedAdapters> timed_adapters_;  // adapters_ with the timeouts
   std::unique_ptr<DeliveryLoop> loop_;
+  std::unique_ptr<RetentionRunner> retention_;
   std::unique_ptr<StoreHealthMonitor> store_health_;  // tells loop_ whether the store writes
   std::unique_ptr<IntakeLimiter> intake_limiter_;
   TenantRequestSlots request_slots_;

@@ -25,6 +25,7 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   o.intake.max_requests_in_flight = config.server.tenant_max_requests_in_flight;
   o.loop.destination_idle = config.server.destination_idle;
   o.backlog_watermark = config.server.tenant_backlog_watermark;
+  o.retention = ToRetentionOptions(config);
   for (const auto& [tenant, t] : config.tenants) {
     o.tenant_weights.emplace_back(tenant, t.weight);
     for (const auto& [name, credential] : t.credentials) {
@@ -43,6 +44,17 @@ pacing::SchedulerOptions ToSchedulerOptions(const config::Config& config) {
     options.max_in_flight_per_platform[i] = platform.max_in_flight_per_platform;
   }
   options.pacing_margin = static_cast<double>(config.server.pacing_margin_percent) / 100.0;
+  return options;
+}
+
+RetentionOptions ToRetentionOptions(const config::Config& config) {
+  const config::RetentionConfig& r = config.server.retention;
+  RetentionOptions options;
+  options.policy = {.delivered_ms = r.delivered.count(),
+                    .cancelled_ms = r.cancelled.count(),
+                    .dead_ms = r.dead.count(),
+                    .idempotency_ms = r.idempotency.count()};
+  options.interval = r.interval;
   return options;
 }
 

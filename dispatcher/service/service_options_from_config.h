@@ -25,7 +25,7 @@ namespace egress::service {
 
 // Everything RunService needs: listen address (already parsed), admin token, store, scheduler,
 // budget defaults, endpoints, per-platform timeouts, transport, intake limits, backlog
-// watermark, tenants' weights and credentials. The fields the config does not set
+// watermark, retention, tenants' weights and credentials. The fields the config does not set
 // (storage_threads, http body cap and idle timeout) keep their defaults.
 ServiceOptions ServiceOptionsFromConfig(const config::Config& config);
 
@@ -34,6 +34,9 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config);
 // Retry policies and in-flight caps per platform, and the pacing margin; the other fields keep
 // their defaults. Budgets are not part of SchedulerOptions: see ServiceOptions::budget_defaults.
 pacing::SchedulerOptions ToSchedulerOptions(const config::Config& config);
+
+// [server.retention]: the ages (0 keeps a class) and the interval; the slice keeps its default.
+RetentionOptions ToRetentionOptions(const config::Config& config);
 
 // Base URLs of Slack, Discord and LINE, and the webhook SSRF policy.
 adapters::PlatformEndpoints ToPlatformEndpoints(const config::Config& config);

@@ -1,6 +1,8 @@
 // The four adapters through CurlTransport against the real relay-egress-sim on 127.0.0.1:
 // requests the simulator accepts, its 429s read into the right observation, LINE's retry key
-// across a timeout, Standard Webhooks signatures (also during a rotation) and 410.
+// across a timeout, Standard Webhooks signatures (also during a rotation) and 410. Each test runs
+// over plain HTTP, HTTPS with HTTP/1.1 and HTTPS with HTTP/2 (the simulator's per-run CA as the
+// transport's ca_file), and checks that every request used that protocol.
 
 #include <cstdlib>
 #include <string>
@@ -13,7 +15,7 @@
 #include "adapters/base64.h"
 #include "adapters/curl_transport.h"
 #include "dispatcher/pacing/classify.h"
-#include "tests/support/child_process.h"
+#include "tests/support/sim_process.h"
 
 namespace egress::adapters {
 namespace {
@@ -25,18 +27,39 @@ using pacing::RateLimitScope;
 
 std::string Secret(char fill) { return "whsec_" + Base64Encode(std::string(32, fill)); }
 
-class AdaptersSimTest : public ::testing::Test {
+class AdaptersSimTest : public ::testing::TestWithParam<SimWire> {
  protected:
   void SetUp() override {
-    const int port = sim_.Start(BuildDir() + "/relay-egress-sim", {"--port", "0"});
-    ASSERT_NE(port, 0) << sim_.error();
-    base_ = "http://127.0.0.1:" + std::to_string(port);
+    Status started = sim_.Start(GetParam());
+    ASSERT_TRUE(started.ok()) << started.ToString();
+    base_ = sim_.BaseUrl();
+    transport_ = NewCurlTransport(io_, clock_, TransportOptions{.ca_file = sim_.ca_file()});
     PlatformEndpoints endpoints;
     endpoints.slack_base_url = base_;
     endpoints.discord_base_url = base_;
     endpoints.line_base_url = base_;
     endpoints.webhook_ssrf.allow_private_networks = true;  // The simulator is on loopback.
     registry_ = std::make_unique<AdapterRegistry>(endpoints);
+  }
+
+  // Every test also verifies that all its platform requests arrived over the wire under test.
+  void TearDown() override {
+    if (transport_ == nullptr) {
+      return;
+    }
+    Result<HttpResponse> r = Send({.method = "GET", .url = base_ + "/_sim/stats"});
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    json stats = json::parse(r->body, nullptr, false);
+    if (!stats.is_object() || !stats["totals"]["requests"].is_number_integer()) {
+      ADD_FAILURE() << "no stats from the simulator: " << stats.dump();
+      return;
+    }
+    const int64_t requests = stats["totals"]["requests"].get<int64_t>();
+    EXPECT_GT(requests, 0);
+    for (SimWire wire : {SimWire::kHttp, SimWire::kHttps1, SimWire::kHttps2}) {
+      EXPECT_EQ(stats["protocols"][SimProtocolKey(wire)], wire == GetParam() ? requests : 0)
+          << SimProtocolKey(wire) << " " << stats["protocols"].dump();
+    }
   }
 
   Result<HttpResponse> Send(HttpRequest request) {
@@ -88,12 +111,12 @@ class AdaptersSimTest : public ::testing::Test {
     return d;
   }
 
-  ChildProcess sim_;
+  SimProcess sim_;
   std::string base_;
   std::unique_ptr<AdapterRegistry> registry_;
   boost::asio::io_context io_;
   SystemClock clock_;
-  std::unique_ptr<HttpTransport> transport_ = NewCurlTransport(io_, clock_, TransportOptions{});
+  std::unique_ptr<HttpTransport> transport_;
 };
 
 Credential Token(std::string token) {
@@ -102,7 +125,7 @@ Credential Token(std::string token) {
 
 // Verifies Slack: a post is delivered with its ts; a 429 parks with Retry-After; an incoming
 // webhook is delivered and an archived one disables the destination.
-TEST_F(AdaptersSimTest, Slack) {
+TEST_P(AdaptersSimTest, Slack) {
   Configure(R"({"slack":{"channel_burst":1,"channel_rate_per_s":0.01,"retry_after_s":30,
                          "archived_hooks":["T1/B1/gone"]}})");
   AttemptReport ok = Attempt(Delivery("slack", "C1", R"({"text":"hi"})", "S1"), Token("xoxb-1"));
@@ -126,7 +149,7 @@ TEST_F(AdaptersSimTest, Slack) {
 
 // Verifies Discord: bucket headers fold into the observation, a bucket 429 reads the body's
 // retry_after, a retried nonce posts once, and an unknown webhook disables the destination.
-TEST_F(AdaptersSimTest, Discord) {
+TEST_P(AdaptersSimTest, Discord) {
   Configure(
       R"({"discord":{"bucket_limit":2,"bucket_window_ms":60000,"unknown_webhooks":["666"]}})");
   storage::Delivery first = Delivery("discord", "channels/42", R"({"content":"a"})", "D1");
@@ -162,7 +185,7 @@ TEST_F(AdaptersSimTest, Discord) {
 
 // Verifies LINE: a push is delivered; a timeout then a retry with the same key is answered 409
 // and counts as delivered, with one message accepted; quota and rate 429s are told apart.
-TEST_F(AdaptersSimTest, Line) {
+TEST_P(AdaptersSimTest, Line) {
   const std::string messages = R"({"messages":[{"type":"text","text":"hi"}]})";
   AttemptReport ok = Attempt(Delivery("line", "U1", messages, "L1"), Token("line-1"));
   EXPECT_EQ(Classify(ok.outcome), OutcomeClass::kDelivered) << ok.attempt.detail;
@@ -200,7 +223,7 @@ TEST_F(AdaptersSimTest, Line) {
 
 // Verifies webhooks: signatures verify in the simulator, also while the receiver has only the
 // new secret and the sender signs with both; a wrong secret is refused; 410 disables.
-TEST_F(AdaptersSimTest, Webhook) {
+TEST_P(AdaptersSimTest, Webhook) {
   Configure(R"({"hooks":{"signed":{"secrets":[")" + Secret('a') + R"("]},"rotated":{"secrets":[")" +
             Secret('b') +
             R"("]},"gone":{"faults":{"status":410}},)"
@@ -231,6 +254,12 @@ TEST_F(AdaptersSimTest, Webhook) {
   EXPECT_EQ(Classify(busy.outcome), OutcomeClass::kBudgetExhausted);
   EXPECT_EQ(busy.observation.retry_after, Millis(7000));
 }
+
+INSTANTIATE_TEST_SUITE_P(Wires, AdaptersSimTest,
+                         ::testing::Values(SimWire::kHttp, SimWire::kHttps1, SimWire::kHttps2),
+                         [](const ::testing::TestParamInfo<SimWire>& info) {
+                           return SimWireName(info.param);
+                         });
 
 }  // namespace
 }  // namespace egress::adapters

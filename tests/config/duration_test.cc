@@ -22,6 +22,7 @@ TEST(DurationTest, ParsesTable) {
       {"1s", 1000, ""},
       {"5m", 300'000, ""},
       {"2h", 7'200'000, ""},
+      {"7d", 604'800'000, ""},
       {"007s", 7000, ""},
       {"9223372036854775807ms", INT64_MAX, ""},
       {"", -1, "empty duration (write e.g. \"5s\")"},
@@ -30,13 +31,13 @@ TEST(DurationTest, ParsesTable) {
       {"s", -1, "a duration starts with a whole number (e.g. \"5s\")"},
       {"+5s", -1, "a duration starts with a whole number (e.g. \"5s\")"},
       {" 5s", -1, "a duration starts with a whole number (e.g. \"5s\")"},
-      {"5", -1, "missing unit (use ms, s, m or h)"},
-      {"5d", -1, "unknown unit \"d\" (use ms, s, m or h)"},
-      {"5 s", -1, "unknown unit \" s\" (use ms, s, m or h)"},
-      {"5S", -1, "unknown unit \"S\" (use ms, s, m or h)"},
-      {"1.5s", -1, "unknown unit \".5s\" (use ms, s, m or h)"},
-      {"5s5m", -1, "unknown unit \"s5m\" (use ms, s, m or h)"},
-      {"5min", -1, "unknown unit \"min\" (use ms, s, m or h)"},
+      {"5", -1, "missing unit (use ms, s, m, h or d)"},
+      {"5w", -1, "unknown unit \"w\" (use ms, s, m, h or d)"},
+      {"5 s", -1, "unknown unit \" s\" (use ms, s, m, h or d)"},
+      {"5S", -1, "unknown unit \"S\" (use ms, s, m, h or d)"},
+      {"1.5s", -1, "unknown unit \".5s\" (use ms, s, m, h or d)"},
+      {"5s5m", -1, "unknown unit \"s5m\" (use ms, s, m, h or d)"},
+      {"5min", -1, "unknown unit \"min\" (use ms, s, m, h or d)"},
       {"9223372036854775808ms", -1, "duration too large"},
       {"99999999999999999999s", -1, "duration too large"},
       {"9223372036854776s", -1, "duration too large"},
@@ -72,6 +73,7 @@ TEST(DurationTest, FormatsAndRoundTrips) {
   EXPECT_EQ(FormatDuration(Millis(90'000)), "90s");
   EXPECT_EQ(FormatDuration(Millis(1'800'000)), "30m");
   EXPECT_EQ(FormatDuration(Millis(36'000'000)), "10h");
+  EXPECT_EQ(FormatDuration(Millis(604'800'000)), "7d");
   for (int64_t ms : {0LL, 1LL, 999LL, 60'000LL, 3'600'001LL, 86'400'000LL}) {
     Result<Millis> back = ParseDuration(FormatDuration(Millis(ms)));
     ASSERT_TRUE(back.has_value());

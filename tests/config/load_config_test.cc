@@ -35,6 +35,11 @@ TEST(LoadConfigTest, EmptyFilesGiveDefaults) {
   EXPECT_EQ(config->server.batch_max_items, 1000u);
   EXPECT_EQ(config->server.max_json_depth, 64u);
   EXPECT_EQ(config->server.tenant_backlog_watermark, 100'000u);
+  EXPECT_EQ(config->server.retention.delivered, Millis(7 * 86'400'000LL));
+  EXPECT_EQ(config->server.retention.cancelled, Millis(7 * 86'400'000LL));
+  EXPECT_EQ(config->server.retention.dead, Millis(30 * 86'400'000LL));
+  EXPECT_EQ(config->server.retention.idempotency, Millis(86'400'000));
+  EXPECT_EQ(config->server.retention.interval, Millis(60'000));
   EXPECT_EQ(config->server.max_batch_bytes, 16u << 20);
   EXPECT_EQ(config->server.max_connections, 4096u);
   EXPECT_EQ(config->server.read_timeout, Millis(60'000));
@@ -106,6 +111,29 @@ TEST(LoadConfigTest, ListenAcceptsHostName) {
   Result<Config> config = files.Load("[server]\nlisten = \"localhost:8686\"\n");
   ASSERT_TRUE(config.has_value()) << config.error().ToString();
   EXPECT_EQ(config->server.listen, (HostPort{.host = "localhost", .port = 8686}));
+}
+
+// Verifies [server.retention]: days and other units, "off" and a zero duration (keep forever),
+// and that an absent key keeps its default.
+TEST(LoadConfigTest, ReadsRetention) {
+  ConfigFiles files;
+  Result<Config> config = files.Load(
+      "[server.retention]\n"
+      "delivered = \"3d\"\n"
+      "cancelled = \"off\"\n"
+      "dead = \"0s\"\n"
+      "idempotency = \"36h\"\n"
+      "interval = \"30s\"\n");
+  ASSERT_TRUE(config.has_value()) << config.error().ToString();
+  EXPECT_EQ(config->server.retention.delivered, Millis(3 * 86'400'000LL));
+  EXPECT_EQ(config->server.retention.cancelled, Millis(0));
+  EXPECT_EQ(config->server.retention.dead, Millis(0));
+  EXPECT_EQ(config->server.retention.idempotency, Millis(36 * 3'600'000LL));
+  EXPECT_EQ(config->server.retention.interval, Millis(30'000));
+  Result<Config> partial = files.Load("server.retention.dead = \"off\"\n");
+  ASSERT_TRUE(partial.has_value()) << partial.error().ToString();
+  EXPECT_EQ(partial->server.retention.dead, Millis(0));
+  EXPECT_EQ(partial->server.retention.delivered, Millis(7 * 86'400'000LL));
 }
 
 // Verifies dotted keys and inline tables work like table headers.

@@ -1,15 +1,15 @@
 // libFuzzer target for the shared rate-limit header parser (adapters/rate_limit_headers.h).
 //
-// Not part of the CMake build, which uses GCC. The unit test RateLimitHeadersFuzzTest
-// (rate_limit_headers_fuzz_test.cc) runs the same FuzzRateLimitHeadersOnce over a few hundred
-// thousand seeded pseudo-random and mutated inputs on every build, without clang.
+// Built only in the clang configuration of build-fuzz/ (EGRESS_SANITIZE=fuzzer). The unit test
+// RateLimitHeadersFuzzTest (rate_limit_headers_fuzz_test.cc) runs the same
+// FuzzRateLimitHeadersOnce over a few hundred thousand seeded pseudo-random and mutated inputs on
+// every build, without clang.
 //
-// The real fuzzer: `./dev fuzz [seconds]` (also the last step of `./dev test`) builds this file
-// and the parser's sources with clang 14 and -fsanitize=fuzzer,address,undefined into
-// build-fuzz/, then runs it with tests/fuzz/rate_limit_headers.dict over tests/fuzz/seeds/ (the
-// table tests' header forms, in the input layout of rate_limit_headers_fuzz.h) and
-// build-fuzz/corpus/. A crash or a broken invariant aborts and leaves the input in
-// build-fuzz/crash-<sha1>; replay it with
+// The real fuzzer: `./dev fuzz [seconds]` (also a step of `./dev test`) builds it with clang 14
+// and -fsanitize=fuzzer,address,undefined in build-fuzz/, then runs it with
+// tests/fuzz/rate_limit_headers.dict over tests/fuzz/seeds/ (the table tests' header forms, in
+// the input layout of rate_limit_headers_fuzz.h) and build-fuzz/corpus/. A crash or a broken
+// invariant aborts and leaves the input in build-fuzz/crash-<sha1>; replay it with
 //   build-fuzz/rate_limit_headers_fuzz build-fuzz/crash-<sha1>
 
 #include "tests/fuzz/rate_limit_headers_fuzz.h"

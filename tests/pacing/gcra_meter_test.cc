@@ -177,6 +177,32 @@ TEST(GcraMeterTest, HugeCostDoesNotPassABusyMeter) {
   EXPECT_GT(second.retry_after.count(), 0);
 }
 
+// Verifies that a large cost through a slow meter is metered, not waved through: 10^6 units of
+// one per 3 hours (1.08e19 ns, past 2^63) pass an empty meter once, then the meter stays closed,
+// also to the next request of the same cost, also at the slowest budget. Saturating each product
+// at INT64_MAX let new_tat and depth x interval cancel, and every such request passed.
+TEST(GcraMeterTest, CostBeyondInt64NanosStillWaits) {
+  for (const int64_t scale_ms : {int64_t{3 * 3600 * 1000}, kMaxBudgetScaleMs}) {
+    SCOPED_TRACE(scale_ms);
+    const GcraParams slow = GcraParams::FromBudget(Budget{1, scale_ms, 1});
+    const int64_t now = 1'000'000'000;
+    const GcraDecision first = GcraEvaluate(0, slow, 1'000'000, now);
+    ASSERT_TRUE(first.allowed);
+    EXPECT_EQ(first.tat_ns, std::numeric_limits<int64_t>::max());
+    for (const int64_t cost : {int64_t{1'000'000}, int64_t{1}}) {
+      const GcraDecision again = GcraEvaluate(first.tat_ns, slow, cost, now + slow.interval_ns);
+      EXPECT_FALSE(again.allowed) << cost;
+      EXPECT_GT(again.retry_after.count(), 0) << cost;
+    }
+    FakeClock clock;
+    GcraMeter meter(clock, Budget{1, scale_ms, 1});
+    EXPECT_TRUE(meter.Consume(1'000'000).allowed);
+    clock.Advance(milliseconds(scale_ms));
+    EXPECT_FALSE(meter.Consume(1'000'000).allowed);
+    EXPECT_FALSE(meter.Consume(1).allowed);
+  }
+}
+
 // Verifies the range of a budget's fields (config, admin API and learned headers share it).
 TEST(BudgetTest, ValidOnlyWithinRange) {
   EXPECT_TRUE((Budget{1, 1, 1}.Valid()));

@@ -80,7 +80,7 @@ relay_egress_attempt_duration_seconds_count{platform="webhook"} 2
 # HELP relay_egress_destinations Destinations with work, known to the scheduler.
 # TYPE relay_egress_destinations gauge
 relay_egress_destinations 7
-# HELP relay_egress_store_errors_total Store calls of the delivery loop that failed, by operation: lease, read and outcome (retried), outcome_refused (refused for good).
+# HELP relay_egress_store_errors_total Store calls that failed, by operation: the delivery loop's lease, read and outcome (retried), outcome_refused (refused for good); purge (a retention pass).
 # TYPE relay_egress_store_errors_total counter
 relay_egress_store_errors_total{operation="outcome"} 1
 # HELP relay_egress_store_healthy 1 while the store takes writes; 0 after a write or background fault until it recovers.
@@ -91,6 +91,14 @@ relay_egress_store_healthy 0
 relay_egress_corrupt_records_total 2
 # HELP relay_egress_discord_invalid_request_stops_total Times a Discord token was stopped near the invalid-request ban line, by credential.
 # TYPE relay_egress_discord_invalid_request_stops_total counter
+# HELP relay_egress_purged_total Finished deliveries removed by retention, with their payloads and index entries, by state (delivered, cancelled, dead).
+# TYPE relay_egress_purged_total counter
+relay_egress_purged_total{state="dead"} 2
+# HELP relay_egress_idempotency_keys_expired_total Idempotency keys released by retention while their delivery's record stays (a key removed with its record is counted in relay_egress_purged_total only).
+# TYPE relay_egress_idempotency_keys_expired_total counter
+# HELP relay_egress_store_bytes Bytes the store takes on disk (every file in its directory), after the last retention pass.
+# TYPE relay_egress_store_bytes gauge
+relay_egress_store_bytes 4096
 # HELP relay_egress_http_connections Connections open to the HTTP API.
 # TYPE relay_egress_http_connections gauge
 relay_egress_http_connections 3
@@ -126,6 +134,8 @@ void Record(Metrics& m) {
   m.Observe(HistogramId::kAttemptDuration, {{"platform", "webhook"}}, 40);
   m.Observe(HistogramId::kAttemptDuration, {}, 0.001);
   m.Inc(CounterId::kStoreErrors, {{"operation", "outcome"}});
+  m.Inc(CounterId::kPurged, {{"state", "dead"}}, 2);
+  m.Set(GaugeId::kStoreBytes, {}, 4096);
   m.Set(GaugeId::kStoreHealthy, {}, 0);
   m.Inc(CounterId::kCorruptRecords, {}, 2);
   m.SetTotal(CounterId::kConnectionsOpened, {}, 4);
@@ -165,13 +175,15 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 20u);
+  EXPECT_EQ(names.size(), 23u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }
   EXPECT_EQ(Metrics::Name(CounterId::kDeliveries), "relay_egress_deliveries_total");
   EXPECT_EQ(Metrics::Name(GaugeId::kHttpConnections), "relay_egress_http_connections");
   EXPECT_EQ(Metrics::Name(HistogramId::kAttemptDuration), "relay_egress_attempt_duration_seconds");
+  EXPECT_EQ(Metrics::Name(CounterId::kPurged), "relay_egress_purged_total");
+  EXPECT_EQ(Metrics::Name(GaugeId::kStoreBytes), "relay_egress_store_bytes");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The worker service end to end: a real Service (RocksDB on disk, Beast API, curl transport)
-// in this process, the real platform simulator as a child process, real loopback HTTP.
+// in this process, the real platform simulator as a child process, real loopback HTTP. The
+// platform tests (ServicePlatformTest) run over plain HTTP, HTTPS/1.1 and HTTPS/2 each.
 
 #include <chrono>
 #include <cstdio>
@@ -11,8 +12,8 @@
 
 #include "dispatcher/service/service.h"
 #include "storage/rocks_queue_store.h"
-#include "tests/support/child_process.h"
 #include "tests/support/http_client.h"
+#include "tests/support/sim_process.h"
 #include "tests/support/temp_dir.h"
 
 namespace egress::service {
@@ -25,11 +26,15 @@ constexpr char kAdminToken[] = "test-admin-token";
 
 class ServiceTest : public ::testing::Test {
  protected:
+  // How the service reaches the simulator. Default: plain HTTP.
+  virtual SimWire Wire() const { return SimWire::kHttp; }
+
   void SetUp() override {
-    sim_port_ = sim_.Start(BuildDir() + "/relay-egress-sim", {"--port", "0"});
-    ASSERT_NE(sim_port_, 0) << sim_.error();
-    const std::string sim = "http://127.0.0.1:" + std::to_string(sim_port_);
+    Status started = sim_.Start(Wire());
+    ASSERT_TRUE(started.ok()) << started.ToString();
+    const std::string sim = sim_.BaseUrl();
     ServiceOptions o;
+    o.transport.ca_file = sim_.ca_file();  // the simulator's per-run CA (empty over HTTP)
     o.http.listen = {.host = "127.0.0.1", .port = 0};
     o.admin_token = kAdminToken;
     o.store.path = dir_.Sub("store");
@@ -86,16 +91,14 @@ class ServiceTest : public ::testing::Test {
   json Webhook(const std::string& tenant, const std::string& hook, int n) {
     return {{"tenant", tenant},
             {"platform", "webhook"},
-            {"destination", "http://127.0.0.1:" + std::to_string(sim_port_) + "/hooks/" + hook},
+            {"destination", sim_.BaseUrl() + "/hooks/" + hook},
             {"credential", "hooks"},
             {"payload", {{"event", "message.created"}, {"n", n}}}};
   }
 
-  json SimConfig(const json& patch) {
-    return HttpCall(sim_port_, "POST", "/_sim/config", patch.dump()).Json();
-  }
+  json SimConfig(const json& patch) { return sim_.Configure(patch); }
 
-  json SimStats() { return HttpCall(sim_port_, "GET", "/_sim/stats").Json(); }
+  json SimStats() { return sim_.Stats(); }
 
   // Polls the service's stats until `pred` holds (bounded: a failed wait fails the test).
   json WaitForStats(const std::function<bool(const json&)>& pred, int timeout_ms = 20'000) {
@@ -112,8 +115,7 @@ class ServiceTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  ChildProcess sim_;
-  int sim_port_ = 0;
+  SimProcess sim_;
   SystemClock clock_;
   ServiceOptions options_;
   std::unique_ptr<boost::asio::io_context> io_;
@@ -122,9 +124,37 @@ class ServiceTest : public ::testing::Test {
   int port_ = 0;
 };
 
+// The platform tests, once per wire; each also verifies that every request the simulator saw
+// came over that wire.
+class ServicePlatformTest : public ServiceTest, public ::testing::WithParamInterface<SimWire> {
+ protected:
+  SimWire Wire() const override { return GetParam(); }
+
+  void TearDown() override {
+    ServiceTest::TearDown();
+    json stats = SimStats();
+    if (!stats.is_object() || !stats["totals"]["requests"].is_number_integer()) {
+      ADD_FAILURE() << "no stats from the simulator: " << stats.dump();
+      return;
+    }
+    const int64_t requests = stats["totals"]["requests"].get<int64_t>();
+    EXPECT_GT(requests, 0);
+    for (SimWire wire : {SimWire::kHttp, SimWire::kHttps1, SimWire::kHttps2}) {
+      EXPECT_EQ(stats["protocols"][SimProtocolKey(wire)], wire == GetParam() ? requests : 0)
+          << SimProtocolKey(wire) << " " << stats["protocols"].dump();
+    }
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Wires, ServicePlatformTest,
+                         ::testing::Values(SimWire::kHttp, SimWire::kHttps1, SimWire::kHttps2),
+                         [](const ::testing::TestParamInfo<SimWire>& info) {
+                           return SimWireName(info.param);
+                         });
+
 // Verifies signed webhooks end to end: accepted with 202, delivered once each, signatures
 // verified by the receiver, nothing duplicated.
-TEST_F(ServiceTest, DeliversSignedWebhooks) {
+TEST_P(ServicePlatformTest, DeliversSignedWebhooks) {
   SimConfig({{"hooks", {{"signed", {{"secrets", {kSecret}}}}}}});
   for (int i = 0; i < 20; ++i) {
     TestResponse r = Post("/v1/deliveries", Webhook("acme", "signed", i));
@@ -150,7 +180,7 @@ json Platform(const std::string& platform, const std::string& credential,
 // Verifies Slack end to end: a burst to one channel is paced to the channel's budget (1/s,
 // burst 3), the same limit the simulator enforces: nothing arrives early and, with the pacing
 // margin, no send lands on the limit's edge: no 429 at all.
-TEST_F(ServiceTest, SlackIsPacedWithoutTooManyRequests) {
+TEST_P(ServicePlatformTest, SlackIsPacedWithoutTooManyRequests) {
   for (int i = 0; i < 5; ++i) {
     TestResponse r = Post("/v1/deliveries",
                           Platform("slack", "bot", "C0123456789", {{"text", "hi"}, {"seq", i}}));
@@ -165,7 +195,7 @@ TEST_F(ServiceTest, SlackIsPacedWithoutTooManyRequests) {
 
 // Verifies Discord end to end: bot messages learn the bucket from headers and wait on
 // Remaining 0, so a bucket of 5 per 5 s costs no 429 for 7 messages.
-TEST_F(ServiceTest, DiscordWaitsOnRemainingZero) {
+TEST_P(ServicePlatformTest, DiscordWaitsOnRemainingZero) {
   SimConfig({{"discord", {{"bucket_limit", 5}, {"bucket_window_ms", 2000}}}});
   for (int i = 0; i < 7; ++i) {
     TestResponse r =
@@ -182,7 +212,7 @@ TEST_F(ServiceTest, DiscordWaitsOnRemainingZero) {
 
 // Verifies LINE end to end: pushes carry a retry key, and a 500 after delivery followed by
 // a retry with the same key is a 409 the service counts as delivered, posted once.
-TEST_F(ServiceTest, LineRetryAfterServerErrorPostsOnce) {
+TEST_P(ServicePlatformTest, LineRetryAfterServerErrorPostsOnce) {
   SimConfig(
       {{"line",
         {{"faults", {{"storm_first", 1}, {"storm_status", 500}, {"storm_after_accept", true}}}}}});
@@ -404,7 +434,7 @@ TEST_F(ServiceTest, BudgetWaitIsDeferredWithReasonAndNextEligibleTime) {
 
 // Verifies that a 410 disables the destination: its deliveries are kept (not dropped) and
 // the destination shows why.
-TEST_F(ServiceTest, GoneReceiverDisablesDestinationWithoutDropping) {
+TEST_P(ServicePlatformTest, GoneReceiverDisablesDestinationWithoutDropping) {
   SimConfig({{"hooks", {{"gone", {{"faults", {{"status", 410}}}}}}}});
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(Post("/v1/deliveries", Webhook("acme", "gone", i)).status, 202);
@@ -476,16 +506,18 @@ class ReplayJobTest : public ServiceTest {
     storage::NewDelivery d;
     d.tenant = "acme";
     d.platform = "webhook";
-    d.destination = "http://127.0.0.1:" + std::to_string(sim_port_) + "/hooks/replayed";
+    d.destination = sim_.BaseUrl() + "/hooks/replayed";
     d.credential = "hooks";
     d.payload = R"({"event":"replayed"})";
     auto stored = (*store)->EnqueueBatch(std::vector<storage::NewDelivery>(n, d), 1);
     ASSERT_TRUE(stored.has_value()) << stored.error().ToString();
     std::vector<storage::QueueStore::IdChange> changes;
+    // Dead now, not in 1970: retention (dead after 30 days) would purge them at start-up.
+    const int64_t now_ms = ToUnixMillis(clock_.WallNow());
     for (const auto& r : *stored) {
       ASSERT_TRUE(r.has_value());
       changes.push_back(
-          {r->id, {.to = storage::DeliveryState::kDead, .at_ms = 2, .reason = "http_404"}});
+          {r->id, {.to = storage::DeliveryState::kDead, .at_ms = now_ms, .reason = "http_404"}});
     }
     ASSERT_TRUE((*store)->ApplyBatch(changes).has_value());
     ASSERT_TRUE((*store)->Close().ok());

@@ -50,6 +50,31 @@ TEST(ServiceOptionsFromConfigTest, EndpointsAndStore) {
   EXPECT_EQ(store.max_payload_bytes, 4096u);
 }
 
+// Verifies [server.retention] reaches the service: each age, "off" as 0, and the interval; the
+// defaults match the store's RetentionPolicy.
+TEST(ServiceOptionsFromConfigTest, Retention) {
+  Config config = DefaultConfig();
+  const RetentionOptions defaults = ServiceOptionsFromConfig(config).retention;
+  const storage::RetentionPolicy policy;
+  EXPECT_EQ(defaults.policy.delivered_ms, policy.delivered_ms);
+  EXPECT_EQ(defaults.policy.cancelled_ms, policy.cancelled_ms);
+  EXPECT_EQ(defaults.policy.dead_ms, policy.dead_ms);
+  EXPECT_EQ(defaults.policy.idempotency_ms, policy.idempotency_ms);
+  EXPECT_EQ(defaults.interval, Millis(60'000));
+  config.server.retention.delivered = Millis(3'000);
+  config.server.retention.cancelled = Millis(0);
+  config.server.retention.dead = Millis(5'000);
+  config.server.retention.idempotency = Millis(7'000);
+  config.server.retention.interval = Millis(2'000);
+  const RetentionOptions set = ServiceOptionsFromConfig(config).retention;
+  EXPECT_EQ(set.policy.delivered_ms, 3'000);
+  EXPECT_EQ(set.policy.cancelled_ms, 0);
+  EXPECT_EQ(set.policy.dead_ms, 5'000);
+  EXPECT_EQ(set.policy.idempotency_ms, 7'000);
+  EXPECT_EQ(set.interval, Millis(2'000));
+  EXPECT_EQ(set.slice, RetentionOptions().slice);
+}
+
 // Verifies each platform's connect_timeout and timeout land in its own slot, defaults elsewhere.
 TEST(ServiceOptionsFromConfigTest, TimeoutsPerPlatform) {
   Config config = DefaultConfig();

@@ -1,5 +1,8 @@
 #include "tests/simulator/destination_stats.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/simulator/json_text.h"
@@ -126,7 +129,12 @@ std::string StatsBook::ToJson() const {
   for (const auto& [dest, c] : counters_) {
     dests[dest] = ToJsonObject(c);
   }
-  nlohmann::json out = {{"destinations", dests}, {"totals", ToJsonObject(Totals())}};
+  nlohmann::json protocols = nlohmann::json::object();
+  for (SimProtocol p : {SimProtocol::kHttp1, SimProtocol::kHttp1Tls, SimProtocol::kHttp2Tls}) {
+    protocols[std::string(ProtocolName(p))] = protocols_[static_cast<size_t>(p)];
+  }
+  nlohmann::json out = {
+      {"destinations", dests}, {"totals", ToJsonObject(Totals())}, {"protocols", protocols}};
   return JsonText(out);
 }
 
@@ -135,6 +143,7 @@ void StatsBook::Clear() {
   not_before_.clear();
   identities_.clear();
   last_seq_.clear();
+  std::fill(std::begin(protocols_), std::end(protocols_), 0);
 }
 
 }  // namespace egress::sim

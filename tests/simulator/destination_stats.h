@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "dispatcher/base/clock.h"
+#include "tests/simulator/sim_message.h"
 
 namespace egress::sim {
 
@@ -65,7 +66,10 @@ class StatsBook {
   const std::map<std::string, DestinationCounters>& all() const { return counters_; }
   DestinationCounters Totals() const;
 
-  // {"destinations":{dest:{...}},"totals":{...}}.
+  // Counts one platform request that arrived over `protocol`.
+  void CountProtocol(SimProtocol protocol) { ++protocols_[static_cast<size_t>(protocol)]; }
+
+  // {"destinations":{dest:{...}},"totals":{...},"protocols":{"http/1.1":n,"https/1.1":n,"h2":n}}.
   std::string ToJson() const;
 
   void Clear();
@@ -77,6 +81,7 @@ class StatsBook {
   };
 
   std::map<std::string, DestinationCounters> counters_;
+  int64_t protocols_[3] = {0, 0, 0};  // indexed by SimProtocol
   std::unordered_map<std::string, SteadyTime> not_before_;
   std::unordered_map<std::string, Entry> identities_;
   std::unordered_map<std::string, int64_t> last_seq_;

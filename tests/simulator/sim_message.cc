@@ -2,6 +2,18 @@
 
 namespace egress::sim {
 
+std::string_view ProtocolName(SimProtocol protocol) {
+  switch (protocol) {
+    case SimProtocol::kHttp1:
+      return "http/1.1";
+    case SimProtocol::kHttp1Tls:
+      return "https/1.1";
+    case SimProtocol::kHttp2Tls:
+      return "h2";
+  }
+  return "unknown";
+}
+
 std::string_view SimRequest::Header(std::string_view name) const {
   for (const auto& [key, value] : headers) {
     if (key == name) {

@@ -7,6 +7,13 @@
 
 namespace egress::sim {
 
+// How a request reached the simulator: plain HTTP/1.x, HTTP/1.x over TLS, or HTTP/2 over TLS
+// (negotiated by ALPN). Counted per platform request in the stats ("protocols").
+enum class SimProtocol { kHttp1, kHttp1Tls, kHttp2Tls };
+
+// "http/1.1", "https/1.1", "h2": the keys of the stats' "protocols" object.
+std::string_view ProtocolName(SimProtocol protocol);
+
 // One HTTP request as the platform simulations see it: no Beast types, so the platform logic
 // is testable without sockets.
 struct SimRequest {
@@ -15,6 +22,7 @@ struct SimRequest {
   std::string query;                                         // "wait=true" (no '?')
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-case
   std::string body;
+  SimProtocol protocol = SimProtocol::kHttp1;  // set by the connection, not the parser
 
   // The first header named `name` (lower-case), or empty.
   std::string_view Header(std::string_view name) const;

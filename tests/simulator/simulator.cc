@@ -95,6 +95,7 @@ void Simulator::ClearLimits() {
 }
 
 SimResponse Simulator::HandlePlatform(const SimRequest& req) {
+  stats_.CountProtocol(req.protocol);
   SimContext ctx{clock_, config_, stats_, faults_};
   std::string_view path = req.path;
   if (path == "/api/chat.postMessage") {

@@ -59,6 +59,35 @@ TEST(IndexKeysTest, DueKeysSortByTimeThenId) {
   EXPECT_EQ(id, "01ABC");
 }
 
+// Verifies that the retention index keeps each class (a state, or idempotency keys) apart and
+// in finish-time order, that a class's bound for time T sits after every entry older than T and
+// before every entry of T or later, and that keys parse back.
+TEST(IndexKeysTest, DoneKeysGroupByClassThenTime) {
+  constexpr int64_t kT = 1'767'225'600'000;
+  EXPECT_LT(DoneKey(DeliveryState::kDelivered, kT + 1, "A"), DoneKey(DeliveryState::kDead, 0, "A"));
+  EXPECT_LT(DoneKey(DeliveryState::kCancelled, kT + 1, "A"), IdemExpiryKey(0, "A"));
+  EXPECT_LT(DoneKey(DeliveryState::kDead, 255, "Z"), DoneKey(DeliveryState::kDead, 256, "0"));
+  EXPECT_LT(DoneKey(DeliveryState::kDead, kT - 1, "ZZZZ"),
+            DoneBound(static_cast<char>(DeliveryState::kDead), kT));
+  EXPECT_LE(DoneBound(static_cast<char>(DeliveryState::kDead), kT),
+            DoneKey(DeliveryState::kDead, kT, "0"));
+  EXPECT_LT(IdemExpiryKey(kT - 1, "ZZZZ"), DoneBound(kIdemExpiryTag, kT));
+  // Every tag sorts after the first byte of a format-3 key (be64 of a time before 2^56 ms),
+  // which the migration to format 4 removes as the range [0x00, 0x04).
+  EXPECT_LT(DueKey(kT, "Z"), std::string("\x04"));
+  EXPECT_GE(DoneKey(DeliveryState::kDelivered, 0, "0"), std::string("\x04"));
+  char tag = 0;
+  int64_t ms = 0;
+  std::string_view id;
+  ASSERT_TRUE(ParseDoneKey(IdemExpiryKey(kT + 7, "01ABC"), tag, ms, id));
+  EXPECT_EQ(tag, kIdemExpiryTag);
+  EXPECT_EQ(ms, kT + 7);
+  EXPECT_EQ(id, "01ABC");
+  ASSERT_TRUE(ParseDoneKey(DoneKey(DeliveryState::kCancelled, kT, "01X"), tag, ms, id));
+  EXPECT_EQ(tag, static_cast<char>(DeliveryState::kCancelled));
+  EXPECT_FALSE(ParseDoneKey(std::string("\x04short"), tag, ms, id));
+}
+
 // Verifies that a destination's keys group together and sort by id, and that the upper bound
 // of one destination is past all its keys but before a longer destination sharing its prefix.
 TEST(IndexKeysTest, DestinationKeysGroupAndOrder) {

@@ -203,5 +203,31 @@ TEST_F(CorruptRecordTest, ReadOnlyStoreDoesNotRepair) {
   EXPECT_EQ(dead.error().code(), Status::Code::kFailedPrecondition);
 }
 
+// Verifies that a listing by state skips an index entry whose record is gone, as a retention
+// purge between the index read and the record read leaves it (a replay job once failed whole on
+// "delivery ... not found"), and lists the deliveries around it.
+TEST_F(CorruptRecordTest, ListByStateSkipsARecordPurgedMeanwhile) {
+  Open();
+  const std::string a = Enqueue(1);
+  const std::string gone = Enqueue(2);
+  const std::string c = Enqueue(3);
+  Close();
+  {
+    RawStore raw(options_.path);
+    raw.Delete(Family::kJobs, gone);
+  }
+  Open();
+  ListFilter filter;
+  filter.state = DeliveryState::kQueued;
+  filter.limit = 10;
+  auto page = store_->List(filter);
+  ASSERT_TRUE(page.has_value()) << page.error().ToString();
+  std::vector<std::string> ids;
+  for (const Delivery& d : page->deliveries) {
+    ids.push_back(d.id);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{a, c}));
+}
+
 }  // namespace
 }  // namespace egress::storage

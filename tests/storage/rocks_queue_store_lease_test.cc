@@ -184,7 +184,8 @@ TEST_F(LeaseTest, OutcomeWritesFromTheDiskVersion) {
   EXPECT_EQ(StateOf(ids_[3]), DeliveryState::kQueued) << "its lease died with the store";
   ExpectConsistent();
   // The done index: the delivered one ages out.
-  EXPECT_EQ(*store_->PurgeFinished(kT0 + options_.retention_ms + 10, 10), 1u);
+  const RetentionPolicy policy;
+  EXPECT_EQ(store_->PurgeExpired(policy, kT0 + policy.delivered_ms + 10, 10)->delivered, 1u);
 }
 
 // Verifies that a leased delivery can be neither cancelled nor purged.

@@ -118,7 +118,7 @@ TEST_F(StoreListTest, ReadOnlyOpenWhileHeld) {
   expect_read_only(r.EnqueueBatch({Hook()}, kT0).error());
   expect_read_only(r.Apply(id, {.to = DeliveryState::kQueued, .at_ms = kT0}).error());
   expect_read_only(r.LeaseDue(kT0 + 10, 10).error());
-  expect_read_only(r.PurgeFinished(kT0, 10).error());
+  expect_read_only(r.PurgeExpired(RetentionPolicy(), kT0, 10).error());
   expect_read_only(r.Purge(id));
   expect_read_only(r.PutSetting("k", "v"));
   EXPECT_TRUE(r.Close().ok());

@@ -243,27 +243,6 @@ TEST_F(RocksQueueStoreTest, RecoversInFlightOnOpen) {
   ExpectCountsMatchScan();
 }
 
-// Verifies retention: old delivered and cancelled records go, dead ones and recent ones stay,
-// and a purged idempotency key can be used again.
-TEST_F(RocksQueueStoreTest, RetentionPurgesFinishedButKeepsDead) {
-  const std::string delivered = MustEnqueue(Slack("C1", "k-delivered"));
-  const std::string cancelled = MustEnqueue(Slack("C1"));
-  const std::string dead = MustEnqueue(Slack("C1"));
-  ASSERT_EQ(store_->LeaseDue(kT0, 1)->size(), 1u);
-  ASSERT_TRUE(store_->Apply(delivered, {.to = DeliveryState::kDelivered, .at_ms = kT0}));
-  ASSERT_TRUE(store_->Apply(cancelled, {.to = DeliveryState::kCancelled, .at_ms = kT0}));
-  ASSERT_TRUE(store_->Apply(dead, {.to = DeliveryState::kDead, .at_ms = kT0, .reason = "x"}));
-  EXPECT_EQ(*store_->PurgeFinished(kT0 + options_.retention_ms - 1, 100), 0u);
-  EXPECT_EQ(*store_->PurgeFinished(kT0 + options_.retention_ms + 1, 100), 2u);
-  EXPECT_EQ(store_->Get(delivered).error().code(), Status::Code::kNotFound);
-  EXPECT_TRUE(store_->Get(dead).has_value());
-  auto reused = store_->Enqueue(Slack("C1", "k-delivered"), kT0 + options_.retention_ms + 2);
-  EXPECT_TRUE(reused->created);
-  EXPECT_TRUE(store_->Purge(dead).ok());
-  EXPECT_EQ(store_->Purge(reused->id).code(), Status::Code::kFailedPrecondition);
-  ExpectCountsMatchScan();
-}
-
 // Verifies that replaying a dead delivery queues it due now with a fresh attempt count.
 TEST_F(RocksQueueStoreTest, ReplayDeadResetsAttempts) {
   const std::string id = MustEnqueue(Slack("C1"));

@@ -3,7 +3,6 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include <random>
 #include <stdexcept>
 
 #include <arpa/inet.h>
@@ -13,20 +12,15 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
-#include <openssl/x509v3.h>
 #include <sys/socket.h>
+
+#include "tests/support/test_certificates.h"
 
 namespace egress {
 
 struct LoopbackTlsServer::State {
-  EVP_PKEY* key = nullptr;
-  X509* cert = nullptr;
   SSL_CTX* ctx = nullptr;
-  ~State() {
-    SSL_CTX_free(ctx);
-    X509_free(cert);
-    EVP_PKEY_free(key);
-  }
+  ~State() { SSL_CTX_free(ctx); }
 };
 
 namespace {
@@ -37,47 +31,28 @@ void Check(bool ok, const char* what) {
   }
 }
 
-void AddExtension(X509* cert, int nid, const char* value) {
-  X509V3_CTX ctx;
-  X509V3_set_ctx_nodb(&ctx);
-  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
-  X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
-  Check(ext != nullptr && X509_add_ext(cert, ext, -1) == 1, "extension");
-  X509_EXTENSION_free(ext);
-}
-
 }  // namespace
 
 LoopbackTlsServer::LoopbackTlsServer() : state_(new State) {
-  // A P-256 key and a certificate valid from an hour ago for a day.
-  state_->key = EVP_EC_gen("P-256");
-  Check(state_->key != nullptr, "key");
-  X509* cert = state_->cert = X509_new();
-  Check(cert != nullptr, "certificate");
-  X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert),
-                   static_cast<long>(std::random_device{}() & 0x7fffffff));
-  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 86400);
-  X509_set_pubkey(cert, state_->key);
-  X509_NAME* name = X509_get_subject_name(cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
-  X509_set_issuer_name(cert, name);
-  AddExtension(cert, NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost");
-  AddExtension(cert, NID_basic_constraints, "critical,CA:TRUE");
-  Check(X509_sign(cert, state_->key, EVP_sha256()) > 0, "sign");
-  BIO* bio = BIO_new(BIO_s_mem());
-  PEM_write_bio_X509(bio, cert);
-  char* data = nullptr;
-  const long n = BIO_get_mem_data(bio, &data);
-  cert_pem_.assign(data, static_cast<size_t>(n));
-  BIO_free(bio);
-
+  // A CA made for this server alone, and a leaf it signed for 127.0.0.1 and localhost.
+  Result<TestPki> pki = MakeTestPki({.names = {"127.0.0.1", "localhost"}});
+  Check(pki.has_value(), "certificates");
+  cert_pem_ = pki->ca_cert_pem;
+  BIO* cert_bio =
+      BIO_new_mem_buf(pki->leaf_cert_pem.data(), static_cast<int>(pki->leaf_cert_pem.size()));
+  X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
+  BIO_free(cert_bio);
+  BIO* key_bio =
+      BIO_new_mem_buf(pki->leaf_key_pem.data(), static_cast<int>(pki->leaf_key_pem.size()));
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
+  BIO_free(key_bio);
   state_->ctx = SSL_CTX_new(TLS_server_method());
-  Check(state_->ctx != nullptr, "context");
-  Check(SSL_CTX_use_certificate(state_->ctx, cert) == 1, "use certificate");
-  Check(SSL_CTX_use_PrivateKey(state_->ctx, state_->key) == 1, "use key");
+  const bool ok = cert != nullptr && key != nullptr && state_->ctx != nullptr &&
+                  SSL_CTX_use_certificate(state_->ctx, cert) == 1 &&
+                  SSL_CTX_use_PrivateKey(state_->ctx, key) == 1;
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  Check(ok, "context");
 
   listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   Check(listen_fd_ >= 0, "socket");

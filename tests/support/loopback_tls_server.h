@@ -6,11 +6,11 @@
 
 namespace egress {
 
-// An HTTPS server on 127.0.0.1 for integration tests: a fresh self-signed certificate for
-// "127.0.0.1" (IP SAN) and "localhost" made at construction, TLS by OpenSSL, one connection at a
-// time on its own thread; each request (read up to the end of its header) gets 200 "ok". A client
-// that does not trust the certificate fails its handshake; one given cert_pem() as its CA file
-// succeeds. Test-only: no keep-alive, bodies ignored.
+// An HTTPS server on 127.0.0.1 for integration tests: a certificate for "127.0.0.1" (IP SAN) and
+// "localhost" signed by a CA made at construction (MakeTestPki), TLS by OpenSSL, no ALPN
+// (HTTP/1.1), one connection at a time on its own thread; each request (read up to the end of its
+// header) gets 200 "ok". A client that does not trust the certificate fails its handshake; one
+// given cert_pem() as its CA file succeeds. Test-only: no keep-alive, bodies ignored.
 class LoopbackTlsServer {
  public:
   LoopbackTlsServer();
@@ -20,7 +20,7 @@ class LoopbackTlsServer {
 
   int port() const { return port_; }
   std::string Url(const std::string& path) const;
-  // The certificate, PEM: write it to a file to trust it (TransportOptions::ca_file).
+  // The CA certificate, PEM: write it to a file to trust the server (TransportOptions::ca_file).
   const std::string& cert_pem() const { return cert_pem_; }
   // Handshakes that completed (a client that rejects the certificate completes none).
   int handshakes() const { return handshakes_.load(); }

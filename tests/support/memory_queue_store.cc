@@ -291,24 +291,60 @@ Result<std::vector<StateCounts>> MemoryQueueStore::DestinationCounts(
 
 Result<StateCounts> MemoryQueueStore::ScanCounts() { return Counts(); }
 
-Result<size_t> MemoryQueueStore::PurgeFinished(int64_t now_ms, size_t max) {
+Result<PurgeCounts> MemoryQueueStore::PurgeExpired(const RetentionPolicy& policy, int64_t now_ms,
+                                                   size_t max) {
   std::lock_guard<std::mutex> lock(mu_);
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
-  size_t purged = 0;
-  for (auto it = deliveries_.begin(); it != deliveries_.end() && purged < max;) {
-    const Delivery& d = it->second;
-    const bool finished =
-        d.state == DeliveryState::kDelivered || d.state == DeliveryState::kCancelled;
-    if (finished && d.finished_ms < now_ms - options_.retention_ms) {
-      it = deliveries_.erase(it);
-      ++purged;
-    } else {
-      ++it;
-    }
+  if (max == 0) {
+    return Status::InvalidArgument("purge: max must be at least 1");
   }
-  return purged;
+  auto expired = [now_ms](int64_t age, int64_t finished_ms) {
+    return age > 0 && finished_ms < now_ms - age;
+  };
+  // Whether d's idempotency key still names d (after it expired it may name a newer delivery).
+  auto holds_key = [this](const Delivery& d) {
+    auto it = idempotency_.find({d.tenant, d.idempotency_key});
+    return !d.idempotency_key.empty() && it != idempotency_.end() && it->second == d.id;
+  };
+  auto release = [&](const Delivery& d) {
+    if (holds_key(d)) {
+      idempotency_.erase({d.tenant, d.idempotency_key});
+    }
+  };
+  PurgeCounts counts;
+  size_t examined = 0;
+  for (auto it = deliveries_.begin(); it != deliveries_.end();) {
+    const Delivery& d = it->second;
+    const int64_t age = d.state == DeliveryState::kDelivered   ? policy.delivered_ms
+                        : d.state == DeliveryState::kCancelled ? policy.cancelled_ms
+                        : d.state == DeliveryState::kDead      ? policy.dead_ms
+                                                               : 0;
+    const bool purge = expired(age, d.finished_ms);
+    const bool key =
+        IsTerminal(d.state) && expired(policy.idempotency_ms, d.finished_ms) && holds_key(d);
+    if ((purge || key) && examined == max) {
+      counts.more = true;
+      break;
+    }
+    if (purge) {
+      ++examined;
+      ++(d.state == DeliveryState::kDelivered   ? counts.delivered
+         : d.state == DeliveryState::kCancelled ? counts.cancelled
+                                                : counts.dead);
+      release(d);
+      it = deliveries_.erase(it);
+      continue;
+    }
+    if (key) {
+      ++examined;
+      ++counts.idempotency_keys;
+      release(d);
+    }
+    ++it;
+  }
+  return counts;
 }
 
 Status MemoryQueueStore::Purge(const std::string& id) {
@@ -324,6 +360,10 @@ Status MemoryQueueStore::Purge(const std::string& id) {
     return Status::FailedPrecondition(
         fmt::format("delivery {} is {}; only finished deliveries can be purged", id,
                     StateName(it->second.state)));
+  }
+  if (auto key = idempotency_.find({it->second.tenant, it->second.idempotency_key});
+      key != idempotency_.end() && key->second == id) {
+    idempotency_.erase(key);
   }
   deliveries_.erase(it);
   return Status::Ok();

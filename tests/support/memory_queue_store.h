@@ -21,7 +21,7 @@ namespace egress::storage {
 //
 // Implemented: Enqueue, EnqueueBatch, Get, Apply, ApplyBatch, LeaseDue, ListDestinations,
 // PendingFor, MoveCorruptToDead, Counts, TenantBacklog, DestinationCounts, ScanCounts,
-// PurgeFinished, Purge, Stats, Health, Recover, PutSetting, ListSettings, Close. Not
+// PurgeExpired, Purge, Stats, Health, Recover, PutSetting, ListSettings, Close. Not
 // implemented: List (FailedPrecondition).
 //
 // Faults are injected as leveldb's SpecialEnv does, by setting fields: the next calls fail as a
@@ -49,7 +49,8 @@ class MemoryQueueStore final : public QueueStore {
   Result<std::vector<StateCounts>> DestinationCounts(
       const std::vector<std::string>& destination_keys) override;
   Result<StateCounts> ScanCounts() override;
-  Result<size_t> PurgeFinished(int64_t now_ms, size_t max) override;
+  Result<PurgeCounts> PurgeExpired(const RetentionPolicy& policy, int64_t now_ms,
+                                   size_t max) override;
   Status Purge(const std::string& id) override;
   StoreStats Stats() override;
   StoreHealth Health() override;

@@ -4,6 +4,7 @@
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include "adapters/credential_token.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
 #include "dispatcher/service/event_log.h"
@@ -21,6 +22,10 @@ using pacing::BudgetName;
 
 void PutRateLimits(Service& s, const std::string& tenant, const HttpRequest& request,
                    Respond respond) {
+  if (auto bad = CheckRequestText("tenant", tenant, s.options().store.max_field_bytes)) {
+    respond(ErrorResponse(*bad));
+    return;
+  }
   auto body = ParseJsonBody(request);
   if (!body) {
     respond(ErrorResponse(body.error()));
@@ -72,6 +77,13 @@ void GetRateLimits(Service& s, const std::string& tenant, Respond respond) {
 
 void PutCredential(Service& s, const std::string& tenant, const std::string& name,
                    const HttpRequest& request, Respond respond) {
+  // Names intake could never use: tenants and credential names are stored fields of deliveries.
+  for (auto [field, value] : {std::pair{"tenant", &tenant}, std::pair{"name", &name}}) {
+    if (auto bad = CheckRequestText(field, *value, s.options().store.max_field_bytes)) {
+      respond(ErrorResponse(*bad));
+      return;
+    }
+  }
   auto body = ParseJsonBody(request);
   if (!body) {
     respond(ErrorResponse(body.error()));
@@ -81,6 +93,14 @@ void PutCredential(Service& s, const std::string& tenant, const std::string& nam
   if (!credential) {
     respond(ErrorResponse(credential.error()));
     return;
+  }
+  // A token that cannot go into an Authorization header as it is (a CR or LF would add a header
+  // of the caller's choosing); the adapters refuse to send one too.
+  if (credential->platform != "webhook") {
+    if (Status usable = adapters::CheckCredentialToken(credential->token); !usable.ok()) {
+      respond(ErrorResponse({400, "invalid_request", usable.message(), "token"}));
+      return;
+    }
   }
   const std::string text = CredentialToJson(*credential).dump();
   asio::post(s.storage_pool(), [&s, tenant, text, c = std::move(*credential),

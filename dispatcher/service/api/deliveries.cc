@@ -50,6 +50,22 @@ void ListDeliveries(Service& s, const std::map<std::string, std::string>& q, Res
   f.destination = get("destination");
   f.reason_prefix = get("reason");
   f.after_id = get("cursor");
+  // A filter no stored field could match (a control character, longer than any stored field)
+  // is a mistake to report, not an empty page.
+  const size_t max = s.options().store.max_field_bytes;
+  for (auto [name, value] :
+       {std::pair{"tenant", &f.tenant}, std::pair{"platform", &f.platform},
+        std::pair{"destination", &f.destination}, std::pair{"reason", &f.reason_prefix},
+        std::pair{"cursor", &f.after_id}}) {
+    if (auto bad = CheckRequestText(name, *value, max)) {
+      respond(ErrorResponse(*bad));
+      return;
+    }
+  }
+  if (auto bad = CheckPlatformFilter("platform", f.platform)) {
+    respond(ErrorResponse(*bad));
+    return;
+  }
   if (std::string limit = get("limit"); !limit.empty()) {
     int n = 0;
     auto [p, ec] = std::from_chars(limit.data(), limit.data() + limit.size(), n);

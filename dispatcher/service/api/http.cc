@@ -1,6 +1,10 @@
 #include "dispatcher/service/api/http.h"
 
 #include <boost/beast/http/field.hpp>
+#include <fmt/format.h>
+
+#include "adapters/json_reader.h"
+#include "dispatcher/base/platform.h"
 
 namespace egress::service {
 namespace {
@@ -57,6 +61,30 @@ HttpResponse ErrorResponse(const ApiError& error) {
   return JsonResponse(static_cast<unsigned>(error.http_status), error.ToJson());
 }
 
+std::optional<ApiError> CheckRequestText(std::string_view field, std::string_view value,
+                                         size_t max_bytes) {
+  if (value.size() > max_bytes) {
+    return ApiError{400, "invalid_request",
+                    fmt::format("{}: longer than {} bytes", field, max_bytes), std::string(field)};
+  }
+  for (char c : value) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return ApiError{400, "invalid_request",
+                      fmt::format("{}: contains a control character", field), std::string(field)};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> CheckPlatformFilter(std::string_view field, std::string_view value) {
+  if (value.empty() || ParsePlatform(value).has_value()) {
+    return std::nullopt;
+  }
+  return ApiError{400, "invalid_request",
+                  fmt::format("{}: unknown platform (slack, discord, line, webhook)", field),
+                  std::string(field)};
+}
+
 std::vector<std::string> PathSegments(std::string_view target) {
   target = target.substr(0, target.find('?'));
   std::vector<std::string> out;
@@ -93,6 +121,16 @@ std::map<std::string, std::string> QueryParams(std::string_view target) {
 }
 
 tl::expected<nlohmann::json, ApiError> ParseJsonBody(const HttpRequest& request) {
+  adapters::JsonReader reader(request.body());
+  size_t depth = 0;
+  if (reader.SkipByteOrderMark() && reader.SkipValue(nullptr, nullptr, &depth) &&
+      depth > kMaxBodyDepth) {
+    return tl::unexpected(
+        ApiError{400, "invalid_request",
+                 fmt::format("body: nested {} deep; at most {} levels of objects and arrays", depth,
+                             kMaxBodyDepth),
+                 "body"});
+  }
   nlohmann::json body = nlohmann::json::parse(request.body(), nullptr, false);
   if (body.is_discarded()) {
     return tl::unexpected(ApiError{400, "malformed_json", "body: not valid JSON"});

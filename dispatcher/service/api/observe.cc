@@ -54,6 +54,18 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q, Re
     auto it = q.find(key);
     return it == q.end() || it->second.empty() || it->second == value;
   };
+  for (const char* key : {"tenant", "platform"}) {
+    auto it = q.find(key);
+    const std::string_view value = it == q.end() ? std::string_view() : it->second;
+    auto bad = CheckRequestText(key, value, s.options().store.max_field_bytes);
+    if (!bad && std::string_view(key) == "platform") {
+      bad = CheckPlatformFilter(key, value);
+    }
+    if (bad) {
+      respond(ErrorResponse(*bad));
+      return;
+    }
+  }
   const SteadyTime now = s.clock().Now();
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
   std::vector<std::string> keys;

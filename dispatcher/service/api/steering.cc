@@ -38,8 +38,10 @@ tl::expected<std::string, ApiError> StringField(const json& body, const char* na
   return it->get<std::string>();
 }
 
-// The body of POST /v1/deliveries/replay as a store filter and its dry_run flag.
-tl::expected<std::pair<storage::ListFilter, bool>, ApiError> ReplayRequest(const json& body) {
+// The body of POST /v1/deliveries/replay as a store filter and its dry_run flag; a filter no
+// stored field could match (a control character, over `max_bytes`, an unknown platform) is a 400.
+tl::expected<std::pair<storage::ListFilter, bool>, ApiError> ReplayRequest(const json& body,
+                                                                           size_t max_bytes) {
   if (!body.is_object()) {
     return tl::unexpected(ApiError{400, "invalid_request", "body: must be a JSON object"});
   }
@@ -60,7 +62,13 @@ tl::expected<std::pair<storage::ListFilter, bool>, ApiError> ReplayRequest(const
     if (!value) {
       return tl::unexpected(value.error());
     }
+    if (auto bad = CheckRequestText(name, *value, max_bytes)) {
+      return tl::unexpected(*bad);
+    }
     *field = std::move(*value);
+  }
+  if (auto bad = CheckPlatformFilter("platform", f.platform)) {
+    return tl::unexpected(*bad);
   }
   bool dry_run = false;
   if (auto it = body.find("dry_run"); it != body.end()) {
@@ -96,7 +104,7 @@ void ReplayMatching(Service& s, const HttpRequest& request, Respond respond) {
     respond(ErrorResponse(body.error()));
     return;
   }
-  auto parsed = ReplayRequest(*body);
+  auto parsed = ReplayRequest(*body, s.options().store.max_field_bytes);
   if (!parsed) {
     respond(ErrorResponse(parsed.error()));
     return;
