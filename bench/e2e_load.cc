@@ -215,8 +215,10 @@ bool ParseArgs(int argc, char** argv, Options& o) {
     Connection::common_headers = "Authorization: Bearer " + kv["--token"] + "\r\n";
   if (kv.count("--hook_base"))
     o.hook_base = kv["--hook_base"];
-  return o.port > 0 && o.hook_base.rfind("http://127.0.0.1:", 0) == 0 && o.clients > 0 &&
-         o.batch > 0 && o.total > 0 && o.destinations > 0 && o.tenants > 0;
+  const bool loopback = o.hook_base.rfind("http://127.0.0.1:", 0) == 0 ||
+                        o.hook_base.rfind("https://127.0.0.1:", 0) == 0;
+  return o.port > 0 && loopback && o.clients > 0 && o.batch > 0 && o.total > 0 &&
+         o.destinations > 0 && o.tenants > 0;
 }
 
 }  // namespace
@@ -226,7 +228,7 @@ int main(int argc, char** argv) {
   if (!ParseArgs(argc, argv, o)) {
     std::fprintf(
         stderr,
-        "usage: e2e_load --port P --hook_base http://127.0.0.1:SIM/hooks/ [--clients N]"
+        "usage: e2e_load --port P --hook_base http[s]://127.0.0.1:SINK/hooks/ [--clients N]"
         " [--batch N] [--total N] [--destinations N] [--tenants N] [--timeout_s S] [--wait 0|1]"
         " [--token T] [--drain_token T --service_pid PID]\n");
     return 2;

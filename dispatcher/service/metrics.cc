@@ -97,6 +97,10 @@ constexpr Definition kDefinitions[] = {
     CounterRow(CounterId::kHttpTimeouts, "relay_egress_http_timeouts_total",
                "Connections closed by a deadline, by direction (read: stalled within a request; "
                "write: not reading its answer)."),
+    CounterRow(CounterId::kConnectionsOpened, "relay_egress_connections_opened_total",
+               "Outbound connections opened to platforms and webhook receivers (each with its "
+               "TLS handshake for https); small next to the attempts while connections are "
+               "reused."),
 };
 
 template <typename Id>

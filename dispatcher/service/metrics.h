@@ -30,7 +30,8 @@ enum class CounterId : uint8_t {
   kHttpTimeouts,                // relay_egress_http_timeouts_total{direction}
   kCorruptRecords,              // relay_egress_corrupt_records_total
   kAuthFailures,                // relay_egress_auth_failures_total{reason}
-  kMaxValue = kAuthFailures,
+  kConnectionsOpened,           // relay_egress_connections_opened_total
+  kMaxValue = kConnectionsOpened,
 };
 enum class GaugeId : uint8_t {
   kQueueDepth,         // relay_egress_queue_depth{state}

@@ -111,6 +111,8 @@ class Service {
   JobRegistry& jobs() { return jobs_; }
   StoreHealthMonitor& store_health() { return *store_health_; }
   Metrics& metrics() { return metrics_; }
+  // The outbound transport (its counters for /metrics).
+  const adapters::HttpTransport& transport() const { return *transport_; }
   const adapters::AdapterRegistry& adapters() const { return *adapters_; }
   const ServiceOptions& options() const { return options_; }
   const Clock& clock() const { return clock_; }

@@ -151,6 +151,14 @@ TEST(LoadConfigErrorsTest, ServerAndTransportValues) {
        "2: transport.max_response_body: must be an integer from 1 to 67108864"},
       {"[transport]\nuser_agent = true\n",
        "2: transport.user_agent: must be a string, not a boolean"},
+      {"[transport]\nhttp_version = \"3\"\n",
+       "2: transport.http_version: must be \"auto\", \"1.1\" or \"2\""},
+      {"[transport]\nhttp_version = 2\n",
+       "2: transport.http_version: must be a string, not an integer"},
+      {"[transport]\nmin_tls_version = \"1.1\"\n",
+       "2: transport.min_tls_version: must be \"1.2\" or \"1.3\""},
+      {"[transport]\nmax_concurrent_streams = 0\n",
+       "2: transport.max_concurrent_streams: must be an integer from 1 to 1000"},
       {"[transport]\nca_file = [\"a\"]\n", "2: transport.ca_file: must be a string, not a list"},
   };
   ExpectErrors(std::begin(cases), std::end(cases));

@@ -170,6 +170,9 @@ TEST(LoadConfigTest, ReadsEveryScalarKey) {
       "destination_idle = \"2m\"\n"
       "[transport]\n"
       "max_host_connections = 2\n"
+      "http_version = \"1.1\"\n"
+      "max_concurrent_streams = 50\n"
+      "min_tls_version = \"1.3\"\n"
       "max_total_connections = 3\n"
       "max_response_body = 4096\n"
       "ca_file = \"/etc/ca.pem\"\n"
@@ -207,6 +210,9 @@ TEST(LoadConfigTest, ReadsEveryScalarKey) {
   EXPECT_EQ(config->transport.ca_file, "/etc/ca.pem");
   EXPECT_EQ(config->transport.ca_path, "/etc/certs");
   EXPECT_EQ(config->transport.user_agent, "test/1");
+  EXPECT_EQ(config->transport.http_version, adapters::HttpVersion::kHttp11);
+  EXPECT_EQ(config->transport.max_concurrent_streams, 50);
+  EXPECT_EQ(config->transport.min_tls_version, adapters::TlsVersion::kTls13);
   const PlatformConfig& hook = config->platform(Platform::kWebhook);
   EXPECT_TRUE(hook.allow_private_networks);
   EXPECT_EQ(hook.connect_timeout, Millis(250));

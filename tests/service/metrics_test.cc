@@ -112,6 +112,9 @@ relay_egress_http_connections_refused_total 5
 # HELP relay_egress_http_timeouts_total Connections closed by a deadline, by direction (read: stalled within a request; write: not reading its answer).
 # TYPE relay_egress_http_timeouts_total counter
 relay_egress_http_timeouts_total{direction="read"} 2
+# HELP relay_egress_connections_opened_total Outbound connections opened to platforms and webhook receivers (each with its TLS handshake for https); small next to the attempts while connections are reused.
+# TYPE relay_egress_connections_opened_total counter
+relay_egress_connections_opened_total 4
 )txt";
 
 void Record(Metrics& m) {
@@ -137,6 +140,7 @@ void Record(Metrics& m) {
   m.Set(GaugeId::kStoreBytes, {}, 4096);
   m.Set(GaugeId::kStoreHealthy, {}, 0);
   m.Inc(CounterId::kCorruptRecords, {}, 2);
+  m.SetTotal(CounterId::kConnectionsOpened, {}, 4);
 }
 
 // Verifies that the rendered text is byte for byte what it was: order, escaping, histograms.
@@ -173,7 +177,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 23u);
+  EXPECT_EQ(names.size(), 24u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

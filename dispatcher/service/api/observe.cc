@@ -198,6 +198,8 @@ void GetMetrics(Service& s, Respond respond) {
              static_cast<double>(http.read_timeouts));
   m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "write"}},
              static_cast<double>(http.write_timeouts));
+  m.SetTotal(CounterId::kConnectionsOpened, {},
+             static_cast<double>(s.transport().ConnectionsOpened()));
   respond(TextResponse(200, s.metrics().Render(), "text/plain; version=0.0.4"));
 }
 
