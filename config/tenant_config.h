@@ -27,6 +27,9 @@ struct TenantConfig {
   std::optional<bool> allow_private_networks;
   // Private ranges opened for this tenant only ("10.20.0.0/16"). Default: none.
   std::vector<adapters::IpNetwork> allowed_cidrs;
+  // The SHA-256 digests of the tenant's API keys (api_keys: each the key or "sha256:<hex>"),
+  // raw bytes (adapters/api_key.h). A key belongs to one tenant only. Default: none.
+  std::vector<std::string> api_key_digests;
 };
 
 }  // namespace egress::config

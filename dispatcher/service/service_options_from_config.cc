@@ -11,6 +11,10 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   o.admin_token = config.server.admin_token;
   o.secrets_key_file = config.server.secrets_key_file;
   o.secrets_key_env = config.server.secrets_key_env;
+  o.auth.required = config.server.auth == config::AuthMode::kRequired;
+  o.auth.metrics_auth = config.server.metrics_auth;
+  o.auth.failure_budget = {config.server.auth_failure_budget, 60'000,
+                           config.server.auth_failure_budget};
   o.store = ToStoreOptions(config);
   o.scheduler = ToSchedulerOptions(config);
   for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
@@ -30,6 +34,9 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   o.retention = ToRetentionOptions(config);
   for (const auto& [tenant, t] : config.tenants) {
     o.tenant_weights.emplace_back(tenant, t.weight);
+    for (const std::string& digest : t.api_key_digests) {
+      o.auth.api_keys.emplace_back(tenant, digest);
+    }
     for (const auto& [name, credential] : t.credentials) {
       o.credentials.emplace_back(tenant, credential);
       if (auto ref = t.credential_refs.find(name); ref != t.credential_refs.end()) {
