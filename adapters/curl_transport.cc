@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "adapters/curl_multi.h"
+#include "adapters/ip_address.h"
 
 namespace egress::adapters {
 namespace {
@@ -184,6 +185,26 @@ curl_socket_t OnOpenSocket(void* user, curlsocktype purpose, curl_sockaddr* addr
     t->multi->Adopt(fd);
   }
   return fd;
+}
+
+// Before each request is sent, on a new connection or a reused one: a connection in the pool may
+// have been opened for another tenant whose policy allowed its address, so the open-socket check
+// alone does not cover a reused connection. Same check, on the address libcurl is connected to.
+int OnPrereq(void* user, char* primary_ip, char* /*local_ip*/, int primary_port,
+             int /*local_port*/) {
+  auto* t = static_cast<Transfer*>(user);
+  if (!t->request.ssrf) {
+    return CURL_PREREQFUNC_OK;
+  }
+  Result<IpAddress> address = IpAddress::Parse(primary_ip == nullptr ? "" : primary_ip);
+  Status s = !address.has_value() ? address.error()
+                                  : CheckDestination(*address, static_cast<uint16_t>(primary_port),
+                                                     *t->request.ssrf);
+  if (!s.ok()) {
+    t->refused = std::move(s);
+    return CURL_PREREQFUNC_ABORT;
+  }
+  return CURL_PREREQFUNC_OK;
 }
 
 Status FromCurl(CURLcode code, const Transfer& t) {
@@ -364,6 +385,8 @@ Transfer* CurlTransport::Acquire() {
   curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
   curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, &OnOpenSocket);
   curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, t);
+  curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, &OnPrereq);
+  curl_easy_setopt(e, CURLOPT_PREREQDATA, t);
   return t;
 }
 

@@ -310,7 +310,9 @@ TEST_F(CurlTransportTest, SsrfGuardRefusesBeforeConnecting) {
   auto refused = SendOne({.url = server.Url("/hook"), .ssrf = SsrfPolicy{}});
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().code(), Status::Code::kRejected) << refused.error().ToString();
-  EXPECT_NE(refused.error().message().find("127.0.0.1"), std::string::npos);
+  // The class, never the resolved address (docs/security.md).
+  EXPECT_EQ(refused.error().message(), "destination_not_allowed: loopback address");
+  EXPECT_EQ(refused.error().message().find("127.0.0.1"), std::string::npos);
   auto named = SendOne(
       {.url = "http://localhost:" + std::to_string(server.port()) + "/hook", .ssrf = SsrfPolicy{}});
   EXPECT_EQ(named.error().code(), Status::Code::kRejected) << named.error().ToString();
@@ -318,6 +320,27 @@ TEST_F(CurlTransportTest, SsrfGuardRefusesBeforeConnecting) {
   auto allowed = SendOne({.url = server.Url("/hook"), .ssrf = AllowLoopback()});
   ASSERT_TRUE(allowed.has_value()) << allowed.error().ToString();
   EXPECT_EQ(allowed->status, 200);
+}
+
+// Verifies that a pooled connection, opened under a policy that allowed its address (another
+// tenant's), is not reused by a request whose policy refuses that address: the check runs again
+// before each request is sent, and nothing is sent.
+TEST_F(CurlTransportTest, SsrfGuardRefusesAReusedConnection) {
+  std::atomic<int> requests{0};
+  Server server([&](const Server::Request&) {
+    ++requests;
+    return Server::Response{200, {}, "ok"};
+  });
+  auto allowed = SendOne({.url = server.Url("/hook"), .ssrf = AllowLoopback()});
+  ASSERT_TRUE(allowed.has_value()) << allowed.error().ToString();
+  auto refused = SendOne({.url = server.Url("/hook"), .ssrf = SsrfPolicy{}});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code(), Status::Code::kRejected) << refused.error().ToString();
+  EXPECT_EQ(refused.error().message(), "destination_not_allowed: loopback address");
+  EXPECT_EQ(requests.load(), 1);
+  auto again = SendOne({.url = server.Url("/hook"), .ssrf = AllowLoopback()});
+  ASSERT_TRUE(again.has_value()) << again.error().ToString();
+  EXPECT_EQ(requests.load(), 2);
 }
 
 // Verifies TLS verification against a real HTTPS server on loopback: a certificate the client
