@@ -75,6 +75,8 @@ AttemptReport ReportTransportError(const Status& error, WallTime received_at) {
     case Status::Code::kRejected:
       report.outcome.transport = TransportResult::kConnectError;
       if (StartsWithIgnoreCase(error.message(), kSsrfRefusalPrefix)) {
+        // The tenant is told the class only: "destination_not_allowed: <class> address".
+        report.attempt.detail = Utf8Prefix(RedactText(error.message()), 300);
         MarkPermanent(report, "destination_not_allowed");
         break;
       }

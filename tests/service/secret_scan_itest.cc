@@ -1,7 +1,7 @@
-// The secret scan of issue #14: known tokens and webhook secrets are registered (in the config,
-// by reference, and through the admin API), traffic flows over the simulator (a delivery, a 410
-// that disables its destination, a Discord webhook, an SSRF refusal, a call to the service's own
-// address), then the event log, /metrics, every API answer, `deliveries show` and the raw bytes
+// The secret scan of issue #14: known tokens, webhook secrets and API keys are registered (in the
+// config, by reference, and through the admin API), traffic flows over the simulator (a delivery, a
+// 410 that disables its destination, a Discord webhook, an SSRF refusal, a call to the service's
+// own address), then the event log, /metrics, every API answer, `deliveries show` and the raw bytes
 // of every file under data_dir are searched: none holds a secret.
 
 #include <signal.h>
@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include "adapters/api_key.h"
 #include "tests/support/child_process.h"
 #include "tests/support/http_client.h"
 #include "tests/support/run_command.h"
@@ -34,6 +35,9 @@ constexpr char kDiscordBot[] = "DiscordBotTokenSECRETSCAN.0123456789abcdef";    
 constexpr char kRegisteredToken[] = "xoxb-REGISTERED-SECRETSCAN-0123456789";
 constexpr char kRegisteredSecret[] = "whsec_cmVnaXN0ZXJlZC1zZWNyZXQtc2Nhbi0wMTIzNDU2Nzg5";
 constexpr char kAdminToken[] = "operator-SECRETSCAN-admin-token-0123456789";
+// API keys: acme's in the config, beta's put through the admin API (stored as a digest, sealed).
+constexpr char kAcmeApiKey[] = "acme-SECRETSCAN-api-key-0123456789abcdef";
+constexpr char kBetaApiKey[] = "beta-SECRETSCAN-api-key-fedcba9876543210";
 // Secrets carried in destinations: stored in delivery records (needed to send), never shown.
 constexpr char kDiscordWebhookToken[] = "DiscordWebhookTokenSECRETSCAN-abcdef0123";
 constexpr char kQuerySecret[] = "QuerySECRETSCANvalue0123";
@@ -62,6 +66,7 @@ class SecretScanTest : public ::testing::Test {
                            << "[platforms.discord]\nbase_url = \"" << sim << "\"\n"
                            << "[platforms.slack]\nbase_url = \"" << sim << "\"\n"
                            << "[tenants.acme]\nallow_private_networks = true\n"
+                           << "api_keys = [\"" << kAcmeApiKey << "\"]\n"
                            << "[tenants.acme.credentials.hooks]\nplatform = \"webhook\"\n"
                            << "secret_file = \"" << dir_.Sub("hook.secret") << "\"\n"
                            << "[tenants.acme.credentials.bot]\nplatform = \"discord\"\n"
@@ -81,14 +86,10 @@ class SecretScanTest : public ::testing::Test {
 
   std::string DataDir() const { return dir_.Sub("data"); }
 
-  // Calls the API and keeps the answer for the scan.
+  // Calls the API with `token` (acme's key unless told) and keeps the answer for the scan.
   TestResponse Call(const std::string& method, const std::string& target,
-                    const std::string& body = "", bool admin = false) {
-    std::vector<std::pair<std::string, std::string>> headers;
-    if (admin) {
-      headers.emplace_back("X-Admin-Token", kAdminToken);
-    }
-    TestResponse r = HttpCall(port_, method, target, body, headers);
+                    const std::string& body = "", const std::string& token = kAcmeApiKey) {
+    TestResponse r = HttpCallAs(token, port_, method, target, body);
     answers_ += target + " " + std::to_string(r.status) + " " + r.body + "\n";
     for (const auto& [name, value] : r.headers) {
       answers_ += name + ": " + value + "\n";
@@ -97,16 +98,21 @@ class SecretScanTest : public ::testing::Test {
   }
 
   std::string Post(const json& delivery) {
-    TestResponse r = Call("POST", "/v1/deliveries", delivery.dump());
+    TestResponse r = Call("POST", "/v1/deliveries", delivery.dump(),
+                          delivery.value("tenant", "") == "beta" ? kBetaApiKey : kAcmeApiKey);
     EXPECT_EQ(r.status, 202) << r.body;
     return r.Json().value("id", "");
   }
 
   // The delivery once it is no longer queued or in flight (bounded wait for liveness).
   json Settled(const std::string& id) {
+    if (id.empty()) {
+      ADD_FAILURE() << "no delivery to wait for";
+      return json::object();
+    }
     json d;
     for (int waited = 0; waited < 30'000; waited += 50) {
-      d = Call("GET", "/v1/deliveries/" + id).Json();
+      d = Call("GET", "/v1/deliveries/" + id, "", kAdminToken).Json();
       const std::string state = d.is_object() ? d.value("state", "") : "";
       if (state == "delivered" || state == "dead" ||
           (state == "deferred" && d.value("reason", "").starts_with("destination_disabled"))) {
@@ -131,11 +137,15 @@ class SecretScanTest : public ::testing::Test {
 TEST_F(SecretScanTest, NoSecretLeavesAnywhere) {
   const std::string sim = "http://127.0.0.1:" + std::to_string(sim_port_);
   ASSERT_EQ(Call("PUT", "/api/admin/tenants/acme/credentials/reg",
-                 json{{"platform", "slack"}, {"token", kRegisteredToken}}.dump(), true)
+                 json{{"platform", "slack"}, {"token", kRegisteredToken}}.dump(), kAdminToken)
                 .status,
             200);
   ASSERT_EQ(Call("PUT", "/api/admin/tenants/acme/credentials/signer",
-                 json{{"platform", "webhook"}, {"secret", kRegisteredSecret}}.dump(), true)
+                 json{{"platform", "webhook"}, {"secret", kRegisteredSecret}}.dump(), kAdminToken)
+                .status,
+            200);
+  ASSERT_EQ(Call("PUT", "/api/admin/tenants/beta/api_keys",
+                 json{{"api_keys", {kBetaApiKey}}}.dump(), kAdminToken)
                 .status,
             200);
   std::vector<std::string> ids;
@@ -188,6 +198,7 @@ TEST_F(SecretScanTest, NoSecretLeavesAnywhere) {
   ASSERT_FALSE(self["attempts_history"].empty()) << self.dump();
   EXPECT_EQ(self["attempts_history"].back()["detail"], "destination_not_allowed: service address");
   json discord = Call("GET", "/v1/deliveries/" + ids[2]).Json();
+  ASSERT_TRUE(discord.is_object()) << discord.dump();
   EXPECT_EQ(discord["destination"], "webhooks/123456/…") << discord.dump();
   ids.push_back(refused);
   ids.push_back(own);
@@ -199,19 +210,28 @@ TEST_F(SecretScanTest, NoSecretLeavesAnywhere) {
   Call("GET", "/v1/deliveries?state=dead");
   Call("GET", "/v1/destinations");
   Call("GET", "/v1/stats");
-  Call("GET", "/metrics", "", true);
-  Call("GET", "/api/admin/tenants/acme/rate_limits", "", true);
+  Call("GET", "/v1/deliveries/" + refused, "", kBetaApiKey);
+  Call("GET", "/v1/destinations", "", kBetaApiKey);
+  Call("GET", "/v1/deliveries?limit=1000", "", kAdminToken);
+  Call("GET", "/v1/destinations", "", kAdminToken);
+  Call("GET", "/metrics", "", kAdminToken);
+  Call("GET", "/api/admin/tenants/acme/rate_limits", "", kAdminToken);
+  // Refused keys: the answer names neither the key nor the digest.
+  Call("GET", "/v1/deliveries", "", std::string(kAcmeApiKey) + "x");
   std::string cli;
   for (const std::string& id : ids) {
-    CommandOutput out = RunCommand(
-        BuildDir() + "/relay-egress",
-        {"deliveries", "show", id, "--server", "http://127.0.0.1:" + std::to_string(port_)});
+    CommandOutput out =
+        RunCommand(BuildDir() + "/relay-egress",
+                   {"deliveries", "show", id, "--server",
+                    "http://127.0.0.1:" + std::to_string(port_), "--token", kAdminToken});
     EXPECT_EQ(out.exit_code, 0) << out.err;
     cli += out.out + out.err;
   }
   for (const char* args : {"destinations", "stats"}) {
-    CommandOutput out = RunCommand(BuildDir() + "/relay-egress",
-                                   {args, "--server", "http://127.0.0.1:" + std::to_string(port_)});
+    CommandOutput out = RunCommand(
+        BuildDir() + "/relay-egress",
+        {args, "--server", "http://127.0.0.1:" + std::to_string(port_), "--token", kAcmeApiKey});
+    EXPECT_EQ(out.exit_code, 0) << out.err;
     cli += out.out + out.err;
   }
   // SIGHUP re-reads the references; then a clean stop flushes the log and the store.
@@ -236,6 +256,23 @@ TEST_F(SecretScanTest, NoSecretLeavesAnywhere) {
 
   const std::vector<std::pair<std::string, const std::string*>> places = {
       {"event log", &log}, {"API answers", &answers_}, {"CLI", &cli}};
+  // API keys and their digests (the hex the store keeps, sealed) are secrets too.
+  const std::string acme_digest = adapters::ApiKeyDigestText(adapters::ApiKeyDigest(kAcmeApiKey));
+  const std::string beta_digest = adapters::ApiKeyDigestText(adapters::ApiKeyDigest(kBetaApiKey));
+  const std::vector<std::string> api_secrets = {kAcmeApiKey,
+                                                kBetaApiKey,
+                                                acme_digest.substr(7),
+                                                beta_digest.substr(7),
+                                                adapters::ApiKeyDigest(kAcmeApiKey),
+                                                adapters::ApiKeyDigest(kBetaApiKey)};
+  for (const std::string& secret : api_secrets) {
+    for (const std::string& needle : Needles(secret)) {
+      for (const auto& [where, text] : places) {
+        EXPECT_EQ(text->find(needle), std::string::npos) << needle << " in " << where;
+      }
+      EXPECT_EQ(files.find(needle), std::string::npos) << needle << " in data_dir";
+    }
+  }
   for (const char* secret : {kHookSecret, kDiscordBot, kRegisteredToken, kRegisteredSecret,
                              kAdminToken, kDiscordWebhookToken, kQuerySecret}) {
     for (const std::string& needle : Needles(secret)) {
