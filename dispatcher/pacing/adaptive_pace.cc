@@ -12,13 +12,17 @@ AdaptivePace::AdaptivePace(const AdaptivePaceOptions& options, const Budget& cei
       ceiling_learned_(ceiling_learned),
       limit_(ceiling.limit) {}
 
-bool AdaptivePace::OnThrottle(int64_t now_ns) {
+bool AdaptivePace::OnThrottle(int64_t now_ns, const RecentWindow& recent) {
   if (now_ns < hold_until_ns_) {
     ++cohort_throttled_;
+    if (recent.known()) {
+      recent_ = recent;
+    }
     Refine();
     return false;
   }
   before_ = limit_;
+  recent_ = recent;
   cohort_ok_ = 0;
   cohort_throttled_ = 1;
   // A 429 within the first window after an increase: that probe failed, the level before it
@@ -46,15 +50,39 @@ void AdaptivePace::Refine() {
   }
   const double share = static_cast<double>(cohort_ok_ + 1) /
                        static_cast<double>(std::max<int64_t>(1, cohort_ok_ + cohort_throttled_));
-  const double factor = std::min(std::clamp(options_.decrease, 0.0, 1.0), share);
-  const auto lowered = static_cast<int64_t>(std::floor(static_cast<double>(before_) * factor));
+  const double decrease = std::clamp(options_.decrease, 0.0, 1.0);
+  int64_t lowered = 0;
+  if (recent_.known()) {
+    // What the platform let through in the last window, at most a decrease from the old limit;
+    // nothing delivered: a decrease from the rate actually sent.
+    const auto cap = static_cast<int64_t>(std::floor(static_cast<double>(before_) * decrease));
+    const int64_t sent = std::min(before_, std::max<int64_t>(1, recent_.sent));
+    lowered = recent_.delivered > 0
+                  ? std::min(cap, recent_.delivered)
+                  : static_cast<int64_t>(std::floor(static_cast<double>(sent) * decrease));
+  } else {
+    const double factor = std::min(decrease, share);
+    lowered = static_cast<int64_t>(std::floor(static_cast<double>(before_) * factor));
+  }
   limit_ = std::min(before_, std::max(std::max<int64_t>(1, options_.min_limit), lowered));
   step_ = std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
 }
 
 Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
   const int64_t cap = std::max<int64_t>(1, options_.max_park.count());
-  int64_t full = std::clamp<int64_t>(throttle_wait.count(), 1, cap);
+  const int64_t window = std::max<int64_t>(1, ceiling_.scale_ms);
+  if (probe_failed_) {
+    // The level before the probe held: wait one of its emission intervals, and hold off the
+    // failed probe's other 429s for a window.
+    const Millis park(std::clamp<int64_t>(window / std::max<int64_t>(1, limit_), 1, cap));
+    hold_until_ns_ = now_ns + Nanos(std::max(park, Millis(window))).count();
+    return park;
+  }
+  int64_t base = throttle_wait.count();
+  if (recent_.known()) {
+    base = std::min(base, window);  // the counted window taught the rate: one window refills it
+  }
+  int64_t full = std::clamp<int64_t>(base, 1, cap);
   for (int i = 1; i < throttles_ && full < cap; ++i) {
     full = std::min(cap, full * 2);
   }
@@ -64,9 +92,12 @@ Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
   return park;
 }
 
-bool AdaptivePace::OnSuccess(int64_t now_ns) {
+bool AdaptivePace::OnSuccess(int64_t now_ns, const RecentWindow& recent) {
   if (now_ns < hold_until_ns_) {
     ++cohort_ok_;
+    if (recent.known()) {
+      recent_ = recent;
+    }
     const int64_t old = limit_;
     Refine();
     return limit_ != old;
