@@ -54,12 +54,9 @@ void AdaptivePace::Refine() {
   int64_t lowered = 0;
   if (recent_.known()) {
     // What the platform let through in the last window, at most a decrease from the old limit;
-    // nothing delivered: a decrease from the rate actually sent.
+    // nothing delivered (a single data point): the decrease alone.
     const auto cap = static_cast<int64_t>(std::floor(static_cast<double>(before_) * decrease));
-    const int64_t sent = std::min(before_, std::max<int64_t>(1, recent_.sent));
-    lowered = recent_.delivered > 0
-                  ? std::min(cap, recent_.delivered)
-                  : static_cast<int64_t>(std::floor(static_cast<double>(sent) * decrease));
+    lowered = recent_.delivered > 0 ? std::min(cap, recent_.delivered) : cap;
   } else {
     const double factor = std::min(decrease, share);
     lowered = static_cast<int64_t>(std::floor(static_cast<double>(before_) * factor));

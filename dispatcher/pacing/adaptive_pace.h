@@ -48,7 +48,7 @@ struct RecentWindow {
 // When the key's recent window is counted (RecentWindow), the decrease is derived from what was
 // actually sent and delivered, not from the configured ceiling: the limit becomes the deliveries
 // of the last window (what the platform let through), at most `decrease` times the old limit; with
-// no delivery in the window, `decrease` times the rate sent. A LINE channel configured at 2,000/s
+// no delivery in the window, `decrease` times the old limit. A LINE channel configured at 2,000/s
 // whose real limit is 20/s is then found in one step instead of seven halvings, and its first park
 // is one window of the budget (not longer than throttle_wait): a window-based limit has refilled
 // by then.

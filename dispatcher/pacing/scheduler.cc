@@ -775,8 +775,7 @@ void Scheduler::FollowStatedWindow(Dest& dest, const RateLimitObservation& obser
   budget.burst = std::clamp<int64_t>(budget.limit, 1, kMaxBudgetBurst);
   scopes_.SetBudget(leaf, budget, true);
   stated_[key] = budget;
-  store_.Sync(key, scopes_.params(leaf), std::max<int64_t>(0, *observation.remaining),
-              clock_.Now())
+  store_.Sync(key, scopes_.params(leaf), std::max<int64_t>(0, *observation.remaining), clock_.Now())
       .IgnoreError();
 }
 
