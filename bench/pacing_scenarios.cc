@@ -15,12 +15,13 @@
 namespace {
 
 void Print(const char* name, uint64_t seed, const egress::PacingScenarioResult& r) {
-  std::printf("%-10s seed=%-3llu finished=%d seconds=%.2f delivered=%lld 429s=%lld "
-              "max_429_per_dest=%lld early=%lld last_429_s=%.2f",
-              name, static_cast<unsigned long long>(seed), r.finished ? 1 : 0, r.seconds,
-              static_cast<long long>(r.delivered), static_cast<long long>(r.throttled),
-              static_cast<long long>(r.max_throttled_per_destination),
-              static_cast<long long>(r.early), r.last_throttle_s);
+  std::printf(
+      "%-10s seed=%-3llu finished=%d seconds=%.2f delivered=%lld 429s=%lld "
+      "max_429_per_dest=%lld early=%lld last_429_s=%.2f",
+      name, static_cast<unsigned long long>(seed), r.finished ? 1 : 0, r.seconds,
+      static_cast<long long>(r.delivered), static_cast<long long>(r.throttled),
+      static_cast<long long>(r.max_throttled_per_destination), static_cast<long long>(r.early),
+      r.last_throttle_s);
   if (!r.trajectory.empty()) {
     std::printf(" limits=");
     for (size_t i = 0; i < r.trajectory.size() && i < 12; ++i) {
@@ -41,8 +42,9 @@ int main(int argc, char** argv) {
     const auto seed = static_cast<uint64_t>(i);
     Print("line", seed,
           egress::RunPacingScenario(egress::LineScenario(10, 200, 20, 0, milliseconds(0), seed)));
-    Print("line-drop", seed,
-          egress::RunPacingScenario(egress::LineScenario(10, 200, 20, 5, milliseconds(5000), seed)));
+    Print(
+        "line-drop", seed,
+        egress::RunPacingScenario(egress::LineScenario(10, 200, 20, 5, milliseconds(5000), seed)));
     Print("discord", seed, egress::RunPacingScenario(egress::DiscordScenario(50, 10, seed)));
     Print("slack", seed, egress::RunPacingScenario(egress::SlackScenario(20, 5, seed)));
   }

@@ -118,7 +118,8 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
   auto half_latency = [&] {
     const int64_t lo = Nanos(scenario.latency_min).count();
     const int64_t span = Nanos(scenario.latency_max).count() - lo;
-    const int64_t draw = span > 0 ? static_cast<int64_t>(latency.Next() % static_cast<uint64_t>(span)) : 0;
+    const int64_t draw =
+        span > 0 ? static_cast<int64_t>(latency.Next() % static_cast<uint64_t>(span)) : 0;
     return (lo + draw) / 2;
   };
   int64_t last_limit = -1;
@@ -162,8 +163,9 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
       }
       if (event.kind == Event::Kind::kArrive) {
         sim::SimResponse response = simulator.Handle(scenario.destinations[event.dest].request);
-        events.emplace(ToNanos(clock.Now()) + half_latency(),
-                       Event{Event::Kind::kComplete, event.dest, event.sequence, std::move(response)});
+        events.emplace(
+            ToNanos(clock.Now()) + half_latency(),
+            Event{Event::Kind::kComplete, event.dest, event.sequence, std::move(response)});
         continue;
       }
       DestState& d = dests[event.dest];
@@ -209,7 +211,8 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
   }
   result.finished = result.delivered == total;
   for (const DestState& d : dests) {
-    result.max_throttled_per_destination = std::max(result.max_throttled_per_destination, d.throttled);
+    result.max_throttled_per_destination =
+        std::max(result.max_throttled_per_destination, d.throttled);
   }
   sim::SimRequest stats;
   stats.method = "GET";
@@ -254,9 +257,9 @@ PacingScenario LineScenario(int users, int deliveries, int hidden_per_s, int dro
     dest.spec.platform = Platform::kLine;
     dest.spec.credential = "line-channel-1";
     dest.spec.target = "U" + std::to_string(u);
-    dest.request = Post("/v2/bot/message/push", "Bearer line-token-1",
-                        R"({"to":"U)" + std::to_string(u) +
-                            R"(","messages":[{"type":"text","text":"hi"}]})");
+    dest.request =
+        Post("/v2/bot/message/push", "Bearer line-token-1",
+             R"({"to":"U)" + std::to_string(u) + R"(","messages":[{"type":"text","text":"hi"}]})");
     dest.deliveries = deliveries / users + (u < deliveries % users ? 1 : 0);
     scenario.destinations.push_back(std::move(dest));
   }
@@ -276,8 +279,8 @@ PacingScenario DiscordScenario(int channels, int per_channel, uint64_t seed) {
     dest.spec.platform = Platform::kDiscord;
     dest.spec.credential = "discord-bot-1";
     dest.spec.target = "channels/" + id;
-    dest.request = Post("/api/v10/channels/" + id + "/messages", "Bot discord-token-1",
-                        R"({"content":"hi"})");
+    dest.request =
+        Post("/api/v10/channels/" + id + "/messages", "Bot discord-token-1", R"({"content":"hi"})");
     dest.deliveries = per_channel;
     scenario.destinations.push_back(std::move(dest));
   }

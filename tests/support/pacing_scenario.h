@@ -41,8 +41,8 @@ struct PacingScenario {
 };
 
 struct PacingScenarioResult {
-  bool finished = false;   // every delivery delivered before the deadline
-  double seconds = 0;      // simulated time until the last delivery
+  bool finished = false;  // every delivery delivered before the deadline
+  double seconds = 0;     // simulated time until the last delivery
   int64_t delivered = 0;
   int64_t throttled = 0;  // 429s (and body throttles) received
   int64_t max_throttled_per_destination = 0;
