@@ -29,9 +29,12 @@ struct AdaptivePaceOptions {
 
 // What the Scheduler counted on a key over its most recent window (the budget's scale): requests
 // sent and deliveries. `sent` < 0 when the key is not counted (nothing better is known).
+// `partial`: the key's traffic began less than a window ago, so the counts are what got through
+// so far, a floor of the platform's rate rather than a measure of it.
 struct RecentWindow {
   int64_t sent = -1;
   int64_t delivered = 0;
+  bool partial = false;
   bool known() const { return sent >= 0; }
 };
 
@@ -51,7 +54,11 @@ struct RecentWindow {
 // no delivery in the window, `decrease` times the old limit. A LINE channel configured at 2,000/s
 // whose real limit is 20/s is then found in one step instead of seven halvings, and its first park
 // is one window of the budget (not longer than throttle_wait): a window-based limit has refilled
-// by then.
+// by then. When the 429 comes before the key's traffic has filled a window (a platform metering
+// with a small burst refuses the second request of a fresh stream), the deliveries so far are
+// only a floor: the limit becomes that floor and doubles per clean window (slow start) until a
+// probe fails (that failure parks one window: the doubled pace may have spent the platform's
+// window early), then climbs additively as below.
 //
 // A 429 within the first window after an increase means that probe went too far: the limit
 // goes back to the level before it (no halving), the key is parked for one emission interval of
@@ -111,6 +118,8 @@ class AdaptivePace {
   int64_t last_good_ = 0;  // the level before the last increase
   bool probing_ = false;   // no whole window has passed since the last increase
   bool probe_failed_ = false;
+  bool slow_start_ = false;  // the last decrease came from a partial window: double per window
+  bool doubling_failed_ = false;
   int windows_ = 0;  // whole windows since the last increase
   int windows_per_increase_ = 1;
   int throttles_ = 0;  // consecutive 429s without a success in between

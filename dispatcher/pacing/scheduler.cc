@@ -700,7 +700,8 @@ RecentWindow Scheduler::Recent(ScopeKey key, int64_t now_ns) const {
   // Sliding estimate: the current bucket and the part of the one before still in the window.
   const double before = 1.0 - static_cast<double>(age) / c.window_ns;
   return RecentWindow{c.sent + static_cast<int64_t>(std::ceil(c.sent_before * before)),
-                      c.delivered + static_cast<int64_t>(std::floor(c.delivered_before * before))};
+                      c.delivered + static_cast<int64_t>(std::floor(c.delivered_before * before)),
+                      now_ns - c.since_ns < c.window_ns};
 }
 
 void Scheduler::CountRecent(const Dest& dest, bool delivered, int64_t now_ns) {
@@ -712,7 +713,7 @@ void Scheduler::CountRecent(const Dest& dest, bool delivered, int64_t now_ns) {
   RecentCounts& c = recent_[key];
   const int64_t window_ns = std::max<int64_t>(1, scopes_.budget(leaf).scale_ms) * 1'000'000;
   if (c.window_ns != window_ns || now_ns - c.start_ns >= 2 * window_ns) {
-    c = RecentCounts{now_ns, window_ns};
+    c = RecentCounts{now_ns, window_ns, now_ns};
   } else if (now_ns - c.start_ns >= window_ns) {
     c.sent_before = c.sent;
     c.delivered_before = c.delivered;

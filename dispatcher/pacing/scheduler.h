@@ -335,6 +335,7 @@ class Scheduler {
   struct RecentCounts {
     int64_t start_ns = 0;  // of the current bucket
     int64_t window_ns = 1;
+    int64_t since_ns = 0;  // counted without a gap of two windows since
     int32_t sent = 0;
     int32_t sent_before = 0;
     int32_t delivered = 0;

@@ -197,8 +197,10 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
         ++result.delivered;
         result.seconds = seconds();
       }
-      if (event.dest == 0) {
-        auto view = scheduler.Inspect(d.id);
+      {
+        // The first destination's key, after every response (the key may be shared: a 429 to
+        // another user of the channel lowers it too).
+        auto view = scheduler.Inspect(dests.front().id);
         const int64_t limit = view.has_value() && view->adaptive ? view->adaptive->limit : -1;
         const bool probing = view.has_value() && view->adaptive_probing;
         if (limit != last_limit || probing != last_probing) {
