@@ -1,6 +1,7 @@
 #include "dispatcher/service/api/http_server.h"
 
 #include <algorithm>
+#include <array>
 #include <optional>
 
 #include <boost/asio/strand.hpp>
@@ -101,12 +102,14 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (ec == http::error::body_limit) {
       keep_alive_ = false;
+      linger_ = true;
       Write(PlainError(http::status::payload_too_large, 11, "payload_too_large",
                        "request body is over the server's limit"));
       return;
     }
     if (ec) {
       keep_alive_ = false;
+      linger_ = true;
       Write(PlainError(http::status::bad_request, 11, "bad_request", "malformed HTTP request"));
       return;
     }
@@ -161,9 +164,30 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (ec || !keep_alive_) {
       Close();
+      if (!ec && linger_) {
+        Linger();
+      }
       return;
     }
     Read();
+  }
+
+  // After refusing a request whose body was not read: reads and drops what the client still
+  // sends, until its FIN or kLingerTime, so that closing a socket with unread data (which sends
+  // RST, and the client may then lose the answer before reading it) only happens to a client
+  // that keeps sending. nginx's lingering_close does the same.
+  void Linger() {
+    static constexpr std::chrono::seconds kLingerTime{2};
+    if (!linger_started_) {
+      linger_started_ = true;
+      stream_.expires_after(kLingerTime);
+    }
+    stream_.async_read_some(asio::buffer(linger_buffer_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (!ec) {
+                                self->Linger();
+                              }
+                            });
   }
 
   // Sends FIN; the socket itself closes when the last operation holding the session ends (at
@@ -178,6 +202,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<HttpServerShared> shared_;
   bool keep_alive_ = true;
+  bool linger_ = false;          // the request was refused with its body (maybe) unread
+  bool linger_started_ = false;  // Linger's deadline is set
+  std::array<char, 16 << 10> linger_buffer_;
   uint64_t request_ = 0;  // the number of the request being answered
   bool answered_ = false;
 };

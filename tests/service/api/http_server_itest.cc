@@ -260,6 +260,19 @@ TEST(HttpServerTest, BodyLimitFollowsTheRequestLine) {
   EXPECT_EQ(HttpCall(server.port(), "POST", "/big", body).status, 200);
 }
 
+// Verifies that a refused body still gets its answer: the client is sending 32 MiB (more than
+// the socket buffers on both sides hold) when the server answers 413; the server reads and drops
+// the rest before closing, so the client does not meet a reset before it reads the 413 (it did,
+// now and then, when the server closed at once).
+TEST(HttpServerTest, RefusedBodyIsDrainedSoTheAnswerArrives) {
+  RunningServer server({.body_limit = [](http::verb, std::string_view) -> size_t { return 10; }});
+  const std::string body(32 << 20, 'x');
+  for (int i = 0; i < 5; ++i) {
+    TestResponse refused = HttpCall(server.port(), "POST", "/small", body);
+    EXPECT_EQ(refused.status, 413) << "request " << i << ": " << refused.body;
+  }
+}
+
 // Verifies the accept back-off: with this process out of file descriptors, a waiting connection
 // makes accept() fail; the server backs off (a handful of failures, not a busy loop of them)
 // and serves the connection once descriptors are free again.
