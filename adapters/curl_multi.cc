@@ -44,6 +44,7 @@ CurlMulti::CurlMulti(asio::io_context& io, const Clock& clock, const Limits& lim
   curl_multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, limits.max_total_connections);
   curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, limits.max_total_connections);
   curl_multi_setopt(multi_, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+  curl_multi_setopt(multi_, CURLMOPT_MAX_CONCURRENT_STREAMS, limits.max_concurrent_streams);
 }
 
 CurlMulti::~CurlMulti() {
@@ -86,6 +87,7 @@ void CurlMulti::Remove(void* easy) {
 
 void CurlMulti::Adopt(int fd) {
   Forget(fd);  // a stale entry would watch the wrong file
+  ++sockets_opened_;
   NewSocket(fd, /*adopted=*/true);
 }
 

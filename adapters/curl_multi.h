@@ -42,8 +42,9 @@ class CurlMulti {
   using Done = std::function<void(void* easy, int curl_code)>;
 
   struct Limits {
-    long max_host_connections = 16;    // per host; 0 = unlimited. Default: 16.
-    long max_total_connections = 256;  // Default: 256.
+    long max_host_connections = 16;     // per host; 0 = unlimited. Default: 16.
+    long max_total_connections = 256;   // Default: 256.
+    long max_concurrent_streams = 100;  // HTTP/2 streams per connection. Default: 100.
   };
 
   // `done` is called once for every transfer Add started and Remove did not take back.
@@ -64,6 +65,8 @@ class CurlMulti {
   // For the easy handles' CURLOPT_OPENSOCKETFUNCTION: `fd` is a connection socket curl just had
   // opened; it will be closed through CloseSocket, so it may stay registered while idle.
   void Adopt(int fd);
+  // Sockets adopted so far: the connections curl opened.
+  uint64_t sockets_opened() const { return sockets_opened_; }
 
  private:
   struct Socket;
@@ -85,6 +88,7 @@ class CurlMulti {
   Done done_;
   std::shared_ptr<bool> alive_;
   size_t running_ = 0;
+  uint64_t sockets_opened_ = 0;
   std::unordered_map<int, std::shared_ptr<Socket>> sockets_;
 
   boost::asio::steady_timer timer_;

@@ -59,8 +59,9 @@ struct Transfer {
 // it wakes one, which sets up its connection again (URL parse, cache search: ~25k instructions,
 // measured) and, when a new transfer took the free connection first, parks again. Admitting at
 // most max_host_connections per origin here, in arrival order, keeps that churn out of curl.
-// An origin seen answering over HTTP/2 multiplexes, and is not limited here (curl's own cap
-// still is).
+// An origin seen answering over HTTP/2 multiplexes: it is admitted as many transfers as its
+// connections carry streams (max_host_connections x max_concurrent_streams), so curl's pending
+// list stays empty there too.
 struct Origin {
   size_t active = 0;  // given to curl
   std::deque<Transfer*> waiting;
@@ -77,6 +78,68 @@ std::string_view OriginOf(std::string_view url) {
     return url;
   }
   return url.substr(0, url.find_first_of("/?#", scheme_end + 3));
+}
+
+long CurlHttpVersion(HttpVersion v) {
+  switch (v) {
+    case HttpVersion::kHttp11:
+      return CURL_HTTP_VERSION_1_1;
+    case HttpVersion::kHttp2:
+      return CURL_HTTP_VERSION_2_0;
+    case HttpVersion::kAuto:
+      break;
+  }
+  return CURL_HTTP_VERSION_2TLS;
+}
+
+// The TLS session cache shared by every transfer (CURL_LOCK_DATA_SSL_SESSION). libcurl 7.88
+// keeps the cache in each easy handle otherwise, so a pooled handle that happens to run a
+// request on a new connection could not resume a session another handle made. One loop thread
+// uses it: no lock callbacks. Null when curl_share_init failed (then nothing is shared).
+struct SessionShare {
+  SessionShare() : handle(curl_share_init()) {
+    if (handle != nullptr) {
+      curl_share_setopt(handle, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    }
+  }
+  ~SessionShare() {
+    if (handle != nullptr) {
+      curl_share_cleanup(handle);
+    }
+  }
+  SessionShare(const SessionShare&) = delete;
+  SessionShare& operator=(const SessionShare&) = delete;
+  CURLSH* handle;
+};
+
+// Whether curl's default trust includes a CA bundle file. Debian's libcurl is built with both a
+// bundle and a CA directory; with a directory set, libcurl 7.88 parses the CA store again for
+// every new TLS connection (its per-multi CA cache is skipped when CURLOPT_CAPATH is set, see
+// Curl_ssl_setup_x509_store), which costs ~20 ms of the loop per connection with the system's
+// ~140 certificates. The directory is dropped when a bundle file is there to trust instead.
+bool HasDefaultCaFile() {
+  const curl_version_info_data* v = curl_version_info(CURLVERSION_NOW);
+  return v != nullptr && v->age >= CURLVERSION_SEVENTH && v->cainfo != nullptr &&
+         v->cainfo[0] != '\0';
+}
+
+// A failed transfer that still holds a whole response: libcurl 7.88 fails an HTTP/2 POST whose
+// server answered in full and then reset the stream before reading the body (nginx's `return
+// 200` does this; RFC 9113 section 8.1 allows it, and the client must not discard the answer)
+// with CURLE_HTTP2_STREAM or a send error. The status and every byte of a Content-Length body
+// arrived, so it is the server's answer: retrying it would deliver twice.
+bool CompleteDespite(CURL* easy, int code, const HttpResponse& response) {
+  if (code != CURLE_HTTP2_STREAM && code != CURLE_HTTP2 && code != CURLE_SEND_ERROR) {
+    return false;
+  }
+  long status = 0;
+  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+  curl_off_t length = -1;
+  curl_easy_getinfo(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+  curl_off_t received = -1;
+  curl_easy_getinfo(easy, CURLINFO_SIZE_DOWNLOAD_T, &received);
+  return status >= 200 && length >= 0 && received == length &&
+         (response.body_truncated || response.body.size() == static_cast<size_t>(length));
 }
 
 size_t OnBody(char* data, size_t size, size_t n, void* user) {
@@ -205,7 +268,9 @@ class CurlTransport final : public HttpTransport {
       : io_(io),
         clock_(clock),
         options_(options),
-        multi_(io, clock, {options.max_host_connections, options.max_total_connections},
+        multi_(io, clock,
+               {options.max_host_connections, options.max_total_connections,
+                options.max_concurrent_streams},
                [this](void* easy, int code) { Finish(static_cast<CURL*>(easy), code); }) {}
 
   ~CurlTransport() override {
@@ -220,6 +285,7 @@ class CurlTransport final : public HttpTransport {
   void Send(HttpRequest request, HttpCallback done) override;
   size_t InFlight() const override { return in_flight_; }
   void CancelAll() override;
+  uint64_t ConnectionsOpened() const override { return multi_.sockets_opened(); }
 
  private:
   Transfer* Acquire();
@@ -231,10 +297,14 @@ class CurlTransport final : public HttpTransport {
   void Fail(Transfer& t, Status status);
   void Finish(CURL* easy, int code);
   void Release(Transfer& t);
+  size_t Capacity(const Origin& origin) const;
 
   asio::io_context& io_;
   const Clock& clock_;
   const TransportOptions options_;
+  const bool drop_ca_path_ =
+      options_.ca_path.empty() && (!options_.ca_file.empty() || HasDefaultCaFile());
+  SessionShare share_;  // outlives multi_ (declared first): its connections may hold sessions
   CurlMulti multi_;
   std::vector<std::unique_ptr<Transfer>> transfers_;  // every easy handle made
   std::vector<Transfer*> idle_;                       // those not running a request
@@ -270,7 +340,11 @@ Transfer* CurlTransport::Acquire() {
   // connect for us, out of the SSRF guard's sight (it checks the address we connect to).
   curl_easy_setopt(e, CURLOPT_PROXY, "");
   curl_easy_setopt(e, CURLOPT_NOPROXY, "*");  // also spares a getenv("no_proxy") per request
-  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CurlHttpVersion(options_.http_version));
+  curl_easy_setopt(e, CURLOPT_SSLVERSION,
+                   options_.min_tls_version == TlsVersion::kTls13
+                       ? static_cast<long>(CURL_SSLVERSION_TLSv1_3)
+                       : static_cast<long>(CURL_SSLVERSION_TLSv1_2));
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
   if (!options_.ca_file.empty()) {
@@ -278,6 +352,11 @@ Transfer* CurlTransport::Acquire() {
   }
   if (!options_.ca_path.empty()) {
     curl_easy_setopt(e, CURLOPT_CAPATH, options_.ca_path.c_str());
+  } else if (drop_ca_path_) {
+    curl_easy_setopt(e, CURLOPT_CAPATH, nullptr);  // keeps the CA store cached (HasDefaultCaFile)
+  }
+  if (share_.handle != nullptr) {
+    curl_easy_setopt(e, CURLOPT_SHARE, share_.handle);
   }
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &OnBody);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
@@ -321,6 +400,14 @@ void CurlTransport::Configure(Transfer& t) {
   t.url = Parse(r.url);
   curl_easy_setopt(e, CURLOPT_CURLU, t.url != nullptr ? t.url->handle : nullptr);
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
+  // An https:// transfer to an origin whose connection is still being set up waits to learn
+  // whether it multiplexes rather than opening a connection of its own (HTTP/2: one connection
+  // carries max_concurrent_streams transfers). Never for http://: libcurl 7.88 would park it
+  // behind a busy HTTP/1.1 connection, and does not enforce the timeout of parked transfers
+  // (curl#13227, fixed in 8.8.0).
+  const bool pipewait =
+      options_.http_version != HttpVersion::kHttp11 && r.url.starts_with("https://");
+  curl_easy_setopt(e, CURLOPT_PIPEWAIT, pipewait ? 1L : 0L);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout.count()));
   const bool with_body = !r.body.empty() || r.method == "POST" || r.method == "PUT";
   if (with_body) {
@@ -334,6 +421,9 @@ void CurlTransport::Configure(Transfer& t) {
   curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, curl_method ? nullptr : r.method.c_str());
   curl_easy_setopt(e, CURLOPT_HTTPHEADER,
                    BuildHeaderList(t, r.headers, options_.user_agent, r.body.size()));
+  const bool client_cert = !r.client_cert_file.empty() && !r.client_key_file.empty();
+  curl_easy_setopt(e, CURLOPT_SSLCERT, client_cert ? r.client_cert_file.c_str() : nullptr);
+  curl_easy_setopt(e, CURLOPT_SSLKEY, client_cert ? r.client_key_file.c_str() : nullptr);
 }
 
 void CurlTransport::Send(HttpRequest request, HttpCallback done) {
@@ -358,7 +448,7 @@ void CurlTransport::Send(HttpRequest request, HttpCallback done) {
     t->origin_key.assign(OriginOf(t->request.url));
     Origin& origin = origins_[t->origin_key];
     t->origin = &origin;
-    if (!origin.multiplexed && origin.active >= static_cast<size_t>(limit)) {
+    if (origin.active >= Capacity(origin)) {
       t->queued = true;
       origin.waiting.push_back(t);
       return;
@@ -383,8 +473,7 @@ void CurlTransport::Start(Transfer& t) {
 // Starts waiting transfers while the origin has room. A transfer's timeout counts from Send, as
 // it would have in curl's pending list: what is left of it goes to curl.
 void CurlTransport::Admit(Origin& origin) {
-  const auto limit = static_cast<size_t>(options_.max_host_connections);
-  while (!origin.waiting.empty() && (origin.multiplexed || origin.active < limit)) {
+  while (!origin.waiting.empty() && origin.active < Capacity(origin)) {
     Transfer* t = origin.waiting.front();
     origin.waiting.pop_front();
     const auto waited = std::chrono::duration_cast<Millis>(clock_.Now() - t->started);
@@ -399,6 +488,14 @@ void CurlTransport::Admit(Origin& origin) {
     ++origin.active;
     Start(*t);
   }
+}
+
+// Transfers `origin` may have in curl at once: a connection each, or over HTTP/2 the streams of
+// every connection.
+size_t CurlTransport::Capacity(const Origin& origin) const {
+  const auto connections = static_cast<size_t>(options_.max_host_connections);
+  return origin.multiplexed ? connections * static_cast<size_t>(options_.max_concurrent_streams)
+                            : connections;
 }
 
 // `t` (given to curl) is done with its origin: the next waiting transfer may start.
@@ -435,6 +532,9 @@ void CurlTransport::Finish(CURL* easy, int code) {
   t->live = false;
   --in_flight_;
   t->response.elapsed = std::chrono::duration_cast<Millis>(clock_.Now() - t->started);
+  if (code != CURLE_OK && t->refused.ok() && CompleteDespite(easy, code, t->response)) {
+    code = CURLE_OK;
+  }
   if (code == CURLE_OK) {
     long status = 0;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);

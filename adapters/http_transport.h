@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -23,6 +24,11 @@ struct HttpRequest {
   // When set, the address the connection would use is checked before connecting (customer
   // webhook URLs). Unset for operator-configured platform base URLs. Default: unset.
   std::optional<SsrfPolicy> ssrf;
+  // A client certificate (PEM file) and its private key (PEM file) presented to servers that
+  // ask for one (mTLS); both or neither. The key is a secret: its path may be logged, never its
+  // content. Default: none.
+  std::string client_cert_file;
+  std::string client_key_file;
 };
 
 struct HttpResponse {
@@ -50,6 +56,9 @@ class HttpTransport {
   virtual size_t InFlight() const = 0;
   // Fails every request in flight with Cancelled (their callbacks are posted, not run inline).
   virtual void CancelAll() = 0;
+  // Connections opened so far (new TCP connections, each with its TLS handshake for https://):
+  // small next to the requests sent while connections are reused. Default: 0 (not counted).
+  virtual uint64_t ConnectionsOpened() const { return 0; }
 };
 
 }  // namespace egress::adapters

@@ -16,6 +16,9 @@ set -euo pipefail
 SERVICE="${1:-${SERVICE:-http://127.0.0.1:8686}}"   # ./dev demo passes it as $1
 SIM="${SIM:-https://127.0.0.1:8687}"
 SIM_CA="${SIM_CA:-var/demo-sim-ca.pem}"
+# The demo tenant's API key (config/demo.toml), sent as Authorization: Bearer.
+TOKEN="${TOKEN:-demo-api-key-0123456789}"
+AUTH="Authorization: Bearer $TOKEN"
 N="${N:-300}"
 WATCH_S="${WATCH_S:-10}"
 [[ "$N" -le 1000 ]] || { echo "N is capped at 1000 (one batch) (a demo, not a benchmark)" >&2; exit 2; }
@@ -28,7 +31,7 @@ sim_curl() {
   if [[ "$SIM" == https://* ]]; then curl --cacert "$SIM_CA" "$@"; else curl "$@"; fi
 }
 
-curl -sf "$SERVICE/v1/stats" >/dev/null || { echo "no relay-egress at $SERVICE (see the header)" >&2; exit 1; }
+curl -sf -H "$AUTH" "$SERVICE/v1/stats" >/dev/null || { echo "no relay-egress at $SERVICE (see the header)" >&2; exit 1; }
 sim_curl -sf "$SIM/_sim/stats" >/dev/null || { echo "no simulator at $SIM (see the header)" >&2; exit 1; }
 SIM_PORT="${SIM##*:}"
 
@@ -67,7 +70,7 @@ PY
 trap 'rm -f /tmp/egress-demo-batch.$$' EXIT
 
 echo "== POST /v1/deliveries/batch ($N deliveries: Slack x2 channels, Discord, LINE, 3 webhooks, one of them 429-happy)"
-code="$(curl -s -o /tmp/egress-demo-batch.$$.out -w '%{http_code}' -X POST "$SERVICE/v1/deliveries/batch" \
+code="$(curl -s -o /tmp/egress-demo-batch.$$.out -w '%{http_code}' -X POST -H "$AUTH" "$SERVICE/v1/deliveries/batch" \
   -H 'Content-Type: application/json' --data-binary @/tmp/egress-demo-batch.$$)"
 python3 -c 'import json,sys,collections; r=json.load(open(sys.argv[1]))["results"]; print(sys.argv[2], dict(collections.Counter(x.get("state", x.get("error")) for x in r)))' \
   /tmp/egress-demo-batch.$$.out "$code" 2>/dev/null || cat /tmp/egress-demo-batch.$$.out
@@ -76,19 +79,19 @@ rm -f /tmp/egress-demo-batch.$$.out
 for ((s = 1; s <= WATCH_S; s++)); do
   sleep 1
   printf '[%2ds] ' "$s"
-  curl -s "$SERVICE/v1/stats" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(" ".join(f"{k}={d[k]}" for k in ("queued","in_flight","deferred","delivered","dead","throttles","platform_429s","deferrals") if k in d))'
+  curl -s -H "$AUTH" "$SERVICE/v1/stats" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(" ".join(f"{k}={d[k]}" for k in ("queued","in_flight","deferred","delivered","dead","throttles","platform_429s","deferrals") if k in d))'
 done
 
 echo "== GET /v1/stats"
-curl -s "$SERVICE/v1/stats" | pretty
+curl -s -H "$AUTH" "$SERVICE/v1/stats" | pretty
 echo "== GET /v1/destinations (deferral = why a destination waits, next_eligible_ms = until when)"
-curl -s "$SERVICE/v1/destinations" | python3 -c '
+curl -s -H "$AUTH" "$SERVICE/v1/destinations" | python3 -c '
 import json, sys
 for d in json.load(sys.stdin)["destinations"]:
     platform, dest, inflight = d["platform"], d["destination"][:60], d["in_flight"]
     deferral, until = d.get("deferral", "-"), d.get("next_eligible_ms", "-")
     print(f"{platform:8} {dest:60} in_flight={inflight} deferral={deferral} next_eligible_ms={until}")
-' 2>/dev/null || curl -s "$SERVICE/v1/destinations" | pretty
+' 2>/dev/null || curl -s -H "$AUTH" "$SERVICE/v1/destinations" | pretty
 echo "== simulator: what the platforms saw (early = sent before a Retry-After ran out; should be 0)"
 sim_curl -s "$SIM/_sim/stats" | python3 -c '
 import json, sys

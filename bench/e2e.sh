@@ -13,10 +13,19 @@
 #                                     # to the simulator (defaults 4 and 64)
 #   PERF=1 bench/e2e.sh               # also `perf record -e cpu-clock` the service (needs perf;
 #                                     # PERF_CALLGRAPH= records without call graphs)
+#   TARGET=nginx bench/e2e.sh         # the sink is Debian's nginx (bench/nginx_sink.sh), not the
+#                                     # simulator: plain HTTP/1.1 unless TLS is set
+#   TARGET=nginx TLS=h1 bench/e2e.sh  # HTTPS, [transport] http_version = "1.1"
+#   TARGET=nginx TLS=h2 bench/e2e.sh  # HTTPS, http_version = "2" (ALPN h2); a throwaway CA per
+#                                     # run is the transport's ca_file
+#   HTTP_VERSION=auto STREAMS=100 TARGET=nginx TLS=h2 bench/e2e.sh   # other transport settings
+#   SERVICE_BIN=old/relay-egress NEW_TRANSPORT_KEYS=0 TARGET=nginx TLS=h2 bench/e2e.sh
+#                                     # A/B against a build without http_version (HTTP/2 by ALPN)
+#   KEEP_TMP=1 bench/e2e.sh           # keep the temp dir (config, service and sink logs)
 #   SIM_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=/tmp/cg-sim.out" TOTAL=5000 \
 #     TIMEOUT_S=600 bench/e2e.sh      # the simulator's instructions per request
 #
-# Starts build/relay-egress-sim and build/relay-egress serve on 127.0.0.1 (free ports), with a
+# Starts the sink (build/relay-egress-sim, or nginx) and build/relay-egress serve on 127.0.0.1 (free ports), with a
 # temp config and store under a temp dir, and stops both at exit. Bounded by TOTAL and
 # TIMEOUT_S.
 set -euo pipefail
@@ -38,6 +47,20 @@ INTAKE_ONLY="${INTAKE_ONLY:-0}"
 # DRAIN=1: the same during intake; then e2e_load raises tenant_egress through the admin API
 # (PUT /api/admin/tenants/{t}/rate_limits) and times the drain on its own.
 DRAIN="${DRAIN:-0}"
+# TARGET=sim (default) or nginx; TLS= (plain HTTP), h1 or h2 (HTTPS with that HTTP version).
+TARGET="${TARGET:-sim}"
+TLS="${TLS:-}"
+case "$TLS" in
+  "") HTTP_VERSION="${HTTP_VERSION:-auto}" ;;
+  h1) HTTP_VERSION="${HTTP_VERSION:-1.1}" ;;
+  h2) HTTP_VERSION="${HTTP_VERSION:-2}" ;;
+  *) echo "TLS must be empty, h1 or h2" >&2; exit 2 ;;
+esac
+if [[ -n "$TLS" && "$TARGET" != nginx ]]; then
+  echo "TLS=$TLS needs TARGET=nginx" >&2
+  exit 2
+fi
+STREAMS="${STREAMS:-100}"
 ADMIN_TOKEN="bench-admin-token-0123456789abcdef"
 
 for bin in relay-egress relay-egress-sim bench/e2e_load; do
@@ -54,7 +77,11 @@ PIDS=()
 cleanup() {
   for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$STORE_PARENT" "$TMP"
+  if [[ "${KEEP_TMP:-0}" == 1 ]]; then
+    echo "kept $TMP (logs: service.err, sim.err; nginx/)" >&2
+  else
+    rm -rf "$STORE_PARENT" "$TMP"
+  fi
 }
 trap cleanup EXIT
 
@@ -81,8 +108,19 @@ wait_port() {
 
 # SIM_WRAPPER: the same for the simulator, e.g. "valgrind --tool=callgrind
 # --callgrind-out-file=/tmp/cg-sim.out" (it stops on the SIGTERM at exit and writes the file).
-start sim ${SIM_WRAPPER:-} "$BUILD/relay-egress-sim" --port 0 --threads "$SIM_THREADS"
-SIM_PORT="$(wait_port sim)"
+SCHEME=http
+CA_LINE=""
+if [[ "$TARGET" == nginx ]]; then
+  start sim "$SRC/bench/nginx_sink.sh" "$TMP/nginx" "$([[ -n "$TLS" ]] && echo tls || echo plain)"
+  SIM_PORT="$(wait_port sim)"
+  if [[ -n "$TLS" ]]; then
+    SCHEME=https
+    CA_LINE="ca_file = \"$TMP/nginx/ca.pem\""
+  fi
+else
+  start sim ${SIM_WRAPPER:-} "$BUILD/relay-egress-sim" --port 0 --threads "$SIM_THREADS"
+  SIM_PORT="$(wait_port sim)"
+fi
 
 if [[ "$INTAKE_ONLY" == 1 || "$DRAIN" == 1 ]]; then
   EGRESS_LIMIT=1 EGRESS_SCALE_MS=3600000 EGRESS_BURST=1
@@ -97,10 +135,13 @@ data_dir = "$STORE_PARENT/store"
 batch_max_items = 1000
 tenant_backlog_watermark = 10000000
 admin_token = "$ADMIN_TOKEN"
+log_level = "${LOG_LEVEL:-info}"
 
 [transport]
 max_host_connections = $HOST_CONNS
 max_total_connections = 256
+$([[ "${NEW_TRANSPORT_KEYS:-1}" == 1 ]] && printf 'http_version = "%s"\nmax_concurrent_streams = %s\n' "$HTTP_VERSION" "$STREAMS")
+$CA_LINE
 
 [platforms.webhook]
 allow_private_networks = true
@@ -130,11 +171,19 @@ EOF
 
 # SERVICE_WRAPPER: e.g. "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out" (instruction
 # counts per function, repeatable under load; use a small TOTAL and a large TIMEOUT_S).
-start service ${SERVICE_WRAPPER:-} "$BUILD/relay-egress" serve --config "$TMP/relay-egress.toml" \
+start service ${SERVICE_WRAPPER:-} "${SERVICE_BIN:-$BUILD/relay-egress}" serve --config "$TMP/relay-egress.toml" \
   --profiles-dir "$SRC/config/profiles"
 PORT="$(wait_port service)"
 SERVICE_PID="$(cat "$TMP/service.pid")"
 SIM_PID="$(cat "$TMP/sim.pid")"
+if [[ "$TARGET" == nginx ]]; then  # nginx's one worker does the work ("sim" figures are nginx's)
+  for _ in $(seq 1 100); do
+    worker="$(pgrep -P "$SIM_PID" | head -1 || true)"
+    [[ -n "$worker" ]] && break
+    sleep 0.05
+  done
+  SIM_PID="${worker:-$SIM_PID}"
+fi
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 svc0="$(cpu_ticks "$SERVICE_PID")"; sim0="$(cpu_ticks "$SIM_PID")"
@@ -149,9 +198,9 @@ if [[ "$PERF" == 1 ]]; then
 fi
 
 set +e
-"$BUILD/bench/e2e_load" --port "$PORT" --hook_base "http://127.0.0.1:$SIM_PORT/hooks/" \
+"$BUILD/bench/e2e_load" --port "$PORT" --hook_base "$SCHEME://127.0.0.1:$SIM_PORT/hooks/" \
   --clients "$CLIENTS" --batch "$BATCH" --total "$TOTAL" --destinations "$DESTINATIONS" \
-  --tenants "$TENANTS" --timeout_s "$TIMEOUT_S" --wait "$((1 - INTAKE_ONLY))" \
+  --tenants "$TENANTS" --timeout_s "$TIMEOUT_S" --wait "$((1 - INTAKE_ONLY))" --token "$ADMIN_TOKEN" \
   $([[ "$DRAIN" == 1 ]] && echo --drain_token "$ADMIN_TOKEN" --service_pid "$SERVICE_PID") |
   tee "$TMP/load.out"
 rc=${PIPESTATUS[0]}
@@ -174,11 +223,11 @@ awk -v a="$svc0" -v b="$svc1" -v c="$sim0" -v d="$sim1" -v t="$tck" -v n="$deliv
     printf "sim_cpu_seconds %.2f\nsim_cpu_us_per_delivery %.1f\n", (d - c) / t, (d - c) / t * 1e6 / n
   }
 }'
-echo "sim_totals $(curl -s "http://127.0.0.1:$SIM_PORT/_sim/stats" | python3 -c \
+[[ "$TARGET" == nginx ]] || echo "sim_totals $(curl -s "http://127.0.0.1:$SIM_PORT/_sim/stats" | python3 -c \
   'import json,sys; t=json.load(sys.stdin)["totals"]; print("requests=%d accepted=%d duplicates=%d errors=%d" % (t["requests"], t["accepted"], t["duplicates"], t["errors"]))' 2>/dev/null || echo '?')"
-echo "service_stats $(curl -s "http://127.0.0.1:$PORT/v1/stats")"
+echo "service_stats $(curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "http://127.0.0.1:$PORT/v1/stats")"
 if [[ "$rc" != 0 ]]; then  # not all delivered: which destinations still hold work, and why
-  curl -s "http://127.0.0.1:$PORT/v1/destinations" | python3 -c '
+  curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "http://127.0.0.1:$PORT/v1/destinations" | python3 -c '
 import json, sys
 for d in json.load(sys.stdin)["destinations"]:
     if d.get("queued") or d.get("deferred") or d.get("in_flight"):

@@ -4,7 +4,10 @@
 //
 //   e2e_load --port P --hook_base http://127.0.0.1:SIM/hooks/ [--clients 4] [--batch 500]
 //            [--total 20000] [--destinations 64] [--tenants 4] [--timeout_s 120] [--wait 1]
-//            [--drain_token T --service_pid PID]
+//            [--token T] [--drain_token T --service_pid PID]
+//
+// --token: sent as "Authorization: Bearer T" on every request (the admin token: the load posts
+// for several tenants).
 //
 // With --drain_token the service is expected to hold everything back (its tenant_egress budget
 // nearly zero): after intake, PUT /api/admin/tenants/bench-N/rate_limits (X-Admin-Token T)
@@ -81,6 +84,8 @@ struct Response {
 class Connection {
  public:
   explicit Connection(int port) : port_(port) {}
+  // Sent with every request; "Name: value\r\n" lines.
+  static inline std::string common_headers;
   ~Connection() { Close(); }
 
   // False on any socket or framing error (the connection is closed; the next call reconnects).
@@ -91,8 +96,8 @@ class Connection {
     }
     std::string req = method + " " + target +
                       " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
-                      extra_headers + "Content-Length: " + std::to_string(body.size()) +
-                      "\r\n\r\n" + body;
+                      common_headers + extra_headers +
+                      "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     for (size_t sent = 0; sent < req.size();) {
       const ssize_t n = send(fd_, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
       if (n <= 0) {
@@ -206,10 +211,14 @@ bool ParseArgs(int argc, char** argv, Options& o) {
   num("--service_pid", o.service_pid);
   if (kv.count("--drain_token"))
     o.drain_token = kv["--drain_token"];
+  if (kv.count("--token"))
+    Connection::common_headers = "Authorization: Bearer " + kv["--token"] + "\r\n";
   if (kv.count("--hook_base"))
     o.hook_base = kv["--hook_base"];
-  return o.port > 0 && o.hook_base.rfind("http://127.0.0.1:", 0) == 0 && o.clients > 0 &&
-         o.batch > 0 && o.total > 0 && o.destinations > 0 && o.tenants > 0;
+  const bool loopback = o.hook_base.rfind("http://127.0.0.1:", 0) == 0 ||
+                        o.hook_base.rfind("https://127.0.0.1:", 0) == 0;
+  return o.port > 0 && loopback && o.clients > 0 && o.batch > 0 && o.total > 0 &&
+         o.destinations > 0 && o.tenants > 0;
 }
 
 }  // namespace
@@ -219,9 +228,9 @@ int main(int argc, char** argv) {
   if (!ParseArgs(argc, argv, o)) {
     std::fprintf(
         stderr,
-        "usage: e2e_load --port P --hook_base http://127.0.0.1:SIM/hooks/ [--clients N]"
+        "usage: e2e_load --port P --hook_base http[s]://127.0.0.1:SINK/hooks/ [--clients N]"
         " [--batch N] [--total N] [--destinations N] [--tenants N] [--timeout_s S] [--wait 0|1]"
-        " [--drain_token T --service_pid PID]\n");
+        " [--token T] [--drain_token T --service_pid PID]\n");
     return 2;
   }
   Connection control(o.port);

@@ -7,6 +7,7 @@
 #include "dispatcher/base/clock.h"
 #include "dispatcher/base/host_port.h"
 #include "dispatcher/base/log_options.h"
+#include "dispatcher/base/status.h"
 
 namespace egress::config {
 
@@ -30,6 +31,12 @@ struct RetentionConfig {
 // body limit of every request but a batch is max_payload_bytes plus this.
 inline constexpr size_t kDeliveryBodyAllowance = 64 << 10;
 
+// Whether the API asks who is calling (server.auth).
+enum class AuthMode {
+  kRequired,  // every route but /healthz and /readyz needs a tenant API key or the admin token
+  kOff,       // the open API of old: only /api/admin needs the admin token; loopback only
+};
+
 // The service's own settings ([server] in config). Plain data; see docs/configuration.md.
 struct ServerOptions {
   // Where the HTTP API listens, parsed from "host:port" (ParseHostPort: a name such as
@@ -40,6 +47,14 @@ struct ServerOptions {
   // The X-Admin-Token of the admin API; RELAY_EGRESS_ADMIN_TOKEN overrides the file. A secret:
   // never log it. Default: empty, which turns the admin API off (every call gets 401).
   std::string admin_token;
+  // "required" or "off" (AuthMode). "off" is refused unless `listen` is a loopback address
+  // (CheckAuthListen). Default: "required".
+  AuthMode auth = AuthMode::kRequired;
+  // Whether /metrics needs the admin token (when auth is required). Default: true.
+  bool metrics_auth = true;
+  // Failed authentications (a wrong key or token) one source address may make per minute; past
+  // it the address is answered 429 with Retry-After. 1 to 1,000,000. Default: 20.
+  int64_t auth_failure_budget = 20;
   // Largest delivery payload accepted by intake (413 beyond). Default: 1 MiB.
   size_t max_payload_bytes = 1 << 20;
   // Most deliveries in one POST /v1/deliveries/batch. Default: 1000.
@@ -75,5 +90,9 @@ struct ServerOptions {
   LogLevel log_level = LogLevel::kInfo;
   RetentionConfig retention;
 };
+
+// InvalidArgument when `server` turns auth off on a listen address that is not loopback (an
+// IPv4 127.x.x.x or ::1 literal, or "localhost"): an open API reachable from other hosts.
+Status CheckAuthListen(const ServerOptions& server);
 
 }  // namespace egress::config

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "adapters/platform_adapter.h"
 
@@ -15,6 +16,9 @@ struct TenantConfig {
   uint32_t weight = 1;
   // By credential name ([tenants.<tenant>.credentials.<name>]). Holds secrets: never log them.
   std::map<std::string, adapters::Credential> credentials;
+  // The SHA-256 digests of the tenant's API keys (api_keys: each the key or "sha256:<hex>"),
+  // raw bytes (adapters/api_key.h). A key belongs to one tenant only. Default: none.
+  std::vector<std::string> api_key_digests;
 };
 
 }  // namespace egress::config

@@ -42,7 +42,7 @@ bool LineHoldsSecret(std::string_view text, uint32_t line) {
   }
   std::string_view row = text.substr(begin, text.find('\n', begin) - begin);
   row.remove_prefix(std::min(row.find_first_not_of(" \t"), row.size()));
-  for (std::string_view key : {"admin_token", "token", "secrets", "secret"}) {
+  for (std::string_view key : {"admin_token", "token", "secrets", "secret", "api_keys"}) {
     if (row.substr(0, key.size()) == key) {
       std::string_view rest = row.substr(key.size());
       rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));

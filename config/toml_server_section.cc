@@ -52,11 +52,26 @@ Status ReadRetentionSection(const TomlFields& retention, RetentionConfig& out) {
 }  // namespace
 
 Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
-  Status status = server.CheckKeys(
-      {"listen", "data_dir", "admin_token", "max_payload_bytes", "batch_max_items",
-       "max_json_depth", "tenant_backlog_watermark", "log_format", "log_level",
-       "pacing_margin_percent", "max_batch_bytes", "max_connections", "read_timeout",
-       "write_timeout", "tenant_max_requests_in_flight", "destination_idle", "retention"});
+  Status status = server.CheckKeys({"listen",
+                                    "data_dir",
+                                    "admin_token",
+                                    "max_payload_bytes",
+                                    "batch_max_items",
+                                    "max_json_depth",
+                                    "tenant_backlog_watermark",
+                                    "log_format",
+                                    "log_level",
+                                    "pacing_margin_percent",
+                                    "max_batch_bytes",
+                                    "max_connections",
+                                    "read_timeout",
+                                    "write_timeout",
+                                    "tenant_max_requests_in_flight",
+                                    "destination_idle",
+                                    "retention",
+                                    "auth",
+                                    "metrics_auth",
+                                    "auth_failure_budget"});
   if (!status.ok()) {
     return status;
   }
@@ -87,6 +102,27 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
                         "must not be empty");
   }
   if (status = server.ReadSecret("admin_token", out.admin_token); !status.ok()) {
+    return status;
+  }
+  std::string auth;
+  if (status = server.ReadString("auth", auth); !status.ok()) {
+    return status;
+  }
+  if (server.Has("auth")) {
+    if (auth == "required") {
+      out.auth = AuthMode::kRequired;
+    } else if (auth == "off") {
+      out.auth = AuthMode::kOff;
+    } else {
+      return server.Error(*server.table().get("auth"), server.Field("auth"),
+                          "must be \"required\" or \"off\"");
+    }
+  }
+  if (status = server.ReadBool("metrics_auth", out.metrics_auth); !status.ok()) {
+    return status;
+  }
+  if (status = server.ReadInt("auth_failure_budget", 1, 1'000'000, out.auth_failure_budget);
+      !status.ok()) {
     return status;
   }
   int64_t payload = static_cast<int64_t>(out.max_payload_bytes);
@@ -168,14 +204,16 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
 }
 
 Status ReadTransportSection(const TomlFields& transport, adapters::TransportOptions& out) {
-  Status status = transport.CheckKeys({"max_host_connections", "max_total_connections",
-                                       "max_response_body", "ca_file", "ca_path", "user_agent"});
+  Status status = transport.CheckKeys(
+      {"max_host_connections", "max_total_connections", "max_response_body", "ca_file", "ca_path",
+       "user_agent", "http_version", "max_concurrent_streams", "min_tls_version"});
   if (!status.ok()) {
     return status;
   }
   int64_t per_host = out.max_host_connections;
   int64_t total = out.max_total_connections;
   int64_t body = static_cast<int64_t>(out.max_response_body);
+  int64_t streams = out.max_concurrent_streams;
   if (status = transport.ReadInt("max_host_connections", 1, 10'000, per_host); !status.ok()) {
     return status;
   }
@@ -194,6 +232,40 @@ Status ReadTransportSection(const TomlFields& transport, adapters::TransportOpti
   if (status = transport.ReadString("user_agent", out.user_agent); !status.ok()) {
     return status;
   }
+  if (status = transport.ReadInt("max_concurrent_streams", 1, 1'000, streams); !status.ok()) {
+    return status;
+  }
+  if (const toml::node* node = transport.table().get("http_version"); node != nullptr) {
+    std::string version;
+    if (status = transport.ReadString("http_version", version); !status.ok()) {
+      return status;
+    }
+    if (version == "auto") {
+      out.http_version = adapters::HttpVersion::kAuto;
+    } else if (version == "1.1") {
+      out.http_version = adapters::HttpVersion::kHttp11;
+    } else if (version == "2") {
+      out.http_version = adapters::HttpVersion::kHttp2;
+    } else {
+      return transport.Error(*node, transport.Field("http_version"),
+                             "must be \"auto\", \"1.1\" or \"2\"");
+    }
+  }
+  if (const toml::node* node = transport.table().get("min_tls_version"); node != nullptr) {
+    std::string version;
+    if (status = transport.ReadString("min_tls_version", version); !status.ok()) {
+      return status;
+    }
+    if (version == "1.2") {
+      out.min_tls_version = adapters::TlsVersion::kTls12;
+    } else if (version == "1.3") {
+      out.min_tls_version = adapters::TlsVersion::kTls13;
+    } else {
+      return transport.Error(*node, transport.Field("min_tls_version"),
+                             "must be \"1.2\" or \"1.3\"");
+    }
+  }
+  out.max_concurrent_streams = static_cast<long>(streams);
   out.max_host_connections = static_cast<long>(per_host);
   out.max_total_connections = static_cast<long>(total);
   out.max_response_body = static_cast<size_t>(body);

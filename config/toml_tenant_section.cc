@@ -1,5 +1,11 @@
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 
+#include "adapters/api_key.h"
 #include "adapters/credential_token.h"
 #include "adapters/webhook_signature.h"
 #include "config/toml_sections.h"
@@ -96,8 +102,48 @@ Status ReadCredential(const TomlFields& fields, std::string_view name, adapters:
   return Status::Ok();
 }
 
-Status ReadTenant(const TomlFields& fields, TenantConfig& out) {
-  Status status = fields.CheckKeys({"weight", "credentials"});
+// api_keys: each entry the key or "sha256:<hex>", kept as its digest only. A key may appear once
+// in the whole file: in one tenant, once. Errors name the entry, never its value.
+Status ReadApiKeys(const TomlFields& fields, const std::string& tenant,
+                   const std::map<std::string, TenantConfig>& tenants, TenantConfig& out) {
+  std::vector<std::string> entries;
+  if (Status status = fields.ReadSecretList("api_keys", entries); !status.ok()) {
+    return status;
+  }
+  if (entries.empty()) {
+    return Status::Ok();
+  }
+  const toml::array& list = *fields.table().get("api_keys")->as_array();
+  std::vector<std::string> digests;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string field = fmt::format("{}[{}]", fields.Field("api_keys"), i);
+    Result<std::string> digest = adapters::ParseApiKeyEntry(entries[i]);
+    if (!digest) {
+      return fields.Error(*list.get(i), field,
+                          fmt::format("<redacted>: {}", digest.error().message()));
+    }
+    if (std::find(digests.begin(), digests.end(), *digest) != digests.end()) {
+      return fields.Error(*list.get(i), field, "<redacted>: the same key twice");
+    }
+    for (const auto& [other, config] : tenants) {
+      const auto& theirs = config.api_key_digests;
+      if (other != tenant && std::find(theirs.begin(), theirs.end(), *digest) != theirs.end()) {
+        return fields.Error(
+            *list.get(i), field,
+            fmt::format("<redacted>: already a key of tenant \"{}\"; a key belongs to one "
+                        "tenant only",
+                        other));
+      }
+    }
+    digests.push_back(std::move(*digest));
+  }
+  out.api_key_digests = std::move(digests);
+  return Status::Ok();
+}
+
+Status ReadTenant(const TomlFields& fields, const std::string& tenant,
+                  const std::map<std::string, TenantConfig>& tenants, TenantConfig& out) {
+  Status status = fields.CheckKeys({"weight", "credentials", "api_keys"});
   if (!status.ok()) {
     return status;
   }
@@ -106,6 +152,9 @@ Status ReadTenant(const TomlFields& fields, TenantConfig& out) {
     return status;
   }
   out.weight = static_cast<uint32_t>(weight);
+  if (status = ReadApiKeys(fields, tenant, tenants, out); !status.ok()) {
+    return status;
+  }
   Result<std::optional<TomlFields>> credentials = fields.Table("credentials");
   if (!credentials) {
     return credentials.error();
@@ -130,7 +179,9 @@ Status ReadTenantsSection(const TomlFields& tenants, Config& out) {
     if (name.empty()) {
       return tenants.Error(fields.table(), fields.prefix(), "a tenant id must not be empty");
     }
-    return ReadTenant(fields, out.tenants[std::string(name)]);
+    const std::string tenant(name);
+    TenantConfig& config = out.tenants[tenant];
+    return ReadTenant(fields, tenant, out.tenants, config);
   });
 }
 

@@ -87,6 +87,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", config.error().message().c_str());
     return kExitUsage;
   }
+  // An open API only where no other host reaches it; --listen may have moved it.
+  if (egress::Status open = egress::config::CheckAuthListen(config->server); !open.ok()) {
+    std::fprintf(stderr, "%s\n", open.message().c_str());
+    return kExitUsage;
+  }
   if (check_config) {
     // The listen address must resolve here as it will at start: a name that serve could not
     // bind fails now, not later.

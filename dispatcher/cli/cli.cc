@@ -19,6 +19,9 @@ void AddConnection(CLI::App* cmd, CommandFlags& f, bool with_json) {
                   "Platform profiles (default: profiles/ next to the config file)");
   cmd->add_option("--server", f.connection.server,
                   "Service URL (default: http:// + the config's server.listen)");
+  cmd->add_option("--token", f.connection.token,
+                  "API key or admin token (default: $RELAY_EGRESS_TOKEN, else the config's "
+                  "admin_token)");
   cmd->add_option("--data-dir", f.connection.data_dir,
                   "Store to open when no service answers (default: the config's data_dir)");
   if (with_json) {
@@ -190,7 +193,15 @@ Result<std::unique_ptr<Backend>> Connect(const ConnectionFlags& flags, StoreAcce
     }
     cfg = std::move(*loaded);
   }
-  std::string token = cfg.server.admin_token;
+  // --token, then RELAY_EGRESS_TOKEN, then the admin token of the config or its variable.
+  std::string token = flags.token;
+  if (const char* env = std::getenv(std::string(kTokenEnv).c_str());
+      token.empty() && env != nullptr) {
+    token = env;
+  }
+  if (token.empty()) {
+    token = cfg.server.admin_token;
+  }
   if (const char* env = std::getenv(std::string(config::kAdminTokenEnv).c_str());
       token.empty() && env != nullptr) {
     token = env;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -15,12 +16,18 @@ inline constexpr int kExitNothing = 1;      // nothing found or matched
 inline constexpr int kExitUsage = 2;        // usage error
 inline constexpr int kExitUnavailable = 3;  // service unreachable and store busy or missing
 
+// The environment variable the CLI reads its token from when --token is not given.
+inline constexpr std::string_view kTokenEnv = "RELAY_EGRESS_TOKEN";
+
 // How to reach the service or the store, shared by every command.
 struct ConnectionFlags {
   std::string config_path;
   std::string profiles_dir;
   std::string server;
   std::string data_dir;
+  // --token: a tenant's API key or the admin token, sent as Authorization: Bearer. Default:
+  // RELAY_EGRESS_TOKEN, else the config's admin_token (or RELAY_EGRESS_ADMIN_TOKEN).
+  std::string token;
 };
 
 // Everything the command line said.

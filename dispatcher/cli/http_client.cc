@@ -50,8 +50,14 @@ Result<HostPort> ParseServerUrl(std::string_view text) {
 
 Result<HttpReply> HttpCall(const HostPort& server, const std::string& method,
                            const std::string& target, const std::string& body,
-                           const std::string& admin_token) {
+                           const std::string& token) {
   const std::string where = "http://" + server.ToString();
+  for (char c : token) {
+    if (c < 0x21 || c > 0x7e) {
+      // It would end or split the header; never echoed (a secret).
+      return Status::InvalidArgument("the token holds a byte that is not visible ASCII");
+    }
+  }
   if (server.port == 0) {
     return Status::Unavailable(where + ": no port to connect to");
   }
@@ -77,8 +83,8 @@ Result<HttpReply> HttpCall(const HostPort& server, const std::string& method,
     req.set(http::field::content_type, "application/json");
     req.body() = body;
   }
-  if (!admin_token.empty()) {
-    req.set("X-Admin-Token", admin_token);
+  if (!token.empty()) {
+    req.set(http::field::authorization, "Bearer " + token);
   }
   req.prepare_payload();
   http::write(sock, req, ec);

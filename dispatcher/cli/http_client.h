@@ -18,12 +18,14 @@ struct HttpReply {
   std::string body;
 };
 
-// One blocking HTTP/1.1 request with a JSON body (empty: none) and, when non-empty, the
-// X-Admin-Token header. A name is resolved and each of its addresses tried in turn. Errors:
-// Unavailable when nothing accepts the connection (refused, no such host): the caller may fall back
-// to the store; IoError for failures after connecting (including a 10 s read timeout).
+// One blocking HTTP/1.1 request with a JSON body (empty: none) and, when non-empty, `token` (a
+// tenant's API key or the admin token) as "Authorization: Bearer <token>"; InvalidArgument,
+// before connecting, for a token that is not visible ASCII. A name is resolved and each of its
+// addresses tried in turn. Errors: Unavailable when nothing accepts the connection (refused, no
+// such host): the caller may fall back to the store; IoError for failures after connecting
+// (including a 10 s read timeout).
 Result<HttpReply> HttpCall(const HostPort& server, const std::string& method,
                            const std::string& target, const std::string& body,
-                           const std::string& admin_token);
+                           const std::string& token);
 
 }  // namespace egress::cli

@@ -51,8 +51,13 @@ Status FromReply(const HttpReply& r) {
     case 400:
       return Status::InvalidArgument(message);
     case 401:
-      return Status::InvalidArgument(message + " (set server.admin_token in --config or " +
-                                     "RELAY_EGRESS_ADMIN_TOKEN)");
+      return Status::InvalidArgument(message + " (give --token or RELAY_EGRESS_TOKEN: an API " +
+                                     "key or the admin token)");
+    case 403:
+      return Status::InvalidArgument(message + " (this token may not do that: another tenant's " +
+                                     "work or an admin route)");
+    case 429:
+      return Status::Unavailable("service: " + message);
     case 404:
       return Status::NotFound(message);
     case 409:

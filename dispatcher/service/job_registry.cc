@@ -63,7 +63,8 @@ bool IsJobId(std::string_view text) {
   return true;
 }
 
-Result<std::string> JobRegistry::Start(std::string kind, nlohmann::json params, int64_t now_ms) {
+Result<std::string> JobRegistry::Start(std::string kind, nlohmann::json params, int64_t now_ms,
+                                       std::string tenant) {
   if (running_ >= limits_.max_running) {
     return Status::Busy(fmt::format("{} jobs are running; wait for one to finish", running_));
   }
@@ -75,7 +76,11 @@ Result<std::string> JobRegistry::Start(std::string kind, nlohmann::json params, 
     }
     id = std::move(*drawn);
   } while (jobs_.contains(id));
-  Job job{.id = id, .kind = std::move(kind), .started_ms = now_ms, .params = std::move(params)};
+  Job job{.id = id,
+          .kind = std::move(kind),
+          .started_ms = now_ms,
+          .params = std::move(params),
+          .tenant = std::move(tenant)};
   jobs_.emplace(id, std::move(job));
   ++running_;
   return id;

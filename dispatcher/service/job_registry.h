@@ -27,6 +27,7 @@ struct Job {
   int64_t started_ms = 0;
   int64_t finished_ms = 0;  // 0 while running
   nlohmann::json params;    // what it was asked to do (the replay's filter), echoed back
+  std::string tenant;       // the tenant whose key started it; empty: the admin (or auth off)
 };
 
 // "running", "done", "failed".
@@ -53,7 +54,9 @@ class JobRegistry {
 
   // Registers a running job and returns its id. Busy when max_running jobs are running;
   // Unavailable when no random id could be drawn.
-  Result<std::string> Start(std::string kind, nlohmann::json params, int64_t now_ms);
+  // `tenant`: the scope it was started in (Job::tenant).
+  Result<std::string> Start(std::string kind, nlohmann::json params, int64_t now_ms,
+                            std::string tenant = "");
   // Null for an unknown (or forgotten) id. Valid until the next Start or Finish.
   const Job* Find(std::string_view id) const;
   // Adds to a running job's counters; nothing for an unknown or finished job.

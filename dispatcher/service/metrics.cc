@@ -70,6 +70,10 @@ constexpr Definition kDefinitions[] = {
     CounterRow(CounterId::kCorruptRecords, "relay_egress_corrupt_records_total",
                "Stored records that could not be read and were moved to dead (reason "
                "corrupt_record)."),
+    CounterRow(CounterId::kAuthFailures, "relay_egress_auth_failures_total",
+               "API requests refused by authentication, by reason: missing (no key), unknown "
+               "(a wrong key or token), over_budget (the source address is over "
+               "server.auth_failure_budget)."),
     CounterRow(CounterId::kDiscordInvalidRequestStops,
                "relay_egress_discord_invalid_request_stops_total",
                "Times a Discord token was stopped near the invalid-request ban line, by "
@@ -93,6 +97,10 @@ constexpr Definition kDefinitions[] = {
     CounterRow(CounterId::kHttpTimeouts, "relay_egress_http_timeouts_total",
                "Connections closed by a deadline, by direction (read: stalled within a request; "
                "write: not reading its answer)."),
+    CounterRow(CounterId::kConnectionsOpened, "relay_egress_connections_opened_total",
+               "Outbound connections opened to platforms and webhook receivers (each with its "
+               "TLS handshake for https); small next to the attempts while connections are "
+               "reused."),
 };
 
 template <typename Id>

@@ -29,7 +29,9 @@ enum class CounterId : uint8_t {
   kHttpAcceptFailures,          // relay_egress_http_accept_failures_total
   kHttpTimeouts,                // relay_egress_http_timeouts_total{direction}
   kCorruptRecords,              // relay_egress_corrupt_records_total
-  kMaxValue = kCorruptRecords,
+  kAuthFailures,                // relay_egress_auth_failures_total{reason}
+  kConnectionsOpened,           // relay_egress_connections_opened_total
+  kMaxValue = kConnectionsOpened,
 };
 enum class GaugeId : uint8_t {
   kQueueDepth,         // relay_egress_queue_depth{state}

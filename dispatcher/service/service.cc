@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "adapters/api_key.h"
 #include "adapters/trust_files.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/intake.h"
@@ -65,8 +66,17 @@ Result<std::unique_ptr<Service>> Service::Start(
     }
   }
   s->intake_limiter_ = std::make_unique<IntakeLimiter>(clock, intake);
+  s->auth_failures_ = std::make_unique<AuthFailureLimiter>(clock, o.auth.failure_budget,
+                                                           o.auth.max_failure_sources);
+  if (Status st = s->LoadApiKeys(); !st.ok()) {
+    return st;
+  }
   if (Status st = s->LoadSettings(); !st.ok()) {
     return st;
+  }
+  if (!s->admin_token_digest_.empty() && s->api_keys_.TenantOf(s->admin_token_digest_)) {
+    return Status::InvalidArgument(
+        "the admin token is also a tenant's API key: give the admin its own token");
   }
   s->transport_ = std::move(transport);
   s->adapters_ = std::make_unique<adapters::AdapterRegistry>(o.endpoints);
@@ -88,11 +98,18 @@ Result<std::unique_ptr<Service>> Service::Start(
       return RequestBodyLimit(limits, method, target);
     };
   }
-  auto server = HttpServer::Start(io, http, [self](HttpRequest&& req, Respond respond) {
-    Route(*self, std::move(req), std::move(respond));
-  });
+  auto server = HttpServer::Start(
+      io, http, [self](HttpRequest&& req, const boost::asio::ip::address& peer, Respond respond) {
+        Route(*self, std::move(req), peer, std::move(respond));
+      });
   if (!server) {
     return server.error();
+  }
+  // Where it really listens, after name resolution: an open API only on loopback.
+  if (!o.auth.required && !(*server)->endpoint().address().is_loopback()) {
+    return Status::InvalidArgument(
+        "server.auth = \"off\" needs a loopback listen address: anyone who reaches " +
+        (*server)->endpoint().address().to_string() + " could act as any tenant");
   }
   s->server_ = std::move(*server);
   s->loop_->Start();
@@ -151,6 +168,22 @@ void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
   loop_->Drain(finish);
 }
 
+Status Service::LoadApiKeys() {
+  if (!options_.admin_token.empty()) {
+    admin_token_digest_ = adapters::ApiKeyDigest(options_.admin_token);
+  }
+  std::map<std::string, std::vector<std::string>> by_tenant;
+  for (const auto& [tenant, digest] : options_.auth.api_keys) {
+    by_tenant[tenant].push_back(digest);
+  }
+  for (const auto& [tenant, digests] : by_tenant) {
+    if (Status st = api_keys_.Replace(tenant, digests); !st.ok()) {
+      return Status::InvalidArgument("tenants." + tenant + ".api_keys: " + st.message());
+    }
+  }
+  return Status::Ok();
+}
+
 Status Service::LoadSettings() {
   auto overrides = store_->ListSettings("overrides/");
   if (!overrides) {
@@ -178,6 +211,21 @@ Status Service::LoadSettings() {
       return Status::Corruption("stored setting " + key + " is not a credential");
     }
     credentials_.Put(rest.substr(0, sep), *c);
+  }
+  auto api_keys = store_->ListSettings(std::string(kApiKeysPrefix));
+  if (!api_keys) {
+    return api_keys.error();
+  }
+  // Replaced at run time by the admin API: the stored list wins over the config's.
+  for (const auto& [key, text] : *api_keys) {
+    auto digests = ApiKeysFromSetting(text);
+    if (!digests) {
+      return Status::Corruption("stored setting " + key + " is not a list of API key digests");
+    }
+    const std::string tenant = key.substr(kApiKeysPrefix.size());
+    if (Status st = api_keys_.Replace(tenant, *digests); !st.ok()) {
+      return Status::Corruption("stored setting " + key + ": " + st.message());
+    }
   }
   return Status::Ok();
 }

@@ -16,10 +16,13 @@
 #include "dispatcher/base/random.h"
 #include "dispatcher/pacing/memory_budget_store.h"
 #include "dispatcher/pacing/scheduler.h"
+#include "dispatcher/service/api/auth.h"
+#include "dispatcher/service/api/auth_failure_limiter.h"
 #include "dispatcher/service/api/delivery_fields.h"
 #include "dispatcher/service/api/http_server.h"
 #include "dispatcher/service/api/intake_limiter.h"
 #include "dispatcher/service/api/tenant_request_slots.h"
+#include "dispatcher/service/api_key_book.h"
 #include "dispatcher/service/credential_book.h"
 #include "dispatcher/service/delivery/delivery_loop.h"
 #include "dispatcher/service/job_registry.h"
@@ -38,6 +41,8 @@ struct ServiceOptions {
   // body limit, when not set, follows `intake` (RequestBodyLimit).
   HttpServerOptions http;
   std::string admin_token;  // required by /api/admin; empty refuses every admin call
+  // Who may call the API: tenants' API keys, server.auth, the brute-force budget.
+  AuthOptions auth;
   storage::StoreOptions store;
   pacing::SchedulerOptions scheduler;
   std::vector<std::pair<pacing::BudgetName, pacing::Budget>> budget_defaults;
@@ -97,10 +102,17 @@ class Service {
   // The HTTP server's counters (connections open, refused, deadlines hit).
   const HttpServerStats& http_stats() const { return server_->stats(); }
   CredentialBook& credentials() { return credentials_; }
+  // Tenants' API keys (config, then the persisted api_keys/ settings); loop thread only.
+  ApiKeyBook& api_keys() { return api_keys_; }
+  AuthFailureLimiter& auth_failures() { return *auth_failures_; }
+  // SHA-256 of the admin token; empty when there is none.
+  const std::string& admin_token_digest() const { return admin_token_digest_; }
   // Background jobs (bulk replay); loop thread only.
   JobRegistry& jobs() { return jobs_; }
   StoreHealthMonitor& store_health() { return *store_health_; }
   Metrics& metrics() { return metrics_; }
+  // The outbound transport (its counters for /metrics).
+  const adapters::HttpTransport& transport() const { return *transport_; }
   const adapters::AdapterRegistry& adapters() const { return *adapters_; }
   const ServiceOptions& options() const { return options_; }
   const Clock& clock() const { return clock_; }
@@ -117,14 +129,19 @@ class Service {
 
  private:
   Service(boost::asio::io_context& io, const Clock& clock, ServiceOptions options);
-  // Applies the operator overrides and credentials persisted in the store.
+  // Applies the operator overrides, credentials and API keys persisted in the store.
   Status LoadSettings();
+  // The config's API keys, then checks that the admin token is no tenant's key.
+  Status LoadApiKeys();
 
   boost::asio::io_context& io_;
   const Clock& clock_;
   const ServiceOptions options_;
   Metrics metrics_;
   CredentialBook credentials_;
+  ApiKeyBook api_keys_;
+  std::string admin_token_digest_;
+  std::unique_ptr<AuthFailureLimiter> auth_failures_;
   JobRegistry jobs_;
   std::unique_ptr<storage::QueueStore> store_;
   std::unique_ptr<boost::asio::thread_pool> storage_pool_;

@@ -9,6 +9,10 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   o.http.read_timeout = config.server.read_timeout;
   o.http.write_timeout = config.server.write_timeout;
   o.admin_token = config.server.admin_token;
+  o.auth.required = config.server.auth == config::AuthMode::kRequired;
+  o.auth.metrics_auth = config.server.metrics_auth;
+  o.auth.failure_budget = {config.server.auth_failure_budget, 60'000,
+                           config.server.auth_failure_budget};
   o.store = ToStoreOptions(config);
   o.scheduler = ToSchedulerOptions(config);
   for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
@@ -28,6 +32,9 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   o.retention = ToRetentionOptions(config);
   for (const auto& [tenant, t] : config.tenants) {
     o.tenant_weights.emplace_back(tenant, t.weight);
+    for (const std::string& digest : t.api_key_digests) {
+      o.auth.api_keys.emplace_back(tenant, digest);
+    }
     for (const auto& [name, credential] : t.credentials) {
       o.credentials.emplace_back(tenant, credential);
     }

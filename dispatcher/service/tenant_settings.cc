@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "adapters/api_key.h"
 #include "adapters/webhook_signature.h"
 #include "dispatcher/pacing/scope_path.h"
 
@@ -118,6 +119,34 @@ tl::expected<adapters::Credential, ApiError> CredentialFromJson(const std::strin
     return tl::unexpected(ApiError{400, "invalid_request", "token: required", "token"});
   }
   return c;
+}
+
+std::string ApiKeysToSetting(const std::vector<std::string>& digests) {
+  json hex = json::array();
+  for (const std::string& digest : digests) {
+    // "sha256:<hex>" less its prefix.
+    hex.push_back(adapters::ApiKeyDigestText(digest).substr(7));
+  }
+  return json{{"sha256", hex}}.dump();
+}
+
+std::optional<std::vector<std::string>> ApiKeysFromSetting(const std::string& text) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("sha256") || !j["sha256"].is_array()) {
+    return std::nullopt;
+  }
+  std::vector<std::string> digests;
+  for (const json& hex : j["sha256"]) {
+    if (!hex.is_string()) {
+      return std::nullopt;
+    }
+    auto digest = adapters::ParseApiKeyEntry("sha256:" + hex.get<std::string>());
+    if (!digest) {
+      return std::nullopt;
+    }
+    digests.push_back(std::move(*digest));
+  }
+  return digests;
 }
 
 }  // namespace egress::service

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,6 +27,17 @@ nlohmann::json RateLimitsToJson(const BudgetOverrides& overrides);
 nlohmann::json CredentialToJson(const adapters::Credential& c);
 tl::expected<adapters::Credential, ApiError> CredentialFromJson(const std::string& name,
                                                                 const nlohmann::json& j);
+
+// A tenant's API keys as persisted ("api_keys/<tenant>"): {"sha256":["<64 hex>", ...]}, the
+// digests only, never a key (adapters/api_key.h). The one record kind API keys are stored as:
+// written by PUT /api/admin/tenants/{tenant}/api_keys, read back on start.
+inline constexpr std::string_view kApiKeysPrefix = "api_keys/";
+inline std::string ApiKeysKey(const std::string& tenant) {
+  return std::string(kApiKeysPrefix) + tenant;
+}
+std::string ApiKeysToSetting(const std::vector<std::string>& digests);
+// nullopt when `text` is not such a record.
+std::optional<std::vector<std::string>> ApiKeysFromSetting(const std::string& text);
 
 inline std::string OverridesKey(const std::string& tenant) { return "overrides/" + tenant; }
 inline std::string CredentialKey(const std::string& tenant, const std::string& name) {

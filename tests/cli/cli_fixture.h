@@ -105,7 +105,12 @@ class CliTest : public ::testing::Test {
   std::vector<std::string> queued_, dead_, deferred_;
 };
 
-// The CLI against a running `relay-egress serve` (a child process) on the filled store.
+inline constexpr char kCliAdminToken[] = "operator-secret-token-0123456789";
+// Tenant beta's API key in the service's config.
+inline constexpr char kBetaApiKey[] = "beta-cli-api-key-0123456789";
+
+// The CLI against a running `relay-egress serve` (a child process) on the filled store, reached
+// with the admin token (--token).
 class CliServiceTest : public CliTest {
  protected:
   // Fills the store, then starts the service on it. Only dead and deferred-for-an-hour
@@ -114,17 +119,18 @@ class CliServiceTest : public CliTest {
     FillStore(0, dead, deferred);
     config_ = dir_.Sub("relay-egress.toml");
     std::ofstream(config_) << "[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = \"" << StoreDir()
-                           << "\"\nadmin_token = \"operator-secret-token-0123456789\"\n"
+                           << "\"\nadmin_token = \"" << kCliAdminToken << "\"\n"
                            << "[platforms.webhook]\nallow_private_networks = true\n"
                            << "[tenants.acme.credentials.hooks]\nplatform = \"webhook\"\n"
                            << "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n"
+                           << "[tenants.beta]\napi_keys = [\"" << kBetaApiKey << "\"]\n"
                            << "[tenants.beta.credentials.hooks]\nplatform = \"webhook\"\n"
                            << "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n";
     port_ = service_.Start(
         BuildDir() + "/relay-egress",
         {"serve", "--config", config_, "--profiles-dir", SourceDir() + "/config/profiles"});
     ASSERT_NE(port_, 0) << service_.error();
-    connection_ = {"--server", ServerUrl()};
+    connection_ = {"--server", ServerUrl(), "--token", kCliAdminToken};
   }
 
   std::string ServerUrl() const { return "http://127.0.0.1:" + std::to_string(port_); }

@@ -1,5 +1,7 @@
 // The operator CLI against a running `relay-egress serve`.
 
+#include <cstdlib>
+
 #include "tests/cli/cli_fixture.h"
 #include "tests/support/http_client.h"
 
@@ -62,7 +64,8 @@ TEST_F(CliServiceTest, ReplayFollowsTheJobToTheEnd) {
   EXPECT_EQ(lines[0]["replayed"], 1'200);
   EXPECT_EQ(lines[0]["dry_run"], false);
   ASSERT_TRUE(lines[0]["job"].is_string()) << all.out;
-  TestResponse job = HttpCall(port_, "GET", "/v1/jobs/" + lines[0]["job"].get<std::string>());
+  TestResponse job =
+      HttpCallAs(kCliAdminToken, port_, "GET", "/v1/jobs/" + lines[0]["job"].get<std::string>());
   EXPECT_EQ(job.status, 200);
   EXPECT_EQ(job.Json()["state"], "done") << job.body;
   EXPECT_EQ(job.Json()["filter"], (json{{"state", "dead"}, {"tenant", "acme"}})) << job.body;
@@ -118,4 +121,38 @@ TEST_F(CliServiceTest, ListByCreationTime) {
 }
 
 }  // namespace
+// Verifies the CLI's token: --token with a tenant key shows that tenant only, RELAY_EGRESS_TOKEN
+// stands in for --token, the admin token shows all, and no or a wrong token exits 2 saying how
+// to give one (never echoing it).
+TEST_F(CliServiceTest, TokenFlagAndEnvironment) {
+  Start(3, 2);
+  const std::vector<std::string> list = {"deliveries", "list", "--json", "--server", ServerUrl()};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = list;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunCommand(BuildDir() + "/relay-egress", args);
+  };
+  auto beta = with({"--token", kBetaApiKey});
+  EXPECT_EQ(beta.exit_code, 0) << beta.err;
+  EXPECT_EQ(JsonLines(beta).size(), 2u);
+  for (const auto& d : JsonLines(beta)) {
+    EXPECT_EQ(d.value("tenant", ""), "beta");
+  }
+  EXPECT_EQ(JsonLines(with({"--token", kCliAdminToken})).size(), 5u);
+  EXPECT_EQ(with({"--token", kBetaApiKey, "--tenant", "acme"}).exit_code, 2);
+
+  auto none = with({});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("RELAY_EGRESS_TOKEN"), std::string::npos) << none.err;
+  auto wrong = with({"--token", "wrong-token-0123456789"});
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_EQ(wrong.err.find("wrong-token"), std::string::npos) << wrong.err;
+
+  ASSERT_EQ(setenv("RELAY_EGRESS_TOKEN", kBetaApiKey, 1), 0);
+  auto env = with({});
+  unsetenv("RELAY_EGRESS_TOKEN");
+  EXPECT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_EQ(JsonLines(env).size(), 2u);
+}
+
 }  // namespace egress

@@ -78,7 +78,7 @@ class CliTopTest : public CliServiceTest {
   void StartTop(Tmux& tmux) {
     std::filesystem::remove(rc_file_);
     const std::string command = "'" + BuildDir() + "/relay-egress' top --server " + ServerUrl() +
-                                "; echo $? > '" + rc_file_ + "'";
+                                " --token " + kCliAdminToken + "; echo $? > '" + rc_file_ + "'";
     auto started = tmux.Run({"new-session", "-d", "-s", "top", "-x", "80", "-y", "24", command});
     ASSERT_EQ(started.exit_code, 0) << started.err;
   }

@@ -137,5 +137,23 @@ TEST(CheckConfigTest, ListenHostNameThatDoesNotResolve) {
       << flag.output;
 }
 
+// Verifies auth = "off" passes the check on loopback and fails it (exit 2, saying why) on any
+// other listen address, from the file or from --listen.
+TEST(CheckConfigTest, AuthOffOnlyOnLoopback) {
+  ConfigFiles files;
+  ConfigFiles::Write(files.main_path(), "[server]\nauth = \"off\"\nlisten = \"127.0.0.1:8686\"\n");
+  const std::string check =
+      "serve --check-config --config " + files.main_path() + " --profiles-dir " + ShippedProfiles();
+  EXPECT_EQ(RunRelayEgress(check).exit_code, 0);
+  EXPECT_EQ(RunRelayEgress(check + " --listen [::1]:8686").exit_code, 0);
+  RunResult open = RunRelayEgress(check + " --listen 0.0.0.0:8686");
+  EXPECT_EQ(open.exit_code, 2);
+  EXPECT_NE(open.output.find("server.auth = \"off\" needs a loopback listen address"),
+            std::string::npos)
+      << open.output;
+  ConfigFiles::Write(files.main_path(), "[server]\nauth = \"off\"\nlisten = \"[::]:8686\"\n");
+  EXPECT_EQ(RunRelayEgress(check).exit_code, 2);
+}
+
 }  // namespace
 }  // namespace egress::config

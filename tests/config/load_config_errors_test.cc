@@ -89,6 +89,13 @@ TEST(LoadConfigErrorsTest, ServerAndTransportValues) {
        "2: server.listen: an IPv6 host needs brackets, e.g. \"[::1]:8686\""},
       {"[server]\ndata_dir = \"\"\n", "2: server.data_dir: must not be empty"},
       {"[server]\nadmin_token = 5\n", "2: server.admin_token: must be a string, not an integer"},
+      {"[server]\nauth = \"maybe\"\n", "2: server.auth: must be \"required\" or \"off\""},
+      {"[server]\nauth_failure_budget = 0\n",
+       "2: server.auth_failure_budget: must be an integer from 1 to 1000000"},
+      {"[server]\nmetrics_auth = \"no\"\n",
+       "2: server.metrics_auth: must be true or false, not a string"},
+      {"[tenants.acme]\napi_keys = []\n",
+       "2: tenants.acme.api_keys: must be a non-empty list of strings"},
       {"[server]\nadmin_token = \"\"\n", "2: server.admin_token: must not be empty"},
       {"[server]\nmax_payload_bytes = 0\n",
        "2: server.max_payload_bytes: must be an integer from 1 to 67108864"},
@@ -144,6 +151,14 @@ TEST(LoadConfigErrorsTest, ServerAndTransportValues) {
        "2: transport.max_response_body: must be an integer from 1 to 67108864"},
       {"[transport]\nuser_agent = true\n",
        "2: transport.user_agent: must be a string, not a boolean"},
+      {"[transport]\nhttp_version = \"3\"\n",
+       "2: transport.http_version: must be \"auto\", \"1.1\" or \"2\""},
+      {"[transport]\nhttp_version = 2\n",
+       "2: transport.http_version: must be a string, not an integer"},
+      {"[transport]\nmin_tls_version = \"1.1\"\n",
+       "2: transport.min_tls_version: must be \"1.2\" or \"1.3\""},
+      {"[transport]\nmax_concurrent_streams = 0\n",
+       "2: transport.max_concurrent_streams: must be an integer from 1 to 1000"},
       {"[transport]\nca_file = [\"a\"]\n", "2: transport.ca_file: must be a string, not a list"},
   };
   ExpectErrors(std::begin(cases), std::end(cases));
@@ -283,6 +298,25 @@ TEST(LoadConfigErrorsTest, SecretsAreRedacted) {
        "3: syntax: invalid TOML (details withheld: the line holds a secret)"},
       {"[server]\nadmin_token = hunter2\n",
        "2: syntax: invalid TOML (details withheld: the line holds a secret)"},
+      {"[tenants.acme]\napi_keys = [hunter2]\n",
+       "2: syntax: invalid TOML (details withheld: the line holds a secret)"},
+      {"[tenants.acme]\napi_keys = [\"hunter2\"]\n",
+       "2: tenants.acme.api_keys[0]: <redacted>: an API key is 16 to 256 bytes, not 7"},
+      {"[tenants.acme]\napi_keys = [\"hunter2 hunter2 hunter2\"]\n",
+       "2: tenants.acme.api_keys[0]: <redacted>: an API key is visible ASCII only (no space, "
+       "control character or non-ASCII byte)"},
+      {"[tenants.acme]\napi_keys = [\"sha256:hunter2\"]\n",
+       "2: tenants.acme.api_keys[0]: <redacted>: a sha256: entry needs 64 hex digits, not 7"},
+      {"[tenants.acme]\napi_keys = "
+       "[\"sha256:hunter2hunter2hunter2hunter2hunter2hunter2hunter2hunter2hunter2x\"]\n",
+       "2: tenants.acme.api_keys[0]: <redacted>: a sha256: entry holds a character that is not "
+       "hex"},
+      {"[tenants.acme]\napi_keys = [\"hunter2-hunter2-hunter2\", \"hunter2-hunter2-hunter2\"]\n",
+       "2: tenants.acme.api_keys[1]: <redacted>: the same key twice"},
+      {"[tenants.acme]\napi_keys = [\"hunter2-hunter2-hunter2\"]\n"
+       "[tenants.globex]\napi_keys = [\"hunter2-hunter2-hunter2\"]\n",
+       "4: tenants.globex.api_keys[0]: <redacted>: already a key of tenant \"acme\"; a key "
+       "belongs to one tenant only"},
   };
   ExpectErrors(std::begin(cases), std::end(cases));
   ConfigFiles files;

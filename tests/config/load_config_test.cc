@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "adapters/api_key.h"
 #include "config/duration.h"
 #include "dispatcher/pacing/scheduler.h"
 #include "tests/config/config_files.h"
@@ -169,6 +170,9 @@ TEST(LoadConfigTest, ReadsEveryScalarKey) {
       "destination_idle = \"2m\"\n"
       "[transport]\n"
       "max_host_connections = 2\n"
+      "http_version = \"1.1\"\n"
+      "max_concurrent_streams = 50\n"
+      "min_tls_version = \"1.3\"\n"
       "max_total_connections = 3\n"
       "max_response_body = 4096\n"
       "ca_file = \"/etc/ca.pem\"\n"
@@ -206,6 +210,9 @@ TEST(LoadConfigTest, ReadsEveryScalarKey) {
   EXPECT_EQ(config->transport.ca_file, "/etc/ca.pem");
   EXPECT_EQ(config->transport.ca_path, "/etc/certs");
   EXPECT_EQ(config->transport.user_agent, "test/1");
+  EXPECT_EQ(config->transport.http_version, adapters::HttpVersion::kHttp11);
+  EXPECT_EQ(config->transport.max_concurrent_streams, 50);
+  EXPECT_EQ(config->transport.min_tls_version, adapters::TlsVersion::kTls13);
   const PlatformConfig& hook = config->platform(Platform::kWebhook);
   EXPECT_TRUE(hook.allow_private_networks);
   EXPECT_EQ(hook.connect_timeout, Millis(250));
@@ -312,7 +319,11 @@ TEST(LoadConfigTest, ShippedDefaultConfigLoads) {
   EXPECT_EQ(config->server.listen.ToString(), "127.0.0.1:8686");
   EXPECT_EQ(config->server.data_dir, "./var/data");
   EXPECT_EQ(config->server.admin_token, "");
-  EXPECT_TRUE(config->tenants.empty());
+  // The local example tenant: one API key, its credentials commented out.
+  ASSERT_EQ(config->tenants.size(), 1u);
+  EXPECT_EQ(config->tenants.at("example").api_key_digests.size(), 1u);
+  EXPECT_TRUE(config->tenants.at("example").credentials.empty());
+  EXPECT_EQ(config->server.auth, AuthMode::kRequired);
   for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
     const auto name = static_cast<BudgetName>(i);
     EXPECT_EQ(config->budgets[i], pacing::DefaultBudget(name)) << pacing::BudgetNameString(name);
@@ -339,7 +350,7 @@ TEST(LoadConfigTest, ShippedDefaultConfigLoads) {
 // Verifies the commented example tenant in config/relay-egress.toml is valid once uncommented.
 TEST(LoadConfigTest, ShippedExampleTenantLoadsWhenUncommented) {
   std::string text = ReadText(SourceRootForTest() + "/config/relay-egress.toml");
-  const size_t example = text.find("# [tenants.example]");
+  const size_t example = text.find("# [tenants.example.credentials");
   ASSERT_NE(example, std::string::npos);
   std::string uncommented = text.substr(0, example);
   std::istringstream rest(text.substr(example));
@@ -355,6 +366,48 @@ TEST(LoadConfigTest, ShippedExampleTenantLoadsWhenUncommented) {
   ASSERT_TRUE(config.has_value()) << config.error().ToString();
   ASSERT_EQ(config->tenants.count("example"), 1u);
   EXPECT_EQ(config->tenants.at("example").credentials.size(), 2u);
+}
+
+// Verifies the auth keys: defaults, both forms of api_keys (the plain key hashed at load to the
+// same digest as its sha256: form), and CheckAuthListen's loopback rule.
+TEST(LoadConfigTest, AuthAndApiKeys) {
+  ConfigFiles files;
+  Result<Config> defaults = files.Load("");
+  ASSERT_TRUE(defaults.has_value());
+  EXPECT_EQ(defaults->server.auth, AuthMode::kRequired);
+  EXPECT_TRUE(defaults->server.metrics_auth);
+  EXPECT_EQ(defaults->server.auth_failure_budget, 20);
+  // sha256("acme-api-key-0123456789")
+  const std::string hex =
+      adapters::ApiKeyDigestText(adapters::ApiKeyDigest("acme-api-key-0123456789"));
+  Result<Config> config = files.Load(
+      "[server]\nauth = \"off\"\nmetrics_auth = false\nauth_failure_budget = 5\n"
+      "[tenants.acme]\napi_keys = [\"acme-api-key-0123456789\"]\n"
+      "[tenants.globex]\napi_keys = [\"" +
+      hex.substr(0, 7) + "ABCDEF" + hex.substr(13) + "\"]\n");
+  ASSERT_TRUE(config.has_value()) << config.error().ToString();
+  EXPECT_EQ(config->server.auth, AuthMode::kOff);
+  EXPECT_FALSE(config->server.metrics_auth);
+  EXPECT_EQ(config->server.auth_failure_budget, 5);
+  ASSERT_EQ(config->tenants["acme"].api_key_digests.size(), 1u);
+  EXPECT_EQ(config->tenants["acme"].api_key_digests[0],
+            adapters::ApiKeyDigest("acme-api-key-0123456789"));
+  ASSERT_EQ(config->tenants["globex"].api_key_digests.size(), 1u);
+  EXPECT_EQ(adapters::ApiKeyDigestText(config->tenants["globex"].api_key_digests[0]).substr(7, 6),
+            "abcdef");
+
+  ServerOptions server;
+  server.auth = AuthMode::kOff;
+  for (const char* host : {"127.0.0.1", "127.8.9.10", "::1", "localhost"}) {
+    server.listen.host = host;
+    EXPECT_TRUE(CheckAuthListen(server).ok()) << host;
+  }
+  for (const char* host : {"0.0.0.0", "::", "10.0.0.1", "example.com", "128.0.0.1"}) {
+    server.listen.host = host;
+    EXPECT_FALSE(CheckAuthListen(server).ok()) << host;
+  }
+  server.auth = AuthMode::kRequired;
+  EXPECT_TRUE(CheckAuthListen(server).ok());
 }
 
 }  // namespace

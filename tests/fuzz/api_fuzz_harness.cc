@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "adapters/api_key.h"
 #include "adapters/http_transport.h"
 #include "dispatcher/base/check.h"
 #include "dispatcher/service/api/handlers.h"
@@ -40,8 +41,8 @@ constexpr const char* kSlackToken = kApiFuzzSlackToken;
 constexpr char kDiscordToken[] = "fuzz-s3cret-discord-token";
 constexpr char kLineToken[] = "fuzz-s3cret-line-token";
 constexpr char kWebhookSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-constexpr std::string_view kSecrets[] = {kSlackToken, kDiscordToken, kLineToken, kWebhookSecret,
-                                         kApiFuzzAdminToken};
+constexpr std::string_view kSecrets[] = {kSlackToken,    kDiscordToken,      kLineToken,
+                                         kWebhookSecret, kApiFuzzAdminToken, kApiFuzzAcmeKey};
 constexpr auto kAnswerWithin = std::chrono::seconds(60);
 // Ready handlers run after an answer, so that the delivery loop moves on between requests.
 constexpr int kPollAfterAnswer = 256;
@@ -87,6 +88,9 @@ ServiceOptions FuzzOptions(const std::string& store_path) {
   ServiceOptions o;
   o.http.listen = {.host = "127.0.0.1", .port = 0};
   o.admin_token = kApiFuzzAdminToken;
+  o.auth.api_keys = {{"acme", adapters::ApiKeyDigest(kApiFuzzAcmeKey)}};
+  // Wrong keys are what a fuzzer sends: the brute-force rule must not shut it out.
+  o.auth.failure_budget = {1'000'000, 1000, 1'000'000};
   o.store.path = store_path;
   // Unused (the transport is in-process), and unreachable should that ever change.
   o.endpoints.slack_base_url = "http://127.0.0.1:9";
@@ -260,6 +264,11 @@ std::string ApiFuzzHarness::RunRequest(std::string_view request) {
     return "";  // the server answers 413 itself
   }
   HttpRequest req = parser.release();
+  // Acme's key unless the request brings its own credential: the routes behind authentication
+  // stay reachable to inputs that do not know the key.
+  if (req.find(http::field::authorization) == req.end() && req.find("X-Admin-Token") == req.end()) {
+    req.set(http::field::authorization, std::string("Bearer ") + kApiFuzzAcmeKey);
+  }
   const std::string what = fmt::format("{} {}", method, Clip(target, 200));
 
   struct Answers {
@@ -270,11 +279,12 @@ std::string ApiFuzzHarness::RunRequest(std::string_view request) {
   asio::io_context& io = *state_->io;
   ++routed_;
   try {
-    Route(*state_->service, std::move(req), [answers](HttpResponse&& res) {
-      if (++answers->count == 1) {
-        answers->first = std::move(res);
-      }
-    });
+    Route(*state_->service, std::move(req), asio::ip::make_address("127.0.0.1"),
+          [answers](HttpResponse&& res) {
+            if (++answers->count == 1) {
+              answers->first = std::move(res);
+            }
+          });
   } catch (const std::exception& e) {
     return fmt::format("{}: exception out of Route: {}", what, e.what());
   } catch (...) {

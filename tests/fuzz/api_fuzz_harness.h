@@ -24,7 +24,9 @@
 // transport that answers from a fixed rotation (200, 429 with Retry-After, 500, a refused
 // connection) and never reaches the network; the event log shows errors only; the intake
 // budget is out of the way. Tenant "acme" has the credentials "bot" (slack), "dbot"
-// (discord), "line" (line) and "hooks" (webhook); the admin token is kApiFuzzAdminToken. The
+// (discord), "line" (line) and "hooks" (webhook) and the API key kApiFuzzAcmeKey (added to a
+// request without credentials of its own); the admin token is kApiFuzzAdminToken; the
+// brute-force budget is out of the way. The
 // service is replaced by a fresh one (empty store) every kRunsPerService inputs, so the store and
 // the loop's memory stay bounded over a long run; a finding that depends on earlier inputs may
 // therefore not reproduce alone.
@@ -38,6 +40,9 @@
 namespace egress::service {
 
 inline constexpr char kApiFuzzAdminToken[] = "fuzz-admin-token";
+// Acme's API key, sent as "Authorization: Bearer" with every request that carries neither an
+// Authorization nor an X-Admin-Token header of its own.
+inline constexpr char kApiFuzzAcmeKey[] = "fuzz-acme-api-key-0123456789";
 // The token of acme's Slack credential "bot".
 inline constexpr char kApiFuzzSlackToken[] = "xoxb-fuzz-s3cret-slack-token";
 

@@ -89,6 +89,8 @@ relay_egress_store_healthy 0
 # HELP relay_egress_corrupt_records_total Stored records that could not be read and were moved to dead (reason corrupt_record).
 # TYPE relay_egress_corrupt_records_total counter
 relay_egress_corrupt_records_total 2
+# HELP relay_egress_auth_failures_total API requests refused by authentication, by reason: missing (no key), unknown (a wrong key or token), over_budget (the source address is over server.auth_failure_budget).
+# TYPE relay_egress_auth_failures_total counter
 # HELP relay_egress_discord_invalid_request_stops_total Times a Discord token was stopped near the invalid-request ban line, by credential.
 # TYPE relay_egress_discord_invalid_request_stops_total counter
 # HELP relay_egress_purged_total Finished deliveries removed by retention, with their payloads and index entries, by state (delivered, cancelled, dead).
@@ -110,6 +112,9 @@ relay_egress_http_connections_refused_total 5
 # HELP relay_egress_http_timeouts_total Connections closed by a deadline, by direction (read: stalled within a request; write: not reading its answer).
 # TYPE relay_egress_http_timeouts_total counter
 relay_egress_http_timeouts_total{direction="read"} 2
+# HELP relay_egress_connections_opened_total Outbound connections opened to platforms and webhook receivers (each with its TLS handshake for https); small next to the attempts while connections are reused.
+# TYPE relay_egress_connections_opened_total counter
+relay_egress_connections_opened_total 4
 )txt";
 
 void Record(Metrics& m) {
@@ -135,6 +140,7 @@ void Record(Metrics& m) {
   m.Set(GaugeId::kStoreBytes, {}, 4096);
   m.Set(GaugeId::kStoreHealthy, {}, 0);
   m.Inc(CounterId::kCorruptRecords, {}, 2);
+  m.SetTotal(CounterId::kConnectionsOpened, {}, 4);
 }
 
 // Verifies that the rendered text is byte for byte what it was: order, escaping, histograms.
@@ -171,7 +177,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 22u);
+  EXPECT_EQ(names.size(), 24u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

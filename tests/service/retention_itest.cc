@@ -22,6 +22,7 @@ namespace {
 using storage::DeliveryState;
 
 constexpr int64_t kDay = 86'400'000;
+constexpr char kAdminToken[] = "test-admin-token-0123456789";
 
 // The value of one series in a /metrics text, or -1 when it is absent.
 double SeriesValue(const std::string& text, const std::string& series) {
@@ -45,6 +46,7 @@ TEST(RetentionServiceTest, TimerPurgesAndExportsMetrics) {
   const int64_t t0 = ToUnixMillis(clock.WallNow());
   ServiceOptions o;
   o.http.listen = {.host = "127.0.0.1", .port = 0};
+  o.admin_token = kAdminToken;
   o.store.path = dir.Sub("store");
   o.retention.interval = Millis(20);
   std::string delivered, dead;
@@ -78,7 +80,7 @@ TEST(RetentionServiceTest, TimerPurgesAndExportsMetrics) {
   auto wait_for = [&](const std::function<bool(const std::string&)>& done) {
     std::string text;
     for (int waited = 0; waited < 20'000; waited += 20) {
-      text = HttpCall(port, "GET", "/metrics").body;
+      text = HttpCallAs(kAdminToken, port, "GET", "/metrics").body;
       if (done(text)) {
         return text;
       }
@@ -96,14 +98,14 @@ TEST(RetentionServiceTest, TimerPurgesAndExportsMetrics) {
   // The dead delivery's key expired (24 hours after it died); its record stays for 30 days.
   EXPECT_EQ(SeriesValue(text, "relay_egress_idempotency_keys_expired_total"), 1);
   EXPECT_NE(text.find("# TYPE relay_egress_store_bytes gauge"), std::string::npos);
-  EXPECT_EQ(HttpCall(port, "GET", "/v1/deliveries/" + delivered).status, 404);
-  EXPECT_EQ(HttpCall(port, "GET", "/v1/deliveries/" + dead).status, 200);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port, "GET", "/v1/deliveries/" + delivered).status, 404);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port, "GET", "/v1/deliveries/" + dead).status, 200);
 
   clock.Advance(Millis(23 * kDay));  // 31 days after the death
   wait_for([](const std::string& t) {
     return SeriesValue(t, "relay_egress_purged_total{state=\"dead\"}") == 1;
   });
-  EXPECT_EQ(HttpCall(port, "GET", "/v1/deliveries/" + dead).status, 404);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port, "GET", "/v1/deliveries/" + dead).status, 404);
 
   std::promise<Status> closed;
   boost::asio::post(io, [&] {

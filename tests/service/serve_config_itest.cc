@@ -20,6 +20,8 @@ namespace {
 
 using nlohmann::json;
 
+constexpr char kAdminToken[] = "test-admin-token-0123456789";
+
 constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 class ServeConfigTest : public ::testing::Test {
@@ -27,7 +29,7 @@ class ServeConfigTest : public ::testing::Test {
   // Writes the config file: `server` goes under [server], `webhook` under [platforms.webhook]
   // (which always lets destinations be on loopback), plus one tenant with a webhook credential.
   void WriteConfig(const std::string& server, const std::string& webhook) {
-    std::ofstream(config_) << "[server]\n"
+    std::ofstream(config_) << "[server]\nadmin_token = \"" << kAdminToken << "\"\n"
                            << server << "data_dir = \"" << dir_.Sub("store") << "\"\n"
                            << "[platforms.webhook]\nallow_private_networks = true\n"
                            << webhook << "[tenants.acme.credentials.hooks]\n"
@@ -45,7 +47,7 @@ class ServeConfigTest : public ::testing::Test {
   json WaitForFirstAttempt(int port, const std::string& id) {
     json record;
     for (int waited = 0; waited < 15'000; waited += 50) {
-      record = HttpCall(port, "GET", "/v1/deliveries/" + id).Json();
+      record = HttpCallAs(kAdminToken, port, "GET", "/v1/deliveries/" + id).Json();
       if (record.is_object() && record["attempts_history"].is_array() &&
           !record["attempts_history"].empty()) {
         return record;
@@ -77,7 +79,7 @@ TEST_F(ServeConfigTest, PlatformTimeoutEndsSlowAttempt) {
                          {"destination", receiver.Url("/slow")},
                          {"credential", "hooks"},
                          {"payload", {{"event", "slow"}}}};
-  TestResponse accepted = HttpCall(port, "POST", "/v1/deliveries", delivery.dump());
+  TestResponse accepted = HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries", delivery.dump());
   ASSERT_EQ(accepted.status, 202) << accepted.body;
   const json record = WaitForFirstAttempt(port, accepted.Json()["id"].get<std::string>());
   ASSERT_FALSE(record["attempts_history"].empty());
@@ -102,11 +104,11 @@ TEST_F(ServeConfigTest, ListensOnHostName) {
   ChildProcess service;
   const int port = StartService(service);
   ASSERT_NE(port, 0) << service.error();
-  EXPECT_EQ(HttpCall(port, "GET", "/healthz").status, 200);
-  CommandOutput stats =
-      RunCommand(BuildDir() + "/relay-egress",
-                 {"stats", "--server", "localhost:" + std::to_string(port), "--json", "--data-dir",
-                  dir_.Sub("absent")});  // no store to fall back to: only the service can answer
+  EXPECT_EQ(HttpCallAs(kAdminToken, port, "GET", "/healthz").status, 200);
+  CommandOutput stats = RunCommand(
+      BuildDir() + "/relay-egress",
+      {"stats", "--server", "localhost:" + std::to_string(port), "--token", kAdminToken, "--json",
+       "--data-dir", dir_.Sub("absent")});  // no store to fall back to: only the service can answer
   EXPECT_EQ(stats.exit_code, 0) << stats.err;
   EXPECT_EQ(stats.err.find("no service"), std::string::npos) << stats.err;
   EXPECT_TRUE(json::parse(stats.out, nullptr, false).is_object()) << stats.out;
@@ -122,7 +124,7 @@ TEST_F(ServeConfigTest, ListenFlagTakesHostName) {
   ChildProcess service;
   const int port = StartService(service, {"--listen", "localhost:0"});
   ASSERT_NE(port, 0) << service.error();
-  EXPECT_EQ(HttpCall(port, "GET", "/healthz").status, 200);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port, "GET", "/healthz").status, 200);
 }
 
 // Verifies a name that does not resolve stops serve at start with a message naming it (exit 3).

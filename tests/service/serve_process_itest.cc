@@ -19,14 +19,17 @@ namespace {
 
 using nlohmann::json;
 
+constexpr char kAdminToken[] = "test-admin-token-0123456789";
+
 class ServeProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
     sim_port_ = sim_.Start(BuildDir() + "/relay-egress-sim", {"--port", "0"});
     ASSERT_NE(sim_port_, 0) << sim_.error();
     config_ = dir_.Sub("relay-egress.toml");
-    std::ofstream(config_) << "[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = \""
-                           << dir_.Sub("store") << "\"\n"
+    std::ofstream(config_) << "[server]\nadmin_token = \"" << kAdminToken
+                           << "\"\nlisten = \"127.0.0.1:0\"\ndata_dir = \"" << dir_.Sub("store")
+                           << "\"\n"
                            << "[platforms.webhook]\nallow_private_networks = true\n"
                            << "[tenants.acme.credentials.hooks]\nplatform = \"webhook\"\n"
                            << "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n";
@@ -66,7 +69,8 @@ TEST_F(ServeProcessTest, SigkillThenRestartLosesNothingAccepted) {
     const int port = StartService(service);
     ASSERT_NE(port, 0) << service.error();
     for (int b = 0; b < 3; ++b) {
-      TestResponse r = HttpCall(port, "POST", "/v1/deliveries/batch", Batch(b * 100, 100).dump());
+      TestResponse r =
+          HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries/batch", Batch(b * 100, 100).dump());
       ASSERT_EQ(r.status, 202) << r.body;
       accepted += static_cast<int>(r.Json()["results"].size());
     }
@@ -78,7 +82,7 @@ TEST_F(ServeProcessTest, SigkillThenRestartLosesNothingAccepted) {
   ASSERT_NE(port, 0) << service.error();
   json stats;
   for (int waited = 0; waited < 30'000; waited += 50) {
-    stats = HttpCall(port, "GET", "/v1/stats").Json();
+    stats = HttpCallAs(kAdminToken, port, "GET", "/v1/stats").Json();
     if (stats.is_object() && stats["delivered"] == accepted) {
       break;
     }

@@ -85,7 +85,7 @@ class ServiceTest : public ::testing::Test {
 
   TestResponse Post(const std::string& target, const json& body,
                     std::vector<std::pair<std::string, std::string>> headers = {}) {
-    return HttpCall(port_, "POST", target, body.dump(), headers);
+    return HttpCallAs(kAdminToken, port_, "POST", target, body.dump(), headers);
   }
 
   json Webhook(const std::string& tenant, const std::string& hook, int n) {
@@ -104,7 +104,7 @@ class ServiceTest : public ::testing::Test {
   json WaitForStats(const std::function<bool(const json&)>& pred, int timeout_ms = 20'000) {
     json stats;
     for (int waited = 0; waited < timeout_ms; waited += 20) {
-      stats = HttpCall(port_, "GET", "/v1/stats").Json();
+      stats = HttpCallAs(kAdminToken, port_, "GET", "/v1/stats").Json();
       if (pred(stats)) {
         return stats;
       }
@@ -271,7 +271,8 @@ TEST_F(ServiceTest, LineMulticastSplitsAtIntake) {
   EXPECT_EQ(r.Json()["id"], ids[0]);
   const size_t sizes[] = {500, 500, 201};
   for (size_t i = 0; i < 3; ++i) {
-    json got = HttpCall(port_, "GET", "/v1/deliveries/" + ids[i].get<std::string>()).Json();
+    json got =
+        HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries/" + ids[i].get<std::string>()).Json();
     EXPECT_EQ(got["payload"]["to"].size(), sizes[i]);
     EXPECT_EQ(got["payload"]["to"][0], to[i * 500]);
     EXPECT_EQ(got["idempotency_key"], "campaign-9#" + std::to_string(i));
@@ -298,8 +299,8 @@ TEST_F(ServiceTest, LineMulticastSplitsAtIntake) {
 // Verifies bad intake bodies get the right status and envelope (a body that is JSON but not an
 // object too, which once threw from the rejection metric's label), and leave nothing behind.
 TEST_F(ServiceTest, RejectsBadIntakeWithTypedErrors) {
-  EXPECT_EQ(HttpCall(port_, "POST", "/v1/deliveries", "{not json").status, 400);
-  TestResponse not_object = HttpCall(port_, "POST", "/v1/deliveries", "[1]");
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "POST", "/v1/deliveries", "{not json").status, 400);
+  TestResponse not_object = HttpCallAs(kAdminToken, port_, "POST", "/v1/deliveries", "[1]");
   EXPECT_EQ(not_object.status, 400);
   EXPECT_EQ(not_object.Json()["error"], "invalid_request");
   json unknown = Webhook("acme", "x", 1);
@@ -323,7 +324,7 @@ TEST_F(ServiceTest, RejectsBadIntakeWithTypedErrors) {
   r = Post("/v1/deliveries", no_cred);
   EXPECT_EQ(r.status, 422);
   EXPECT_EQ(r.Json()["error"], "unknown_credential");
-  json stats = HttpCall(port_, "GET", "/v1/stats").Json();
+  json stats = HttpCallAs(kAdminToken, port_, "GET", "/v1/stats").Json();
   EXPECT_EQ(stats["queued"], 0);
   EXPECT_EQ(stats["delivered"], 0);
 }
@@ -344,8 +345,8 @@ TEST_F(ServiceTest, IdempotencyKeyReturnsSameId) {
 TEST_F(ServiceTest, IntakeBackpressureAndAdminOverrides) {
   const std::vector<std::pair<std::string, std::string>> admin = {{"X-Admin-Token", kAdminToken}};
   TestResponse put =
-      HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
-               R"({"rate_limits":{"tenant_intake":{"scale_ms":60000,"limit":2}}})", admin);
+      HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+                 R"({"rate_limits":{"tenant_intake":{"scale_ms":60000,"limit":2}}})", admin);
   ASSERT_EQ(put.status, 200) << put.body;
   EXPECT_EQ(put.Json()["rate_limits"]["tenant_intake"]["limit"], 2);
   EXPECT_EQ(Post("/v1/deliveries", Webhook("acme", "signed", 1)).status, 202);
@@ -363,18 +364,19 @@ TEST_F(ServiceTest, IntakeBackpressureAndAdminOverrides) {
   EXPECT_EQ(Post("/v1/deliveries", Webhook("globex", "signed", 1)).status, 202);
 
   EXPECT_EQ(HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits", "{}").status, 401);
-  EXPECT_EQ(HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits", "{}",
-                     {{"X-Admin-Token", "wrong"}})
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/acme/rate_limits", "{}",
+                       {{"X-Admin-Token", "wrong"}})
                 .status,
             401);
-  TestResponse bad = HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
-                              R"({"rate_limits":{"nope":{"scale_ms":1,"limit":1}}})", admin);
+  TestResponse bad = HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+                                R"({"rate_limits":{"nope":{"scale_ms":1,"limit":1}}})", admin);
   EXPECT_EQ(bad.status, 400);
   EXPECT_NE(bad.body.find("nope"), std::string::npos);
-  bad = HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
-                 R"({"rate_limits":{"webhook_destination":{"scale_ms":0,"limit":1}}})", admin);
+  bad = HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+                   R"({"rate_limits":{"webhook_destination":{"scale_ms":0,"limit":1}}})", admin);
   EXPECT_EQ(bad.status, 400);
-  TestResponse cleared = HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits", "{}", admin);
+  TestResponse cleared =
+      HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/acme/rate_limits", "{}", admin);
   ASSERT_EQ(cleared.status, 200);
   EXPECT_EQ(cleared.Json()["rate_limits"]["tenant_intake"]["overridden"], false);
   EXPECT_EQ(Post("/v1/deliveries", Webhook("acme", "signed", 4)).status, 202);
@@ -387,8 +389,8 @@ TEST_F(ServiceTest, IntakeBackpressureAndAdminOverrides) {
 TEST_F(ServiceTest, BudgetWaitIsDeferredWithReasonAndNextEligibleTime) {
   const std::vector<std::pair<std::string, std::string>> admin = {{"X-Admin-Token", kAdminToken}};
   ASSERT_EQ(
-      HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
-               R"({"rate_limits":{"webhook_destination":{"scale_ms":60000,"limit":1}}})", admin)
+      HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+                 R"({"rate_limits":{"webhook_destination":{"scale_ms":60000,"limit":1}}})", admin)
           .status,
       200);
   ASSERT_EQ(Post("/v1/deliveries", Webhook("acme", "slow", 1)).status, 202);
@@ -400,14 +402,14 @@ TEST_F(ServiceTest, BudgetWaitIsDeferredWithReasonAndNextEligibleTime) {
   const int64_t now_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(clock_.WallNow().time_since_epoch())
           .count();
-  json d = HttpCall(port_, "GET", "/v1/deliveries/" + id).Json();
+  json d = HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries/" + id).Json();
   EXPECT_EQ(d["state"], "deferred") << d.dump();
   EXPECT_EQ(d["reason"], "budget:webhook_destination") << d.dump();
   EXPECT_EQ(d["attempts"], 0) << "a budget wait consumes no attempt";
   EXPECT_GT(d["next_attempt_ms"].get<int64_t>(), now_ms + 30'000) << d.dump();
   EXPECT_GE(stats["deferrals"].get<int>(), 1);
 
-  json dests = HttpCall(port_, "GET", "/v1/destinations").Json();
+  json dests = HttpCallAs(kAdminToken, port_, "GET", "/v1/destinations").Json();
   ASSERT_EQ(dests["destinations"].size(), 1u) << dests.dump();
   const json& dest = dests["destinations"][0];
   EXPECT_EQ(dest["budget"]["name"], "webhook_destination") << dest.dump();
@@ -419,17 +421,18 @@ TEST_F(ServiceTest, BudgetWaitIsDeferredWithReasonAndNextEligibleTime) {
   EXPECT_EQ(dest["deferral"], "budget:webhook_destination");
   EXPECT_GT(dest["next_eligible_ms"].get<int64_t>(), now_ms + 30'000);
   EXPECT_TRUE(dest.contains("oldest_deferral_ms")) << dest.dump();
-  const std::string metrics = HttpCall(port_, "GET", "/metrics").body;
+  const std::string metrics = HttpCallAs(kAdminToken, port_, "GET", "/metrics").body;
   EXPECT_NE(metrics.find(R"(reason="budget:webhook_destination")"), std::string::npos);
 
   // An operator raising the budget releases it at once, not a minute later.
   ASSERT_EQ(
-      HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
-               R"({"rate_limits":{"webhook_destination":{"scale_ms":1000,"limit":100}}})", admin)
+      HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+                 R"({"rate_limits":{"webhook_destination":{"scale_ms":1000,"limit":100}}})", admin)
           .status,
       200);
   WaitForStats([](const json& s) { return s["delivered"] == 2 && s["deferred"] == 0; });
-  EXPECT_EQ(HttpCall(port_, "GET", "/v1/deliveries/" + id).Json()["state"], "delivered");
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries/" + id).Json()["state"],
+            "delivered");
 }
 
 // Verifies that a 410 disables the destination: its deliveries are kept (not dropped) and
@@ -443,7 +446,7 @@ TEST_P(ServicePlatformTest, GoneReceiverDisablesDestinationWithoutDropping) {
     return s["deferred"].get<int>() + s["queued"].get<int>() == 3 && s["in_flight"] == 0 &&
            s["deferrals"].get<int>() >= 1;
   });
-  json dests = HttpCall(port_, "GET", "/v1/destinations").Json();
+  json dests = HttpCallAs(kAdminToken, port_, "GET", "/v1/destinations").Json();
   ASSERT_EQ(dests["destinations"].size(), 1u) << dests.dump();
   EXPECT_EQ(dests["destinations"][0]["disabled"], true) << dests.dump();
   // The three may all have gone out before the first 410 came back (a webhook destination
@@ -461,19 +464,19 @@ TEST_F(ServiceTest, CancelReplayAndList) {
   ASSERT_EQ(r.status, 202);
   const std::string id = r.Json()["id"];
   WaitForStats([](const json& s) { return s["dead"] == 1; });
-  json dead = HttpCall(port_, "GET", "/v1/deliveries?state=dead").Json();
+  json dead = HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries?state=dead").Json();
   ASSERT_EQ(dead["deliveries"].size(), 1u);
   EXPECT_EQ(dead["deliveries"][0]["id"], id);
-  json one = HttpCall(port_, "GET", "/v1/deliveries/" + id).Json();
+  json one = HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries/" + id).Json();
   EXPECT_EQ(one["attempts_history"].size(), 1u);
   EXPECT_EQ(one["attempts_history"][0]["http_status"], 400);
   EXPECT_FALSE(one["reason"].get<std::string>().empty());
-  EXPECT_EQ(HttpCall(port_, "DELETE", "/v1/deliveries/" + id).status, 409);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "DELETE", "/v1/deliveries/" + id).status, 409);
   SimConfig({{"hooks", {{"gone", {{"faults", nullptr}}}}}});
-  EXPECT_EQ(HttpCall(port_, "POST", "/v1/deliveries/" + id + "/replay").status, 200);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "POST", "/v1/deliveries/" + id + "/replay").status, 200);
   WaitForStats([](const json& s) { return s["delivered"] == 1; });
-  EXPECT_EQ(HttpCall(port_, "GET", "/v1/deliveries/nope").status, 404);
-  EXPECT_EQ(HttpCall(port_, "GET", "/v1/deliveries?state=bogus").status, 400);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries/nope").status, 404);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries?state=bogus").status, 400);
 }
 
 // Verifies that mistyped fields of a replay request, and a query that is not UTF-8, answer 400
@@ -488,7 +491,7 @@ TEST_F(ServiceTest, HostileSteeringInputIsA400) {
     EXPECT_EQ(r.status, 400) << body.dump();
     EXPECT_EQ(r.Json()["field"], field) << r.body;
   }
-  TestResponse bad = HttpCall(port_, "GET", "/v1/deliveries?state=%FF");
+  TestResponse bad = HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries?state=%FF");
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.Json()["message"], "state: unknown state '\xEF\xBF\xBD'") << bad.body;
   TestResponse dry = Post("/v1/deliveries/replay", {{"state", "dead"}, {"dry_run", true}});
@@ -531,7 +534,7 @@ class ReplayJobTest : public ServiceTest {
     json job;
     uint64_t last_matched = 0;
     for (int waited = 0; waited < 60'000; waited += 20) {
-      TestResponse r = HttpCall(port_, "GET", "/v1/jobs/" + id);
+      TestResponse r = HttpCallAs(kAdminToken, port_, "GET", "/v1/jobs/" + id);
       EXPECT_EQ(r.status, 200) << r.body;
       job = r.Json();
       const uint64_t matched = job["matched"].get<uint64_t>();
@@ -585,7 +588,7 @@ TEST_F(ReplayJobTest, ReplaysThousandsInSlices) {
   EXPECT_EQ(job["filter"], (json{{"state", "dead"}, {"tenant", "acme"}}));
   EXPECT_GE(job["finished_ms"].get<int64_t>(), job["started_ms"].get<int64_t>());
   EXPECT_FALSE(job.contains("error"));
-  EXPECT_EQ(HttpCall(port_, "GET", "/v1/stats").Json()["dead"], 0);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/v1/stats").Json()["dead"], 0);
   // A second run finds nothing left.
   TestResponse again = Post("/v1/deliveries/replay", {{"state", "dead"}});
   ASSERT_EQ(again.status, 202);
@@ -609,7 +612,7 @@ TEST_F(ReplayJobTest, BoundsAndUnknownJobs) {
   EXPECT_EQ(refused.status, 429) << refused.body;
   EXPECT_EQ(refused.Json()["error"], "too_many_jobs");
   EXPECT_EQ(refused.Header("Retry-After"), "1");
-  EXPECT_EQ(HttpCall(port_, "GET", "/v1/jobs/" + ids[0]).Json()["state"], "running");
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/v1/jobs/" + ids[0]).Json()["state"], "running");
   release->set_value();
 
   uint64_t replayed = 0;
@@ -624,12 +627,12 @@ TEST_F(ReplayJobTest, BoundsAndUnknownJobs) {
   for (const std::string& bad :
        {std::string("0123456789abcdef"), std::string("0123456789ABCDEF"), std::string("x"),
         std::string("%3Cscript%3E"), std::string(5000, 'a')}) {
-    TestResponse r = HttpCall(port_, "GET", "/v1/jobs/" + bad);
+    TestResponse r = HttpCallAs(kAdminToken, port_, "GET", "/v1/jobs/" + bad);
     EXPECT_EQ(r.status, 404) << bad;
     EXPECT_EQ(r.Json()["error"], "not_found") << r.body;
     EXPECT_EQ(r.body.find("script"), std::string::npos) << r.body;
   }
-  EXPECT_EQ(HttpCall(port_, "DELETE", "/v1/jobs/" + ids[0]).status, 405);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "DELETE", "/v1/jobs/" + ids[0]).status, 405);
 }
 
 // Verifies that a drain does not wait for a running job (it stops between slices), and that the
@@ -640,15 +643,16 @@ TEST_F(ReplayJobTest, ShutdownStopsJobAndRerunContinues) {
   ASSERT_EQ(r.status, 202) << r.body;
   StopService();  // fails the test if the close fails; hangs the test if the drain waits
   StartService();
-  EXPECT_EQ(HttpCall(port_, "GET", "/v1/jobs/" + r.Json()["job"].get<std::string>()).status,
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/v1/jobs/" + r.Json()["job"].get<std::string>())
+                .status,
             404);  // jobs are in memory only
-  const uint64_t left = HttpCall(port_, "GET", "/v1/stats").Json()["dead"];
+  const uint64_t left = HttpCallAs(kAdminToken, port_, "GET", "/v1/stats").Json()["dead"];
   TestResponse again = Post("/v1/deliveries/replay", {{"state", "dead"}});
   ASSERT_EQ(again.status, 202) << again.body;
   json job = FollowJob(again.Json()["job"]);
   EXPECT_EQ(job["state"], "done") << job.dump();
   EXPECT_EQ(job["replayed"].get<uint64_t>(), left);
-  EXPECT_EQ(HttpCall(port_, "GET", "/v1/stats").Json()["dead"], 0);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/v1/stats").Json()["dead"], 0);
 }
 
 // Verifies refused intake never labels a metric with a tenant the deployment does not know:
@@ -658,7 +662,7 @@ TEST_F(ServiceTest, UnknownTenantsShareOneRejectionSeries) {
     json body = Webhook("made-up-" + std::to_string(i), "x", i);
     EXPECT_EQ(Post("/v1/deliveries", body).status, 422);
   }
-  const std::string metrics = HttpCall(port_, "GET", "/metrics").body;
+  const std::string metrics = HttpCallAs(kAdminToken, port_, "GET", "/metrics").body;
   EXPECT_EQ(metrics.find("made-up-"), std::string::npos);
   EXPECT_NE(
       metrics.find(
@@ -675,8 +679,8 @@ TEST_F(ServiceTest, BatchRespectsBacklogWatermark) {
   StartService();
   const std::vector<std::pair<std::string, std::string>> admin = {{"X-Admin-Token", kAdminToken}};
   // acme's deliveries stay undelivered: one per hour.
-  ASSERT_EQ(HttpCall(port_, "PUT", "/api/admin/tenants/acme/rate_limits",
-                     R"({"rate_limits":{"tenant_egress":{"scale_ms":3600000,"limit":1}}})", admin)
+  ASSERT_EQ(HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+                       R"({"rate_limits":{"tenant_egress":{"scale_ms":3600000,"limit":1}}})", admin)
                 .status,
             200);
   json first = {{"deliveries", json::array()}};
@@ -694,7 +698,7 @@ TEST_F(ServiceTest, BatchRespectsBacklogWatermark) {
   EXPECT_EQ(results[0]["error"], "rate_limited") << r.body;
   EXPECT_EQ(results[1]["created"], true) << r.body;
   EXPECT_EQ(results[2]["status"], 429) << r.body;
-  const std::string metrics = HttpCall(port_, "GET", "/metrics", "", admin).body;
+  const std::string metrics = HttpCallAs(kAdminToken, port_, "GET", "/metrics", "", admin).body;
   EXPECT_NE(
       metrics.find(R"(relay_egress_intake_rejections_total{tenant="acme",reason="backlog"} 2)"),
       std::string::npos)
@@ -730,7 +734,7 @@ TEST_F(ServiceTest, BodyLimitsFollowPayloadAndBatchSizes) {
   ASSERT_GT(batch.dump().size(), size_t{200} << 10);
   r = Post("/v1/deliveries/batch", batch);
   EXPECT_EQ(r.status, 413) << r.body.substr(0, 200);
-  EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/healthz").status, 200);
 }
 
 // Verifies server.tenant_max_requests_in_flight: while the store thread is held, a tenant's
@@ -772,7 +776,7 @@ TEST_F(ServiceTest, TenantRequestsInFlightAreCapped) {
   EXPECT_EQ(other.get().status, 202);
   EXPECT_EQ(in_flight("acme"), 0u);
   const std::vector<std::pair<std::string, std::string>> admin = {{"X-Admin-Token", kAdminToken}};
-  const std::string metrics = HttpCall(port_, "GET", "/metrics", "", admin).body;
+  const std::string metrics = HttpCallAs(kAdminToken, port_, "GET", "/metrics", "", admin).body;
   EXPECT_NE(
       metrics.find(R"(relay_egress_intake_rejections_total{tenant="acme",reason="in_flight"} 2)"),
       std::string::npos)
@@ -789,33 +793,37 @@ TEST_F(ServiceTest, DeepPayloadIsRefusedAtIntake) {
       "{\"a\":" + std::string(100'000, '[') + std::string(100'000, ']') + "}";
   std::string deep = fields.dump();
   deep.insert(deep.size() - 1, ",\"payload\":" + payload);
-  TestResponse one = HttpCall(port_, "POST", "/v1/deliveries", deep);
+  TestResponse one = HttpCallAs(kAdminToken, port_, "POST", "/v1/deliveries", deep);
   EXPECT_EQ(one.status, 400) << one.body.substr(0, 200);
   EXPECT_EQ(one.Json()["field"], "payload") << one.body.substr(0, 200);
-  TestResponse batch =
-      HttpCall(port_, "POST", "/v1/deliveries/batch", "{\"deliveries\":[" + deep + "]}");
+  TestResponse batch = HttpCallAs(kAdminToken, port_, "POST", "/v1/deliveries/batch",
+                                  "{\"deliveries\":[" + deep + "]}");
   EXPECT_EQ(batch.status, 207) << batch.body.substr(0, 200);
   EXPECT_EQ(batch.Json()["results"][0]["field"], "payload") << batch.body.substr(0, 200);
-  EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
-  EXPECT_EQ(HttpCall(port_, "GET", "/v1/deliveries").Json()["deliveries"].size(), 0u);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/healthz").status, 200);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries").Json()["deliveries"].size(),
+            0u);
 }
 
 // Verifies the list endpoint's creation-time bounds: Unix ms or RFC 3339, since inclusive and
 // until exclusive, and a 400 naming the field for a bad value.
 TEST_F(ServiceTest, ListsByCreationTime) {
   ASSERT_EQ(Post("/v1/deliveries", Webhook("acme", "t", 1)).status, 202);
-  json all = HttpCall(port_, "GET", "/v1/deliveries").Json();
+  json all = HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries").Json();
   ASSERT_EQ(all["deliveries"].size(), 1u);
   const std::string created = std::to_string(all["deliveries"][0]["created_ms"].get<int64_t>());
   auto count = [&](const std::string& query) {
-    return HttpCall(port_, "GET", "/v1/deliveries?" + query).Json()["deliveries"].size();
+    return HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries?" + query)
+        .Json()["deliveries"]
+        .size();
   };
   EXPECT_EQ(count("since=" + created), 1u);
   EXPECT_EQ(count("until=" + created), 0u);
   EXPECT_EQ(count("since=2000-01-01T00:00:00Z&until=2999-01-01T00:00:00%2B01:00"), 1u);
   EXPECT_EQ(count("since=2999-01-01T00:00:00Z"), 0u);
   for (const char* field : {"since", "until"}) {
-    TestResponse bad = HttpCall(port_, "GET", std::string("/v1/deliveries?") + field + "=10m");
+    TestResponse bad =
+        HttpCallAs(kAdminToken, port_, "GET", std::string("/v1/deliveries?") + field + "=10m");
     EXPECT_EQ(bad.status, 400);
     EXPECT_EQ(bad.Json()["error"], "invalid_request");
     EXPECT_EQ(bad.Json()["field"], field);
@@ -830,13 +838,14 @@ TEST_F(ServiceTest, RegistersCredentialsThatPersist) {
   const std::vector<std::pair<std::string, std::string>> admin = {{"X-Admin-Token", kAdminToken}};
   json d = Webhook("initech", "signed", 1);
   EXPECT_EQ(Post("/v1/deliveries", d).status, 422);
-  TestResponse put = HttpCall(port_, "PUT", "/api/admin/tenants/initech/credentials/hooks",
-                              json({{"platform", "webhook"}, {"secret", kSecret}}).dump(), admin);
+  TestResponse put =
+      HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/initech/credentials/hooks",
+                 json({{"platform", "webhook"}, {"secret", kSecret}}).dump(), admin);
   ASSERT_EQ(put.status, 200) << put.body;
   EXPECT_EQ(put.body.find("whsec_"), std::string::npos);
   TestResponse bad =
-      HttpCall(port_, "PUT", "/api/admin/tenants/initech/credentials/other",
-               json({{"platform", "webhook"}, {"secret", "whsec_%%%"}}).dump(), admin);
+      HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/initech/credentials/other",
+                 json({{"platform", "webhook"}, {"secret", "whsec_%%%"}}).dump(), admin);
   EXPECT_EQ(bad.status, 400) << bad.body;
   EXPECT_EQ(bad.body.find("%%%"), std::string::npos);
   EXPECT_EQ(Post("/v1/deliveries", d).status, 202);
@@ -854,7 +863,7 @@ TEST_F(ServiceTest, UnusableCredentialDefersInsteadOfDead) {
   ASSERT_EQ(Post("/v1/deliveries", d).status, 202);
   json stats = WaitForStats([](const json& s) { return s["deferred"] == 1; });
   EXPECT_EQ(stats["dead"], 0);
-  json dests = HttpCall(port_, "GET", "/v1/destinations").Json();
+  json dests = HttpCallAs(kAdminToken, port_, "GET", "/v1/destinations").Json();
   ASSERT_EQ(dests["destinations"].size(), 1u) << dests.dump();
   EXPECT_EQ(dests["destinations"][0]["disabled"], true);
   EXPECT_NE(dests["destinations"][0]["disabled_reason"].get<std::string>().find("credential"),

@@ -27,6 +27,7 @@ using nlohmann::json;
 
 constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 constexpr int kAttempts = 3;
+constexpr char kAdminToken[] = "test-admin-token-0123456789";
 
 class ServiceTlsTest : public ::testing::Test {
  protected:
@@ -37,6 +38,7 @@ class ServiceTlsTest : public ::testing::Test {
     ASSERT_TRUE(started.ok()) << started.ToString();
     ServiceOptions o;
     o.http.listen = {.host = "127.0.0.1", .port = 0};
+    o.admin_token = kAdminToken;
     o.store.path = dir_.Sub("store");
     o.endpoints.webhook_ssrf.allow_private_networks = true;  // the receiver is on loopback
     o.transport.ca_file = ca_file.value_or(sim_.ca_file());
@@ -77,12 +79,12 @@ class ServiceTlsTest : public ::testing::Test {
                     {"destination", url},
                     {"credential", "hooks"},
                     {"payload", {{"n", 1}}}};
-    TestResponse posted = HttpCall(port_, "POST", "/v1/deliveries", request.dump());
+    TestResponse posted = HttpCallAs(kAdminToken, port_, "POST", "/v1/deliveries", request.dump());
     EXPECT_EQ(posted.status, 202) << posted.body;
     const std::string id = posted.Json().value("id", "");
     json record;
     for (int waited = 0; waited < 20'000; waited += 20) {
-      record = HttpCall(port_, "GET", "/v1/deliveries/" + id).Json();
+      record = HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries/" + id).Json();
       if (record.value("state", "") == state) {
         return record;
       }

@@ -29,6 +29,8 @@ namespace {
 
 using nlohmann::json;
 
+constexpr char kAdminToken[] = "test-admin-token-0123456789";
+
 constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 // Polls `ready` every 50 ms for up to `limit`; true when it said so (a liveness bound only).
@@ -52,8 +54,8 @@ class StoreFaultsTest : public ::testing::Test {
     HttpCall(sim_port_, "POST", "/_sim/config",
              R"({"hooks":{"store":{"rate_per_s":1000,"burst":100}}})");
     config_ = dir_.Sub("relay-egress.toml");
-    std::ofstream(config_) << "[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = \"" << data_dir
-                           << "\"\n"
+    std::ofstream(config_) << "[server]\nadmin_token = \"" << kAdminToken
+                           << "\"\nlisten = \"127.0.0.1:0\"\ndata_dir = \"" << data_dir << "\"\n"
                            << "[platforms.webhook]\nallow_private_networks = true\n"
                            << "[tenants.acme.credentials.hooks]\nplatform = \"webhook\"\n"
                            << "secret = \"" << kSecret << "\"\n";
@@ -96,13 +98,13 @@ class StoreFaultsTest : public ::testing::Test {
   }
 
   static double Metric(int port, const std::string& series) {
-    const std::string text = HttpCall(port, "GET", "/metrics").body;
+    const std::string text = HttpCallAs(kAdminToken, port, "GET", "/metrics").body;
     const size_t at = text.find("\n" + series + " ");
     return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
   }
 
   static std::string StateOf(int port, const std::string& id) {
-    json d = HttpCall(port, "GET", "/v1/deliveries/" + id).Json();
+    json d = HttpCallAs(kAdminToken, port, "GET", "/v1/deliveries/" + id).Json();
     return d.is_object() && d["state"].is_string() ? d["state"].get<std::string>() : "";
   }
 
@@ -129,7 +131,8 @@ TEST_F(StoreFaultsTest, FullDiskAnswers503ThenResumesByItself) {
   std::vector<std::string> accepted;
   int next = 0;
   for (int b = 0; b < 3; ++b, next += 50) {
-    TestResponse r = HttpCall(port, "POST", "/v1/deliveries/batch", Batch(next, 50).dump());
+    TestResponse r =
+        HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries/batch", Batch(next, 50).dump());
     ASSERT_EQ(r.status, 202) << r.body;
     for (std::string& id : AcceptedIds(r)) {
       accepted.push_back(std::move(id));
@@ -142,7 +145,8 @@ TEST_F(StoreFaultsTest, FullDiskAnswers503ThenResumesByItself) {
     ASSERT_TRUE(fs.Fill().ok());
     TestResponse refused;
     for (int b = 0; b < 1000 && refused.status == 0; ++b, next += 50) {
-      TestResponse r = HttpCall(port, "POST", "/v1/deliveries/batch", Batch(next, 50).dump());
+      TestResponse r =
+          HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries/batch", Batch(next, 50).dump());
       if (r.status == 202) {
         for (std::string& id : AcceptedIds(r)) {
           accepted.push_back(std::move(id));
@@ -159,7 +163,7 @@ TEST_F(StoreFaultsTest, FullDiskAnswers503ThenResumesByItself) {
     TestResponse ready;
     EXPECT_TRUE(WaitFor(
         [&] {
-          ready = HttpCall(port, "GET", "/readyz");
+          ready = HttpCallAs(kAdminToken, port, "GET", "/readyz");
           return ready.status == 503;
         },
         std::chrono::seconds(10)))
@@ -168,16 +172,18 @@ TEST_F(StoreFaultsTest, FullDiskAnswers503ThenResumesByItself) {
     EXPECT_EQ(ready.Json()["reason"], "no_space") << ready.body;
     EXPECT_EQ(ready.body.find(fs.path()), std::string::npos) << ready.body;
     EXPECT_EQ(Metric(port, "relay_egress_store_healthy"), 0);
-    TestResponse again =
-        HttpCall(port, "POST", "/v1/deliveries", Batch(next++, 1)["deliveries"][0].dump());
+    TestResponse again = HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries",
+                                    Batch(next++, 1)["deliveries"][0].dump());
     EXPECT_EQ(again.status, 503) << again.body;
     EXPECT_EQ(again.Header("Retry-After"), "1");
 
     ASSERT_TRUE(fs.Free().ok());
-    EXPECT_TRUE(WaitFor([&] { return HttpCall(port, "GET", "/readyz").status == 200; },
-                        std::chrono::seconds(60)));
+    EXPECT_TRUE(
+        WaitFor([&] { return HttpCallAs(kAdminToken, port, "GET", "/readyz").status == 200; },
+                std::chrono::seconds(60)));
     EXPECT_EQ(Metric(port, "relay_egress_store_healthy"), 1);
-    TestResponse after = HttpCall(port, "POST", "/v1/deliveries/batch", Batch(next, 50).dump());
+    TestResponse after =
+        HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries/batch", Batch(next, 50).dump());
     next += 50;
     ASSERT_EQ(after.status, 202) << after.body;
     for (std::string& id : AcceptedIds(after)) {
@@ -239,7 +245,7 @@ TEST_F(StoreFaultsTest, CorruptRecordIsDeadAndItsDestinationGoesOn) {
                StateOf(port, ids[1]) == "dead";
       },
       std::chrono::seconds(30)));
-  json dead = HttpCall(port, "GET", "/v1/deliveries/" + ids[1]).Json();
+  json dead = HttpCallAs(kAdminToken, port, "GET", "/v1/deliveries/" + ids[1]).Json();
   EXPECT_EQ(dead["reason"], "corrupt_record: delivery record is truncated or has a malformed field")
       << dead.dump();
   EXPECT_EQ(Metric(port, "relay_egress_corrupt_records_total"), 1);

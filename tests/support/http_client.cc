@@ -64,4 +64,18 @@ TestResponse HttpCall(int port, const std::string& method, const std::string& ta
   return out;
 }
 
+TestResponse HttpCallAs(const std::string& token, int port, const std::string& method,
+                        const std::string& target, const std::string& body,
+                        std::vector<std::pair<std::string, std::string>> headers) {
+  bool own = false;
+  for (const auto& [name, value] : headers) {
+    own = own || strcasecmp(name.c_str(), "Authorization") == 0 ||
+          strcasecmp(name.c_str(), "X-Admin-Token") == 0;
+  }
+  if (!own) {
+    headers.emplace_back("Authorization", "Bearer " + token);
+  }
+  return HttpCall(port, method, target, body, headers);
+}
+
 }  // namespace egress

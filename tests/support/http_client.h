@@ -21,4 +21,11 @@ TestResponse HttpCall(int port, const std::string& method, const std::string& ta
                       const std::string& body = "",
                       const std::vector<std::pair<std::string, std::string>>& headers = {});
 
+// As HttpCall, presenting `token` (a tenant's API key or the admin token) as
+// "Authorization: Bearer <token>" unless `headers` bring an Authorization or X-Admin-Token of
+// their own.
+TestResponse HttpCallAs(const std::string& token, int port, const std::string& method,
+                        const std::string& target, const std::string& body = "",
+                        std::vector<std::pair<std::string, std::string>> headers = {});
+
 }  // namespace egress

@@ -1,9 +1,10 @@
-// /api/admin/tenants/{tenant}/rate_limits and /credentials/{name}. The caller checks the
-// admin token (Route) before any of these runs.
+// /api/admin/tenants/{tenant}/rate_limits, /api_keys and /credentials/{name}. The caller checks
+// the admin token (Route) before any of these runs.
 
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include "adapters/api_key.h"
 #include "adapters/credential_token.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
@@ -17,6 +18,61 @@ namespace {
 namespace asio = boost::asio;
 using nlohmann::json;
 using pacing::BudgetName;
+
+// Most keys one tenant may have at once (rotation needs two; a few per client is plenty).
+constexpr size_t kMaxApiKeysPerTenant = 100;
+
+// The digests of {"api_keys":[...]}, each entry the key or "sha256:<hex>"; 400 naming the entry
+// (never echoing it) otherwise.
+tl::expected<std::vector<std::string>, ApiError> ApiKeyDigests(const json& body) {
+  if (!body.is_object() || !body.contains("api_keys") || !body["api_keys"].is_array()) {
+    return tl::unexpected(ApiError{400, "invalid_request",
+                                   "api_keys: required, a list of keys or \"sha256:<hex>\"",
+                                   "api_keys"});
+  }
+  const json& list = body["api_keys"];
+  if (list.size() > kMaxApiKeysPerTenant) {
+    return tl::unexpected(ApiError{
+        400, "invalid_request",
+        fmt::format("api_keys: at most {} keys per tenant", kMaxApiKeysPerTenant), "api_keys"});
+  }
+  std::vector<std::string> digests;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string field = fmt::format("api_keys[{}]", i);
+    if (!list[i].is_string()) {
+      return tl::unexpected(ApiError{400, "invalid_request", field + ": must be a string", field});
+    }
+    auto digest = adapters::ParseApiKeyEntry(list[i].get<std::string>());
+    if (!digest) {
+      return tl::unexpected(
+          ApiError{400, "invalid_request", field + ": " + digest.error().message(), field});
+    }
+    if (std::find(digests.begin(), digests.end(), *digest) != digests.end()) {
+      return tl::unexpected(
+          ApiError{400, "invalid_request", field + ": the same key twice", field});
+    }
+    digests.push_back(std::move(*digest));
+  }
+  return digests;
+}
+
+// 409 when a digest is another tenant's key or the admin token's: a key names one caller.
+std::optional<ApiError> KeyConflict(Service& s, const std::string& tenant,
+                                    const std::vector<std::string>& digests) {
+  for (size_t i = 0; i < digests.size(); ++i) {
+    const std::string field = fmt::format("api_keys[{}]", i);
+    if (digests[i] == s.admin_token_digest()) {
+      return ApiError{409, "api_key_conflict", field + ": this is the admin token", field};
+    }
+    auto owner = s.api_keys().TenantOf(digests[i]);
+    if (owner && *owner != tenant) {
+      return ApiError{409, "api_key_conflict",
+                      field + ": already a key of another tenant; a key belongs to one tenant",
+                      field};
+    }
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -117,6 +173,50 @@ void PutCredential(Service& s, const std::string& tenant, const std::string& nam
                {{"tenant", tenant}, {"name", c.name}, {"platform", c.platform}});
       respond(JsonResponse(200, {{"tenant", tenant}, {"name", c.name}, {"platform", c.platform}}));
     });
+  });
+}
+
+void PutApiKeys(Service& s, const std::string& tenant, const HttpRequest& request,
+                Respond respond) {
+  if (auto bad = CheckRequestText("tenant", tenant, s.options().store.max_field_bytes)) {
+    respond(ErrorResponse(*bad));
+    return;
+  }
+  auto body = ParseJsonBody(request);
+  if (!body) {
+    respond(ErrorResponse(body.error()));
+    return;
+  }
+  auto digests = ApiKeyDigests(*body);
+  if (!digests) {
+    respond(ErrorResponse(digests.error()));
+    return;
+  }
+  if (auto conflict = KeyConflict(s, tenant, *digests)) {
+    respond(ErrorResponse(*conflict));
+    return;
+  }
+  // Durable first (digests only, the one record kind of API keys), then in force.
+  const std::string text = ApiKeysToSetting(*digests);
+  asio::post(s.storage_pool(), [&s, tenant, text, digests = std::move(*digests),
+                                respond = std::move(respond)]() mutable {
+    Status stored = s.store().PutSetting(ApiKeysKey(tenant), text);
+    asio::post(s.io(),
+               [&s, tenant, stored, digests = std::move(digests), respond = std::move(respond)] {
+                 if (!stored.ok()) {
+                   respond(ErrorResponse(FromStatus(stored)));
+                   return;
+                 }
+                 if (Status st = s.api_keys().Replace(tenant, digests); !st.ok()) {
+                   // Another PUT gave one of these keys to another tenant meanwhile.
+                   respond(ErrorResponse({409, "api_key_conflict", st.message(), "api_keys"}));
+                   return;
+                 }
+                 // A count only: neither keys nor digests are logged.
+                 LogEvent(LogLevel::kInfo, "api_keys_replaced",
+                          {{"tenant", tenant}, {"api_keys", digests.size()}});
+                 respond(JsonResponse(200, {{"tenant", tenant}, {"api_keys", digests.size()}}));
+               });
   });
 }
 

@@ -22,16 +22,27 @@ using storage::Delivery;
 
 }  // namespace
 
-void GetDelivery(Service& s, const std::string& id, Respond respond) {
+Result<Delivery> GetInScope(storage::QueueStore& store, const std::string& id,
+                            const TenantScope& scope) {
+  Result<Delivery> d = store.Get(id);
+  if (d && !InScope(scope, d->tenant)) {
+    // Another tenant's delivery is absent as far as this caller can tell: the store's words.
+    return Status::NotFound(fmt::format("delivery {} not found", id));
+  }
+  return d;
+}
+
+void GetDelivery(Service& s, const std::string& id, const TenantScope& scope, Respond respond) {
   OnStore(
-      s, [id](storage::QueueStore& store) { return store.Get(id); },
+      s, [id, scope](storage::QueueStore& store) { return GetInScope(store, id, scope); },
       [respond = std::move(respond)](Result<Delivery> d) {
         respond(d ? JsonResponse(200, storage::DeliveryToJson(*d, true))
                   : ErrorResponse(FromStatus(d.error())));
       });
 }
 
-void ListDeliveries(Service& s, const std::map<std::string, std::string>& q, Respond respond) {
+void ListDeliveries(Service& s, const std::map<std::string, std::string>& q,
+                    const TenantScope& scope, Respond respond) {
   storage::ListFilter f;
   auto get = [&](const char* k) {
     auto it = q.find(k);
@@ -46,6 +57,10 @@ void ListDeliveries(Service& s, const std::map<std::string, std::string>& q, Res
     }
   }
   f.tenant = get("tenant");
+  if (auto forbidden = ConfineTenantFilter(scope, "tenant", f.tenant)) {
+    respond(ErrorResponse(*forbidden));
+    return;
+  }
   f.platform = get("platform");
   f.destination = get("destination");
   f.reason_prefix = get("reason");

@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
+#include "dispatcher/service/api/auth.h"
 #include "dispatcher/service/api/http_server.h"
 #include "dispatcher/service/api/intake.h"
 #include "dispatcher/service/service.h"
@@ -28,32 +29,55 @@ void OnStore(Service& s, Work work, Done done) {
 // The HTTP API (docs/api.md); intake's two routes are declared in intake.h. Every handler runs on
 // the loop, does its store work on the storage pool and answers through `respond` on the loop.
 // `service` outlives every handler (Service joins its storage pool before it is destroyed).
-void Route(Service& service, HttpRequest&& request, Respond respond);
+// Route authenticates the request from `peer` first (auth.h); the handlers of /v1 then act
+// within `scope`: a tenant key's tenant, or every tenant (nullopt). Within a scope another
+// tenant's delivery or job is answered 404 as if it did not exist, and a filter or body naming
+// another tenant 403 forbidden.
+void Route(Service& service, HttpRequest&& request, const boost::asio::ip::address& peer,
+           Respond respond);
 
-void GetDelivery(Service& service, const std::string& id, Respond respond);
+// The stored delivery `id`, NotFound (as the store says it) when it belongs to a tenant outside
+// `scope`. Blocking: on the storage pool.
+Result<storage::Delivery> GetInScope(storage::QueueStore& store, const std::string& id,
+                                     const TenantScope& scope);
+
+void GetDelivery(Service& service, const std::string& id, const TenantScope& scope,
+                 Respond respond);
 void ListDeliveries(Service& service, const std::map<std::string, std::string>& query,
+                    const TenantScope& scope, Respond respond);
+void ReplayDelivery(Service& service, const std::string& id, const TenantScope& scope,
                     Respond respond);
-void ReplayDelivery(Service& service, const std::string& id, Respond respond);
-void ReplayMatching(Service& service, const HttpRequest& request, Respond respond);
-void CancelDelivery(Service& service, const std::string& id, Respond respond);
+void ReplayMatching(Service& service, const HttpRequest& request, const TenantScope& scope,
+                    Respond respond);
+void CancelDelivery(Service& service, const std::string& id, const TenantScope& scope,
+                    Respond respond);
 // Registers a replay job for `filter` (state dead or deferred), answers 202 with it (429 when
 // too many run) and works through the matches in slices on the storage pool, one slice at a
 // time, until done, failed, or the service drains (then it stops between slices, failed).
-// `echo` is the filter as the job shows it.
+// `echo` is the filter as the job shows it; the job belongs to `scope` (GetJob).
 void StartReplayJob(Service& service, storage::ListFilter filter, nlohmann::json echo,
-                    Respond respond);
-// GET /v1/jobs/{id}: 200 with the job, 404 for an unknown or malformed id.
-void GetJob(Service& service, const std::string& id, Respond respond);
+                    const TenantScope& scope, Respond respond);
+// GET /v1/jobs/{id}: 200 with the job, 404 for an unknown or malformed id or, within a tenant's
+// scope, a job another scope started.
+void GetJob(Service& service, const std::string& id, const TenantScope& scope, Respond respond);
 
-void GetStats(Service& service, Respond respond);
+// Within a tenant's scope: {"tenant", "backlog", "destinations"} (the store counts states for
+// the whole service only).
+void GetStats(Service& service, const TenantScope& scope, Respond respond);
 void GetDestinations(Service& service, const std::map<std::string, std::string>& query,
-                     Respond respond);
-void EnableDestination(Service& service, const HttpRequest& request, Respond respond);
+                     const TenantScope& scope, Respond respond);
+// A tenant key may enable its own tenant's destinations; another tenant's key is 404.
+void EnableDestination(Service& service, const HttpRequest& request, const TenantScope& scope,
+                       Respond respond);
 void GetMetrics(Service& service, Respond respond);
 
 void PutRateLimits(Service& service, const std::string& tenant, const HttpRequest& request,
                    Respond respond);
 void GetRateLimits(Service& service, const std::string& tenant, Respond respond);
+// PUT /api/admin/tenants/{tenant}/api_keys {"api_keys":[...]}: replaces the tenant's keys (each
+// the key or "sha256:<hex>"), persisted as digests (tenant_settings.h) before they take effect.
+void PutApiKeys(Service& service, const std::string& tenant, const HttpRequest& request,
+                Respond respond);
 void PutCredential(Service& service, const std::string& tenant, const std::string& name,
                    const HttpRequest& request, Respond respond);
 

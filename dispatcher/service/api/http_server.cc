@@ -45,6 +45,11 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket&& socket, std::shared_ptr<HttpServerShared> shared)
       : stream_(std::move(socket)), shared_(std::move(shared)) {
+    boost::system::error_code ec;
+    const tcp::endpoint remote = stream_.socket().remote_endpoint(ec);
+    if (!ec) {
+      peer_ = remote.address();
+    }
     ++shared_->stats.open;
     ++shared_->stats.accepted;
   }
@@ -125,7 +130,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // handlers return errors as values) gets a 500 envelope and an error event, and the
     // connection closes; a late answer to that request is dropped.
     try {
-      shared_->handler(std::move(req), std::move(respond));
+      shared_->handler(std::move(req), peer_, std::move(respond));
     } catch (const std::exception& e) {
       HandlerFailed(request, e.what());
     } catch (...) {
@@ -205,7 +210,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool linger_ = false;          // the request was refused with its body (maybe) unread
   bool linger_started_ = false;  // Linger's deadline is set
   std::array<char, 16 << 10> linger_buffer_;
-  uint64_t request_ = 0;  // the number of the request being answered
+  uint64_t request_ = 0;    // the number of the request being answered
+  asio::ip::address peer_;  // the client's address; unspecified when it could not be read
   bool answered_ = false;
 };
 

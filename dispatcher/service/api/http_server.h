@@ -22,8 +22,10 @@ using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 // Sends the response of one request; call exactly once, on the loop thread.
 using Respond = std::function<void(HttpResponse&&)>;
-// Handles one request; may answer later (after a storage call) through `respond`.
-using HttpHandler = std::function<void(HttpRequest&& request, Respond respond)>;
+// Handles one request from `peer` (the client's address, unspecified when it could not be
+// read); may answer later (after a storage call) through `respond`.
+using HttpHandler = std::function<void(HttpRequest&& request, const boost::asio::ip::address& peer,
+                                       Respond respond)>;
 
 // The largest body a request may have, given its method and target (read before the body).
 using BodyLimit = std::function<size_t(boost::beast::http::verb method, std::string_view target)>;

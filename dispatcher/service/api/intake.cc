@@ -150,6 +150,26 @@ tl::expected<storage::NewDelivery, ApiError> CheckItem(Service& s, DeliveryField
   return parsed;
 }
 
+// Confines one request's fields to `scope`: a missing (or null) tenant becomes the scope's; a
+// tenant that is another is 403 forbidden. A tenant of the wrong type is left for
+// CheckDeliveryFields to refuse (400).
+std::optional<ApiError> ApplyScope(DeliveryFields& fields, const TenantScope& scope) {
+  if (!scope) {
+    return std::nullopt;
+  }
+  RequestField& tenant = fields.tenant;
+  if (tenant.kind == RequestField::Kind::kAbsent || tenant.kind == RequestField::Kind::kNull) {
+    tenant.kind = RequestField::Kind::kString;
+    tenant.text = *scope;
+    return std::nullopt;
+  }
+  if (tenant.kind == RequestField::Kind::kString && tenant.text != *scope) {
+    return ApiError{403, "forbidden", "tenant: this API key acts for its own tenant only",
+                    "tenant"};
+  }
+  return std::nullopt;
+}
+
 // ---- POST /v1/deliveries ----
 
 struct EnqueueOutcome {
@@ -385,12 +405,21 @@ HttpResponse BatchAnswer(Service& s, std::vector<storage::NewDelivery>&& parts,
 
 }  // namespace
 
-void CreateDelivery(Service& s, const HttpRequest& request, Respond respond) {
+void CreateDelivery(Service& s, const HttpRequest& request, const TenantScope& scope,
+                    Respond respond) {
   auto fields = ReadDeliveryBody(request.body());
   if (!fields) {
-    s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", ""}, {"reason", "invalid"}});
+    s.metrics().Inc(CounterId::kIntakeRejections,
+                    {{"tenant", scope.value_or("")}, {"reason", "invalid"}});
     respond(ErrorResponse(fields.error()));
     return;
+  }
+  if (fields->is_object) {
+    if (auto forbidden = ApplyScope(*fields, scope)) {
+      s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", *scope}, {"reason", "forbidden"}});
+      respond(ErrorResponse(*forbidden));
+      return;
+    }
   }
   // A refused request's tenant is what the client wrote: a label only when the deployment knows
   // the tenant, so clients cannot grow the metric's series without bound.
@@ -458,12 +487,26 @@ size_t RequestBodyLimit(const IntakeLimits& limits, boost::beast::http::verb met
   return limits.max_payload_bytes + config::kDeliveryBodyAllowance;
 }
 
-void CreateBatch(Service& s, const HttpRequest& request, Respond respond) {
+void CreateBatch(Service& s, const HttpRequest& request, const TenantScope& scope,
+                 Respond respond) {
   const size_t max_items = s.options().intake.max_batch_items;
   auto items = ReadBatchBody(request.body(), max_items);
   if (!items) {
     respond(ErrorResponse(items.error()));
     return;
+  }
+  for (size_t i = 0; i < items->size(); ++i) {
+    if (!(*items)[i].is_object) {
+      continue;
+    }
+    if (auto forbidden = ApplyScope((*items)[i], scope)) {
+      s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", *scope}, {"reason", "forbidden"}},
+                      static_cast<double>(items->size()));
+      forbidden->message = fmt::format("deliveries[{}].{}", i, forbidden->message);
+      forbidden->field = fmt::format("deliveries[{}].tenant", i);
+      respond(ErrorResponse(*forbidden));
+      return;
+    }
   }
   // Per item: its refusal (the rendered result) when refused before the write, else its parts
   // in `pending`, in item order (`slots` names each part's item).

@@ -68,8 +68,9 @@ void RunSlice(Service& s, std::string job_id, storage::ListFilter filter) {
 
 }  // namespace
 
-void StartReplayJob(Service& s, storage::ListFilter filter, nlohmann::json echo, Respond respond) {
-  auto id = s.jobs().Start("replay", std::move(echo), NowMs(s));
+void StartReplayJob(Service& s, storage::ListFilter filter, nlohmann::json echo,
+                    const TenantScope& scope, Respond respond) {
+  auto id = s.jobs().Start("replay", std::move(echo), NowMs(s), scope.value_or(""));
   if (!id) {
     if (id.error().code() == Status::Code::kBusy) {
       HttpResponse res = ErrorResponse({429, "too_many_jobs", id.error().message()});
@@ -85,9 +86,10 @@ void StartReplayJob(Service& s, storage::ListFilter filter, nlohmann::json echo,
   respond(std::move(res));
 }
 
-void GetJob(Service& s, const std::string& id, Respond respond) {
+void GetJob(Service& s, const std::string& id, const TenantScope& scope, Respond respond) {
   const Job* job = IsJobId(id) ? s.jobs().Find(id) : nullptr;
-  if (job == nullptr) {
+  // A job another scope started is absent for a tenant's key; the admin sees every job.
+  if (job == nullptr || (scope && job->tenant != *scope)) {
     // The id is not echoed: it is whatever the client sent.
     return respond(ErrorResponse({404, "not_found", "no such job"}));
   }

@@ -24,7 +24,26 @@ json CountsJson(const storage::StateCounts& counts) {
 
 }  // namespace
 
-void GetStats(Service& s, Respond respond) {
+void GetStats(Service& s, const TenantScope& scope, Respond respond) {
+  if (scope) {
+    // The store counts states for the whole service only; a tenant sees its own backlog and
+    // destinations.
+    size_t destinations = 0;
+    for (const DestinationInfo& d : s.loop().Destinations()) {
+      destinations += d.tenant == *scope ? 1 : 0;
+    }
+    OnStore(
+        s, [tenant = *scope](storage::QueueStore& store) { return store.TenantBacklog(tenant); },
+        [tenant = *scope, destinations, respond = std::move(respond)](Result<uint64_t> backlog) {
+          if (!backlog) {
+            respond(ErrorResponse(FromStatus(backlog.error())));
+            return;
+          }
+          respond(JsonResponse(
+              200, {{"tenant", tenant}, {"backlog", *backlog}, {"destinations", destinations}}));
+        });
+    return;
+  }
   asio::post(s.storage_pool(), [&s, respond = std::move(respond)]() mutable {
     auto counts = s.store().Counts();
     asio::post(s.io(), [&s, counts = std::move(counts), respond = std::move(respond)] {
@@ -49,11 +68,17 @@ void GetStats(Service& s, Respond respond) {
   });
 }
 
-void GetDestinations(Service& s, const std::map<std::string, std::string>& q, Respond respond) {
+void GetDestinations(Service& s, const std::map<std::string, std::string>& q,
+                     const TenantScope& scope, Respond respond) {
   auto want = [&](const char* key, const std::string& value) {
     auto it = q.find(key);
     return it == q.end() || it->second.empty() || it->second == value;
   };
+  std::string tenant_filter = q.contains("tenant") ? q.at("tenant") : "";
+  if (auto forbidden = ConfineTenantFilter(scope, "tenant", tenant_filter)) {
+    respond(ErrorResponse(*forbidden));
+    return;
+  }
   for (const char* key : {"tenant", "platform"}) {
     auto it = q.find(key);
     const std::string_view value = it == q.end() ? std::string_view() : it->second;
@@ -71,7 +96,7 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q, Re
   std::vector<std::string> keys;
   json list = json::array();
   for (const DestinationInfo& d : s.loop().Destinations()) {
-    if (!want("platform", d.platform) || !want("tenant", d.tenant)) {
+    if (!want("platform", d.platform) || !want("tenant", d.tenant) || !InScope(scope, d.tenant)) {
       continue;
     }
     std::string key = storage::DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination);
@@ -146,14 +171,18 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q, Re
   });
 }
 
-void EnableDestination(Service& s, const HttpRequest& request, Respond respond) {
+void EnableDestination(Service& s, const HttpRequest& request, const TenantScope& scope,
+                       Respond respond) {
   auto body = ParseJsonBody(request);
   if (!body || !body->is_object() || !body->contains("key") || !(*body)["key"].is_string()) {
     respond(ErrorResponse({400, "invalid_request", "key: required, a destination key", "key"}));
     return;
   }
   const std::string key = (*body)["key"];
-  if (!s.loop().Enable(key)) {
+  storage::DestinationParts parts;
+  // Another tenant's destination is as unknown as one without work.
+  const bool mine = !scope || (storage::SplitDestinationKey(key, parts) && parts.tenant == *scope);
+  if (!mine || !s.loop().Enable(key)) {
     respond(ErrorResponse({404, "not_found", "no destination with work has that key", "key"}));
     return;
   }
@@ -170,6 +199,8 @@ void GetMetrics(Service& s, Respond respond) {
              static_cast<double>(http.read_timeouts));
   m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "write"}},
              static_cast<double>(http.write_timeouts));
+  m.SetTotal(CounterId::kConnectionsOpened, {},
+             static_cast<double>(s.transport().ConnectionsOpened()));
   respond(TextResponse(200, s.metrics().Render(), "text/plain; version=0.0.4"));
 }
 

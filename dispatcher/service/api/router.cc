@@ -1,6 +1,6 @@
 #include <boost/beast/http/verb.hpp>
-#include <openssl/crypto.h>
 
+#include "dispatcher/service/api/auth.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
 #include "dispatcher/service/service.h"
@@ -9,14 +9,6 @@ namespace egress::service {
 namespace {
 
 using boost::beast::http::verb;
-
-// Constant time in the length of `expected`.
-bool TokenMatches(std::string_view given, const std::string& expected) {
-  if (expected.empty() || given.size() != expected.size()) {
-    return false;
-  }
-  return CRYPTO_memcmp(given.data(), expected.data(), expected.size()) == 0;
-}
 
 std::string_view View(boost::beast::string_view v) { return {v.data(), v.size()}; }
 
@@ -35,44 +27,59 @@ HttpResponse NotAllowed() {
   return ErrorResponse({405, "method_not_allowed", "method not allowed on this endpoint"});
 }
 
+// What the route of `p` asks of its caller; an unknown path is kTenant (so that an
+// unauthenticated caller cannot tell which paths exist).
+Access AccessOf(const std::vector<std::string>& p) {
+  if (p.size() == 1 && (p[0] == "healthz" || p[0] == "readyz")) {
+    return Access::kOpen;
+  }
+  if (p.size() == 1 && p[0] == "metrics") {
+    return Access::kMetrics;
+  }
+  if (p.size() >= 2 && p[0] == "api" && p[1] == "admin") {
+    return Access::kAdmin;
+  }
+  return Access::kTenant;
+}
+
 void RouteDeliveries(Service& s, HttpRequest&& req, const std::vector<std::string>& p,
-                     Respond respond) {
+                     const TenantScope& scope, Respond respond) {
   const verb m = req.method();
   if (p.size() == 2) {
     if (m == verb::post) {
-      return CreateDelivery(s, req, std::move(respond));
+      return CreateDelivery(s, req, scope, std::move(respond));
     }
     if (m == verb::get) {
-      return ListDeliveries(s, QueryParams(View(req.target())), std::move(respond));
+      return ListDeliveries(s, QueryParams(View(req.target())), scope, std::move(respond));
     }
     return respond(NotAllowed());
   }
   if (p.size() == 3 && p[2] == "batch") {
-    return m == verb::post ? CreateBatch(s, req, std::move(respond)) : respond(NotAllowed());
+    return m == verb::post ? CreateBatch(s, req, scope, std::move(respond)) : respond(NotAllowed());
   }
   if (p.size() == 3 && p[2] == "replay") {
-    return m == verb::post ? ReplayMatching(s, req, std::move(respond)) : respond(NotAllowed());
+    return m == verb::post ? ReplayMatching(s, req, scope, std::move(respond))
+                           : respond(NotAllowed());
   }
   if (p.size() == 3) {
     if (m == verb::get) {
-      return GetDelivery(s, p[2], std::move(respond));
+      return GetDelivery(s, p[2], scope, std::move(respond));
     }
     if (m == verb::delete_) {
-      return CancelDelivery(s, p[2], std::move(respond));
+      return CancelDelivery(s, p[2], scope, std::move(respond));
     }
     return respond(NotAllowed());
   }
   if (p.size() == 4 && p[3] == "replay") {
-    return m == verb::post ? ReplayDelivery(s, p[2], std::move(respond)) : respond(NotAllowed());
+    return m == verb::post ? ReplayDelivery(s, p[2], scope, std::move(respond))
+                           : respond(NotAllowed());
   }
   respond(NotFound());
 }
 
+// Authenticate has checked the admin token.
 void RouteAdmin(Service& s, HttpRequest&& req, const std::vector<std::string>& p, Respond respond) {
-  if (!TokenMatches(View(req["X-Admin-Token"]), s.options().admin_token)) {
-    return respond(ErrorResponse({401, "unauthorized", "X-Admin-Token: missing or wrong"}));
-  }
-  // api admin tenants {tenant} rate_limits | credentials {name}
+  // api admin tenants {tenant} rate_limits | api_keys | credentials {name}
   if (p.size() == 5 && p[2] == "tenants" && p[4] == "rate_limits") {
     if (req.method() == verb::put) {
       return PutRateLimits(s, p[3], req, std::move(respond));
@@ -81,6 +88,10 @@ void RouteAdmin(Service& s, HttpRequest&& req, const std::vector<std::string>& p
       return GetRateLimits(s, p[3], std::move(respond));
     }
     return respond(NotAllowed());
+  }
+  if (p.size() == 5 && p[2] == "tenants" && p[4] == "api_keys") {
+    return req.method() == verb::put ? PutApiKeys(s, p[3], req, std::move(respond))
+                                     : respond(NotAllowed());
   }
   if (p.size() == 6 && p[2] == "tenants" && p[4] == "credentials") {
     return req.method() == verb::put ? PutCredential(s, p[3], p[5], req, std::move(respond))
@@ -91,8 +102,13 @@ void RouteAdmin(Service& s, HttpRequest&& req, const std::vector<std::string>& p
 
 }  // namespace
 
-void Route(Service& s, HttpRequest&& req, Respond respond) {
+void Route(Service& s, HttpRequest&& req, const boost::asio::ip::address& peer, Respond respond) {
   const std::vector<std::string> p = PathSegments(View(req.target()));
+  auto who = Authenticate(s, req, peer, AccessOf(p));
+  if (auto* refused = std::get_if<HttpResponse>(&who)) {
+    return respond(std::move(*refused));
+  }
+  const TenantScope scope = std::get<Principal>(who).scope();
   if (p.size() == 1 && p[0] == "healthz") {
     return respond(JsonResponse(200, {{"status", "ok"}}));
   }
@@ -114,19 +130,20 @@ void Route(Service& s, HttpRequest&& req, Respond respond) {
       res.set("Retry-After", "1");
       return respond(std::move(res));
     }
-    return RouteDeliveries(s, std::move(req), p, std::move(respond));
+    return RouteDeliveries(s, std::move(req), p, scope, std::move(respond));
   }
   if (p.size() == 3 && p[0] == "v1" && p[1] == "jobs") {
-    return req.method() == verb::get ? GetJob(s, p[2], std::move(respond)) : respond(NotAllowed());
+    return req.method() == verb::get ? GetJob(s, p[2], scope, std::move(respond))
+                                     : respond(NotAllowed());
   }
   if (p.size() == 2 && p[0] == "v1" && p[1] == "stats") {
-    return GetStats(s, std::move(respond));
+    return GetStats(s, scope, std::move(respond));
   }
   if (p.size() == 2 && p[0] == "v1" && p[1] == "destinations") {
-    return GetDestinations(s, QueryParams(View(req.target())), std::move(respond));
+    return GetDestinations(s, QueryParams(View(req.target())), scope, std::move(respond));
   }
   if (p.size() == 3 && p[0] == "v1" && p[1] == "destinations" && p[2] == "enable") {
-    return req.method() == verb::post ? EnableDestination(s, req, std::move(respond))
+    return req.method() == verb::post ? EnableDestination(s, req, scope, std::move(respond))
                                       : respond(NotAllowed());
   }
   if (p.size() >= 2 && p[0] == "api" && p[1] == "admin") {

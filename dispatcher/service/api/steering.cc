@@ -83,10 +83,12 @@ tl::expected<std::pair<storage::ListFilter, bool>, ApiError> ReplayRequest(const
 
 }  // namespace
 
-void ReplayDelivery(Service& s, const std::string& id, Respond respond) {
+void ReplayDelivery(Service& s, const std::string& id, const TenantScope& scope, Respond respond) {
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
-  asio::post(s.storage_pool(), [&s, id, now_ms, respond = std::move(respond)]() mutable {
-    auto d = storage::ReplayOne(s.store(), id, now_ms);
+  asio::post(s.storage_pool(), [&s, id, scope, now_ms, respond = std::move(respond)]() mutable {
+    // A delivery's tenant never changes: the look first is as good as one inside the action.
+    auto seen = GetInScope(s.store(), id, scope);
+    auto d = seen ? storage::ReplayOne(s.store(), id, now_ms) : Result<Delivery>(seen.error());
     asio::post(s.io(), [&s, d = std::move(d), respond = std::move(respond)] {
       if (!d) {
         respond(ErrorResponse(FromStatus(d.error())));
@@ -98,7 +100,8 @@ void ReplayDelivery(Service& s, const std::string& id, Respond respond) {
   });
 }
 
-void ReplayMatching(Service& s, const HttpRequest& request, Respond respond) {
+void ReplayMatching(Service& s, const HttpRequest& request, const TenantScope& scope,
+                    Respond respond) {
   auto body = ParseJsonBody(request);
   if (!body) {
     respond(ErrorResponse(body.error()));
@@ -110,6 +113,10 @@ void ReplayMatching(Service& s, const HttpRequest& request, Respond respond) {
     return;
   }
   auto [f, dry_run] = std::move(*parsed);
+  if (auto forbidden = ConfineTenantFilter(scope, "tenant", f.tenant)) {
+    respond(ErrorResponse(*forbidden));
+    return;
+  }
   if (!dry_run) {
     json echo = {{"state", std::string(storage::StateName(*f.state))}};
     for (auto [name, field] :
@@ -119,7 +126,7 @@ void ReplayMatching(Service& s, const HttpRequest& request, Respond respond) {
         echo[name] = *field;
       }
     }
-    return StartReplayJob(s, std::move(f), std::move(echo), std::move(respond));
+    return StartReplayJob(s, std::move(f), std::move(echo), scope, std::move(respond));
   }
   // A dry run only counts (at most kMaxReplayPerCall): it answers at once.
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
@@ -138,10 +145,11 @@ void ReplayMatching(Service& s, const HttpRequest& request, Respond respond) {
       });
 }
 
-void CancelDelivery(Service& s, const std::string& id, Respond respond) {
+void CancelDelivery(Service& s, const std::string& id, const TenantScope& scope, Respond respond) {
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
-  asio::post(s.storage_pool(), [&s, id, now_ms, respond = std::move(respond)]() mutable {
-    auto d = storage::Cancel(s.store(), id, now_ms);
+  asio::post(s.storage_pool(), [&s, id, scope, now_ms, respond = std::move(respond)]() mutable {
+    auto seen = GetInScope(s.store(), id, scope);
+    auto d = seen ? storage::Cancel(s.store(), id, now_ms) : Result<Delivery>(seen.error());
     asio::post(s.io(), [d = std::move(d), respond = std::move(respond)] {
       respond(d ? JsonResponse(200, {{"id", d->id}, {"state", "cancelled"}})
                 : ErrorResponse(FromStatus(d.error())));

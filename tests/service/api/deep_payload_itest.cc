@@ -28,6 +28,8 @@ namespace {
 
 using nlohmann::json;
 
+constexpr char kAdminToken[] = "test-admin-token";
+
 constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 constexpr size_t kDepth = 100'000;
 
@@ -40,7 +42,7 @@ class DeepPayloadTest : public ::testing::Test {
  protected:
   void SetUp() override {
     options_.http.listen = {.host = "127.0.0.1", .port = 0};
-    options_.admin_token = "test-admin-token";
+    options_.admin_token = kAdminToken;
     options_.store.path = dir_.Sub("store");
     options_.credentials = {
         {"acme", {.name = "hooks", .platform = "webhook", .secrets = {kSecret}}},
@@ -92,7 +94,7 @@ class DeepPayloadTest : public ::testing::Test {
   json WaitForStats(const std::function<bool(const json&)>& pred) {
     json stats;
     for (int waited = 0; waited < 20'000; waited += 20) {
-      stats = HttpCall(port_, "GET", "/v1/stats").Json();
+      stats = HttpCallAs(kAdminToken, port_, "GET", "/v1/stats").Json();
       if (pred(stats)) {
         return stats;
       }
@@ -142,7 +144,7 @@ TEST_F(DeepPayloadTest, StoredDeepPayloadsAreWalkedSafely) {
   EXPECT_EQ(sent[0], payload);
 
   for (const auto& [platform, id] : ids) {
-    TestResponse shown = HttpCall(port_, "GET", "/v1/deliveries/" + id);
+    TestResponse shown = HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries/" + id);
     ASSERT_EQ(shown.status, 200) << platform;
     const json d = shown.Json();
     EXPECT_EQ(d["payload"], payload) << platform << ": shown as its text, not a tree";
@@ -152,29 +154,33 @@ TEST_F(DeepPayloadTest, StoredDeepPayloadsAreWalkedSafely) {
           << platform << ": " << d["reason"];
     }
   }
-  const json listed = HttpCall(port_, "GET", "/v1/deliveries?limit=1000").Json();
+  const json listed = HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries?limit=1000").Json();
   EXPECT_EQ(listed["deliveries"].size(), 4u);
-  EXPECT_EQ(HttpCall(port_, "GET", "/v1/deliveries?state=dead").Json()["deliveries"].size(), 3u);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries?state=dead")
+                .Json()["deliveries"]
+                .size(),
+            3u);
 
-  TestResponse one = HttpCall(port_, "POST", "/v1/deliveries/" + ids["slack"] + "/replay");
+  TestResponse one =
+      HttpCallAs(kAdminToken, port_, "POST", "/v1/deliveries/" + ids["slack"] + "/replay");
   EXPECT_EQ(one.status, 200) << one.body;
   WaitForStats([](const json& s) { return s["dead"] == 3 && s["queued"] == 0; });
   // A replay by filter is a job: it answers at once, then replays on the storage threads.
-  TestResponse all =
-      HttpCall(port_, "POST", "/v1/deliveries/replay", json{{"state", "dead"}}.dump());
+  TestResponse all = HttpCallAs(kAdminToken, port_, "POST", "/v1/deliveries/replay",
+                                json{{"state", "dead"}}.dump());
   ASSERT_EQ(all.status, 202) << all.body;
   const std::string job = "/v1/jobs/" + all.Json()["job"].get<std::string>();
   json done;
   for (int waited = 0; waited < 20'000 && done["state"] != "done"; waited += 20) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    done = HttpCall(port_, "GET", job).Json();
+    done = HttpCallAs(kAdminToken, port_, "GET", job).Json();
   }
   ASSERT_EQ(done["state"], "done") << done.dump();
   EXPECT_EQ(done["replayed"], 3) << done.dump();
   const json stats = WaitForStats([](const json& s) { return s["dead"] == 3 && s["queued"] == 0; });
   EXPECT_EQ(stats["delivered"], 1) << stats.dump();
   EXPECT_EQ(SentBodies().size(), 1u) << "no adapter built a request from a deep payload";
-  EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/healthz").status, 200);
 }
 
 // Verifies that intake refuses a 100,000-deep payload on every platform, single and in a batch,
@@ -202,20 +208,21 @@ TEST_F(DeepPayloadTest, IntakeRefusesDeepPayloads) {
   for (const json& item : items) {
     std::string text = item.dump();
     text.insert(text.size() - 1, ",\"payload\":" + payload);
-    TestResponse r = HttpCall(port_, "POST", "/v1/deliveries", text);
+    TestResponse r = HttpCallAs(kAdminToken, port_, "POST", "/v1/deliveries", text);
     EXPECT_EQ(r.status, 400) << item["platform"] << ": " << r.body.substr(0, 200);
     EXPECT_EQ(r.Json()["field"], "payload") << r.body.substr(0, 200);
     batch += (batch.back() == '[' ? "" : ",") + text;
   }
   batch += "]}";
-  TestResponse r = HttpCall(port_, "POST", "/v1/deliveries/batch", batch);
+  TestResponse r = HttpCallAs(kAdminToken, port_, "POST", "/v1/deliveries/batch", batch);
   ASSERT_EQ(r.status, 207) << r.body.substr(0, 200);
   for (const json& result : r.Json()["results"]) {
     EXPECT_EQ(result["status"], 400) << result.dump();
     EXPECT_EQ(result["field"], "payload") << result.dump();
   }
-  EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
-  EXPECT_EQ(HttpCall(port_, "GET", "/v1/deliveries").Json()["deliveries"].size(), 0u);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/healthz").status, 200);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries").Json()["deliveries"].size(),
+            0u);
 }
 
 // Verifies that the other JSON bodies the API reads (replay, enable, the admin routes) survive a
@@ -244,13 +251,14 @@ TEST_F(DeepPayloadTest, OtherBodiesRefuseDeepValues) {
       {"POST", "/v1/deliveries", deep},
   };
   for (const Case& c : cases) {
-    TestResponse r = HttpCall(port_, c.method, c.target, c.body,
-                              c.admin ? admin : std::vector<std::pair<std::string, std::string>>{});
+    TestResponse r =
+        HttpCallAs(kAdminToken, port_, c.method, c.target, c.body,
+                   c.admin ? admin : std::vector<std::pair<std::string, std::string>>{});
     const std::string what = c.method + " " + c.target + " " + c.body.substr(0, 40);
     EXPECT_GE(r.status, 400) << what << ": " << r.body.substr(0, 200);
     EXPECT_LT(r.status, 500) << what << ": " << r.body.substr(0, 200);
     EXPECT_TRUE(r.Json().contains("error")) << what << ": " << r.body.substr(0, 200);
-    ASSERT_EQ(HttpCall(port_, "GET", "/healthz").status, 200) << "after " << what;
+    ASSERT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/healthz").status, 200) << "after " << what;
   }
 }
 

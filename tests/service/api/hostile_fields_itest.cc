@@ -92,14 +92,14 @@ class HostileFieldsTest : public ::testing::Test {
     if (admin) {
       headers.emplace_back("X-Admin-Token", kAdminToken);
     }
-    TestResponse r = HttpCall(port_, method, target, body, headers);
+    TestResponse r = HttpCallAs(kAdminToken, port_, method, target, body, headers);
     const json envelope = r.Json();
     EXPECT_TRUE(r.status >= 400 && r.status < 500 && envelope.is_object() &&
                 envelope.contains("error") && envelope["error"].is_string() &&
                 envelope.contains("message"))
         << what << ": " << r.status << " " << r.body.substr(0, 300);
     ++cases_;
-    ASSERT_EQ(HttpCall(port_, "GET", "/healthz").status, 200) << "after " << what;
+    ASSERT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/healthz").status, 200) << "after " << what;
   }
 
   // For each field of `base` in `fields` (a JSON pointer without its leading '/') and each of
@@ -181,7 +181,7 @@ TEST_F(HostileFieldsTest, IntakeFields) {
       json item = Webhook();
       item[field] = value;
       const json batch = {{"deliveries", {item}}};
-      TestResponse r = HttpCall(port_, "POST", "/v1/deliveries/batch", batch.dump());
+      TestResponse r = HttpCallAs(kAdminToken, port_, "POST", "/v1/deliveries/batch", batch.dump());
       const std::string what = "batch item " + field + ": " + kind;
       ASSERT_EQ(r.status, 207) << what << ": " << r.body.substr(0, 300);
       const json result = r.Json()["results"][0];
@@ -191,8 +191,8 @@ TEST_F(HostileFieldsTest, IntakeFields) {
     }
   }
   for (const auto& [kind, value] : WrongTypes()) {
-    TestResponse r =
-        HttpCall(port_, "POST", "/v1/deliveries/batch", json{{"deliveries", value}}.dump());
+    TestResponse r = HttpCallAs(kAdminToken, port_, "POST", "/v1/deliveries/batch",
+                                json{{"deliveries", value}}.dump());
     EXPECT_EQ(r.status, value.is_array() ? 207 : 400) << "deliveries: " << kind << ": " << r.body;
     if (value.is_array()) {
       // [1, "a"]: two items that are not objects, each refused.
@@ -202,7 +202,7 @@ TEST_F(HostileFieldsTest, IntakeFields) {
   }
   BodyRefused("POST", "/v1/deliveries/batch");
 
-  const json stats = HttpCall(port_, "GET", "/v1/stats").Json();
+  const json stats = HttpCallAs(kAdminToken, port_, "GET", "/v1/stats").Json();
   EXPECT_EQ(stats["accepted"], 0) << stats.dump();
   EXPECT_EQ(stats["queued"], 0) << stats.dump();
   EXPECT_GT(cases_, 70);
@@ -323,11 +323,12 @@ TEST_F(HostileFieldsTest, AdminFields) {
                   "rate_limits tenant " + bad.substr(0, 20), true);
   }
   // The defaults are untouched and the credential was never registered.
-  const json got = HttpCall(port_, "GET", limits, "", {{"X-Admin-Token", kAdminToken}}).Json();
+  const json got =
+      HttpCallAs(kAdminToken, port_, "GET", limits, "", {{"X-Admin-Token", kAdminToken}}).Json();
   EXPECT_EQ(got["rate_limits"]["webhook_destination"]["overridden"], false) << got.dump();
   json item = Webhook();
   item["credential"] = "new";
-  EXPECT_EQ(HttpCall(port_, "POST", "/v1/deliveries", item.dump()).status, 422);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "POST", "/v1/deliveries", item.dump()).status, 422);
 }
 
 }  // namespace

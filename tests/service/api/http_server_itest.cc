@@ -37,17 +37,18 @@ HttpResponse Ok(const HttpRequest& request) {
 TEST(HttpServerTest, HandlerThatThrowsGetsA500AndServerLives) {
   boost::asio::io_context io;
   Respond late;
-  auto server = HttpServer::Start(io, {.listen = {.host = "127.0.0.1", .port = 0}},
-                                  [&late](HttpRequest&& request, Respond respond) {
-                                    if (request.target() == "/throw") {
-                                      throw std::runtime_error("bug in a handler");
-                                    }
-                                    if (request.target() == "/throw-after-keeping") {
-                                      late = respond;  // kept, and called after the throw
-                                      throw 42;
-                                    }
-                                    respond(Ok(request));
-                                  });
+  auto server = HttpServer::Start(
+      io, {.listen = {.host = "127.0.0.1", .port = 0}},
+      [&late](HttpRequest&& request, const boost::asio::ip::address&, Respond respond) {
+        if (request.target() == "/throw") {
+          throw std::runtime_error("bug in a handler");
+        }
+        if (request.target() == "/throw-after-keeping") {
+          late = respond;  // kept, and called after the throw
+          throw 42;
+        }
+        respond(Ok(request));
+      });
   ASSERT_TRUE(server.has_value()) << server.error().ToString();
   const int port = (*server)->endpoint().port();
   std::thread loop([&io] {
@@ -81,7 +82,9 @@ class RunningServer {
   explicit RunningServer(HttpServerOptions options, HttpHandler handler = nullptr) {
     options.listen = {.host = "127.0.0.1", .port = 0};
     if (!handler) {
-      handler = [](HttpRequest&& request, Respond respond) { respond(Ok(request)); };
+      handler = [](HttpRequest&& request, const boost::asio::ip::address&, Respond respond) {
+        respond(Ok(request));
+      };
     }
     auto server = HttpServer::Start(io_, options, std::move(handler));
     EXPECT_TRUE(server.has_value()) << server.error().ToString();
@@ -234,12 +237,14 @@ TEST(HttpServerTest, StalledRequestIsClosedAtTheReadDeadline) {
 // Verifies the write deadline: a client that asks for a large answer and never reads it is
 // closed when write_timeout passes; the server's connection count returns to zero.
 TEST(HttpServerTest, ClientThatStopsReadingIsClosedAtTheWriteDeadline) {
-  RunningServer server({.write_timeout = Millis(300)}, [](HttpRequest&& request, Respond respond) {
-    HttpResponse res{http::status::ok, request.version()};
-    res.body().assign(64 << 20, 'x');  // far more than the socket buffers on both sides hold
-    res.prepare_payload();
-    respond(std::move(res));
-  });
+  RunningServer server({.write_timeout = Millis(300)},
+                       [](HttpRequest&& request, const boost::asio::ip::address&, Respond respond) {
+                         HttpResponse res{http::status::ok, request.version()};
+                         res.body().assign(
+                             64 << 20, 'x');  // far more than the socket buffers on both sides hold
+                         res.prepare_payload();
+                         respond(std::move(res));
+                       });
   RawClient client(server.port());
   ASSERT_TRUE(client.connected());
   client.Send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
