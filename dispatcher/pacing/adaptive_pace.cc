@@ -12,18 +12,24 @@ AdaptivePace::AdaptivePace(const AdaptivePaceOptions& options, const Budget& cei
       ceiling_learned_(ceiling_learned),
       limit_(ceiling.limit) {}
 
-bool AdaptivePace::OnThrottle(int64_t now_ns) {
+bool AdaptivePace::OnThrottle(int64_t now_ns, const RecentWindow& recent) {
   if (now_ns < hold_until_ns_) {
     ++cohort_throttled_;
+    if (recent.known()) {
+      recent_ = recent;
+    }
     Refine();
     return false;
   }
   before_ = limit_;
+  recent_ = recent;
   cohort_ok_ = 0;
   cohort_throttled_ = 1;
   // A 429 within the first window after an increase: that probe failed, the level before it
   // was fine. Back to it, and probe again only after twice as many windows.
   probe_failed_ = probing_ && last_good_ > 0;
+  doubling_failed_ = probe_failed_ && slow_start_;
+  slow_start_ = !probe_failed_ && recent.known() && recent.partial;
   if (probe_failed_) {
     limit_ = last_good_;
     windows_per_increase_ = std::min(64, windows_per_increase_ * 2);
@@ -46,15 +52,43 @@ void AdaptivePace::Refine() {
   }
   const double share = static_cast<double>(cohort_ok_ + 1) /
                        static_cast<double>(std::max<int64_t>(1, cohort_ok_ + cohort_throttled_));
-  const double factor = std::min(std::clamp(options_.decrease, 0.0, 1.0), share);
-  const auto lowered = static_cast<int64_t>(std::floor(static_cast<double>(before_) * factor));
+  const double decrease = std::clamp(options_.decrease, 0.0, 1.0);
+  int64_t lowered = 0;
+  if (recent_.known()) {
+    // What the platform let through in the last window, at most a decrease from the old limit;
+    // nothing delivered (a single data point): the decrease alone. A partial window: what got
+    // through so far, the floor slow start climbs from.
+    const auto cap = static_cast<int64_t>(std::floor(static_cast<double>(before_) * decrease));
+    if (recent_.delivered <= 0) {
+      lowered = cap;
+    } else {
+      lowered = slow_start_ ? recent_.delivered : std::min(cap, recent_.delivered);
+    }
+  } else {
+    const double factor = std::min(decrease, share);
+    lowered = static_cast<int64_t>(std::floor(static_cast<double>(before_) * factor));
+  }
   limit_ = std::min(before_, std::max(std::max<int64_t>(1, options_.min_limit), lowered));
   step_ = std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
 }
 
 Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
   const int64_t cap = std::max<int64_t>(1, options_.max_park.count());
-  int64_t full = std::clamp<int64_t>(throttle_wait.count(), 1, cap);
+  const int64_t window = std::max<int64_t>(1, ceiling_.scale_ms);
+  if (probe_failed_) {
+    // The level before the probe held: wait one of its emission intervals, and hold off the
+    // failed probe's other 429s for a window. A doubling that failed may have spent the
+    // platform's window early: wait that window out rather than draw 429s for the rest of it.
+    const Millis park(std::clamp<int64_t>(
+        doubling_failed_ ? window : window / std::max<int64_t>(1, limit_), 1, cap));
+    hold_until_ns_ = now_ns + Nanos(std::max(park, Millis(window))).count();
+    return park;
+  }
+  int64_t base = throttle_wait.count();
+  if (recent_.known()) {
+    base = std::min(base, window);  // the counted window taught the rate: one window refills it
+  }
+  int64_t full = std::clamp<int64_t>(base, 1, cap);
   for (int i = 1; i < throttles_ && full < cap; ++i) {
     full = std::min(cap, full * 2);
   }
@@ -64,9 +98,12 @@ Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
   return park;
 }
 
-bool AdaptivePace::OnSuccess(int64_t now_ns) {
+bool AdaptivePace::OnSuccess(int64_t now_ns, const RecentWindow& recent) {
   if (now_ns < hold_until_ns_) {
     ++cohort_ok_;
+    if (recent.known()) {
+      recent_ = recent;
+    }
     const int64_t old = limit_;
     Refine();
     return limit_ != old;
@@ -86,6 +123,10 @@ bool AdaptivePace::OnSuccess(int64_t now_ns) {
   windows_ = 0;
   last_good_ = limit_;
   probing_ = true;
+  if (slow_start_) {
+    limit_ = std::min(ceiling_.limit, limit_ * 2);
+    return true;
+  }
   limit_ = std::min(ceiling_.limit, limit_ + step_);
   if (++increases_ % std::max(1, options_.increases_per_doubling) == 0) {
     step_ = std::min(step_ * 2, ceiling_.limit);

@@ -27,6 +27,17 @@ struct AdaptivePaceOptions {
   Millis max_park{60'000};
 };
 
+// What the Scheduler counted on a key over its most recent window (the budget's scale): requests
+// sent and deliveries. `sent` < 0 when the key is not counted (nothing better is known).
+// `partial`: the key's traffic began less than a window ago, so the counts are what got through
+// so far, a floor of the platform's rate rather than a measure of it.
+struct RecentWindow {
+  int64_t sent = -1;
+  int64_t delivered = 0;
+  bool partial = false;
+  bool known() const { return sent >= 0; }
+};
+
 // The AIMD state of one scope key whose budget was lowered by header-less 429s: its current
 // limit, the ceiling it probes back up to, and the backoff of consecutive 429s. Pure logic over
 // times passed in. Not thread-safe: runs on the dispatcher loop.
@@ -37,10 +48,24 @@ struct AdaptivePaceOptions {
 // min(decrease, (successes + 1) / (successes + 429s)), so 40 requests in flight of which 38 come
 // back 429 take the limit to a 20th at once instead of costing five halvings.
 //
+// When the key's recent window is counted (RecentWindow), the decrease is derived from what was
+// actually sent and delivered, not from the configured ceiling: the limit becomes the deliveries
+// of the last window (what the platform let through), at most `decrease` times the old limit; with
+// no delivery in the window, `decrease` times the old limit. A LINE channel configured at 2,000/s
+// whose real limit is 20/s is then found in one step instead of seven halvings, and its first park
+// is one window of the budget (not longer than throttle_wait): a window-based limit has refilled
+// by then. When the 429 comes before the key's traffic has filled a window (a platform metering
+// with a small burst refuses the second request of a fresh stream), the deliveries so far are
+// only a floor: the limit becomes that floor and doubles per clean window (slow start) until a
+// probe fails (that failure parks one window: the doubled pace may have spent the platform's
+// window early), then climbs additively as below.
+//
 // A 429 within the first window after an increase means that probe went too far: the limit
-// goes back to the level before it (no halving) and the next probe waits twice as many windows
-// (at most 64), so a steady real limit costs fewer and fewer 429s. A 429 at a level that had
-// already passed a whole window means the real limit fell: multiplicative decrease.
+// goes back to the level before it (no halving), the key is parked for one emission interval of
+// that level only, 429s within the next window belong to the failed probe, and the next probe
+// waits twice as many windows (at most 64), so a steady real limit costs at most one 429 per
+// probe, and fewer and fewer probes. A 429 at a level that had already passed a whole window
+// means the real limit fell: multiplicative decrease.
 class AdaptivePace {
  public:
   // `ceiling` is the budget the key had before its first decrease (configured, an operator
@@ -50,14 +75,16 @@ class AdaptivePace {
   // A header-less 429 that arrived at `now_ns`. While the key is still parked by the previous
   // decrease, counts it in that decrease's cohort (the limit may fall further) and returns false;
   // else lowers the limit, counts one more consecutive 429 and returns true (then call Park()).
-  bool OnThrottle(int64_t now_ns);
+  // `recent` is the key's last window including this response, when counted.
+  bool OnThrottle(int64_t now_ns, const RecentWindow& recent = {});
   // After OnThrottle() returned true: the park to apply (growing, jittered by `draw`, any
-  // 64-bit value), and from then on 429s arriving before `now_ns + park` are held off.
+  // 64-bit value), and from then on 429s arriving before the hold (the park, and at least a
+  // window after a failed probe) are held off.
   Millis Park(Millis throttle_wait, uint64_t draw, int64_t now_ns);
   // A delivered request that arrived at `now_ns`: during a park, counted in the cohort; after
   // it, one window of successes (the current limit's worth) adds one step. Returns true when
   // the limit changed.
-  bool OnSuccess(int64_t now_ns);
+  bool OnSuccess(int64_t now_ns, const RecentWindow& recent = {});
 
   // The budget the key has now: the ceiling's scale and burst (at most the limit) with the
   // current limit.
@@ -65,6 +92,8 @@ class AdaptivePace {
   const Budget& ceiling() const { return ceiling_; }
   bool ceiling_learned() const { return ceiling_learned_; }
   bool at_ceiling() const { return limit_ >= ceiling_.limit; }
+  // A step up is being tried: no whole window has passed at the current limit since it rose.
+  bool probing() const { return probing_; }
   // The deadline before which a 429 is held off.
   int64_t hold_until_ns() const { return hold_until_ns_; }
 
@@ -80,6 +109,7 @@ class AdaptivePace {
 
   int64_t limit_;
   int64_t before_ = 0;
+  RecentWindow recent_;  // at the last 429 or cohort response
   int64_t cohort_ok_ = 0;
   int64_t cohort_throttled_ = 0;
   int64_t step_ = 1;
@@ -88,6 +118,8 @@ class AdaptivePace {
   int64_t last_good_ = 0;  // the level before the last increase
   bool probing_ = false;   // no whole window has passed since the last increase
   bool probe_failed_ = false;
+  bool slow_start_ = false;  // the last decrease came from a partial window: double per window
+  bool doubling_failed_ = false;
   int windows_ = 0;  // whole windows since the last increase
   int windows_per_increase_ = 1;
   int throttles_ = 0;  // consecutive 429s without a success in between

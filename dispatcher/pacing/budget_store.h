@@ -75,6 +75,13 @@ class BudgetStore {
   virtual Status Rescale(ScopeKey key, const GcraParams& from, const GcraParams& to,
                          SteadyTime now) = 0;
 
+  // The platform stated how many units `key` has left (Discord X-RateLimit-Remaining, or 0 after
+  // a 429 that taught a smaller burst): sets its meter under `params` so that exactly
+  // `available` units (clamped to [0, burst]) can be taken at `now`, then refills at the
+  // budget's rate. May loosen the meter as well as tighten it: the platform knows best.
+  virtual Status Sync(ScopeKey key, const GcraParams& params, int64_t available,
+                      SteadyTime now) = 0;
+
   // The key's state at `now` under `params`; a key never charged is empty.
   virtual Result<MeterView> Inspect(ScopeKey key, const GcraParams& params, SteadyTime now) = 0;
 

@@ -158,6 +158,18 @@ Status MemoryBudgetStore::Rescale(ScopeKey key, const GcraParams& from, const Gc
   return Status::Ok();
 }
 
+Status MemoryBudgetStore::Sync(ScopeKey key, const GcraParams& params, int64_t available,
+                               SteadyTime now) {
+  if (params.interval_ns <= 0) {
+    return Status::InvalidArgument("sync needs a budget with an interval");
+  }
+  const int64_t burst = std::max<int64_t>(1, params.depth);
+  const int64_t owed = burst - std::clamp<int64_t>(available, 0, burst);
+  // remaining = floor((now - (TAT - depth*T)) / T) = depth - (TAT - now) / T.
+  Insert(StoredKey(key)).tat_ns = SatAdd(ToNanos(now), SatMul(owed, params.interval_ns));
+  return Status::Ok();
+}
+
 Result<MeterView> MemoryBudgetStore::Inspect(ScopeKey key, const GcraParams& params,
                                              SteadyTime now) {
   const int64_t now_ns = ToNanos(now);

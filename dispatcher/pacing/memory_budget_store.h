@@ -24,6 +24,7 @@ class MemoryBudgetStore final : public BudgetStore {
   Status Unpark(ScopeKey key) override;
   Status Rescale(ScopeKey key, const GcraParams& from, const GcraParams& to,
                  SteadyTime now) override;
+  Status Sync(ScopeKey key, const GcraParams& params, int64_t available, SteadyTime now) override;
   Result<MeterView> Inspect(ScopeKey key, const GcraParams& params, SteadyTime now) override;
   size_t Sweep(SteadyTime now) override;
 

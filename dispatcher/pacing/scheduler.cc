@@ -1,6 +1,7 @@
 #include "dispatcher/pacing/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "dispatcher/base/check.h"
@@ -451,6 +452,9 @@ void Scheduler::DispatchHead(uint32_t d, Decision& decision) {
       held.push_back(HeldKey{dest.head_ordering, dest.head_sequence, false});
     }
   }
+  if (dest.platform == Platform::kLine || !adaptive_.empty()) {
+    CountRecent(dest, false, ToNanos(clock_.Now()));
+  }
   decision.kind = Decision::Kind::kDispatch;
   decision.destination = DestinationId{d};
   if (static_cast<IdForm>(dest.head_form) == IdForm::kLong) {
@@ -565,6 +569,7 @@ Status Scheduler::Observe(DestinationId id, const RateLimitObservation& observat
     scopes_.SetBudget(leaf, learned, true);
     adaptive_.erase(scopes_.at(leaf).key);  // the platform said what the limit is
   }
+  FollowStatedWindow(dest, observation);
   const bool global = observation.global || observation.scope == RateLimitScope::kGlobal;
   if (observation.retry_after.has_value()) {
     const uint8_t index = global ? dest.credential_index : dest.retry_after_index;
@@ -612,10 +617,16 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
     if (outcome.retry_after.has_value() || headers_seen) {
       ParkScope(dest, dest.retry_after_index, outcome.retry_after.value_or(policy.throttle_wait),
                 ParkKind::kRetryAfter);
+      if (outcome.retry_after.has_value()) {
+        LearnBurst(dest);
+      }
     } else {
       verdict = AdaptToThrottle(dest, std::move(verdict), policy.throttle_wait);
     }
   } else if (verdict.outcome_class == OutcomeClass::kDelivered) {
+    if (dest.platform == Platform::kLine || !adaptive_.empty()) {
+      CountRecent(dest, true, ToNanos(now));
+    }
     AdaptToSuccess(dest);
   }
   --dest.in_flight;
@@ -637,7 +648,7 @@ Verdict Scheduler::AdaptToThrottle(const Dest& dest, Verdict verdict, Millis thr
   }
   AdaptivePace& pace = it->second;
   const SteadyTime now = clock_.Now();
-  if (pace.OnThrottle(ToNanos(now))) {
+  if (pace.OnThrottle(ToNanos(now), Recent(key, ToNanos(now)))) {
     const Millis park = pace.Park(throttle_wait, random_.Next(), ToNanos(now));
     ParkScope(dest, dest.retry_after_index, park, ParkKind::kRetryAfter);
   }
@@ -653,8 +664,13 @@ void Scheduler::AdaptToSuccess(const Dest& dest) {
     return;
   }
   const uint32_t leaf = dest.scopes[dest.leaf_index];
-  auto it = adaptive_.find(scopes_.at(leaf).key);
-  if (it == adaptive_.end() || !it->second.OnSuccess(ToNanos(clock_.Now()))) {
+  const ScopeKey key = scopes_.at(leaf).key;
+  auto it = adaptive_.find(key);
+  if (it == adaptive_.end()) {
+    return;
+  }
+  const int64_t now_ns = ToNanos(clock_.Now());
+  if (!it->second.OnSuccess(now_ns, Recent(key, now_ns))) {
     return;
   }
   if (it->second.at_ceiling()) {
@@ -665,11 +681,112 @@ void Scheduler::AdaptToSuccess(const Dest& dest) {
   scopes_.SetBudget(leaf, it->second.Current(), true);
 }
 
+RecentWindow Scheduler::Recent(ScopeKey key, int64_t now_ns) const {
+  auto it = recent_.find(key);
+  if (it == recent_.end()) {
+    return {};
+  }
+  const RecentCounts& c = it->second;
+  const int64_t age = now_ns - c.start_ns;
+  if (age >= 2 * c.window_ns) {
+    return RecentWindow{0, 0};
+  }
+  if (age >= c.window_ns) {
+    // The current bucket is the one before now; weigh it by the part still in the window.
+    const double share = 1.0 - static_cast<double>(age - c.window_ns) / c.window_ns;
+    return RecentWindow{static_cast<int64_t>(std::ceil(c.sent * share)),
+                        static_cast<int64_t>(std::floor(c.delivered * share))};
+  }
+  // Sliding estimate: the current bucket and the part of the one before still in the window.
+  const double before = 1.0 - static_cast<double>(age) / c.window_ns;
+  return RecentWindow{c.sent + static_cast<int64_t>(std::ceil(c.sent_before * before)),
+                      c.delivered + static_cast<int64_t>(std::floor(c.delivered_before * before)),
+                      now_ns - c.since_ns < c.window_ns};
+}
+
+void Scheduler::CountRecent(const Dest& dest, bool delivered, int64_t now_ns) {
+  const uint32_t leaf = dest.scopes[dest.leaf_index];
+  const ScopeKey key = scopes_.at(leaf).key;
+  if (dest.platform != Platform::kLine && !adaptive_.contains(key)) {
+    return;
+  }
+  RecentCounts& c = recent_[key];
+  const int64_t window_ns = std::max<int64_t>(1, scopes_.budget(leaf).scale_ms) * 1'000'000;
+  if (c.window_ns != window_ns || now_ns - c.start_ns >= 2 * window_ns) {
+    c = RecentCounts{now_ns, window_ns, now_ns};
+  } else if (now_ns - c.start_ns >= window_ns) {
+    c.sent_before = c.sent;
+    c.delivered_before = c.delivered;
+    c.sent = 0;
+    c.delivered = 0;
+    c.start_ns += window_ns;
+  }
+  if (delivered) {
+    c.delivered = std::min(c.delivered + 1, INT32_MAX - 1);
+  } else {
+    c.sent = std::min(c.sent + 1, INT32_MAX - 1);
+  }
+}
+
+void Scheduler::LearnBurst(const Dest& dest) {
+  const uint32_t leaf = dest.scopes[dest.leaf_index];
+  const ScopeKey key = scopes_.at(leaf).key;
+  Budget budget = scopes_.budget(leaf);
+  if (budget.burst <= 1 || stated_.contains(key)) {
+    return;
+  }
+  // The platform refused a request the burst allowed: its burst is smaller, and its bucket is
+  // empty now. A learned budget: overrides of the configured one no longer apply to this key.
+  budget.burst -= 1;
+  scopes_.SetBudget(leaf, budget, true);
+  if (auto it = adaptive_.find(key); it != adaptive_.end()) {
+    Budget ceiling = it->second.ceiling();
+    ceiling.burst = std::min(ceiling.burst, budget.burst);
+    it->second.SetCeiling(ceiling);
+  }
+  store_.Sync(key, scopes_.params(leaf), 0, clock_.Now()).IgnoreError();
+}
+
+void Scheduler::FollowStatedWindow(Dest& dest, const RateLimitObservation& observation) {
+  const uint32_t leaf = dest.scopes[dest.leaf_index];
+  const ScopeKey key = scopes_.at(leaf).key;
+  const bool stated = observation.limit.has_value() && *observation.limit > 0 &&
+                      observation.remaining.has_value() && observation.reset_after.has_value();
+  if (!stated) {
+    if (stated_.empty()) {
+      return;
+    }
+    auto it = stated_.find(key);
+    if (it == stated_.end() || observation.retry_after.has_value()) {
+      return;
+    }
+    // The headers went away: back to the leaky bucket (burst 1) at the learned rate.
+    Budget budget = scopes_.budget(leaf);
+    budget.burst = 1;
+    stated_.erase(it);
+    scopes_.SetBudget(leaf, budget, true);
+    return;
+  }
+  if (observation.retry_after.has_value()) {
+    return;  // a 429: its park decides
+  }
+  // The stated window: burst up to the limit, and exactly `remaining` units left now; the
+  // meter refills at limit per window, and remaining 0 parks the key until the reset (Observe).
+  Budget budget = scopes_.budget(leaf);
+  budget.burst = std::clamp<int64_t>(budget.limit, 1, kMaxBudgetBurst);
+  scopes_.SetBudget(leaf, budget, true);
+  stated_[key] = budget;
+  store_.Sync(key, scopes_.params(leaf), std::max<int64_t>(0, *observation.remaining), clock_.Now())
+      .IgnoreError();
+}
+
 void Scheduler::ReleaseScope(uint32_t scope) {
   const ScopeKey key = scopes_.at(scope).key;
   scopes_.Release(scope);
   if (scopes_.at(scope).refs == 0) {
     adaptive_.erase(key);
+    recent_.erase(key);
+    stated_.erase(key);
   }
 }
 
@@ -801,10 +918,12 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
   }
   if (!adaptive_.empty()) {
     const uint32_t leaf = dest.scopes[dest.leaf_index];
-    if (adaptive_.contains(scopes_.at(leaf).key)) {
+    if (auto it = adaptive_.find(scopes_.at(leaf).key); it != adaptive_.end()) {
       view.adaptive = scopes_.budget(leaf);
+      view.adaptive_probing = it->second.probing();
     }
   }
+  view.stated_window = !stated_.empty() && stated_.contains(scopes_.at(leaf).key);
   if (!dest.has_head || dest.state == State::kEmpty) {
     return view;
   }
@@ -842,6 +961,12 @@ Result<Budget> Scheduler::EffectiveBudget(DestinationId id, BudgetName budget) c
   return Status::NotFound(std::string(BudgetNameString(budget)) + " is not on the path");
 }
 
-size_t Scheduler::Sweep() { return store_.Sweep(clock_.Now()); }
+size_t Scheduler::Sweep() {
+  const int64_t now_ns = ToNanos(clock_.Now());
+  std::erase_if(recent_, [&](const auto& entry) {
+    return now_ns - entry.second.start_ns >= 2 * entry.second.window_ns;
+  });
+  return store_.Sweep(clock_.Now());
+}
 
 }  // namespace egress::pacing

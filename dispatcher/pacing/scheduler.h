@@ -90,8 +90,13 @@ struct DestinationView {
   bool budget_learned = false;
   int64_t remaining = 0;
   // The budget of the destination's own key while header-less 429s hold it below its configured
-  // (or learned) one (docs/pacing.md "Adaptive pace"); nullopt at full pace.
+  // (or learned) one (docs/pacing.md "Adaptive pace"); nullopt at full pace. `adaptive_probing`:
+  // a step up is being tried (no whole window has passed at that limit yet).
   std::optional<Budget> adaptive;
+  bool adaptive_probing = false;
+  // The destination's own key paces to the window its response headers stated
+  // (X-RateLimit-Limit / -Remaining / -Reset-After): bursts up to the stated remaining.
+  bool stated_window = false;
 };
 
 // The pacing engine: decides, for the head of every destination, whether it may go now or must
@@ -290,6 +295,17 @@ class Scheduler {
   // delivery probes it back up. Returns the verdict with next_attempt no earlier than the park.
   Verdict AdaptToThrottle(const Dest& dest, Verdict verdict, Millis throttle_wait);
   void AdaptToSuccess(const Dest& dest);
+  // The sends and deliveries of the destination's own key in its last window, for the keys that
+  // are counted (LINE channels, which never send rate-limit headers, and keys whose pace was
+  // lowered); `sent` < 0 for the others.
+  RecentWindow Recent(ScopeKey key, int64_t now_ns) const;
+  void CountRecent(const Dest& dest, bool delivered, int64_t now_ns);
+  // A 429 with Retry-After on a key whose burst is above 1: that burst was more than the
+  // platform's, so the key's burst drops by one and its meter is emptied (Slack channels).
+  void LearnBurst(const Dest& dest);
+  // Observe() of a response that states the key's window (limit, remaining, reset after): the
+  // key bursts up to the stated remaining; a response without them returns it to burst 1.
+  void FollowStatedWindow(Dest& dest, const RateLimitObservation& observation);
   // Drops one reference to a scope; forgets its adaptive pace with the last one.
   void ReleaseScope(uint32_t scope);
 
@@ -315,6 +331,19 @@ class Scheduler {
   uint64_t discord_epoch_ = 0;
   // Keys whose pace header-less 429s lowered, by scope key; empty while every key is at full pace.
   std::unordered_map<ScopeKey, AdaptivePace> adaptive_;
+  // Two-bucket sliding counts of sends and deliveries per counted key (see Recent()).
+  struct RecentCounts {
+    int64_t start_ns = 0;  // of the current bucket
+    int64_t window_ns = 1;
+    int64_t since_ns = 0;  // counted without a gap of two windows since
+    int32_t sent = 0;
+    int32_t sent_before = 0;
+    int32_t delivered = 0;
+    int32_t delivered_before = 0;
+  };
+  std::unordered_map<ScopeKey, RecentCounts> recent_;
+  // Keys pacing to a window their headers stated (their budget's burst is the stated limit).
+  std::unordered_map<ScopeKey, Budget> stated_;
   int64_t retry_tat_ns_ = 0;
   WaitObserver wait_observer_;
 };

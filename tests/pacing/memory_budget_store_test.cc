@@ -87,6 +87,44 @@ TEST(MemoryBudgetStoreTest, UnparkEndsPark) {
   EXPECT_TRUE(store.TakeAll(path, clock.Now())->allowed);
 }
 
+// Verifies that Sync leaves exactly the stated units (Discord's X-RateLimit-Remaining) under the
+// budget's burst, then refills at its rate; that it loosens as well as tightens, clamps what is
+// stated to [0, burst], keeps a park, and refuses a budget without an interval.
+TEST(MemoryBudgetStoreTest, SyncLeavesExactlyTheStatedUnits) {
+  FakeClock clock;
+  MemoryBudgetStore store;
+  const GcraParams route = Params(5, 5'000, 5);  // a unit every second, burst 5
+  std::vector<Charge> path = {{3, route, 1}};
+  ASSERT_TRUE(store.Sync(3, route, 4, clock.Now()).ok());
+  EXPECT_EQ(store.Inspect(3, route, clock.Now())->remaining, 4);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(store.TakeAll(path, clock.Now())->allowed) << i;
+  }
+  Result<TakeResult> denied = store.TakeAll(path, clock.Now());
+  ASSERT_TRUE(denied.has_value());
+  EXPECT_FALSE(denied->allowed);
+  EXPECT_EQ(denied->retry_after, milliseconds(1000));
+  // The platform says more is left than the meter thinks: it knows best.
+  ASSERT_TRUE(store.Sync(3, route, 5, clock.Now()).ok());
+  EXPECT_EQ(store.Inspect(3, route, clock.Now())->remaining, 5);
+  // Stated values beyond the burst, or below zero, are clamped.
+  ASSERT_TRUE(store.Sync(3, route, 99, clock.Now()).ok());
+  EXPECT_EQ(store.Inspect(3, route, clock.Now())->remaining, 5);
+  ASSERT_TRUE(store.Sync(3, route, -7, clock.Now()).ok());
+  EXPECT_EQ(store.Inspect(3, route, clock.Now())->remaining, 0);
+  EXPECT_FALSE(store.TakeAll(path, clock.Now())->allowed);
+  clock.Advance(milliseconds(1000));
+  EXPECT_EQ(store.Inspect(3, route, clock.Now())->remaining, 1);
+  // A park outlives a Sync.
+  ASSERT_TRUE(store.Park(3, clock.Now() + milliseconds(300), ParkKind::kRetryAfter).ok());
+  ASSERT_TRUE(store.Sync(3, route, 5, clock.Now()).ok());
+  EXPECT_EQ(store.TakeAll(path, clock.Now())->park, ParkKind::kRetryAfter);
+  clock.Advance(milliseconds(300));
+  EXPECT_TRUE(store.TakeAll(path, clock.Now())->allowed);
+  // No interval: an error, not a division by zero.
+  EXPECT_FALSE(store.Sync(3, GcraParams{0, 1}, 1, clock.Now()).ok());
+}
+
 // Verifies that Sweep forgets only keys whose state equals a fresh key's.
 TEST(MemoryBudgetStoreTest, SweepDropsDrainedKeys) {
   FakeClock clock;

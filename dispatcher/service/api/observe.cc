@@ -121,7 +121,8 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q,
       // Header-less 429s hold the destination below its budget (adaptive pace).
       j["adaptive"] = {{"limit", d.view.adaptive->limit},
                        {"scale_ms", d.view.adaptive->scale_ms},
-                       {"burst", d.view.adaptive->burst}};
+                       {"burst", d.view.adaptive->burst},
+                       {"probing", d.view.adaptive_probing}};
     }
     if (d.view.disabled) {
       j["disabled_reason"] = d.view.disabled_reason;

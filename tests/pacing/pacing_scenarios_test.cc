@@ -1,0 +1,72 @@
+// Issue 15's platform scenarios in simulated time (tests/support/pacing_scenario.h): the
+// Scheduler against the simulator's platform logic on one FakeClock. Bounds on counts of 429s and
+// Retry-After violations, and on simulated time (deterministic, so not at the mercy of the
+// machine's load), each a little looser than the issue's.
+#include <gtest/gtest.h>
+
+#include "tests/support/pacing_scenario.h"
+
+namespace egress {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Verifies that 200 LINE pushes at a hidden 20/s (no headers) are delivered in <= 14 s with
+// <= 20 429s, for several latency seeds.
+TEST(PacingScenariosTest, LineFindsHiddenLimit) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    PacingScenarioResult r = RunPacingScenario(LineScenario(10, 200, 20, 0, milliseconds(0), seed));
+    ASSERT_TRUE(r.finished) << "seed " << seed;
+    EXPECT_LE(r.seconds, 14.0) << "seed " << seed;
+    EXPECT_LE(r.throttled, 20) << "seed " << seed;
+    ASSERT_FALSE(r.trajectory.empty());
+    EXPECT_LE(r.trajectory.front().limit, 40) << "the first decrease comes from what was sent";
+  }
+}
+
+// Verifies that when the hidden limit drops from 20/s to 5/s after 5 s, the adaptive limit is
+// at most 5 within 5 s of the drop, and what follows costs few 429s (bounded probes).
+TEST(PacingScenariosTest, LineConvergesAfterDrop) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    PacingScenarioResult r =
+        RunPacingScenario(LineScenario(10, 200, 20, 5, milliseconds(5000), seed));
+    ASSERT_TRUE(r.finished) << "seed " << seed;
+    double converged = -1;
+    for (const PacingScenarioResult::Point& point : r.trajectory) {
+      if (point.seconds >= 5.0 && point.limit > 0 && point.limit <= 5) {
+        converged = point.seconds;
+        break;
+      }
+    }
+    EXPECT_GE(converged, 5.0) << "seed " << seed;
+    EXPECT_LE(converged, 10.0) << "seed " << seed;
+    EXPECT_LE(r.throttled, 30) << "seed " << seed;
+  }
+}
+
+// Verifies that Discord's stated bucket is used without a 429 or an early request: 500
+// messages over 50 channels.
+TEST(PacingScenariosTest, DiscordSpendsStatedBucket) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    PacingScenarioResult r = RunPacingScenario(DiscordScenario(50, 10, seed));
+    ASSERT_TRUE(r.finished) << "seed " << seed;
+    EXPECT_EQ(r.throttled, 0) << "seed " << seed;
+    EXPECT_EQ(r.early, 0) << "seed " << seed;
+    EXPECT_LE(r.seconds, 12.0) << "seed " << seed;
+  }
+}
+
+// Verifies that a Slack channel whose real burst (2) is below the profile's (3) draws at most
+// one 429 and the run stays short.
+TEST(PacingScenariosTest, SlackLearnsBurst) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    PacingScenarioResult r = RunPacingScenario(SlackScenario(20, 5, seed));
+    ASSERT_TRUE(r.finished) << "seed " << seed;
+    EXPECT_LE(r.max_throttled_per_destination, 1) << "seed " << seed;
+    EXPECT_EQ(r.early, 0) << "seed " << seed;
+    EXPECT_LE(r.seconds, 4.5) << "seed " << seed;
+  }
+}
+
+}  // namespace
+}  // namespace egress

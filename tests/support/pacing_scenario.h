@@ -1,0 +1,74 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/budget.h"
+#include "dispatcher/pacing/scope_path.h"
+#include "tests/simulator/sim_message.h"
+
+namespace egress {
+
+// One platform scenario of issue 15, run in simulated time: the Scheduler (with the shipped
+// profiles' throttle waits and a 5 % pacing margin), the adapters' header parser and the
+// simulator's platform logic (tests/simulator) on one FakeClock, with a seeded latency per
+// request. Deterministic for a seed; no sockets, no sleeping. The figures are the pacing's,
+// not the transport's: a real run adds connection and intake time.
+struct PacingScenario {
+  std::string name;
+  std::string sim_config = "{}";
+  // Deployment defaults to replace (e.g. a raised Slack workspace budget).
+  std::vector<std::pair<pacing::BudgetName, pacing::Budget>> budgets;
+  struct Destination {
+    pacing::DestinationSpec spec;
+    sim::SimRequest request;  // what each of its deliveries sends
+    int deliveries = 0;
+  };
+  std::vector<Destination> destinations;
+  // Request latency: uniform in [min, max] per request (the simulator answers half way).
+  Millis latency_min{5};
+  Millis latency_max{30};
+  uint64_t seed = 1;
+  // A merge patch POSTed to /_sim/config at `change_at` (e.g. a limit that drops); none if empty.
+  std::string change_patch;
+  Millis change_at{0};
+  // Gives up after this much simulated time.
+  Millis deadline{120'000};
+};
+
+struct PacingScenarioResult {
+  bool finished = false;  // every delivery delivered before the deadline
+  double seconds = 0;     // simulated time until the last delivery
+  int64_t delivered = 0;
+  int64_t throttled = 0;  // 429s (and body throttles) received
+  int64_t max_throttled_per_destination = 0;
+  int64_t early = 0;  // the simulator's count of requests sent inside a time it had stated
+  double last_throttle_s = -1;
+  // The first destination's adaptive limit over time: (seconds, limit, probing); limit -1 when
+  // the key is at full pace again.
+  struct Point {
+    double seconds;
+    int64_t limit;
+    bool probing;
+  };
+  std::vector<Point> trajectory;
+};
+
+PacingScenarioResult RunPacingScenario(const PacingScenario& scenario);
+
+// The scenarios of issue 15 (see bench/README.md, "Pacing scenarios").
+// LINE: `deliveries` pushes over `users` users of one channel token whose real limit is
+// `hidden_per_s` (no headers); with `drop_to_per_s` > 0 the limit drops to it at `drop_at`.
+PacingScenario LineScenario(int users, int deliveries, int hidden_per_s, int drop_to_per_s,
+                            Millis drop_at, uint64_t seed);
+// Discord: `channels` channels x `per_channel` messages, route 5 per 5 s, global 50/s.
+PacingScenario DiscordScenario(int channels, int per_channel, uint64_t seed);
+// Slack: `channels` x `per_channel` messages, 1/s burst 2 per channel, the profile's burst 3,
+// the workspace cap raised.
+PacingScenario SlackScenario(int channels, int per_channel, uint64_t seed);
+
+}  // namespace egress
