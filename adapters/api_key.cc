@@ -3,23 +3,12 @@
 #include <fmt/format.h>
 #include <openssl/sha.h>
 
+#include "dispatcher/base/hex.h"
+
 namespace egress::adapters {
 namespace {
 
 constexpr std::string_view kDigestPrefix = "sha256:";
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
 
 }  // namespace
 
@@ -37,16 +26,11 @@ Result<std::string> ParseApiKeyEntry(std::string_view entry) {
       return Status::InvalidArgument(fmt::format("a sha256: entry needs {} hex digits, not {}",
                                                  2 * kApiKeyDigestBytes, hex.size()));
     }
-    std::string digest(kApiKeyDigestBytes, '\0');
-    for (size_t i = 0; i < kApiKeyDigestBytes; ++i) {
-      const int hi = HexValue(hex[2 * i]);
-      const int lo = HexValue(hex[2 * i + 1]);
-      if (hi < 0 || lo < 0) {
-        return Status::InvalidArgument("a sha256: entry holds a character that is not hex");
-      }
-      digest[i] = static_cast<char>(hi * 16 + lo);
+    std::optional<std::string> digest = HexDecode(hex);
+    if (!digest) {
+      return Status::InvalidArgument("a sha256: entry holds a character that is not hex");
     }
-    return digest;
+    return std::move(*digest);
   }
   if (entry.empty()) {
     return Status::InvalidArgument("an API key must not be empty");
@@ -65,11 +49,7 @@ Result<std::string> ParseApiKeyEntry(std::string_view entry) {
 }
 
 std::string ApiKeyDigestText(std::string_view digest) {
-  std::string out(kDigestPrefix);
-  for (unsigned char c : digest) {
-    out += fmt::format("{:02x}", c);
-  }
-  return out;
+  return std::string(kDigestPrefix) + HexEncode(digest);
 }
 
 }  // namespace egress::adapters

@@ -5,6 +5,8 @@
 
 #include <openssl/evp.h>
 
+#include "dispatcher/base/hex.h"
+
 namespace egress::adapters {
 namespace {
 
@@ -25,19 +27,13 @@ std::string Digest(const EVP_MD* md, std::string_view prefix, std::string_view d
   return std::string(reinterpret_cast<const char*>(out), len);
 }
 
-void AppendHex(std::string& out, uint8_t byte) {
-  constexpr char kHex[] = "0123456789abcdef";
-  out.push_back(kHex[byte >> 4]);
-  out.push_back(kHex[byte & 0x0f]);
-}
-
 }  // namespace
 
 std::string DiscordNonce(std::string_view delivery_id) {
   const std::string digest = Digest(EVP_sha256(), "discord-nonce:", delivery_id);
   std::string hex;
   for (size_t i = 0; i < 13; ++i) {
-    AppendHex(hex, static_cast<uint8_t>(digest[i]));
+    AppendHexByte(hex, static_cast<uint8_t>(digest[i]));
   }
   hex.resize(25);
   return hex;
@@ -54,7 +50,7 @@ std::string LineRetryKey(std::string_view delivery_id) {
     if (i == 4 || i == 6 || i == 8 || i == 10) {
       uuid.push_back('-');
     }
-    AppendHex(uuid, static_cast<uint8_t>(digest[i]));
+    AppendHexByte(uuid, static_cast<uint8_t>(digest[i]));
   }
   return uuid;
 }

@@ -206,12 +206,14 @@ bool DecodeField(uint64_t tag, std::string_view v, Delivery& d) {
 
 }  // namespace
 
-std::string EncodeDelivery(const Delivery& d) {
+std::string EncodeDelivery(const Delivery& d) { return EncodeDelivery(d, d.destination); }
+
+std::string EncodeDelivery(const Delivery& d, std::string_view stored_destination) {
   std::string out;
-  out.reserve(d.payload.size() + 128);
+  out.reserve(d.payload.size() + stored_destination.size() + 128);
   out.push_back(kFormatV1);
   for (const auto& [tag, member] : kTextFields) {
-    PutBytes(out, tag, d.*member);
+    PutBytes(out, tag, member == &Delivery::destination ? stored_destination : d.*member);
   }
   PutInt(out, kCost, d.cost);
   PutInt(out, kCreatedMs, d.created_ms);

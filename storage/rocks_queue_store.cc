@@ -250,14 +250,29 @@ Result<std::unique_ptr<QueueStore>> OpenRocksQueueStore(const StoreOptions& opti
   if (Status s = (*store)->CheckFormat(*fresh, false); !s.ok()) {
     return s;
   }
+  // Settings first: a wrong key is named by the first setting that does not open.
+  if (Status s = (*store)->SealSettings(); !s.ok()) {
+    return s;
+  }
+  Result<size_t> sealed = (*store)->SealDestinations();
+  if (!sealed) {
+    return sealed.error();
+  }
+  if (*sealed > 0) {
+    // RocksDB's MANIFEST logs the key range of every table it added, so the plaintext keys of the
+    // tables the seal replaced stay there until a new MANIFEST is written: an open writes one
+    // (and drops the old).
+    store->reset();
+    store = OpenStore(options, false, false, now_ms);
+    if (!store) {
+      return store.error();
+    }
+  }
   if (Status s = (*store)->LoadCounters(); !s.ok()) {
     return s;
   }
   if (Result<size_t> n = (*store)->RecoverInFlight(now_ms); !n) {
     return n.error();
-  }
-  if (Status s = (*store)->SealSettings(); !s.ok()) {
-    return s;
   }
   TightenFileModes(options.path);
   return std::unique_ptr<QueueStore>(std::move(*store));
@@ -293,6 +308,7 @@ Result<std::unique_ptr<QueueStore>> OpenRocksQueueStoreReadOnly(const StoreOptio
 RocksQueueStore::RocksQueueStore(StoreOptions options, OpenedDb opened, RocksHooks hooks,
                                  uint64_t id_seed, const std::string& newest_id, bool read_only)
     : options_(std::move(options)),
+      seal_(options_.secrets_key),
       hooks_(std::move(hooks)),
       db_(std::move(opened.db)),
       handles_(std::move(opened.handles)),
@@ -450,10 +466,23 @@ Result<Delivery> RocksQueueStore::Read(std::string_view id) {
   if (!value) {
     return value.error();
   }
-  Result<Delivery> d = DecodeDelivery(*value);
+  Result<Delivery> d = Decode(*value);
   if (!d) {
     return Status::Corruption(fmt::format("delivery {}: {}", id, d.error().message()));
   }
+  return d;
+}
+
+Result<Delivery> RocksQueueStore::Decode(std::string_view bytes) const {
+  Result<Delivery> d = DecodeDelivery(bytes);
+  if (!d) {
+    return d;
+  }
+  Result<std::string> destination = seal_.Open(d->destination);
+  if (!destination) {
+    return destination.error();
+  }
+  d->destination = std::move(*destination);
   return d;
 }
 
@@ -531,7 +560,10 @@ void AddCounterMoves(const Delivery* before, const Delivery* after, std::string_
 
 void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Delivery* after) {
   const Delivery& any = after != nullptr ? *after : *before;
-  const std::string dest = DestinationKeyOf(any);
+  // Index and counter keys and the record hold the destination as stored (destination_seal.h).
+  const std::string stored_destination = seal_.Stored(any.destination);
+  const std::string dest =
+      DestinationKeyOf(any.platform, any.tenant, any.credential, stored_destination);
   const std::vector<IndexEntry> old_entries =
       before ? IndexEntriesOf(*before, dest) : std::vector<IndexEntry>();
   const std::vector<IndexEntry> new_entries =
@@ -551,7 +583,7 @@ void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Deliv
   }
   AddCounterMoves(before, after, dest, w.counters);
   if (after) {
-    w.Put(Family::kJobs, after->id, EncodeDelivery(*after));
+    w.Put(Family::kJobs, after->id, EncodeDelivery(*after, stored_destination));
     w.records.emplace_back(after->id, IsWaiting(after->state)
                                           ? std::optional<size_t>(w.ops.size() - 1)
                                           : std::nullopt);
@@ -562,8 +594,12 @@ void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Deliv
   }
 }
 
-void RocksQueueStore::StageInMemory(PendingWrite& w, const Delivery& from, const Delivery& to) {
-  AddCounterMoves(&from, &to, DestinationKeyOf(to), w.memory_only);
+void RocksQueueStore::StageInMemory(PendingWrite& w, const Delivery& from,
+                                    const Delivery& to) const {
+  AddCounterMoves(
+      &from, &to,
+      DestinationKeyOf(to.platform, to.tenant, to.credential, seal_.Stored(to.destination)),
+      w.memory_only);
 }
 
 Status RocksQueueStore::Commit(const rocksdb::WriteOptions& options, PendingWrite& w,

@@ -21,6 +21,7 @@
 
 #include "storage/counter_table.h"
 #include "storage/delivery_id.h"
+#include "storage/destination_seal.h"
 #include "storage/lease_table.h"
 #include "storage/queue_store.h"
 #include "storage/record_cache.h"
@@ -38,6 +39,8 @@ namespace egress::storage {
 //    (MigrateFromFormat3).
 inline constexpr std::string_view kFormatKey = "format";
 inline constexpr std::string_view kFormatValue = "relay-egress-store/4";
+// In meta: present once every destination that holds a secret is sealed (SealDestinations).
+inline constexpr std::string_view kDestinationsSealedKey = "destinations_sealed";
 
 // One index entry of a record: its family, key and value (empty but for idempotency expiry).
 struct IndexEntry {
@@ -91,10 +94,12 @@ struct OpenedDb {
 Result<OpenedDb> OpenRocksDb(const std::string& path, bool fresh, bool read_only,
                              const RocksHooks& hooks);
 
-// Decodes the record stored under `id` and found in the index of `destination`: Corruption
-// naming what is wrong when the bytes do not decode or hold another id or destination.
+// Decodes the record stored under `id` and found in the index of `stored` (the parts of a
+// destination key as stored: its destination sealed when it holds a secret), and opens its
+// destination with `seal`: Corruption naming what is wrong when the bytes do not decode, hold
+// another id or destination, or their destination does not open.
 Result<Delivery> DecodeIndexed(std::string_view bytes, std::string_view id,
-                               const DestinationParts& destination);
+                               const DestinationParts& stored, const DestinationSeal& seal);
 
 class RocksQueueStore final : public QueueStore {
  public:
@@ -134,6 +139,13 @@ class RocksQueueStore final : public QueueStore {
   // (options_.secrets_key); a no-op without a key or when read-only. Then flushes and compacts
   // the meta family when it sealed any, so the plaintext leaves the WAL and the tables.
   Status SealSettings();
+  // Seals, with options_.secrets_key, the destinations that hold a secret in records and index
+  // and counter keys written without a key (older builds, or a store opened without one), and
+  // checks that the sealed ones open; a no-op without a key or when read-only, or once done
+  // (the meta marker kDestinationsSealedKey, which a writable open without a key removes).
+  // Call before LoadCounters: it moves counters on disk only. Returns how many records it
+  // sealed.
+  Result<size_t> SealDestinations();
   Result<std::vector<std::pair<std::string, std::string>>> ListSettings(
       const std::string& prefix) override;
   Status Close() override;
@@ -189,6 +201,8 @@ class RocksQueueStore final : public QueueStore {
   Result<std::string> ReadBytes(std::string_view id);
   // Reads the record with `id` from disk (or the record cache); NotFound when absent.
   Result<Delivery> Read(std::string_view id);
+  // A record's bytes as a delivery, its destination opened (seal_).
+  Result<Delivery> Decode(std::string_view bytes) const;
   // What readers see: the leased version when `id` is leased, else the record on disk.
   Result<Delivery> ReadCurrent(std::string_view id);
   // List with state in_flight: the leases, in id order.
@@ -228,7 +242,7 @@ class RocksQueueStore final : public QueueStore {
   void Stage(PendingWrite& w, const Delivery* before, const Delivery* after);
   // Adds to `w.memory_only` the counter moves from `from` to `to`: a lease starting or ending,
   // which the disk never sees.
-  static void StageInMemory(PendingWrite& w, const Delivery& from, const Delivery& to);
+  void StageInMemory(PendingWrite& w, const Delivery& from, const Delivery& to) const;
   // Builds a new queued delivery from validated input.
   Delivery MakeDelivery(const NewDelivery& in, int64_t now_ms);
   // Looks up (tenant, key) -> id; empty when absent.
@@ -247,6 +261,7 @@ class RocksQueueStore final : public QueueStore {
   Status Commit(const rocksdb::WriteOptions& options, PendingWrite& w, std::string_view what);
 
   const StoreOptions options_;
+  const DestinationSeal seal_;  // from options_.secrets_key
   const RocksHooks hooks_;
   mutable std::shared_mutex db_mu_;  // see UseDb
   std::unique_ptr<rocksdb::DB> db_;  // null after a reopen failed

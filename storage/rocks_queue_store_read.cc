@@ -29,7 +29,7 @@ bool Matches(const ListFilter& f, const Delivery& d) {
 }  // namespace
 
 Result<Delivery> DecodeIndexed(std::string_view bytes, std::string_view id,
-                               const DestinationParts& destination) {
+                               const DestinationParts& stored, const DestinationSeal& seal) {
   Result<Delivery> d = DecodeDelivery(bytes);
   if (!d) {
     return d.error();
@@ -37,10 +37,15 @@ Result<Delivery> DecodeIndexed(std::string_view bytes, std::string_view id,
   if (d->id != id) {
     return Status::Corruption("record holds another id");
   }
-  if (d->platform != destination.platform || d->tenant != destination.tenant ||
-      d->credential != destination.credential || d->destination != destination.destination) {
+  if (d->platform != stored.platform || d->tenant != stored.tenant ||
+      d->credential != stored.credential || d->destination != stored.destination) {
     return Status::Corruption("record belongs to another destination");
   }
+  Result<std::string> destination = seal.Open(d->destination);
+  if (!destination) {
+    return Status::Corruption(destination.error().message());
+  }
+  d->destination = std::move(*destination);
   return d;
 }
 
@@ -61,14 +66,20 @@ Result<std::vector<std::string>> RocksQueueStore::ListDestinations(const std::st
   std::vector<std::string> out;
   std::unique_ptr<rocksdb::Iterator> it(
       db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDest)));
+  // The index orders destinations as stored (destination_seal.h); keys are answered opened.
   if (after_key.empty()) {
     it->SeekToFirst();
   } else {
-    it->Seek(DestUpperBound(after_key));
+    it->Seek(DestUpperBound(seal_.StoredKey(after_key)));
   }
   while (it->Valid() && out.size() < limit) {
-    out.emplace_back(DestOfIndexKey({it->key().data(), it->key().size()}));
-    it->Seek(DestUpperBound(out.back()));  // skip this destination's other deliveries
+    const std::string stored(DestOfIndexKey({it->key().data(), it->key().size()}));
+    Result<std::string> key = seal_.OpenKey(stored);
+    if (!key) {
+      return key.error();
+    }
+    out.push_back(std::move(*key));
+    it->Seek(DestUpperBound(stored));  // skip this destination's other deliveries
   }
   if (Status s = FromRocks(it->status(), "scan destinations"); !s.ok()) {
     return s;
@@ -83,14 +94,15 @@ Result<DestinationWork> RocksQueueStore::PendingFor(const std::string& destinati
     return s;
   }
   DestinationWork work{destination_key, {}, {}};
+  const std::string stored_key = seal_.StoredKey(destination_key);
   DestinationParts parts;
-  if (!SplitDestinationKey(destination_key, parts)) {
+  if (!SplitDestinationKey(stored_key, parts)) {
     return Status::InvalidArgument("not a destination key");
   }
-  const std::string prefix = DestIndexKey(destination_key, "");
+  const std::string prefix = DestIndexKey(stored_key, "");
   std::unique_ptr<rocksdb::Iterator> it(
       db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kDest)));
-  it->Seek(DestIndexKey(destination_key, after_id));
+  it->Seek(DestIndexKey(stored_key, after_id));
   for (; it->Valid() && it->key().starts_with(prefix) &&
          work.deliveries.size() + work.corrupt.size() < limit;
        it->Next()) {
@@ -110,7 +122,7 @@ Result<DestinationWork> RocksQueueStore::PendingFor(const std::string& destinati
     if (!bytes) {
       return bytes.error();  // the disk, not the record: the whole read fails
     }
-    Result<Delivery> d = DecodeIndexed(*bytes, id, parts);
+    Result<Delivery> d = DecodeIndexed(*bytes, id, parts, seal_);
     if (!d) {
       work.corrupt.push_back({std::string(id), d.error().message()});
       continue;
@@ -163,7 +175,7 @@ Result<ListPage> RocksQueueStore::List(const ListFilter& filter) {
     std::optional<Delivery> leased = leases_.FindDelivery(id);
     Result<Delivery> d = leased     ? std::move(*leased)
                          : by_state ? Read(id)
-                                    : DecodeDelivery(it->value().ToStringView());
+                                    : Decode(it->value().ToStringView());
     if (!d && by_state && d.error().code() == Status::Code::kNotFound) {
       last_id = id;  // purged by retention since the index entry was read
       continue;
@@ -241,9 +253,10 @@ Result<std::vector<StateCounts>> RocksQueueStore::DestinationCounts(
   }
   std::vector<StateCounts> out(destination_keys.size(), StateCounts{});
   for (size_t i = 0; i < destination_keys.size(); ++i) {
+    const std::string stored = seal_.StoredKey(destination_keys[i]);
     for (DeliveryState state :
          {DeliveryState::kQueued, DeliveryState::kInFlight, DeliveryState::kDeferred}) {
-      const int64_t n = counters_.Get(DestCountKey(destination_keys[i], state));
+      const int64_t n = counters_.Get(DestCountKey(stored, state));
       out[i][static_cast<size_t>(state) - 1] = n < 0 ? 0 : static_cast<uint64_t>(n);
     }
   }

@@ -112,8 +112,11 @@ Result<Delivery> RocksQueueStore::MoveCorruptToDead(const std::string& id,
   if (Status s = CheckWritable(); !s.ok()) {
     return s;
   }
-  DestinationParts parts;
-  if (!SplitDestinationKey(destination_key, parts)) {
+  DestinationParts parts;  // as given (opened)
+  DestinationParts stored_parts;
+  const std::string stored_key = seal_.StoredKey(destination_key);
+  if (!SplitDestinationKey(destination_key, parts) ||
+      !SplitDestinationKey(stored_key, stored_parts)) {
     return Status::InvalidArgument("not a destination key");
   }
   std::lock_guard<std::mutex> stripe(IdStripe(id));
@@ -131,7 +134,7 @@ Result<Delivery> RocksQueueStore::MoveCorruptToDead(const std::string& id,
     }
     return true;
   };
-  Result<bool> indexed = exists(Family::kDest, DestIndexKey(destination_key, id));
+  Result<bool> indexed = exists(Family::kDest, DestIndexKey(stored_key, id));
   if (!indexed) {
     return indexed.error();
   }
@@ -146,7 +149,7 @@ Result<Delivery> RocksQueueStore::MoveCorruptToDead(const std::string& id,
     problem = "no record behind its index entry";
   } else if (!rs.ok()) {
     return FromRocks(rs, fmt::format("read delivery {}", id));
-  } else if (Result<Delivery> d = DecodeIndexed(bytes, id, parts); !d) {
+  } else if (Result<Delivery> d = DecodeIndexed(bytes, id, stored_parts, seal_); !d) {
     problem = d.error().message();
   } else {
     return Status::FailedPrecondition(
@@ -196,7 +199,7 @@ Result<Delivery> RocksQueueStore::MoveCorruptToDead(const std::string& id,
   after.updated_ms = now_ms;
   after.finished_ms = now_ms;
   after.next_attempt_ms = 0;
-  w.Delete(Family::kDest, DestIndexKey(destination_key, id));
+  w.Delete(Family::kDest, DestIndexKey(stored_key, id));
   if (state) {
     before.state = *state;
     Stage(w, &before, &after);

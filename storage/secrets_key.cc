@@ -14,23 +14,12 @@
 #include <openssl/rand.h>
 #include <sys/stat.h>
 
+#include "dispatcher/base/hex.h"
+
 namespace egress::storage {
 namespace {
 
 namespace fs = std::filesystem;
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
 
 std::string_view Trim(std::string_view text) {
   while (!text.empty() && std::strchr(" \t\r\n", text.front()) != nullptr) {
@@ -85,14 +74,11 @@ Result<SecretsKey> SecretsKey::Parse(std::string_view text) {
   text = Trim(text);
   SecretsKey key;
   if (text.size() == 2 * kBytes) {
-    for (size_t i = 0; i < kBytes; ++i) {
-      const int hi = HexValue(text[2 * i]);
-      const int lo = HexValue(text[2 * i + 1]);
-      if (hi < 0 || lo < 0) {
-        return Status::InvalidArgument("a 64-character secrets key must be hex digits");
-      }
-      key.bytes_[i] = static_cast<uint8_t>(hi * 16 + lo);
+    std::optional<std::string> bytes = HexDecode(text);
+    if (!bytes) {
+      return Status::InvalidArgument("a 64-character secrets key must be hex digits");
     }
+    std::memcpy(key.bytes_.data(), bytes->data(), kBytes);
     return key;
   }
   if (text.size() == 44 && text.back() == '=' && text[42] != '=') {
@@ -121,14 +107,7 @@ Result<SecretsKey> SecretsKey::Generate() {
 }
 
 std::string SecretsKey::Hex() const {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * kBytes);
-  for (uint8_t b : bytes_) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 0xf]);
-  }
-  return out;
+  return HexEncode({reinterpret_cast<const char*>(bytes_.data()), kBytes});
 }
 
 Result<LoadedSecretsKey> LoadOrCreateSecretsKey(const std::string& key_file,

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <openssl/rand.h>
 
+#include "dispatcher/base/hex.h"
+
 namespace egress::service {
 namespace {
 
@@ -17,11 +19,7 @@ Result<std::string> DrawId() {
   if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
     return Status::Unavailable("jobs: no random bytes for a job id");
   }
-  std::string id;
-  for (unsigned char b : bytes) {
-    id += fmt::format("{:02x}", b);
-  }
-  return id;
+  return HexEncode({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
 }
 
 }  // namespace

@@ -27,18 +27,6 @@ SecretsKey Key(std::string_view text = kHexKey) {
   return k.has_value() ? *k : SecretsKey();
 }
 
-// Every byte of every file under `dir`, concatenated.
-std::string AllBytes(const std::string& dir) {
-  std::string out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) {
-      std::ifstream in(e.path(), std::ios::binary);
-      out.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
-  }
-  return out;
-}
-
 // Verifies the key forms: 64 hex digits or base64 of 32 bytes, white space ignored; anything else
 // is InvalidArgument without the text in the message.
 TEST(SecretsKeyTest, ParsesHexAndBase64Only) {
@@ -137,7 +125,7 @@ TEST(SettingSealTest, StoreSealsSecretSettingsAtRest) {
     EXPECT_EQ((*listed)[0].second, "xoxb-TOKENBYTES");
     ASSERT_TRUE((*store)->Close().ok());
   }
-  const std::string bytes = AllBytes(options.path);
+  const std::string bytes = AllFileBytes(options.path);
   EXPECT_EQ(bytes.find("TOKENBYTES"), std::string::npos);
   EXPECT_EQ(bytes.find("HASHBYTES"), std::string::npos);
   auto store = OpenRocksQueueStore(options, kT0);
@@ -162,7 +150,7 @@ TEST(SettingSealTest, OpenSealsOlderPlaintextSettings) {
                     .ok());
     ASSERT_TRUE((*old)->Close().ok());
   }
-  ASSERT_NE(AllBytes(options.path).find("PLAINOLD"), std::string::npos);
+  ASSERT_NE(AllFileBytes(options.path).find("PLAINOLD"), std::string::npos);
   options.secrets_key = Key();
   {
     auto store = OpenRocksQueueStore(options, kT0);
@@ -172,7 +160,7 @@ TEST(SettingSealTest, OpenSealsOlderPlaintextSettings) {
     EXPECT_EQ((*listed)[0].second, "whsec_PLAINOLD");
     ASSERT_TRUE((*store)->Close().ok());
   }
-  EXPECT_EQ(AllBytes(options.path).find("PLAINOLD"), std::string::npos);
+  EXPECT_EQ(AllFileBytes(options.path).find("PLAINOLD"), std::string::npos);
 }
 
 // Verifies a wrong key is a typed start-up error naming the setting, and that nothing changed.

@@ -20,4 +20,8 @@ class TempDir {
   std::string path_;
 };
 
+// Every byte of every regular file under `dir` (recursively), concatenated: what a test searches
+// for a secret that must not be at rest.
+std::string AllFileBytes(const std::string& dir);
+
 }  // namespace egress
