@@ -100,7 +100,10 @@ function drawChart(canvas, session) {
     }
   }
   const niceMax = niceCeil(max);
-  const x = (t) => pad.l + (w - pad.l - pad.r) * (1 - (now - t) / WINDOW_MS);
+  // The axis spans what was sampled, from 1 minute up to the 10-minute window.
+  const oldest = samples.length ? samples[0].t : now;
+  const span = Math.min(WINDOW_MS, Math.max(60000, now - oldest));
+  const x = (t) => pad.l + (w - pad.l - pad.r) * (1 - (now - t) / span);
   const y = (v) => pad.t + (hgt - pad.t - pad.b) * (1 - v / niceMax);
   g.font = '11px system-ui, sans-serif';
   g.strokeStyle = '#e5e7eb';
@@ -116,8 +119,11 @@ function drawChart(canvas, session) {
     g.fillText(rate(v), pad.l - 6, y(v) + 4);
   }
   g.textAlign = 'center';
-  for (let m = 10; m >= 0; m -= 2) {
-    g.fillText(m === 0 ? 'now' : `-${m} min`, x(now - m * 60000), hgt - 6);
+  for (let i = 5; i >= 0; --i) {
+    const ago = (span * i) / 5;
+    const label = ago === 0 ? 'now' : ago >= 120000 ? `-${Math.round(ago / 60000)} min`
+      : `-${Math.round(ago / 1000)} s`;
+    g.fillText(label, x(now - ago), hgt - 6);
   }
   g.lineWidth = 2;
   for (const s of series) {
@@ -132,6 +138,13 @@ function drawChart(canvas, session) {
       }
     });
     g.stroke();
+    const lastPoint = points[points.length - 1];
+    if (lastPoint) {
+      g.fillStyle = s.color;
+      g.beginPath();
+      g.arc(x(lastPoint.t), y(lastPoint.r[s.key] || 0), 3, 0, 2 * Math.PI);
+      g.fill();
+    }
   }
 }
 
@@ -163,7 +176,7 @@ export function mount(root, session) {
     status, cards,
     h('div', { class: 'grid-2' },
       h('section', { class: 'card' },
-        h('h2', { text: session.admin ? 'Rates, last 10 minutes' : 'Backlog, last 10 minutes' }),
+        h('h2', { text: session.admin ? 'Rates, up to the last 10 minutes' : 'Backlog, up to the last 10 minutes' }),
         canvas, legend),
       p429));
 
