@@ -1,6 +1,7 @@
 #include <boost/beast/http/verb.hpp>
 
 #include "dispatcher/service/api/auth.h"
+#include "dispatcher/service/api/console.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
 #include "dispatcher/service/service.h"
@@ -31,6 +32,10 @@ HttpResponse NotAllowed() {
 // unauthenticated caller cannot tell which paths exist).
 Access AccessOf(const std::vector<std::string>& p) {
   if (p.size() == 1 && (p[0] == "healthz" || p[0] == "readyz")) {
+    return Access::kOpen;
+  }
+  // The console's static files hold no data: it calls the API with the key its user pastes.
+  if (!p.empty() && p[0] == "ui") {
     return Access::kOpen;
   }
   if (p.size() == 1 && p[0] == "metrics") {
@@ -123,6 +128,9 @@ void Route(Service& s, HttpRequest&& req, const boost::asio::ip::address& peer, 
   }
   if (p.size() == 1 && p[0] == "metrics") {
     return GetMetrics(s, std::move(respond));
+  }
+  if (!p.empty() && p[0] == "ui") {
+    return respond(ConsoleResponse(req.method(), View(req.target())));
   }
   if (p.size() >= 2 && p[0] == "v1" && p[1] == "deliveries") {
     if (!s.accepting() && req.method() == verb::post) {

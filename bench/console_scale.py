@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""The operator console at scale (docs/console.md): 1,000 destinations and 100,000 deliveries.
+
+Starts build/relay-egress-sim (every receiver answering 429 with a 10-hour Retry-After, so every
+destination keeps its work) and build/relay-egress serve on free loopback ports, with a temp
+config and store, posts 100,000 webhook deliveries for two tenants over 1,000 destinations
+(batches of 500, paced under the tenants' intake budget), then drives the console in headless
+Chromium (as the browser test does) and prints what it measured in the page: the destinations
+page's first render and its sort times, loading the whole deliveries list by scrolling, the rows
+in the DOM, a random jump's repaint, the JS heap and the browser's long tasks. Builds nothing:
+run ./dev build first. Usage: bench/console_scale.py [BUILD_DIR]   (default: build)
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "service", "console"))
+sys.dont_write_bytecode = True
+from console_browser import Console, start_browser  # noqa: E402
+
+TOKEN = "console-scale-admin-token-0123456789"
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+
+def call(port, method, path, body=None):
+    req = urllib.request.Request(
+        "http://127.0.0.1:%d%s" % (port, path), method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as res:
+            return res.status, res.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def start(args):
+    child = subprocess.Popen(args, stdout=subprocess.PIPE)
+    return child, int(child.stdout.readline().decode().rsplit(":", 1)[1])
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build")
+    tmp = tempfile.mkdtemp(prefix="console-scale-")
+    sim, sim_port = start([os.path.join(build, "relay-egress-sim"), "--port", "0"])
+    call(sim_port, "POST", "/_sim/config",
+         {"hook_defaults": {"faults": {"status": 429, "retry_after_s": 36000}}})
+    config = os.path.join(tmp, "relay-egress.toml")
+    with open(config, "w") as f:
+        f.write('[server]\nlisten = "127.0.0.1:0"\ndata_dir = "%s/store"\nadmin_token = "%s"\n'
+                "[platforms.webhook]\nallow_private_networks = true\n" % (tmp, TOKEN))
+        for tenant in ("acme", "beta"):
+            f.write('[tenants.%s.credentials.hooks]\nplatform = "webhook"\nsecret = "%s"\n'
+                    % (tenant, SECRET))
+    service, port = start([os.path.join(build, "relay-egress"), "serve", "--config", config,
+                           "--profiles-dir", os.path.join(HERE, "..", "config", "profiles")])
+    driver = None
+    try:
+        for b in range(200):
+            tenant = ("acme", "beta")[b % 2]
+            items = [{"tenant": tenant, "platform": "webhook", "credential": "hooks",
+                      "destination": "http://127.0.0.1:%d/hooks/%s-d%d" % (sim_port, tenant, i),
+                      "payload": {"n": b * 500 + i}} for i in range(500)]
+            while call(port, "POST", "/v1/deliveries/batch", {"deliveries": items})[0] != 202:
+                time.sleep(1)
+            time.sleep(0.55)  # the tenant intake budget: 1,000 per second
+        print("posted 100,000 deliveries to 1,000 destinations")
+
+        class Args:
+            base = "http://127.0.0.1:%d" % port
+            shots = os.path.join(tmp, "shots")
+        driver = start_browser(os.path.join(tmp, "chromium"))
+        c = Console(driver, Args)
+        c.wait._timeout = 600
+        c.sign_in(TOKEN)
+        driver.execute_script(
+            "window.longTasks = []; new PerformanceObserver((l) => { for (const e of "
+            "l.getEntries()) window.longTasks.push(e.duration); })"
+            ".observe({type: 'longtask', buffered: true});")
+        t = time.time()
+        c.go("#/destinations")
+        c.until("1,000 destinations", lambda: c.text("#dest-summary").startswith("1,000"))
+        print("destinations: shown after %.2f s, %d rows in the DOM" % (
+            time.time() - t,
+            driver.execute_script("return document.querySelectorAll('#destinations tbody tr')"
+                                  ".length")))
+        for col in (3, 5, 7):
+            ms = driver.execute_script(
+                "const b = document.querySelector('#destinations thead th:nth-child(%d) button');"
+                "const t = performance.now(); b.click(); return performance.now() - t;" % col)
+            print("destinations: sort by column %d: %.0f ms" % (col, ms))
+        c.go("#/deliveries")
+        c.until("the first rows", lambda: c.find("#delivery-list .vrow[data-id]"))
+        t = time.time()
+        while not c.text("#delivery-count").startswith("100,000"):
+            driver.execute_script(
+                "const s = document.getElementById('delivery-list'); s.scrollTop = s.scrollHeight;")
+            time.sleep(0.05)
+        print("deliveries: 100,000 loaded by scrolling in %.1f s, %d rows in the DOM" % (
+            time.time() - t,
+            driver.execute_script("return document.querySelectorAll('#delivery-list .vrow')"
+                                  ".length")))
+        jumps = sorted(driver.execute_script(
+            "const s = document.getElementById('delivery-list'); const t = performance.now();"
+            "s.scrollTop = Math.random() * s.scrollHeight; s.dispatchEvent(new Event('scroll'));"
+            "return new Promise((r) => requestAnimationFrame(() => r(performance.now() - t)));")
+            for _ in range(50))
+        print("deliveries: random jump to repaint: median %.0f ms, max %.0f ms" % (
+            jumps[25], jumps[-1]))
+        print("JS heap: %.0f MB" % (driver.execute_script(
+            "return performance.memory.usedJSHeapSize") / 1e6))
+        long_tasks = driver.execute_script("return window.longTasks")
+        print("long tasks (over 50 ms): %d, longest %.0f ms" % (
+            len(long_tasks), max(long_tasks or [0])))
+    finally:
+        if driver:
+            driver.quit()
+        for child in (service, sim):
+            child.terminate()
+            child.wait()
+        subprocess.run(["rm", "-rf", tmp], check=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+// Destinations: every destination with work (GET /v1/destinations), sortable, filtered and
+// paged in the browser (the API answers them all at once; only one page is in the DOM), with
+// its budget and remaining units as a fill bar, why its head waits and until when (a
+// countdown), and Enable for a disabled one.
+
+import { api, query } from './api.js';
+import { clear, duration, errorBox, fillBar, h, num, toast } from './dom.js';
+
+const PAGE = 50;
+const REFRESH_MS = 5000;
+
+const COLUMNS = [
+  { key: 'platform', label: 'Platform', value: (d) => d.platform },
+  { key: 'tenant', label: 'Tenant', value: (d) => d.tenant, admin: true },
+  { key: 'destination', label: 'Destination', value: (d) => d.destination },
+  { key: 'budget', label: 'Budget', value: (d) => d.budget.name },
+  { key: 'remaining', label: 'Remaining', value: (d) => fraction(d), num: true },
+  { key: 'deferral', label: 'Waits on', value: (d) => d.deferral || '' },
+  { key: 'next', label: 'Next eligible', value: (d) => d.next_eligible_ms || 0, num: true },
+  { key: 'queued', label: 'Queued', value: (d) => d.queued, num: true },
+  { key: 'deferred', label: 'Deferred', value: (d) => d.deferred, num: true },
+  { key: 'in_flight', label: 'In flight', value: (d) => d.in_flight, num: true },
+  { key: 'status', label: 'Status', value: (d) => (d.disabled ? 0 : 1) },
+];
+
+function fraction(d) {
+  const cap = Math.max(1, d.budget.burst || d.budget.limit || 1);
+  return d.remaining / cap;
+}
+
+function budgetText(b) {
+  const per = b.scale_ms % 1000 === 0 ? `${b.scale_ms / 1000} s` : `${b.scale_ms} ms`;
+  return `${b.name} · ${num(b.limit)}/${per}${b.learned ? ' (learned)' : ''}`;
+}
+
+export function mount(root, session, params) {
+  const state = {
+    list: [], sort: params.get('sort') || 'next', dir: params.get('dir') === 'desc' ? -1 : 1,
+    page: 0, filter: '', loaded: false, error: null,
+  };
+  const columns = COLUMNS.filter((c) => !c.admin || session.admin);
+  const filter = h('input', { type: 'search', id: 'dest-filter', placeholder: 'Filter: platform, destination, reason…',
+    'aria-label': 'Filter destinations' });
+  const platform = h('select', { id: 'dest-platform', 'aria-label': 'Platform' },
+    ['', 'slack', 'discord', 'line', 'webhook'].map((p) => h('option', { value: p, text: p || 'all platforms' })));
+  const summary = h('span', { class: 'muted small', id: 'dest-summary' });
+  const status = h('div', {});
+  const head = h('tr', {});
+  const body = h('tbody', {});
+  const pager = h('div', { class: 'pager' });
+  root.append(
+    h('div', { class: 'page-head' }, h('h1', { text: 'Destinations' }), summary),
+    h('div', { class: 'toolbar' }, filter, platform),
+    status,
+    h('div', { class: 'table-wrap' }, h('table', { class: 'table', id: 'destinations' },
+      h('thead', {}, head), body)),
+    pager);
+
+  const renderHead = () => {
+    clear(head);
+    for (const c of columns) {
+      const sorted = state.sort === c.key;
+      head.append(h('th', {
+        scope: 'col', class: c.num ? 'num' : '',
+        'aria-sort': sorted ? (state.dir > 0 ? 'ascending' : 'descending') : 'none',
+      }, h('button', {
+        type: 'button', class: 'sort',
+        onclick: () => {
+          state.dir = sorted ? -state.dir : 1;
+          state.sort = c.key;
+          state.page = 0;
+          render();
+        },
+      }, c.label, h('span', { class: 'sort-mark', 'aria-hidden': 'true', text: sorted ? (state.dir > 0 ? '▲' : '▼') : '' }))));
+    }
+  };
+
+  const visible = () => {
+    const f = state.filter.toLowerCase();
+    const rows = state.list.filter((d) => !f ||
+      [d.platform, d.tenant, d.destination, d.key, d.deferral || '', d.disabled_reason || '', d.budget.name]
+        .some((s) => String(s).toLowerCase().includes(f)));
+    const col = columns.find((c) => c.key === state.sort) || columns[0];
+    rows.sort((a, b) => {
+      const x = col.value(a);
+      const y = col.value(b);
+      return (x < y ? -1 : x > y ? 1 : 0) * state.dir;
+    });
+    return rows;
+  };
+
+  const cell = (c, d) => {
+    switch (c.key) {
+      case 'destination':
+        return h('td', { class: 'mono wrap', title: d.key }, d.destination);
+      case 'budget':
+        return h('td', { class: 'small' }, budgetText(d.budget),
+          d.adaptive ? h('div', { class: 'muted', text: `adaptive: ${num(d.adaptive.limit)}/${d.adaptive.scale_ms} ms${d.adaptive.probing ? ', probing' : ''}` }) : null);
+      case 'remaining': {
+        const cap = Math.max(1, d.budget.burst || d.budget.limit);
+        return h('td', {}, fillBar(d.remaining, cap, `${num(d.remaining)} of ${num(cap)}`));
+      }
+      case 'deferral':
+        return h('td', { class: 'reason' }, d.deferral ? h('span', { class: 'tag warn', text: d.deferral }) : h('span', { class: 'muted', text: '–' }));
+      case 'next':
+        return h('td', { class: 'num countdown', dataset: { until: d.next_eligible_ms || 0 } }, countdown(d));
+      case 'status':
+        if (!d.disabled) {
+          return h('td', {}, h('span', { class: 'tag ok', text: 'enabled' }));
+        }
+        return h('td', {}, h('span', { class: 'tag bad', text: `disabled: ${d.disabled_reason || ''}` }), ' ',
+          h('button', { type: 'button', class: 'small-btn', onclick: () => enable(d) }, 'Enable'));
+      default:
+        return h('td', { class: c.num ? 'num' : '' }, c.num ? num(c.value(d)) : c.value(d));
+    }
+  };
+
+  const countdown = (d) => {
+    if (!d.has_head) {
+      return '–';
+    }
+    return duration((d.next_eligible_ms || 0) - Date.now());
+  };
+
+  const enable = async (d) => {
+    try {
+      await api('POST', '/v1/destinations/enable', { key: d.key });
+      toast(`Enabled ${d.destination}`, 'ok');
+      load();
+    } catch (e) {
+      toast(`Enable failed: ${e.message}`, 'bad');
+    }
+  };
+
+  const render = () => {
+    renderHead();
+    clear(status);
+    if (state.error) {
+      status.append(errorBox(state.error));
+    }
+    const rows = visible();
+    const pages = Math.max(1, Math.ceil(rows.length / PAGE));
+    state.page = Math.min(state.page, pages - 1);
+    clear(body);
+    for (const d of rows.slice(state.page * PAGE, (state.page + 1) * PAGE)) {
+      body.append(h('tr', { dataset: { key: d.key }, class: d.disabled ? 'row-bad' : d.deferral ? 'row-warn' : '' },
+        columns.map((c) => cell(c, d))));
+    }
+    if (state.loaded && rows.length === 0) {
+      body.append(h('tr', {}, h('td', { colspan: columns.length, class: 'muted empty', text: 'No destination with work.' })));
+    }
+    const throttled = state.list.filter((d) => d.deferral).length;
+    const disabled = state.list.filter((d) => d.disabled).length;
+    summary.textContent = `${num(state.list.length)} with work · ${num(throttled)} waiting · ${num(disabled)} disabled`;
+    clear(pager).append(
+      h('button', { type: 'button', disabled: state.page === 0, onclick: () => { state.page -= 1; render(); } }, '‹ Previous'),
+      h('span', { class: 'muted small', text: `page ${state.page + 1} of ${pages} · ${num(rows.length)} rows` }),
+      h('button', { type: 'button', disabled: state.page >= pages - 1, onclick: () => { state.page += 1; render(); } }, 'Next ›'));
+  };
+
+  let stopped = false;
+  const load = async () => {
+    try {
+      const answer = await api('GET', `/v1/destinations${query({ platform: platform.value })}`);
+      state.list = answer.destinations || [];
+      state.error = null;
+    } catch (e) {
+      state.error = e;
+    }
+    state.loaded = true;
+    if (!stopped) {
+      render();
+    }
+  };
+
+  filter.addEventListener('input', () => { state.filter = filter.value; state.page = 0; render(); });
+  platform.addEventListener('change', () => { state.page = 0; load(); });
+  render();
+  load();
+  const refresh = setInterval(load, REFRESH_MS);
+  const tick = setInterval(() => {
+    for (const td of body.querySelectorAll('td.countdown')) {
+      const until = Number(td.dataset.until);
+      if (until) {
+        td.textContent = duration(until - Date.now());
+      }
+    }
+  }, 1000);
+  return () => {
+    stopped = true;
+    clearInterval(refresh);
+    clearInterval(tick);
+  };
+}
