@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "adapters/attempt_reports.h"
@@ -135,7 +137,39 @@ Result<HttpRequest> LineAdapter::BuildRequest(const storage::Delivery& delivery,
   return request;
 }
 
-AttemptReport LineAdapter::Interpret(const storage::Delivery&, const Result<HttpResponse>& response,
+namespace {
+
+// What a sent delivery actually cost (docs/costs.md): a multicast is counted by LINE once per
+// recipient, so its distinct recipients; a push is 1. Unset when that is the delivery's cost, or
+// the payload cannot be read (the estimate stands).
+std::optional<int64_t> ActualCost(const storage::Delivery& delivery) {
+  int64_t actual = 1;
+  if (delivery.payload.find("\"to\"") != std::string::npos) {
+    Result<json> payload = ParseJsonObject(delivery.payload, "line payload");
+    if (!payload.has_value()) {
+      return std::nullopt;
+    }
+    auto to = payload->find("to");
+    if (to != payload->end() && to->is_array()) {
+      std::set<std::string> distinct;
+      for (const json& r : *to) {
+        if (r.is_string()) {
+          distinct.insert(r.get<std::string>());
+        }
+      }
+      actual = static_cast<int64_t>(distinct.size());
+    }
+  }
+  if (actual == static_cast<int64_t>(delivery.cost)) {
+    return std::nullopt;
+  }
+  return actual;
+}
+
+}  // namespace
+
+AttemptReport LineAdapter::Interpret(const storage::Delivery& delivery,
+                                     const Result<HttpResponse>& response,
                                      WallTime received_at) const {
   if (!response.has_value()) {
     return ReportTransportError(response.error(), received_at);
@@ -145,6 +179,7 @@ AttemptReport LineAdapter::Interpret(const storage::Delivery&, const Result<Http
   if (status >= 200 && status < 300) {
     report.platform_ref =
         Printable(FindHeader(response->headers, "x-line-request-id").value_or(""), 64);
+    report.actual_cost = ActualCost(delivery);
     return report;
   }
   const std::optional<json> body = ParseJsonLenient(response->body);
@@ -157,6 +192,7 @@ AttemptReport LineAdapter::Interpret(const storage::Delivery&, const Result<Http
       report.outcome.accepted = true;
       report.platform_ref = Printable(*accepted, 64);
       report.attempt.detail = "retry key already accepted";
+      report.actual_cost = ActualCost(delivery);
       return report;
     }
   }

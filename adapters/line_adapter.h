@@ -23,12 +23,13 @@ namespace egress::adapters {
 //              with SplitLineMulticast() into one delivery (and so one retry key) per part.
 //
 // Interpret: 2xx delivered, platform_ref = X-Line-Request-Id. 409 with X-Line-Accepted-Request-Id
-// accepted (delivered), platform_ref = that id. 429 "You have reached your monthly limit."
-// throttled until 00:00 UTC on the first of the next month (from received_at), platform_error
-// "monthly_limit"; any other 429 throttled, platform_error "rate_limited", with no retry_after
-// unless a Retry-After came (LINE sends none; the pacing engine's adaptive backoff decides).
-// 401 dead + invalidate_credential. 5xx retried; other 3xx/4xx dead with http_<status> and LINE's
-// message as the detail.
+// accepted (delivered), platform_ref = that id. Both report actual_cost when the delivery's cost
+// is not what LINE counts (docs/costs.md: a multicast's distinct recipients, a push 1). 429 "You
+// have reached your monthly limit." throttled until 00:00 UTC on the first of the next month (from
+// received_at), platform_error "monthly_limit"; any other 429 throttled, platform_error
+// "rate_limited", with no retry_after unless a Retry-After came (LINE sends none; the pacing
+// engine's adaptive backoff decides). 401 dead + invalidate_credential. 5xx retried; other 3xx/4xx
+// dead with http_<status> and LINE's message as the detail.
 //
 // Immutable after construction; safe from any thread.
 class LineAdapter final : public PlatformAdapter {

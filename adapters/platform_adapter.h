@@ -55,6 +55,9 @@ struct AttemptReport {
   std::optional<std::string> invalidate_credential;
   // The platform's id for what was posted: Slack `ts`, Discord message id, LINE request id.
   std::string platform_ref;
+  // On success: the units the attempt actually took when they differ from the delivery's cost
+  // (docs/costs.md); the delivery's quota charges are corrected to it. Default: unset.
+  std::optional<int64_t> actual_cost;
 };
 
 // Turns a delivery into an HTTP request and the response into an AttemptReport. Pure: no I/O,

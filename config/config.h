@@ -26,6 +26,8 @@ struct Config {
   std::array<pacing::Budget, pacing::kBudgetNameCount> budgets;
   // The outbound HTTP client ([transport]).
   adapters::TransportOptions transport;
+  // By tier name ([tiers.<tier>]).
+  std::map<std::string, TierConfig> tiers;
   // By tenant id ([tenants.<tenant>]).
   std::map<std::string, TenantConfig> tenants;
   // The files read, in the order applied (profiles first, the main file last).

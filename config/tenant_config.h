@@ -4,13 +4,45 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "adapters/credential_refs.h"
 #include "adapters/ip_network.h"
 #include "adapters/platform_adapter.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/budget.h"
 
 namespace egress::config {
+
+// A quota ([tiers.<tier>.quotas.<name>] or [tenants.<tenant>.quotas.<name>]): at most `limit`
+// units (each delivery's cost, docs/costs.md) in any `window`, counted with a sliding window
+// (pacing::SlidingWindowCounter) over the deliveries of `platforms` (empty: every platform).
+struct QuotaConfig {
+  int64_t limit = 0;                   // 1 to kMaxQuotaLimit
+  Millis window{0};                    // kMinQuotaWindow to kMaxQuotaWindow
+  std::vector<std::string> platforms;  // platform names, sorted, no repeats
+
+  friend bool operator==(const QuotaConfig&, const QuotaConfig&) = default;
+};
+inline constexpr int64_t kMaxQuotaLimit = 1'000'000'000'000;
+inline constexpr Millis kMinQuotaWindow{1000};
+inline constexpr Millis kMaxQuotaWindow{366LL * 24 * 3600 * 1000};
+// Quota names: 1 to 64 of A-Z a-z 0-9 _ . - (they appear in headers and metric labels).
+inline constexpr size_t kMaxQuotaNameBytes = 64;
+bool ValidQuotaName(std::string_view name);
+// Most quotas one tier or tenant may have (each delivery is charged to each that applies).
+inline constexpr size_t kMaxQuotas = 16;
+using QuotaMap = std::map<std::string, QuotaConfig>;
+
+// A tier ([tiers.<tier>]): budget defaults and quotas for the tenants that name it.
+struct TierConfig {
+  // [tiers.<tier>.budgets.<name>]: over the deployment default, under a tenant's own override.
+  std::vector<std::pair<pacing::BudgetName, pacing::Budget>> budgets;
+  // [tiers.<tier>.quotas.<name>]
+  QuotaMap quotas;
+};
 
 // A tenant declared in the config ([tenants.<tenant>]). Tenants the config does not name still
 // work (weight 1); credentials may also be registered through the admin API.
@@ -30,6 +62,11 @@ struct TenantConfig {
   // The SHA-256 digests of the tenant's API keys (api_keys: each the key or "sha256:<hex>"),
   // raw bytes (adapters/api_key.h). A key belongs to one tenant only. Default: none.
   std::vector<std::string> api_key_digests;
+  // The tier ([tiers.<tier>], which must exist) whose budgets and quotas the tenant inherits.
+  // Default: none.
+  std::string tier;
+  // The tenant's own quotas: over the tier's of the same name. Default: none.
+  QuotaMap quotas;
 };
 
 }  // namespace egress::config

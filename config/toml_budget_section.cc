@@ -38,7 +38,9 @@ std::string KnownBudgets() {
   return names;
 }
 
-Status ReadBudget(const TomlFields& fields, pacing::Budget& out) {
+}  // namespace
+
+Status ReadBudgetTable(const TomlFields& fields, pacing::Budget& out) {
   Status status = fields.CheckKeys({"limit", "scale_ms", "burst"});
   if (!status.ok()) {
     return status;
@@ -58,8 +60,6 @@ Status ReadBudget(const TomlFields& fields, pacing::Budget& out) {
   return Status::Ok();
 }
 
-}  // namespace
-
 Status ReadBudgetsSection(const TomlFields& budgets, std::optional<Platform> only, Config& out) {
   return budgets.ForEachTable([&](std::string_view name, const TomlFields& fields) -> Status {
     std::optional<BudgetName> budget = pacing::ParseBudgetName(name);
@@ -72,7 +72,7 @@ Status ReadBudgetsSection(const TomlFields& budgets, std::optional<Platform> onl
                            fmt::format("the {} profile may set only its own platform's budgets",
                                        PlatformString(*only)));
     }
-    return ReadBudget(fields, out.budget(*budget));
+    return ReadBudgetTable(fields, out.budget(*budget));
   });
 }
 

@@ -70,13 +70,15 @@ Result<toml::table> Parse(const std::string& path, const std::string& text) {
 
 // Applies one file's root table. `profile` restricts a profile to its own platform.
 Status Apply(const TomlFields& root, std::optional<Platform> profile, Config& config) {
-  Status status = profile.has_value()
-                      ? root.CheckKeys({"platforms", "budgets"})
-                      : root.CheckKeys({"server", "transport", "platforms", "budgets", "tenants"});
+  Status status =
+      profile.has_value()
+          ? root.CheckKeys({"platforms", "budgets"})
+          : root.CheckKeys({"server", "transport", "platforms", "budgets", "tiers", "tenants"});
   if (!status.ok()) {
     return status;
   }
-  for (std::string_view section : {"server", "transport", "platforms", "budgets", "tenants"}) {
+  for (std::string_view section :
+       {"server", "transport", "platforms", "budgets", "tiers", "tenants"}) {
     Result<std::optional<TomlFields>> table = root.Table(section);
     if (!table) {
       return table.error();
@@ -93,6 +95,8 @@ Status Apply(const TomlFields& root, std::optional<Platform> profile, Config& co
       status = ReadPlatformsSection(fields, profile, config);
     } else if (section == "budgets") {
       status = ReadBudgetsSection(fields, profile, config);
+    } else if (section == "tiers") {
+      status = ReadTiersSection(fields, config);
     } else {
       status = ReadTenantsSection(fields, config);
     }

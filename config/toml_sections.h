@@ -20,7 +20,13 @@ Status ReadTransportSection(const TomlFields& transport, adapters::TransportOpti
 Status ReadPlatformsSection(const TomlFields& platforms, std::optional<Platform> only, Config& out);
 // [budgets.*]. With `only` set (a profile), only that platform's budgets are allowed.
 Status ReadBudgetsSection(const TomlFields& budgets, std::optional<Platform> only, Config& out);
-// [tenants.*] with their credentials.
+// One budget table ({limit, scale_ms, burst}) over `out`.
+Status ReadBudgetTable(const TomlFields& fields, pacing::Budget& out);
+// The quotas table of a tier or a tenant ([...quotas.<name>]), replacing `out`.
+Status ReadQuotasTable(const TomlFields& quotas, QuotaMap& out);
+// [tiers.*] with their budgets and quotas.
+Status ReadTiersSection(const TomlFields& tiers, Config& out);
+// [tenants.*] with their credentials, tier and quotas (tiers are read first).
 Status ReadTenantsSection(const TomlFields& tenants, Config& out);
 
 }  // namespace egress::config

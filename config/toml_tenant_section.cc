@@ -246,10 +246,22 @@ Status ReadApiKeys(const TomlFields& fields, const std::string& tenant,
 
 Status ReadTenant(const TomlFields& fields, const std::string& tenant,
                   const std::map<std::string, TenantConfig>& tenants, TenantConfig& out) {
-  Status status = fields.CheckKeys(
-      {"weight", "credentials", "api_keys", "allow_private_networks", "allowed_cidrs"});
+  Status status = fields.CheckKeys({"weight", "credentials", "api_keys", "allow_private_networks",
+                                    "allowed_cidrs", "tier", "quotas"});
   if (!status.ok()) {
     return status;
+  }
+  if (fields.Has("tier")) {
+    if (status = fields.ReadString("tier", out.tier); !status.ok()) {
+      return status;
+    }
+  }
+  if (Result<std::optional<TomlFields>> quotas = fields.Table("quotas"); !quotas) {
+    return quotas.error();
+  } else if (quotas->has_value()) {
+    if (status = ReadQuotasTable(**quotas, out.quotas); !status.ok()) {
+      return status;
+    }
   }
   if (status = ReadNetworkPolicy(fields, out); !status.ok()) {
     return status;
@@ -292,7 +304,19 @@ Status ReadTenantsSection(const TomlFields& tenants, Config& out) {
     }
     const std::string tenant(name);
     TenantConfig& config = out.tenants[tenant];
-    return ReadTenant(fields, tenant, out.tenants, config);
+    if (Status s = ReadTenant(fields, tenant, out.tenants, config); !s.ok()) {
+      return s;
+    }
+    if (!config.tier.empty() && !out.tiers.contains(config.tier)) {
+      std::string known;
+      for (const auto& [name, tier] : out.tiers) {
+        known += (known.empty() ? "" : ", ") + name;
+      }
+      return fields.Error(*fields.table().get("tier"), fields.Field("tier"),
+                          fmt::format("unknown tier \"{}\" (declared: {})", config.tier,
+                                      known.empty() ? "none" : known));
+    }
+    return Status::Ok();
   });
 }
 

@@ -45,6 +45,21 @@ struct Attempt {
   friend bool operator==(const Attempt&, const Attempt&) = default;
 };
 
+// Units of a delivery charged to one of its tenant's quotas (docs/storage.md, "Quotas"): they
+// count in the quota's slice that stops counting at `expires_ms` while the delivery is neither
+// dead nor cancelled. The store moves them with the delivery's state, in the same write: a
+// delivery that ends dead or cancelled gives them back, a replay charges them again (in the
+// slice of the replay's time), an outcome with an actual cost corrects them.
+struct QuotaCharge {
+  std::string quota;      // the quota's name; the tenant is the delivery's
+  int64_t window_ms = 0;  // the quota's window and slice when charged (pacing::WindowShape)
+  int64_t slice_ms = 0;
+  int64_t expires_ms = 0;  // the slice: when these units stop counting (Unix ms)
+  int64_t units = 0;
+
+  friend bool operator==(const QuotaCharge&, const QuotaCharge&) = default;
+};
+
 // What the product hands us. Validated by the store (ValidateNewDelivery).
 struct NewDelivery {
   std::string tenant;
@@ -55,7 +70,12 @@ struct NewDelivery {
   std::string idempotency_key;  // optional; (tenant, key) maps to one delivery
   std::string ordering_key;     // optional; same key leaves in enqueue order
   uint32_t cost = 1;            // budget units this delivery takes
+  // The quotas intake charged (at most kMaxQuotaCharges). Default: none.
+  std::vector<QuotaCharge> charges;
 };
+
+// Most quotas one delivery may be charged to.
+inline constexpr size_t kMaxQuotaCharges = 32;
 
 // A stored delivery. `id` is time-ordered: ids sort in enqueue order.
 struct Delivery {
@@ -70,12 +90,13 @@ struct Delivery {
   uint32_t cost = 1;
   int64_t created_ms = 0;
   DeliveryState state = DeliveryState::kQueued;
-  uint32_t attempts = 0;         // attempts that counted against the retry limit
-  int64_t next_attempt_ms = 0;   // when a waiting delivery is due (Unix ms)
-  std::string reason;            // why it is deferred or dead; empty otherwise
-  int64_t updated_ms = 0;        // last state change
-  int64_t finished_ms = 0;       // when it became delivered, dead or cancelled; else 0
-  std::vector<Attempt> history;  // newest last, bounded by StoreOptions::history_limit
+  uint32_t attempts = 0;             // attempts that counted against the retry limit
+  int64_t next_attempt_ms = 0;       // when a waiting delivery is due (Unix ms)
+  std::string reason;                // why it is deferred or dead; empty otherwise
+  int64_t updated_ms = 0;            // last state change
+  int64_t finished_ms = 0;           // when it became delivered, dead or cancelled; else 0
+  std::vector<Attempt> history;      // newest last, bounded by StoreOptions::history_limit
+  std::vector<QuotaCharge> charges;  // counted unless dead or cancelled
 
   friend bool operator==(const Delivery&, const Delivery&) = default;
 };

@@ -30,6 +30,7 @@ enum Tag : uint64_t {
   kUpdatedMs = 15,
   kFinishedMs = 16,
   kAttempt = 17,  // repeated, nested record
+  kCharge = 18,   // repeated, nested record (QuotaCharge)
 };
 
 // The text fields, in encoding order.
@@ -52,6 +53,14 @@ enum AttemptTag : uint64_t {
   kPlatformError = 4,
   kDetail = 5,
   kHeader = 6,  // repeated: length-prefixed name then value
+};
+
+enum ChargeTag : uint64_t {
+  kChargeQuota = 1,
+  kChargeWindowMs = 2,
+  kChargeSliceMs = 3,
+  kChargeExpiresMs = 4,
+  kChargeUnits = 5,
 };
 
 void PutBytes(std::string& dst, uint64_t tag, std::string_view v) {
@@ -78,6 +87,16 @@ std::string EncodeAttempt(const Attempt& a) {
     PutLengthPrefixed(pair, value);
     PutBytes(out, kHeader, pair);
   }
+  return out;
+}
+
+std::string EncodeCharge(const QuotaCharge& c) {
+  std::string out;
+  PutBytes(out, kChargeQuota, c.quota);
+  PutInt(out, kChargeWindowMs, c.window_ms);
+  PutInt(out, kChargeSliceMs, c.slice_ms);
+  PutInt(out, kChargeExpiresMs, c.expires_ms);
+  PutInt(out, kChargeUnits, c.units);
   return out;
 }
 
@@ -140,6 +159,26 @@ bool DecodeAttempt(std::string_view bytes, Attempt& a) {
   });
 }
 
+bool DecodeCharge(std::string_view bytes, QuotaCharge& c) {
+  return ForEachField(bytes, [&](uint64_t tag, std::string_view v) {
+    switch (tag) {
+      case kChargeQuota:
+        c.quota = v;
+        return true;
+      case kChargeWindowMs:
+        return ParseInt(v, c.window_ms);
+      case kChargeSliceMs:
+        return ParseInt(v, c.slice_ms);
+      case kChargeExpiresMs:
+        return ParseInt(v, c.expires_ms);
+      case kChargeUnits:
+        return ParseInt(v, c.units);
+      default:
+        return true;  // a field from a newer version
+    }
+  });
+}
+
 bool DecodeScalar(uint64_t tag, std::string_view v, Delivery& d) {
   int64_t n = 0;
   if (!ParseInt(v, n)) {
@@ -191,6 +230,14 @@ bool DecodeField(uint64_t tag, std::string_view v, Delivery& d) {
       d.history.push_back(std::move(a));
       return true;
     }
+    case kCharge: {
+      QuotaCharge c;
+      if (d.charges.size() >= kMaxQuotaCharges || !DecodeCharge(v, c)) {
+        return false;
+      }
+      d.charges.push_back(std::move(c));
+      return true;
+    }
     case kCost:
     case kCreatedMs:
     case kState:
@@ -224,6 +271,9 @@ std::string EncodeDelivery(const Delivery& d, std::string_view stored_destinatio
   PutInt(out, kFinishedMs, d.finished_ms);
   for (const Attempt& a : d.history) {
     PutBytes(out, kAttempt, EncodeAttempt(a));
+  }
+  for (const QuotaCharge& c : d.charges) {
+    PutBytes(out, kCharge, EncodeCharge(c));
   }
   return out;
 }

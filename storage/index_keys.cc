@@ -111,4 +111,34 @@ std::string BacklogKey(std::string_view tenant) {
   return key;
 }
 
+std::string QuotaId(std::string_view tenant, std::string_view quota) {
+  std::string id;
+  id.reserve(tenant.size() + 1 + quota.size());
+  id.append(tenant);
+  id.push_back('\x1f');
+  id.append(quota);
+  return id;
+}
+
+std::string QuotaSliceKey(std::string_view tenant, std::string_view quota, int64_t expires_ms) {
+  std::string key(kQuotaSlicePrefix);
+  key.append(QuotaId(tenant, quota));
+  key.push_back('\x1f');
+  PutBigEndian64(key, static_cast<uint64_t>(expires_ms));
+  return key;
+}
+
+bool ParseQuotaSliceKey(std::string_view key, std::string_view& quota_id, int64_t& expires_ms) {
+  if (!key.starts_with(kQuotaSlicePrefix) || key.size() < kQuotaSlicePrefix.size() + 3 + 8) {
+    return false;
+  }
+  key.remove_prefix(kQuotaSlicePrefix.size());
+  if (key[key.size() - 9] != '\x1f') {
+    return false;
+  }
+  expires_ms = static_cast<int64_t>(DecodeBigEndian64(key.data() + key.size() - 8));
+  quota_id = key.substr(0, key.size() - 9);
+  return quota_id.find('\x1f') != std::string_view::npos;
+}
+
 }  // namespace egress::storage

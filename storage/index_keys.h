@@ -52,4 +52,15 @@ std::string DestCountKey(std::string_view destination_key, DeliveryState state);
 // The same key written over `out` (whose capacity is reused).
 void SetDestCountKey(std::string& out, std::string_view destination_key, DeliveryState state);
 
+// meta: the units charged to one slice of a tenant's quota (a merged signed counter):
+// "quota/", tenant, '\x1f', quota, '\x1f', be64(expires_ms). Tenant and quota names hold no
+// control character.
+inline constexpr std::string_view kQuotaSlicePrefix = "quota/";
+std::string QuotaSliceKey(std::string_view tenant, std::string_view quota, int64_t expires_ms);
+// Splits a quota slice key into "tenant\x1fquota" and the slice's expiry; false when it is not
+// one.
+bool ParseQuotaSliceKey(std::string_view key, std::string_view& quota_id, int64_t& expires_ms);
+// "tenant\x1fquota": how the store names one tenant's quota in memory.
+std::string QuotaId(std::string_view tenant, std::string_view quota);
+
 }  // namespace egress::storage

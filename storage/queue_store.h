@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dispatcher/base/result.h"
+#include "dispatcher/pacing/sliding_window_counter.h"
 #include "storage/delivery.h"
 #include "storage/secrets_key.h"
 #include "storage/state_machine.h"
@@ -251,6 +252,13 @@ class QueueStore {
   // Every setting whose key starts with `prefix`, in key order.
   virtual Result<std::vector<std::pair<std::string, std::string>>> ListSettings(
       const std::string& prefix) = 0;
+
+  // The slices of the tenant's quota `quota` still counting at `now_ms`, as the stored
+  // deliveries charged them (NewDelivery::charges; docs/storage.md, "Quotas"): exact, durable,
+  // moved with each delivery's state in the same write. Memory only, no I/O and no error: cheap
+  // enough for the loop. Empty for a quota never charged.
+  virtual pacing::SlidingWindowCounter QuotaUsage(const std::string& tenant,
+                                                  const std::string& quota, int64_t now_ms) = 0;
 
   // Flushes and closes; later calls fail. The destructor closes too, ignoring errors.
   virtual Status Close() = 0;

@@ -537,6 +537,42 @@ void AddCounterMoves(const Delivery* before, const Delivery* after, std::string_
   }
 }
 
+// A delivery's quota charges count unless it is dead or cancelled (absent: nothing to count).
+bool CountsForQuota(const Delivery* d) {
+  return d != nullptr && d->state != DeliveryState::kDead && d->state != DeliveryState::kCancelled;
+}
+
+// Adds the quota slice moves of one delivery going from `before` to `after`: its charges leave
+// their slices when it ends dead or cancelled, come back when it is replayed, and change when
+// its outcome corrects them. Only slices still counting at the change's time are touched (one
+// that stopped counting gave its units back already, and may be pruned). A removal (`after`
+// null: a purge of a finished record) moves nothing: what it charged stays until its window
+// passes.
+void AddQuotaMoves(const Delivery* before, const Delivery* after, CounterDeltas& out) {
+  if (after == nullptr) {
+    return;
+  }
+  const bool was = CountsForQuota(before);
+  const bool is = CountsForQuota(after);
+  if ((!was && !is) || (was && is && before->charges == after->charges)) {
+    return;
+  }
+  const int64_t now_ms = after->updated_ms;
+  auto move = [&](const std::vector<QuotaCharge>& charges, int64_t sign) {
+    for (const QuotaCharge& c : charges) {
+      if (c.expires_ms > now_ms && c.units != 0) {
+        out.Add(QuotaSliceKey(after->tenant, c.quota, c.expires_ms), sign * c.units);
+      }
+    }
+  };
+  if (was) {
+    move(before->charges, -1);
+  }
+  if (is) {
+    move(after->charges, +1);
+  }
+}
+
 // Only calls RocksDB: an instrumented frame inside WriteBatchToRocks, so that ThreadSanitizer's
 // stacks (built from instrumented calls only) name WriteBatchToRocks.
 [[gnu::noinline]] rocksdb::Status CallRocksWrite(rocksdb::DB& db,
@@ -582,6 +618,7 @@ void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Deliv
     }
   }
   AddCounterMoves(before, after, dest, w.counters);
+  AddQuotaMoves(before, after, w.quota);
   if (after) {
     w.Put(Family::kJobs, after->id, EncodeDelivery(*after, stored_destination));
     w.records.emplace_back(after->id, IsWaiting(after->state)
@@ -606,6 +643,11 @@ Status RocksQueueStore::Commit(const rocksdb::WriteOptions& options, PendingWrit
                                std::string_view what) {
   using Op = PendingWrite::Op;
   for (const auto& [key, delta] : w.counters.deltas()) {
+    if (delta != 0) {
+      w.ops.push_back({Family::kMeta, PendingWrite::Kind::kMerge, key, EncodeCounterDelta(delta)});
+    }
+  }
+  for (const auto& [key, delta] : w.quota.deltas()) {
     if (delta != 0) {
       w.ops.push_back({Family::kMeta, PendingWrite::Kind::kMerge, key, EncodeCounterDelta(delta)});
     }
@@ -644,6 +686,7 @@ Status RocksQueueStore::Commit(const rocksdb::WriteOptions& options, PendingWrit
   }
   counters_.Apply(w.counters);
   counters_.Apply(w.memory_only);
+  quotas_.Apply(w.quota);
   if (!w.leases.empty()) {
     leases_.Update(std::move(w.leases));
   }

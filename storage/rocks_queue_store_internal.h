@@ -24,6 +24,7 @@
 #include "storage/destination_seal.h"
 #include "storage/lease_table.h"
 #include "storage/queue_store.h"
+#include "storage/quota_table.h"
 #include "storage/record_cache.h"
 #include "storage/rocks_health_listener.h"
 #include "storage/rocks_schema.h"
@@ -135,6 +136,8 @@ class RocksQueueStore final : public QueueStore {
   StoreHealth Health() override;
   Status Recover() override;
   Status PutSetting(const std::string& key, const std::string& value) override;
+  pacing::SlidingWindowCounter QuotaUsage(const std::string& tenant, const std::string& quota,
+                                          int64_t now_ms) override;
   // Seals every plaintext setting under a sealed prefix and checks that every sealed one opens
   // (options_.secrets_key); a no-op without a key or when read-only. Then flushes and compacts
   // the meta family when it sealed any, so the plaintext leaves the WAL and the tables.
@@ -156,7 +159,12 @@ class RocksQueueStore final : public QueueStore {
   // Checks or writes the format marker; a writable open migrates an older format it knows.
   Status CheckFormat(bool fresh, bool read_only);
   // Reads the counters into memory; call once after CheckFormat.
-  Status LoadCounters() { return counters_.Load(*db_, cf(Family::kMeta)); }
+  Status LoadCounters() {
+    if (Status s = counters_.Load(*db_, cf(Family::kMeta)); !s.ok()) {
+      return s;
+    }
+    return quotas_.Load(*db_, cf(Family::kMeta));
+  }
 
  private:
   // Per-id (and per idempotency key) locks, by hash. A batch holds every stripe its ids fall
@@ -229,6 +237,7 @@ class RocksQueueStore final : public QueueStore {
 
     std::vector<Op> ops;
     CounterDeltas counters;  // written as merges, and applied in memory
+    CounterDeltas quota;     // quota slices: written as merges, applied to quotas_
     // Counter changes of leases, applied in memory only (the disk does not see leases).
     CounterDeltas memory_only;
     // Lease table changes (nullopt: drop), applied once the write succeeded.
@@ -253,6 +262,9 @@ class RocksQueueStore final : public QueueStore {
   // The keys of the retention index of class `tag` older than `cutoff_ms`, from the class's
   // cursor on, at most `limit`, passing over those of the ids in `skip`; sets `more` when the
   // limit stopped the scan.
+  // Adds to `w` the deletion of quota slices that stopped counting before `before_ms`, at most
+  // `max`; sets `more` when the limit stopped the scan.
+  Status StagePruneQuotas(PendingWrite& w, int64_t before_ms, size_t max, bool& more);
   Status ScanExpired(char tag, int64_t cutoff_ms, size_t limit,
                      const std::set<std::string_view>& skip, std::vector<std::string>& keys,
                      bool& more);
@@ -283,6 +295,7 @@ class RocksQueueStore final : public QueueStore {
   int64_t cursors_since_ms_ = 0;
   // Exact counts of what readers see: the disk's counters plus the leases' moves to in_flight.
   CounterTable counters_;
+  QuotaTable quotas_;    // the quota slices the stored deliveries charged
   LeaseTable leases_;    // in_flight deliveries; empty in a read-only store
   RecordCache records_;  // waiting records as on disk; empty in a read-only store
   const bool read_only_;

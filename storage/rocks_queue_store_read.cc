@@ -300,6 +300,11 @@ bool SealedKey(const StoreOptions& options, std::string_view key) {
 
 }  // namespace
 
+pacing::SlidingWindowCounter RocksQueueStore::QuotaUsage(const std::string& tenant,
+                                                         const std::string& quota, int64_t now_ms) {
+  return quotas_.Get(tenant, quota, now_ms);
+}
+
 Status RocksQueueStore::PutSetting(const std::string& key, const std::string& value) {
   auto use = UseDb();
   if (Status s = CheckWritable(); !s.ok()) {

@@ -69,7 +69,7 @@ Status RocksQueueStore::Reopen(uint64_t since) {
   }
   db_ = std::move(opened->db);
   handles_ = std::move(opened->handles);
-  if (Status s = counters_.Load(*db_, cf(Family::kMeta)); !s.ok()) {
+  if (Status s = LoadCounters(); !s.ok()) {
     hooks_.health->Fail("error", "reopen", s.ToString());
     return s;
   }

@@ -14,6 +14,11 @@ namespace {
 // How often (in purge time) the cursors are dropped, so a scan starts from the front again.
 constexpr int64_t kRescanEveryMs = 3'600'000;
 
+// How long after a quota slice stopped counting its counter is deleted: a refund is written only
+// to a slice still counting at the change's time, so the slack covers a change computed before
+// the purge's clock passed the slice and written after it.
+constexpr int64_t kQuotaPruneGraceMs = 3'600'000;
+
 // The record classes of the retention index, in the order a purge serves them.
 constexpr DeliveryState kRecordClasses[] = {DeliveryState::kDelivered, DeliveryState::kCancelled,
                                             DeliveryState::kDead};
@@ -230,6 +235,13 @@ Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy,
     }
     w.Delete(Family::kDone, key);
   }
+  {
+    bool more = false;
+    if (Status s = StagePruneQuotas(w, now_ms - kQuotaPruneGraceMs, max, more); !s.ok()) {
+      return s;
+    }
+    counts.more = counts.more || more;
+  }
   // Not synced: a purge lost in a crash is redone by the next call.
   if (Status s = Commit(rocksdb::WriteOptions(), w, "purge expired deliveries"); !s.ok()) {
     return s;
@@ -239,6 +251,29 @@ Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy,
   }
   removed.more = counts.more;
   return removed;
+}
+
+Status RocksQueueStore::StagePruneQuotas(PendingWrite& w, int64_t before_ms, size_t max,
+                                         bool& more) {
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kMeta)));
+  const rocksdb::Slice prefix(kQuotaSlicePrefix.data(), kQuotaSlicePrefix.size());
+  size_t staged = 0;
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    std::string_view id;
+    int64_t expires_ms = 0;
+    if (ParseQuotaSliceKey({it->key().data(), it->key().size()}, id, expires_ms) &&
+        expires_ms > before_ms) {
+      continue;
+    }
+    if (staged == max) {
+      more = true;
+      break;
+    }
+    w.Delete(Family::kMeta, it->key().ToString());
+    ++staged;
+  }
+  return FromRocks(it->status(), "scan quota slices");
 }
 
 Status RocksQueueStore::Purge(const std::string& id) {

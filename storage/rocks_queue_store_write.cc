@@ -21,6 +21,7 @@ Delivery RocksQueueStore::MakeDelivery(const NewDelivery& in, int64_t now_ms) {
   d.idempotency_key = in.idempotency_key;
   d.ordering_key = in.ordering_key;
   d.cost = in.cost;
+  d.charges = in.charges;
   d.created_ms = now_ms;
   d.updated_ms = now_ms;
   d.state = DeliveryState::kQueued;

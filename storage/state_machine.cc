@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "dispatcher/pacing/sliding_window_counter.h"
+
 namespace egress::storage {
 namespace {
 
@@ -47,6 +49,17 @@ Status ApplyChange(const StateChange& change, size_t history_limit, Delivery& d)
   if (needs_reason && change.reason.empty()) {
     return Status::InvalidArgument(
         fmt::format("delivery {}: moving to {} needs a reason", d.id, StateName(change.to)));
+  }
+  if (d.state == S::kDead && change.to == S::kQueued) {
+    // Refunded when it died: charged again, now.
+    for (QuotaCharge& c : d.charges) {
+      c.expires_ms = pacing::WindowShape{c.window_ms, c.slice_ms}.ExpiryOf(change.at_ms);
+    }
+  }
+  if (change.to == S::kDelivered && change.actual_cost && *change.actual_cost >= 0) {
+    for (QuotaCharge& c : d.charges) {
+      c.units = *change.actual_cost;
+    }
   }
   d.state = change.to;
   d.updated_ms = change.at_ms;

@@ -24,6 +24,9 @@ struct StateChange {
   bool consume_attempt = false;
   // Replays start the attempt count again.
   bool reset_attempts = false;
+  // For delivered: the units the platform actually took, when the adapter knows them and they
+  // differ from the estimate; the delivery's quota charges are corrected to it. Default: unset.
+  std::optional<int64_t> actual_cost;
   // When set, the change applies only if the delivery is in this state (compare-and-set);
   // otherwise FailedPrecondition.
   std::optional<DeliveryState> expect;
@@ -33,7 +36,9 @@ struct StateChange {
 Status CheckTransition(DeliveryState from, DeliveryState to);
 
 // Applies `change` to `d` after checking it: state, reason, times, attempts, history (keeping
-// at most `history_limit` newest entries). Leaves `d` untouched on error.
+// at most `history_limit` newest entries), and the quota charges: a replay (dead -> queued)
+// moves them to the slice of `at_ms`, an actual cost replaces their units. Leaves `d` untouched on
+// error.
 Status ApplyChange(const StateChange& change, size_t history_limit, Delivery& d);
 
 }  // namespace egress::storage

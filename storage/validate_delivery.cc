@@ -41,6 +41,18 @@ Status ValidateNewDelivery(const NewDelivery& d, const StoreOptions& options) {
   if (d.cost == 0) {
     return Status::InvalidArgument("cost: must be at least 1");
   }
+  if (d.charges.size() > kMaxQuotaCharges) {
+    return Status::InvalidArgument(fmt::format("charges: more than {} quotas", kMaxQuotaCharges));
+  }
+  for (const QuotaCharge& c : d.charges) {
+    if (Status s = CheckName("charges.quota", c.quota, true, max); !s.ok()) {
+      return s;
+    }
+    if (c.window_ms < 1 || c.slice_ms < 1 || c.units < 0) {
+      return Status::InvalidArgument(fmt::format(
+          "charges.{}: window and slice must be positive, units not negative", c.quota));
+    }
+  }
   return Status::Ok();
 }
 

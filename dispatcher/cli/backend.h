@@ -63,6 +63,10 @@ class Backend {
   virtual Result<nlohmann::json> Enable(const std::string& key) = 0;
   // The service's Prometheus text (GET /metrics); Unavailable from the store.
   virtual Result<std::string> Metrics() = 0;
+  // A tenant's quotas (GET /api/admin/tenants/{tenant}/quotas) or, with `tenant` empty, every
+  // tenant's ({"tenants":[...]}, GET /api/admin/quotas); Unavailable from the store (the tiers
+  // and quotas are the running service's).
+  virtual Result<nlohmann::json> Quotas(const std::string& tenant) = 0;
   // "http://127.0.0.1:8686" or "store ./var/data": for messages.
   virtual std::string Describe() const = 0;
 };

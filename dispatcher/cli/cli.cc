@@ -126,10 +126,16 @@ Commands::Commands(CLI::App& app) {
   top_->footer(
       "Examples:\n  relay-egress top --config /etc/relay-egress.toml\n"
       "  relay-egress top --once --server http://127.0.0.1:8686");
+
+  quotas_ = app.add_subcommand(
+      "quotas", "Tenants' quotas: used, limit, window, when the window is clear (docs/costs.md)");
+  AddConnection(quotas_, flags_, true);
+  quotas_->add_option("--tenant", flags_.filter.tenant, "Only this tenant");
+  quotas_->footer("Examples:\n  relay-egress quotas\n  relay-egress quotas --tenant acme --json");
 }
 
 bool Commands::Parsed() const {
-  for (CLI::App* c : {list_, show_, replay_, cancel_, stats_, destinations_, top_}) {
+  for (CLI::App* c : {list_, show_, replay_, cancel_, stats_, destinations_, top_, quotas_}) {
     if (c->parsed()) {
       return true;
     }
@@ -159,7 +165,7 @@ int Commands::Run() {
   StoreAccess access = StoreAccess::kReadOnly;
   if (replay_->parsed() || cancel_->parsed()) {
     access = StoreAccess::kExclusive;
-  } else if (top_->parsed()) {
+  } else if (top_->parsed() || quotas_->parsed()) {
     access = StoreAccess::kNone;
   }
   auto backend = Connect(flags_.connection, access);
@@ -181,6 +187,8 @@ int Commands::Run() {
     return EnableDestination(b, flags_);
   if (top_->parsed())
     return Top(b, flags_);
+  if (quotas_->parsed())
+    return PrintQuotas(b, flags_);
   return ListDestinations(b, flags_);
 }
 

@@ -45,7 +45,8 @@ struct CommandFlags {
 };
 
 // The operator commands (docs/cli.md): `deliveries list|show|replay|cancel`, `stats`,
-// `destinations [enable]`, `top`. Register on the app before parsing; Run after, when Parsed().
+// `destinations [enable]`, `top`, `quotas`. Register on the app before parsing; Run after, when
+// Parsed().
 class Commands {
  public:
   explicit Commands(CLI::App& app);
@@ -62,6 +63,7 @@ class Commands {
   CLI::App* destinations_ = nullptr;
   CLI::App* enable_ = nullptr;
   CLI::App* top_ = nullptr;
+  CLI::App* quotas_ = nullptr;
 };
 
 // The exit code for an error, printed to stderr as "relay-egress: message".
@@ -81,6 +83,7 @@ int PrintStats(Backend& b, const CommandFlags& f);
 int ListDestinations(Backend& b, const CommandFlags& f);
 int EnableDestination(Backend& b, const CommandFlags& f);
 int Top(Backend& b, const CommandFlags& f);  // commands_top.cc
+int PrintQuotas(Backend& b, const CommandFlags& f);
 
 // Wall clock now, Unix ms (for relative times).
 int64_t NowMs();

@@ -1,4 +1,4 @@
-// stats, destinations, destinations enable.
+// stats, destinations, destinations enable, quotas.
 
 #include <cstdio>
 
@@ -61,6 +61,48 @@ int PrintStats(Backend& b, const CommandFlags& f) {
   if (counters.size() > 1) {
     fmt::print("\n{}", RenderTable(counters));
   }
+  return kExitOk;
+}
+
+int PrintQuotas(Backend& b, const CommandFlags& f) {
+  auto got = b.Quotas(f.filter.tenant);
+  if (!got) {
+    return Fail(got.error());
+  }
+  if (f.json) {
+    fmt::print("{}\n", got->dump());
+    return kExitOk;
+  }
+  json tenants = got->contains("tenants") ? (*got)["tenants"] : json::array({*got});
+  if (!tenants.is_array()) {
+    return Fail(Status::IoError("the service's quotas answer has no list of tenants"));
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"TENANT", "TIER", "QUOTA", "USED", "LIMIT", "WINDOW", "PLATFORMS", "CLEAR IN"}};
+  for (const json& t : tenants) {
+    if (!t.is_object() || !t.contains("quotas") || !t["quotas"].is_object()) {
+      continue;
+    }
+    for (const auto& [name, q] : t["quotas"].items()) {
+      std::string platforms = "all";
+      if (q.contains("platforms") && q["platforms"].is_array() && !q["platforms"].empty()) {
+        platforms.clear();
+        for (const json& p : q["platforms"]) {
+          platforms +=
+              (platforms.empty() ? "" : ",") + (p.is_string() ? p.get<std::string>() : "?");
+        }
+      }
+      const int64_t resets = Ms(q, "resets_in_ms");
+      rows.push_back({Field(t, "tenant"), Field(t, "tier", "-"), name, Field(q, "used"),
+                      Field(q, "limit"), Field(q, "window"), platforms,
+                      resets > 0 ? fmt::format("{}s", (resets + 999) / 1000) : "-"});
+    }
+  }
+  if (rows.size() == 1) {
+    fmt::print("no quotas ({})\n", b.Describe());
+    return kExitOk;
+  }
+  fmt::print("{}", RenderTable(rows));
   return kExitOk;
 }
 

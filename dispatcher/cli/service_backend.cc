@@ -135,6 +135,12 @@ class ServiceBackend final : public Backend {
     }
     return std::move(reply->body);
   }
+  Result<json> Quotas(const std::string& tenant) override {
+    return Call(
+        "GET",
+        tenant.empty() ? "/api/admin/quotas" : "/api/admin/tenants/" + Escape(tenant) + "/quotas",
+        "");
+  }
   std::string Describe() const override { return "http://" + server_.ToString(); }
 
  private:

@@ -180,6 +180,11 @@ class StoreBackend final : public Backend {
     return Status::Unavailable("metrics need the running service");
   }
 
+  Result<json> Quotas(const std::string&) override {
+    return Status::Unavailable(
+        "quotas need the running service: tiers and quotas are its configuration");
+  }
+
   std::string Describe() const override { return "store " + dir_; }
 
  private:

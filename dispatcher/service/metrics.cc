@@ -103,6 +103,15 @@ constexpr Definition kDefinitions[] = {
                "Outbound connections opened to platforms and webhook receivers (each with its "
                "TLS handshake for https); small next to the attempts while connections are "
                "reused."),
+    CounterRow(CounterId::kQuotaRejections, "relay_egress_quota_rejections_total",
+               "Deliveries (or batch items) refused at intake with quota_exceeded, by tenant and "
+               "quota."),
+    GaugeRow(GaugeId::kQuotaUsedRatio, "relay_egress_quota_used_ratio",
+             "Units counted in a tenant's quota window over its limit (1 = exhausted), by tenant "
+             "and quota, at scrape time."),
+    GaugeRow(GaugeId::kTierUtilization, "relay_egress_tier_utilization_ratio",
+             "Per tier and quota (label budget): units counted over the sum of limits of the "
+             "tier's tenants that have that quota, at scrape time."),
 };
 
 template <typename Id>

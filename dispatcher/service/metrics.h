@@ -31,7 +31,8 @@ enum class CounterId : uint8_t {
   kCorruptRecords,              // relay_egress_corrupt_records_total
   kAuthFailures,                // relay_egress_auth_failures_total{reason}
   kConnectionsOpened,           // relay_egress_connections_opened_total
-  kMaxValue = kConnectionsOpened,
+  kQuotaRejections,             // relay_egress_quota_rejections_total{tenant,quota}
+  kMaxValue = kQuotaRejections,
 };
 enum class GaugeId : uint8_t {
   kQueueDepth,         // relay_egress_queue_depth{state}
@@ -40,7 +41,9 @@ enum class GaugeId : uint8_t {
   kStoreBytes,         // relay_egress_store_bytes
   kHttpConnections,    // relay_egress_http_connections
   kStoreHealthy,       // relay_egress_store_healthy
-  kMaxValue = kStoreHealthy,
+  kQuotaUsedRatio,     // relay_egress_quota_used_ratio{tenant,quota}
+  kTierUtilization,    // relay_egress_tier_utilization_ratio{tier,budget}
+  kMaxValue = kTierUtilization,
 };
 enum class HistogramId : uint8_t {
   kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}

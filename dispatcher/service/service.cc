@@ -1,5 +1,6 @@
 #include "dispatcher/service/service.h"
 
+#include <algorithm>
 #include <random>
 
 #include <boost/asio/post.hpp>
@@ -100,6 +101,17 @@ Result<std::unique_ptr<Service>> Service::Start(
     }
   }
   s->intake_limiter_ = std::make_unique<IntakeLimiter>(clock, intake);
+  s->quota_ledger_ = std::make_unique<StoreQuotaLedger>(*s->store_);
+  s->quotas_ = std::make_unique<QuotaBook>(clock, *s->quota_ledger_, o.quotas);
+  // A tier's budgets are its tenants' own defaults (their overrides, loaded next, go over them).
+  for (const auto& [tenant, tier] : o.quotas.tenant_tiers) {
+    if (auto t = o.quotas.tiers.find(tier);
+        t != o.quotas.tiers.end() && !t->second.budgets.empty()) {
+      if (Status st = s->SetTenantOverrides(tenant, {}); !st.ok()) {
+        return st;
+      }
+    }
+  }
   s->auth_failures_ = std::make_unique<AuthFailureLimiter>(clock, o.auth.failure_budget,
                                                            o.auth.max_failure_sources);
   if (Status st = s->LoadApiKeys(); !st.ok()) {
@@ -237,6 +249,17 @@ Status Service::LoadSettings() {
       return st;
     }
   }
+  auto quotas = store_->ListSettings(std::string(kQuotasPrefix));
+  if (!quotas) {
+    return quotas.error();
+  }
+  for (const auto& [key, text] : *quotas) {
+    auto parsed = ParseQuotas(nlohmann::json::parse(text, nullptr, false));
+    if (!parsed) {
+      return Status::Corruption("stored setting " + key + ": " + parsed.error().message);
+    }
+    quotas_->SetOwnQuotas(key.substr(kQuotasPrefix.size()), std::move(*parsed));
+  }
   auto credentials = store_->ListSettings("credentials/");
   if (!credentials) {
     return credentials.error();
@@ -292,11 +315,24 @@ void Service::ReloadCredentialRefs(std::function<void(Status)> done) {
 Status Service::SetTenantOverrides(
     const std::string& tenant,
     const std::vector<std::pair<pacing::BudgetName, pacing::Budget>>& overrides) {
-  if (Status st = scheduler_->SetTenantBudgets(tenant, overrides); !st.ok()) {
+  // The tier's budgets under the tenant's own overrides.
+  std::vector<std::pair<pacing::BudgetName, pacing::Budget>> merged = overrides;
+  if (auto tier = options_.quotas.tenant_tiers.find(tenant);
+      tier != options_.quotas.tenant_tiers.end()) {
+    if (auto t = options_.quotas.tiers.find(tier->second); t != options_.quotas.tiers.end()) {
+      for (const auto& tier_budget : t->second.budgets) {
+        if (std::none_of(overrides.begin(), overrides.end(),
+                         [&](const auto& o) { return o.first == tier_budget.first; })) {
+          merged.push_back(tier_budget);
+        }
+      }
+    }
+  }
+  if (Status st = scheduler_->SetTenantBudgets(tenant, merged); !st.ok()) {
     return st;
   }
   std::optional<pacing::Budget> intake;
-  for (const auto& [name, budget] : overrides) {
+  for (const auto& [name, budget] : merged) {
     if (name == pacing::BudgetName::kTenantIntake) {
       intake = budget;
     }
@@ -318,12 +354,33 @@ std::pair<pacing::Budget, bool> Service::EffectiveBudget(const std::string& tena
       }
     }
   }
+  if (std::optional<pacing::Budget> tier = TierBudget(tenant, name)) {
+    return {*tier, false};
+  }
   for (const auto& [n, budget] : options_.budget_defaults) {
     if (n == name) {
       return {budget, false};
     }
   }
   return {pacing::DefaultBudget(name), false};
+}
+
+std::optional<pacing::Budget> Service::TierBudget(const std::string& tenant,
+                                                  pacing::BudgetName name) const {
+  auto tier = options_.quotas.tenant_tiers.find(tenant);
+  if (tier == options_.quotas.tenant_tiers.end()) {
+    return std::nullopt;
+  }
+  auto t = options_.quotas.tiers.find(tier->second);
+  if (t == options_.quotas.tiers.end()) {
+    return std::nullopt;
+  }
+  for (const auto& [n, budget] : t->second.budgets) {
+    if (n == name) {
+      return budget;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace egress::service

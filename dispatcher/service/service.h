@@ -28,6 +28,8 @@
 #include "dispatcher/service/delivery/delivery_loop.h"
 #include "dispatcher/service/job_registry.h"
 #include "dispatcher/service/metrics.h"
+#include "dispatcher/service/quota_book.h"
+#include "dispatcher/service/quota_ledger.h"
 #include "dispatcher/service/retention.h"
 #include "dispatcher/service/store_health_monitor.h"
 #include "storage/queue_store.h"
@@ -79,6 +81,9 @@ struct ServiceOptions {
   size_t storage_threads = 4;
   // How long finished work is kept and how often it is purged (its own thread).
   RetentionOptions retention;
+  // Tiers, tenants' tiers and the config's quotas ([tiers], [tenants.<t>] tier and quotas).
+  // A tier's budgets are its tenants' defaults, under their own overrides. Default: none.
+  QuotaBook::Options quotas;
 };
 
 // The worker service: owns the store, the pacing engine, the transport, the delivery loop, the
@@ -112,6 +117,8 @@ class Service {
   DeliveryLoop& loop() { return *loop_; }
   pacing::Scheduler& scheduler() { return *scheduler_; }
   IntakeLimiter& intake_limiter() { return *intake_limiter_; }
+  // Tiers and quotas (docs/costs.md); loop thread only.
+  QuotaBook& quotas() { return *quotas_; }
   TenantRequestSlots& request_slots() { return request_slots_; }
   // The HTTP server's counters (connections open, refused, deadlines hit).
   const HttpServerStats& http_stats() const { return server_->stats(); }
@@ -143,9 +150,13 @@ class Service {
   // the storage pool.
   void ReloadCredentialRefs(std::function<void(Status)> done);
 
-  // The budget in force for the tenant, and whether an override set it.
+  // The budget in force for the tenant, and whether an override set it: the tenant's own
+  // override, else its tier's budget, else the deployment default.
   std::pair<pacing::Budget, bool> EffectiveBudget(const std::string& tenant,
                                                   pacing::BudgetName name) const;
+  // The budget the tenant's tier sets for `name`, if any.
+  std::optional<pacing::Budget> TierBudget(const std::string& tenant,
+                                           pacing::BudgetName name) const;
 
  private:
   Service(boost::asio::io_context& io, const Clock& clock, ServiceOptions options);
@@ -180,6 +191,8 @@ class Service {
   std::unique_ptr<RetentionRunner> retention_;
   std::unique_ptr<StoreHealthMonitor> store_health_;  // tells loop_ whether the store writes
   std::unique_ptr<IntakeLimiter> intake_limiter_;
+  std::unique_ptr<StoreQuotaLedger> quota_ledger_;
+  std::unique_ptr<QuotaBook> quotas_;
   TenantRequestSlots request_slots_;
   std::unique_ptr<HttpServer> server_;
   bool accepting_ = true;

@@ -43,7 +43,14 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
         o.credential_refs.push_back({tenant, credential, ref->second});
       }
     }
+    if (!t.tier.empty()) {
+      o.quotas.tenant_tiers.emplace(tenant, t.tier);
+    }
+    if (!t.quotas.empty()) {
+      o.quotas.tenant_quotas.emplace(tenant, t.quotas);
+    }
   }
+  o.quotas.tiers = config.tiers;
   return o;
 }
 

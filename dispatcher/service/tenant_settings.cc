@@ -1,9 +1,12 @@
 #include "dispatcher/service/tenant_settings.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "adapters/api_key.h"
 #include "adapters/webhook_signature.h"
+#include "config/duration.h"
 #include "dispatcher/pacing/scope_path.h"
 
 namespace egress::service {
@@ -69,6 +72,78 @@ json RateLimitsToJson(const BudgetOverrides& overrides) {
   for (const auto& [name, b] : overrides) {
     j[std::string(pacing::BudgetNameString(name))] = {
         {"limit", b.limit}, {"scale_ms", b.scale_ms}, {"burst", b.burst}};
+  }
+  return j;
+}
+
+tl::expected<config::QuotaMap, ApiError> ParseQuotas(const json& quotas) {
+  if (!quotas.is_object()) {
+    return tl::unexpected(ApiError{400, "invalid_request", "quotas: must be an object", "quotas"});
+  }
+  if (quotas.size() > config::kMaxQuotas) {
+    return tl::unexpected(ApiError{400, "invalid_request",
+                                   fmt::format("quotas: at most {} quotas", config::kMaxQuotas),
+                                   "quotas"});
+  }
+  config::QuotaMap out;
+  for (const auto& [name, value] : quotas.items()) {
+    const std::string field = "quotas." + name;
+    if (!config::ValidQuotaName(name)) {
+      return tl::unexpected(
+          ApiError{400, "invalid_quota",
+                   fmt::format("quotas: a quota name is 1 to {} of A-Z a-z 0-9 _ . -",
+                               config::kMaxQuotaNameBytes),
+                   "quotas"});
+    }
+    config::QuotaConfig q;
+    if (!value.is_object() || !value.contains("limit") || !value["limit"].is_number_integer() ||
+        value["limit"].get<int64_t>() < 1 ||
+        value["limit"].get<int64_t>() > config::kMaxQuotaLimit) {
+      return tl::unexpected(
+          ApiError{400, "invalid_quota",
+                   fmt::format("{}.limit: an integer from 1 to {}", field, config::kMaxQuotaLimit),
+                   field + ".limit"});
+    }
+    q.limit = value["limit"].get<int64_t>();
+    auto window = value.find("window");
+    Result<Millis> parsed = window != value.end() && window->is_string()
+                                ? config::ParseDuration(window->get<std::string>())
+                                : Result<Millis>(Status::InvalidArgument("required, e.g. \"30d\""));
+    if (!parsed || *parsed < config::kMinQuotaWindow || *parsed > config::kMaxQuotaWindow) {
+      return tl::unexpected(
+          ApiError{400, "invalid_quota",
+                   fmt::format("{}.window: {}", field,
+                               parsed ? "must be from 1s to 366d" : parsed.error().message()),
+                   field + ".window"});
+    }
+    q.window = *parsed;
+    if (auto platforms = value.find("platforms"); platforms != value.end()) {
+      if (!platforms->is_array() || platforms->size() > static_cast<size_t>(kPlatformCount)) {
+        return tl::unexpected(ApiError{
+            400, "invalid_quota", field + ".platforms: a list of platforms", field + ".platforms"});
+      }
+      for (const json& p : *platforms) {
+        if (!p.is_string() || !ParsePlatform(p.get<std::string>())) {
+          return tl::unexpected(ApiError{400, "invalid_quota",
+                                         field + ".platforms: each slack, discord, line or webhook",
+                                         field + ".platforms"});
+        }
+        q.platforms.push_back(p.get<std::string>());
+      }
+      std::sort(q.platforms.begin(), q.platforms.end());
+      q.platforms.erase(std::unique(q.platforms.begin(), q.platforms.end()), q.platforms.end());
+    }
+    out[name] = std::move(q);
+  }
+  return out;
+}
+
+json QuotasToJson(const config::QuotaMap& quotas) {
+  json j = json::object();
+  for (const auto& [name, q] : quotas) {
+    j[name] = {{"limit", q.limit},
+               {"window", config::FormatDuration(q.window)},
+               {"platforms", q.platforms}};
   }
   return j;
 }

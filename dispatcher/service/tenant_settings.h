@@ -10,6 +10,7 @@
 #include <tl/expected.hpp>
 
 #include "adapters/platform_adapter.h"
+#include "config/tenant_config.h"
 #include "dispatcher/pacing/budget.h"
 #include "dispatcher/service/api/error.h"
 
@@ -38,6 +39,16 @@ inline std::string ApiKeysKey(const std::string& tenant) {
 std::string ApiKeysToSetting(const std::vector<std::string>& digests);
 // nullopt when `text` is not such a record.
 std::optional<std::vector<std::string>> ApiKeysFromSetting(const std::string& text);
+
+// {"monthly":{"limit":N,"window":"30d","platforms"?:["line"]}, ...} -> a tenant's own quotas; a
+// 400 naming the first bad quota or field. The same text is persisted as the store setting
+// "quotas/<tenant>" and read back on start.
+tl::expected<config::QuotaMap, ApiError> ParseQuotas(const nlohmann::json& quotas);
+nlohmann::json QuotasToJson(const config::QuotaMap& quotas);
+inline constexpr std::string_view kQuotasPrefix = "quotas/";
+inline std::string QuotasKey(const std::string& tenant) {
+  return std::string(kQuotasPrefix) + tenant;
+}
 
 inline std::string OverridesKey(const std::string& tenant) { return "overrides/" + tenant; }
 inline std::string CredentialKey(const std::string& tenant, const std::string& name) {

@@ -115,6 +115,15 @@ relay_egress_http_timeouts_total{direction="read"} 2
 # HELP relay_egress_connections_opened_total Outbound connections opened to platforms and webhook receivers (each with its TLS handshake for https); small next to the attempts while connections are reused.
 # TYPE relay_egress_connections_opened_total counter
 relay_egress_connections_opened_total 4
+# HELP relay_egress_quota_rejections_total Deliveries (or batch items) refused at intake with quota_exceeded, by tenant and quota.
+# TYPE relay_egress_quota_rejections_total counter
+relay_egress_quota_rejections_total{tenant="acme",quota="monthly"} 1
+# HELP relay_egress_quota_used_ratio Units counted in a tenant's quota window over its limit (1 = exhausted), by tenant and quota, at scrape time.
+# TYPE relay_egress_quota_used_ratio gauge
+relay_egress_quota_used_ratio{tenant="acme",quota="monthly"} 0.5
+# HELP relay_egress_tier_utilization_ratio Per tier and quota (label budget): units counted over the sum of limits of the tier's tenants that have that quota, at scrape time.
+# TYPE relay_egress_tier_utilization_ratio gauge
+relay_egress_tier_utilization_ratio{tier="pro",budget="monthly"} 0.25
 )txt";
 
 void Record(Metrics& m) {
@@ -141,6 +150,9 @@ void Record(Metrics& m) {
   m.Set(GaugeId::kStoreHealthy, {}, 0);
   m.Inc(CounterId::kCorruptRecords, {}, 2);
   m.SetTotal(CounterId::kConnectionsOpened, {}, 4);
+  m.Inc(CounterId::kQuotaRejections, {{"tenant", "acme"}, {"quota", "monthly"}});
+  m.Set(GaugeId::kQuotaUsedRatio, {{"tenant", "acme"}, {"quota", "monthly"}}, 0.5);
+  m.Set(GaugeId::kTierUtilization, {{"tier", "pro"}, {"budget", "monthly"}}, 0.25);
 }
 
 // Verifies that the rendered text is byte for byte what it was: order, escaping, histograms.
@@ -177,7 +189,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 24u);
+  EXPECT_EQ(names.size(), 27u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }
@@ -186,6 +198,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   EXPECT_EQ(Metrics::Name(HistogramId::kAttemptDuration), "relay_egress_attempt_duration_seconds");
   EXPECT_EQ(Metrics::Name(CounterId::kPurged), "relay_egress_purged_total");
   EXPECT_EQ(Metrics::Name(GaugeId::kStoreBytes), "relay_egress_store_bytes");
+  EXPECT_EQ(Metrics::Name(GaugeId::kTierUtilization), "relay_egress_tier_utilization_ratio");
 }
 
 }  // namespace

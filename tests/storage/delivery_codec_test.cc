@@ -31,6 +31,8 @@ Delivery Sample() {
                               "",
                               {{"retry-after", "30"}, {"x-ratelimit-remaining", "0"}}});
   d.history.push_back(Attempt{1'767'225'601'000, 0, 0, "", "connect timeout", {}});
+  d.charges.push_back(QuotaCharge{"monthly", 2'592'000'000, 43'200'000, 1'769'860'800'000, 7});
+  d.charges.push_back(QuotaCharge{"daily", 86'400'000, 1'440'000, 1'767'312'000'000, -3});
   return d;
 }
 

@@ -56,6 +56,11 @@ class MemoryQueueStore final : public QueueStore {
   StoreHealth Health() override;
   Status Recover() override;
   Status PutSetting(const std::string& key, const std::string& value) override;
+  // Charges nothing: always empty.
+  pacing::SlidingWindowCounter QuotaUsage(const std::string&, const std::string&,
+                                          int64_t) override {
+    return {};
+  }
   Result<std::vector<std::pair<std::string, std::string>>> ListSettings(
       const std::string& prefix) override;
   Status Close() override;

@@ -1,11 +1,16 @@
-// /api/admin/tenants/{tenant}/rate_limits, /api_keys and /credentials/{name}. The caller checks
-// the admin token (Route) before any of these runs.
+// /api/admin/tenants/{tenant}/rate_limits, /quotas, /api_keys and /credentials/{name}, and
+// /api/admin/quotas (GetQuotas serves GET /v1/quotas too). Route authorizes the caller
+// (the admin token; a tenant key for its own /v1/quotas) before any of these runs.
+
+#include <chrono>
 
 #include <boost/asio/post.hpp>
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "adapters/api_key.h"
 #include "adapters/credential_token.h"
+#include "config/duration.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
 #include "dispatcher/service/event_log.h"
@@ -123,12 +128,98 @@ void GetRateLimits(Service& s, const std::string& tenant, Respond respond) {
   for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
     const auto name = static_cast<BudgetName>(i);
     const auto [budget, overridden] = s.EffectiveBudget(tenant, name);
-    budgets[std::string(pacing::BudgetNameString(name))] = {{"limit", budget.limit},
-                                                            {"scale_ms", budget.scale_ms},
-                                                            {"burst", budget.burst},
-                                                            {"overridden", overridden}};
+    budgets[std::string(pacing::BudgetNameString(name))] = {
+        {"limit", budget.limit},
+        {"scale_ms", budget.scale_ms},
+        {"burst", budget.burst},
+        {"overridden", overridden},
+        {"tier", !overridden && s.TierBudget(tenant, name).has_value()}};
   }
   respond(JsonResponse(200, {{"tenant", tenant}, {"rate_limits", budgets}}));
+}
+
+namespace {
+
+// One tenant's quotas as GetQuotas answers them.
+json QuotasAnswer(Service& s, const std::string& tenant) {
+  const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
+  json quotas = json::object();
+  for (const QuotaBook::Quota& q : s.quotas().QuotasOf(tenant)) {
+    const QuotaBook::Usage u = s.quotas().UsageOf(tenant, q);
+    const auto resets = std::chrono::time_point<std::chrono::system_clock, std::chrono::seconds>(
+        std::chrono::seconds((now_ms + u.reset_after_ms + 999) / 1000));
+    quotas[q.name] = {{"limit", q.config.limit},
+                      {"window", config::FormatDuration(q.config.window)},
+                      {"window_ms", q.config.window.count()},
+                      {"platforms", q.config.platforms},
+                      {"source", q.own ? "tenant" : "tier"},
+                      {"used", u.used},
+                      {"remaining", u.remaining},
+                      {"resets_in_ms", u.reset_after_ms},
+                      {"resets", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", resets)}};
+  }
+  const std::string& tier = s.quotas().TierOf(tenant);
+  return {{"tenant", tenant},
+          {"tier", tier.empty() ? json(nullptr) : json(tier)},
+          {"quotas", std::move(quotas)}};
+}
+
+}  // namespace
+
+void GetQuotas(Service& s, const std::string& tenant, Respond respond) {
+  if (auto bad = CheckRequestText("tenant", tenant, s.options().store.max_field_bytes)) {
+    respond(ErrorResponse(*bad));
+    return;
+  }
+  respond(JsonResponse(200, QuotasAnswer(s, tenant)));
+}
+
+void ListQuotas(Service& s, Respond respond) {
+  json tenants = json::array();
+  for (const std::string& tenant : s.quotas().Tenants()) {
+    tenants.push_back(QuotasAnswer(s, tenant));
+  }
+  respond(JsonResponse(200, {{"tenants", std::move(tenants)}}));
+}
+
+void PutQuotas(Service& s, const std::string& tenant, const HttpRequest& request, Respond respond) {
+  if (auto bad = CheckRequestText("tenant", tenant, s.options().store.max_field_bytes)) {
+    respond(ErrorResponse(*bad));
+    return;
+  }
+  auto body = ParseJsonBody(request);
+  if (!body) {
+    respond(ErrorResponse(body.error()));
+    return;
+  }
+  if (!body->is_object()) {
+    respond(ErrorResponse({400, "invalid_request", "body: must be a JSON object"}));
+    return;
+  }
+  auto quotas = ParseQuotas(body->value("quotas", json::object()));
+  if (!quotas) {
+    respond(ErrorResponse(quotas.error()));
+    return;
+  }
+  // Durable first, then in force, as rate_limits. An empty map deletes the setting: the tenant
+  // goes back to its config's quotas and its tier's.
+  const std::string text = quotas->empty() ? "" : QuotasToJson(*quotas).dump();
+  asio::post(s.storage_pool(), [&s, tenant, text, quotas = std::move(*quotas),
+                                respond = std::move(respond)]() mutable {
+    Status stored = s.store().PutSetting(QuotasKey(tenant), text);
+    asio::post(s.io(), [&s, tenant, stored, quotas = std::move(quotas),
+                        respond = std::move(respond)]() mutable {
+      if (!stored.ok()) {
+        respond(ErrorResponse(FromStatus(stored)));
+        return;
+      }
+      LogEvent(LogLevel::kInfo, "quotas_replaced",
+               {{"tenant", tenant}, {"quotas", QuotasToJson(quotas)}});
+      s.quotas().SetOwnQuotas(
+          tenant, quotas.empty() ? std::nullopt : std::optional<config::QuotaMap>(quotas));
+      GetQuotas(s, tenant, std::move(respond));
+    });
+  });
 }
 
 void PutCredential(Service& s, const std::string& tenant, const std::string& name,

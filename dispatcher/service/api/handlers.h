@@ -74,6 +74,17 @@ void GetMetrics(Service& service, Respond respond);
 void PutRateLimits(Service& service, const std::string& tenant, const HttpRequest& request,
                    Respond respond);
 void GetRateLimits(Service& service, const std::string& tenant, Respond respond);
+// PUT /api/admin/tenants/{tenant}/quotas {"quotas":{...}}: replaces the tenant's own quotas
+// (tenant_settings.h), persisted before they take effect; {} goes back to the tier's. Answers as
+// GetQuotas.
+void PutQuotas(Service& service, const std::string& tenant, const HttpRequest& request,
+               Respond respond);
+// GET /api/admin/tenants/{tenant}/quotas and, for a tenant key, GET /v1/quotas: 200
+// {"tenant","tier","quotas":{name:{limit,window,window_ms,platforms,source,used,remaining,
+// resets_in_ms,resets}}}.
+void GetQuotas(Service& service, const std::string& tenant, Respond respond);
+// GET /api/admin/quotas: {"tenants":[GetQuotas' answer for each tenant with a tier or quotas]}.
+void ListQuotas(Service& service, Respond respond);
 // PUT /api/admin/tenants/{tenant}/api_keys {"api_keys":[...]}: replaces the tenant's keys (each
 // the key or "sha256:<hex>"), persisted as digests (tenant_settings.h) before they take effect.
 void PutApiKeys(Service& service, const std::string& tenant, const HttpRequest& request,

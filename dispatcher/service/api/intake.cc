@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "config/duration.h"
 #include "config/server_options.h"
 #include "dispatcher/service/api/delivery_fields.h"
 #include "dispatcher/service/api/handlers.h"
@@ -51,6 +52,69 @@ HttpResponse Throttled(const IntakeLimiter::Decision& d, WallTime now, std::stri
   res.set("RateLimit-Policy", fmt::format("\"tenant_intake\";q={};w={}", d.budget.limit, window_s));
   res.set("RateLimit", fmt::format("\"tenant_intake\";r={};t={}", d.remaining, reset_s));
   return res;
+}
+
+// The answer's fields of a quota refusal: the quota, and when enough units leave its window for
+// the request to fit (a request over the whole limit never fits: the window, and says so).
+struct QuotaRetry {
+  int64_t retry_ms;
+  bool never;
+};
+QuotaRetry RetryOf(const QuotaBook::Denial& d) {
+  const bool never = d.decision.retry_after_ms < 0;
+  return {never ? d.quota.config.window.count() : std::max<int64_t>(1, d.decision.retry_after_ms),
+          never};
+}
+
+std::string QuotaMessage(const QuotaBook::Denial& d, bool never) {
+  return never ? fmt::format(
+                     "the delivery's units are more than quota {}'s limit of {}: it "
+                     "never fits",
+                     d.quota.name, d.quota.config.limit)
+               : fmt::format("tenant is over its quota {} ({} units per {}); retry later",
+                             d.quota.name, d.quota.config.limit,
+                             config::FormatDuration(d.quota.config.window));
+}
+
+// 429 quota_exceeded (docs/api.md, "Quotas") with Retry-After and the rate-limit headers of the
+// quota (RateLimit-Policy's w: the window in seconds).
+HttpResponse QuotaExceeded(const QuotaBook::Denial& d, WallTime now) {
+  const auto [retry_ms, never] = RetryOf(d);
+  const int64_t retry_s = (retry_ms + 999) / 1000;
+  const int64_t reset_s = (d.decision.reset_after_ms + 999) / 1000;
+  const int64_t window_s = (d.quota.config.window.count() + 999) / 1000;
+  const int64_t remaining = std::max<int64_t>(0, d.quota.config.limit - d.decision.used);
+  HttpResponse res = JsonResponse(429, {{"error", "quota_exceeded"},
+                                        {"message", QuotaMessage(d, never)},
+                                        {"quota", d.quota.name},
+                                        {"retry_after_ms", retry_ms}});
+  res.set("Retry-After", std::to_string(retry_s));
+  res.set("X-RateLimit-Limit", std::to_string(d.quota.config.limit));
+  res.set("X-RateLimit-Remaining", std::to_string(remaining));
+  res.set("X-RateLimit-Reset",
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count() +
+              reset_s));
+  res.set("RateLimit-Policy",
+          fmt::format("\"{}\";q={};w={}", d.quota.name, d.quota.config.limit, window_s));
+  res.set("RateLimit", fmt::format("\"{}\";r={};t={}", d.quota.name, remaining, reset_s));
+  return res;
+}
+
+// A batch item's quota refusal, as the batch answer lists it.
+std::string QuotaRefusalText(const QuotaBook::Denial& d) {
+  const auto [retry_ms, never] = RetryOf(d);
+  return json{{"error", "quota_exceeded"},
+              {"message", QuotaMessage(d, never)},
+              {"quota", d.quota.name},
+              {"retry_after_ms", retry_ms},
+              {"status", 429}}
+      .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void CountQuotaRejection(Service& s, const std::string& tenant, const QuotaBook::Denial& d) {
+  s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", tenant}, {"reason", "quota_exceeded"}});
+  s.metrics().Inc(CounterId::kQuotaRejections, {{"tenant", tenant}, {"quota", d.quota.name}});
 }
 
 // A tenant at its cap of requests in flight (TenantRequestSlots).
@@ -452,6 +516,14 @@ void CreateDelivery(Service& s, const HttpRequest& request, const TenantScope& s
     respond(TooManyInFlight(s.request_slots().per_tenant()));
     return;
   }
+  // The estimate: each part's cost, charged to every quota of the tenant that applies, with the
+  // write (the store counts it; the reservation covers the time until the write is done).
+  QuotaBook::Reservation reserved;
+  if (auto denial = s.quotas().Charge(*parts, reserved)) {
+    CountQuotaRejection(s, tenant, *denial);
+    respond(QuotaExceeded(*denial, s.clock().WallNow()));
+    return;
+  }
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
   const uint64_t watermark = s.options().backlog_watermark;
   auto shared = std::make_shared<const std::vector<storage::NewDelivery>>(std::move(*parts));
@@ -460,8 +532,9 @@ void CreateDelivery(Service& s, const HttpRequest& request, const TenantScope& s
       [shared, now_ms, watermark](storage::QueueStore& store) {
         return EnqueueParts(store, *shared, now_ms, watermark);
       },
-      [&s, shared, now_ms, decision, slot = std::move(slot),
+      [&s, shared, now_ms, decision, slot = std::move(slot), reserved = std::move(reserved),
        respond = std::move(respond)](EnqueueOutcome out) {
+        s.quotas().Release(reserved);
         if (out.over_backlog) {
           s.metrics().Inc(CounterId::kIntakeRejections,
                           {{"tenant", shared->front().tenant}, {"reason", "backlog"}});
@@ -517,6 +590,9 @@ void CreateBatch(Service& s, const HttpRequest& request, const TenantScope& scop
   slots.reserve(items->size());
   std::map<std::string, int64_t> per_tenant;
   CredentialPlatforms credentials(s.credentials());
+  // Every item's quota charge, reserved until the write is done (items refused later for their
+  // tenant's budget only hold theirs a little longer).
+  QuotaBook::Reservation reserved;
   for (size_t i = 0; i < items->size(); ++i) {
     auto one = CheckItem(s, std::move((*items)[i]), credentials);
     auto parts = one ? SplitDelivery(std::move(*one))
@@ -524,6 +600,11 @@ void CreateBatch(Service& s, const HttpRequest& request, const TenantScope& scop
                            tl::unexpected(std::move(one.error())));
     if (!parts) {
       refused[i] = RefusalText(parts.error());
+      continue;
+    }
+    if (auto denial = s.quotas().Charge(*parts, reserved)) {
+      CountQuotaRejection(s, parts->front().tenant, *denial);
+      refused[i] = QuotaRefusalText(*denial);
       continue;
     }
     per_tenant[parts->front().tenant] += static_cast<int64_t>(parts->size());
@@ -556,6 +637,7 @@ void CreateBatch(Service& s, const HttpRequest& request, const TenantScope& scop
     DropDenied(denied, *pending, slots, refused);
   }
   if (pending->empty() && !denied.empty()) {
+    s.quotas().Release(reserved);
     // Each tenant was refused for its budget (with its headers) or for its requests in flight.
     auto metered = std::find_if(denied.begin(), denied.end(),
                                 [](const auto& d) { return d.second.budget.limit > 0; });
@@ -577,8 +659,9 @@ void CreateBatch(Service& s, const HttpRequest& request, const TenantScope& scop
       [write, now_ms, watermark](storage::QueueStore& store) {
         return WriteBatch(store, *write, now_ms, watermark);
       },
-      [&s, write, now_ms, slots_taken = std::move(slots_taken),
+      [&s, write, now_ms, slots_taken = std::move(slots_taken), reserved = std::move(reserved),
        respond = std::move(respond)](auto stored) mutable {
+        s.quotas().Release(reserved);
         for (const auto& [tenant, n] : write->over_backlog) {
           s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", tenant}, {"reason", "backlog"}},
                           static_cast<double>(n));

@@ -1,7 +1,10 @@
 // GET /v1/stats, /v1/destinations, /metrics; POST /v1/destinations/enable.
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include <boost/asio/post.hpp>
 
@@ -214,6 +217,35 @@ void EnableDestination(Service& s, const HttpRequest& request, const TenantScope
   respond(JsonResponse(200, {{"key", DestinationKeyText(key)}, {"enabled", true}}));
 }
 
+namespace {
+
+// relay_egress_quota_used_ratio per tenant and quota, relay_egress_tier_utilization_ratio per
+// tier and quota name (the sum of used over the sum of limits of the tier's tenants).
+void SetQuotaGauges(Service& s) {
+  std::map<std::pair<std::string, std::string>, std::pair<double, double>> tiers;
+  for (const std::string& tenant : s.quotas().Tenants()) {
+    const std::string& tier = s.quotas().TierOf(tenant);
+    for (const QuotaBook::Quota& q : s.quotas().QuotasOf(tenant)) {
+      const QuotaBook::Usage u = s.quotas().UsageOf(tenant, q);
+      const double used = static_cast<double>(u.used);
+      const double limit = static_cast<double>(q.config.limit);
+      s.metrics().Set(GaugeId::kQuotaUsedRatio, {{"tenant", tenant}, {"quota", q.name}},
+                      used / limit);
+      if (!tier.empty()) {
+        auto& [sum_used, sum_limit] = tiers[{tier, q.name}];
+        sum_used += used;
+        sum_limit += limit;
+      }
+    }
+  }
+  for (const auto& [key, sums] : tiers) {
+    s.metrics().Set(GaugeId::kTierUtilization, {{"tier", key.first}, {"budget", key.second}},
+                    sums.first / sums.second);
+  }
+}
+
+}  // namespace
+
 void GetMetrics(Service& s, Respond respond) {
   const HttpServerStats& http = s.http_stats();
   Metrics& m = s.metrics();
@@ -226,6 +258,7 @@ void GetMetrics(Service& s, Respond respond) {
              static_cast<double>(http.write_timeouts));
   m.SetTotal(CounterId::kConnectionsOpened, {},
              static_cast<double>(s.transport().ConnectionsOpened()));
+  SetQuotaGauges(s);
   respond(TextResponse(200, s.metrics().Render(), "text/plain; version=0.0.4"));
 }
 

@@ -84,7 +84,8 @@ void RouteDeliveries(Service& s, HttpRequest&& req, const std::vector<std::strin
 
 // Authenticate has checked the admin token.
 void RouteAdmin(Service& s, HttpRequest&& req, const std::vector<std::string>& p, Respond respond) {
-  // api admin tenants {tenant} rate_limits | api_keys | credentials {name}
+  // api admin tenants {tenant} rate_limits | quotas | api_keys | credentials {name}; api admin
+  // quotas
   if (p.size() == 5 && p[2] == "tenants" && p[4] == "rate_limits") {
     if (req.method() == verb::put) {
       return PutRateLimits(s, p[3], req, std::move(respond));
@@ -93,6 +94,18 @@ void RouteAdmin(Service& s, HttpRequest&& req, const std::vector<std::string>& p
       return GetRateLimits(s, p[3], std::move(respond));
     }
     return respond(NotAllowed());
+  }
+  if (p.size() == 5 && p[2] == "tenants" && p[4] == "quotas") {
+    if (req.method() == verb::put) {
+      return PutQuotas(s, p[3], req, std::move(respond));
+    }
+    if (req.method() == verb::get) {
+      return GetQuotas(s, p[3], std::move(respond));
+    }
+    return respond(NotAllowed());
+  }
+  if (p.size() == 3 && p[2] == "quotas") {
+    return req.method() == verb::get ? ListQuotas(s, std::move(respond)) : respond(NotAllowed());
   }
   if (p.size() == 5 && p[2] == "tenants" && p[4] == "api_keys") {
     return req.method() == verb::put ? PutApiKeys(s, p[3], req, std::move(respond))
@@ -143,6 +156,22 @@ void Route(Service& s, HttpRequest&& req, const boost::asio::ip::address& peer, 
   if (p.size() == 3 && p[0] == "v1" && p[1] == "jobs") {
     return req.method() == verb::get ? GetJob(s, p[2], scope, std::move(respond))
                                      : respond(NotAllowed());
+  }
+  if (p.size() == 2 && p[0] == "v1" && p[1] == "quotas") {
+    if (req.method() != verb::get) {
+      return respond(NotAllowed());
+    }
+    // A tenant key reads its own; the admin names the tenant.
+    std::string tenant = scope.value_or("");
+    if (!scope) {
+      auto query = QueryParams(View(req.target()));
+      tenant = query["tenant"];
+      if (tenant.empty()) {
+        return respond(ErrorResponse(
+            {400, "invalid_request", "tenant: required with the admin token", "tenant"}));
+      }
+    }
+    return GetQuotas(s, tenant, std::move(respond));
   }
   if (p.size() == 2 && p[0] == "v1" && p[1] == "stats") {
     return GetStats(s, scope, std::move(respond));

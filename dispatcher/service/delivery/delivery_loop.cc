@@ -463,14 +463,18 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
         CounterId::kThrottles,
         {{"tenant", d.tenant}, {"platform", platform}, {"reason", verdict->deferral.ToString()}});
   }
-  Finish(key, d, *verdict, report.attempt);
+  Finish(key, d, *verdict, report.attempt, report.actual_cost);
 }
 
 void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdict& verdict,
-                          std::optional<storage::Attempt> attempt) {
+                          std::optional<storage::Attempt> attempt,
+                          std::optional<int64_t> actual_cost) {
   in_flight_.erase(d.id);
   --dests_.at(key).in_flight;
   storage::StateChange change = StateChangeFor(verdict, LoopTimeOf(clock_), std::move(attempt));
+  if (change.to == storage::DeliveryState::kDelivered) {
+    change.actual_cost = actual_cost;
+  }
   if (verdict.kind == VerdictKind::kDefer) {
     metrics_.Inc(CounterId::kDeferrals,
                  {{"tenant", d.tenant}, {"platform", d.platform}, {"reason", change.reason}});

@@ -172,8 +172,10 @@ class DeliveryLoop {
   // Stops a Discord token that nears the invalid-request ban line.
   void GuardDiscordToken(Dest& dest, const adapters::AttemptReport& report);
   // Releases the attempt and persists its verdict.
+  // `actual_cost`: the adapter's actual units of a delivered attempt (corrects its quota charges).
   void Finish(const std::string& key, const storage::Delivery& d, const pacing::Verdict& verdict,
-              std::optional<storage::Attempt> attempt);
+              std::optional<storage::Attempt> attempt,
+              std::optional<int64_t> actual_cost = std::nullopt);
   void OnPersisted(const std::string& key, Result<storage::Delivery> stored);
   // A store call failed for a passing reason: counts it and pauses dispatching for the next
   // back-off. OnStoreOk ends the streak.
