@@ -55,6 +55,9 @@ struct NewDelivery {
   std::string idempotency_key;  // optional; (tenant, key) maps to one delivery
   std::string ordering_key;     // optional; same key leaves in enqueue order
   uint32_t cost = 1;            // budget units this delivery takes
+  // Optional W3C traceparent, version 00 (55 characters; dispatcher/base/traceparent.h); sent
+  // on webhook requests.
+  std::string traceparent;
 };
 
 // A stored delivery. `id` is time-ordered: ids sort in enqueue order.
@@ -69,6 +72,7 @@ struct Delivery {
   std::string ordering_key;
   uint32_t cost = 1;
   int64_t created_ms = 0;
+  std::string traceparent;  // empty when none (and in records written before format tag 18)
   DeliveryState state = DeliveryState::kQueued;
   uint32_t attempts = 0;         // attempts that counted against the retry limit
   int64_t next_attempt_ms = 0;   // when a waiting delivery is due (Unix ms)

@@ -30,6 +30,7 @@ enum Tag : uint64_t {
   kUpdatedMs = 15,
   kFinishedMs = 16,
   kAttempt = 17,  // repeated, nested record
+  kTraceparent = 18,
 };
 
 // The text fields, in encoding order.
@@ -43,6 +44,7 @@ constexpr std::pair<Tag, std::string Delivery::*> kTextFields[] = {
     {kIdempotencyKey, &Delivery::idempotency_key},
     {kOrderingKey, &Delivery::ordering_key},
     {kReason, &Delivery::reason},
+    {kTraceparent, &Delivery::traceparent},
 };
 
 enum AttemptTag : uint64_t {
@@ -211,6 +213,9 @@ std::string EncodeDelivery(const Delivery& d) {
   out.reserve(d.payload.size() + 128);
   out.push_back(kFormatV1);
   for (const auto& [tag, member] : kTextFields) {
+    if (tag == kTraceparent && (d.*member).empty()) {
+      continue;  // optional and new: a record without one is what older builds wrote
+    }
     PutBytes(out, tag, d.*member);
   }
   PutInt(out, kCost, d.cost);

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include "dispatcher/base/traceparent.h"
 #include "storage/queue_store.h"
 
 namespace egress::storage {
@@ -40,6 +41,9 @@ Status ValidateNewDelivery(const NewDelivery& d, const StoreOptions& options) {
   }
   if (d.cost == 0) {
     return Status::InvalidArgument("cost: must be at least 1");
+  }
+  if (!d.traceparent.empty() && NormalizeTraceparent(d.traceparent) != d.traceparent) {
+    return Status::InvalidArgument("traceparent: not a W3C traceparent of version 00");
   }
   return Status::Ok();
 }

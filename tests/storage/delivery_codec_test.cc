@@ -31,6 +31,7 @@ Delivery Sample() {
                               "",
                               {{"retry-after", "30"}, {"x-ratelimit-remaining", "0"}}});
   d.history.push_back(Attempt{1'767'225'601'000, 0, 0, "", "connect timeout", {}});
+  d.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
   return d;
 }
 
@@ -50,6 +51,20 @@ TEST(DeliveryCodecTest, SkipsUnknownFields) {
   Result<Delivery> back = DecodeDelivery(bytes);
   ASSERT_TRUE(back.has_value()) << back.error().ToString();
   EXPECT_EQ(*back, Sample());
+}
+
+// Verifies that a record written before the traceparent field (tag 18) still reads, with an
+// empty traceparent, and that a record without one encodes no tag 18.
+TEST(DeliveryCodecTest, ReadsRecordsWithoutTraceparent) {
+  Delivery old = Sample();
+  old.traceparent.clear();
+  const std::string bytes = EncodeDelivery(old);
+  // Tag 18, length 55, the value: nothing else differs.
+  EXPECT_EQ(EncodeDelivery(Sample()).size() - bytes.size(), 1u + 1u + 55u);
+  Result<Delivery> back = DecodeDelivery(bytes);
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(back->traceparent, "");
+  EXPECT_EQ(*back, old);
 }
 
 // Verifies that every truncation of a record is refused as Corruption or decodes a prefix that
