@@ -39,11 +39,14 @@ Result<HttpRequest> WebhookAdapter::BuildRequest(const storage::Delivery& delive
   HttpRequest request;
   request.url = delivery.destination;
   // Moved in one by one: a braced list would copy every string out of its initializer_list.
-  request.headers.reserve(4);
+  request.headers.reserve(5);
   request.headers.push_back({"Content-Type", "application/json"});
   request.headers.push_back({"webhook-id", std::move(signature->id)});
   request.headers.push_back({"webhook-timestamp", std::move(signature->timestamp)});
   request.headers.push_back({"webhook-signature", std::move(signature->signature)});
+  if (!delivery.traceparent.empty()) {
+    request.headers.push_back({"traceparent", delivery.traceparent});  // W3C Trace Context
+  }
   request.body = delivery.payload;
   request.ssrf = endpoints_.WebhookSsrfFor(delivery.tenant);
   return request;

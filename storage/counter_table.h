@@ -46,6 +46,17 @@ class CounterTable {
   void Apply(const CounterDeltas& deltas);
   // 0 for a counter never written.
   int64_t Get(std::string_view key) const;
+  // Calls `fn(key, value)` for every counter whose key starts with `prefix` and is not 0, in no
+  // particular order, under the table's lock (`fn` must not call back into the table).
+  template <class Fn>
+  void ForEachWithPrefix(std::string_view prefix, Fn&& fn) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, value] : values_) {
+      if (std::string_view(key).starts_with(prefix)) {
+        fn(std::string_view(key), value);
+      }
+    }
+  }
 
  private:
   mutable std::mutex mu_;

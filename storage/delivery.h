@@ -72,6 +72,9 @@ struct NewDelivery {
   uint32_t cost = 1;            // budget units this delivery takes
   // The quotas intake charged (at most kMaxQuotaCharges). Default: none.
   std::vector<QuotaCharge> charges;
+  // Optional W3C traceparent, version 00 (55 characters; dispatcher/base/traceparent.h); sent
+  // on webhook requests.
+  std::string traceparent;
 };
 
 // Most quotas one delivery may be charged to.
@@ -89,6 +92,7 @@ struct Delivery {
   std::string ordering_key;
   uint32_t cost = 1;
   int64_t created_ms = 0;
+  std::string traceparent;  // empty when none (and in records written before format tag 18)
   DeliveryState state = DeliveryState::kQueued;
   uint32_t attempts = 0;             // attempts that counted against the retry limit
   int64_t next_attempt_ms = 0;       // when a waiting delivery is due (Unix ms)

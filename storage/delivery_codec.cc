@@ -31,6 +31,7 @@ enum Tag : uint64_t {
   kFinishedMs = 16,
   kAttempt = 17,  // repeated, nested record
   kCharge = 18,   // repeated, nested record (QuotaCharge)
+  kTraceparent = 19,
 };
 
 // The text fields, in encoding order.
@@ -44,6 +45,7 @@ constexpr std::pair<Tag, std::string Delivery::*> kTextFields[] = {
     {kIdempotencyKey, &Delivery::idempotency_key},
     {kOrderingKey, &Delivery::ordering_key},
     {kReason, &Delivery::reason},
+    {kTraceparent, &Delivery::traceparent},
 };
 
 enum AttemptTag : uint64_t {
@@ -260,6 +262,9 @@ std::string EncodeDelivery(const Delivery& d, std::string_view stored_destinatio
   out.reserve(d.payload.size() + stored_destination.size() + 128);
   out.push_back(kFormatV1);
   for (const auto& [tag, member] : kTextFields) {
+    if (tag == kTraceparent && (d.*member).empty()) {
+      continue;  // optional and new: a record without one is what older builds wrote
+    }
     PutBytes(out, tag, member == &Delivery::destination ? stored_destination : d.*member);
   }
   PutInt(out, kCost, d.cost);

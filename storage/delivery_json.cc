@@ -145,6 +145,9 @@ json DeliveryToJson(const Delivery& d, bool with_payload) {
   if (!d.ordering_key.empty()) {
     j["ordering_key"] = Utf8Text(d.ordering_key);
   }
+  if (!d.traceparent.empty()) {
+    j["traceparent"] = Utf8Text(d.traceparent);
+  }
   if (IsWaiting(d.state)) {
     j["next_attempt_ms"] = d.next_attempt_ms;
   }

@@ -47,6 +47,13 @@ inline uint64_t CountOf(const StateCounts& c, DeliveryState s) {
   return c[static_cast<size_t>(s) - 1];
 }
 
+// The non-terminal deliveries of one (tenant, platform), summed over its destinations.
+struct GroupCounts {
+  std::string tenant;
+  std::string platform;
+  StateCounts counts{};  // terminal states read 0
+};
+
 // Counters from the disk layer, for metrics and benchmarks.
 struct StoreStats {
   uint64_t writes = 0;     // write batches committed
@@ -216,6 +223,11 @@ class QueueStore {
   // scanning, in the order of `destination_keys`.
   virtual Result<std::vector<StateCounts>> DestinationCounts(
       const std::vector<std::string>& destination_keys) = 0;
+
+  // Counts per non-terminal state of every (tenant, platform) with such deliveries, summed from
+  // the per-destination counters in memory (no disk read; cost grows with the destinations that
+  // have work), ordered by tenant then platform.
+  virtual Result<std::vector<GroupCounts>> BacklogByTenantPlatform() = 0;
 
   // Counts per state found by scanning every record: a consistency check for tests and `fsck`.
   virtual Result<StateCounts> ScanCounts() = 0;

@@ -128,6 +128,7 @@ class RocksQueueStore final : public QueueStore {
   Result<uint64_t> TenantBacklog(const std::string& tenant) override;
   Result<std::vector<StateCounts>> DestinationCounts(
       const std::vector<std::string>& destination_keys) override;
+  Result<std::vector<GroupCounts>> BacklogByTenantPlatform() override;
   Result<StateCounts> ScanCounts() override;
   Result<PurgeCounts> PurgeExpired(const RetentionPolicy& policy, int64_t now_ms,
                                    size_t max) override;

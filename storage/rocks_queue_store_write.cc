@@ -20,6 +20,7 @@ Delivery RocksQueueStore::MakeDelivery(const NewDelivery& in, int64_t now_ms) {
   d.payload = in.payload;
   d.idempotency_key = in.idempotency_key;
   d.ordering_key = in.ordering_key;
+  d.traceparent = in.traceparent;
   d.cost = in.cost;
   d.charges = in.charges;
   d.created_ms = now_ms;

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include "dispatcher/base/traceparent.h"
 #include "storage/queue_store.h"
 
 namespace egress::storage {
@@ -52,6 +53,9 @@ Status ValidateNewDelivery(const NewDelivery& d, const StoreOptions& options) {
       return Status::InvalidArgument(fmt::format(
           "charges.{}: window and slice must be positive, units not negative", c.quota));
     }
+  }
+  if (!d.traceparent.empty() && NormalizeTraceparent(d.traceparent) != d.traceparent) {
+    return Status::InvalidArgument("traceparent: not a W3C traceparent of version 00");
   }
   return Status::Ok();
 }

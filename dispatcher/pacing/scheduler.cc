@@ -961,6 +961,22 @@ Result<Budget> Scheduler::EffectiveBudget(DestinationId id, BudgetName budget) c
   return Status::NotFound(std::string(BudgetNameString(budget)) + " is not on the path");
 }
 
+Result<PathScopes> Scheduler::ScopesOf(DestinationId id) const {
+  Result<const Dest*> found = Find(id);
+  if (!found.has_value()) {
+    return found.error();
+  }
+  const Dest& dest = **found;
+  PathScopes out;
+  for (uint8_t i = 0; i < dest.scope_count; ++i) {
+    out.scopes[i] = {.name = scopes_.name(dest.scopes[i]),
+                     .key = scopes_.at(dest.scopes[i]).key,
+                     .budget = scopes_.budget(dest.scopes[i])};
+  }
+  out.size = dest.scope_count;
+  return out;
+}
+
 size_t Scheduler::Sweep() {
   const int64_t now_ns = ToNanos(clock_.Now());
   std::erase_if(recent_, [&](const auto& entry) {

@@ -75,6 +75,18 @@ struct Decision {
   SteadyTime wake_at{};
 };
 
+// The scopes of one destination's path, outermost first: each scope's budget name, key and
+// effective budget (what Scheduler::EffectiveBudget answers for it).
+struct PathScopes {
+  struct Scope {
+    BudgetName name = BudgetName::kTenantEgress;
+    ScopeKey key = 0;
+    Budget budget;
+  };
+  std::array<Scope, kMaxScopes> scopes{};
+  uint8_t size = 0;
+};
+
 // What the Scheduler knows of one destination (GET /v1/destinations).
 struct DestinationView {
   bool has_head = false;
@@ -172,6 +184,8 @@ class Scheduler {
   // The effective budget of scope `budget` on the destination's path; kNotFound if not on it.
   Result<Budget> EffectiveBudget(DestinationId id, BudgetName budget) const;
 
+  // Every scope on the destination's path (no allocation); kNotFound for an unknown id.
+  Result<PathScopes> ScopesOf(DestinationId id) const;
   // Drops meter state that equals a fresh key's; call now and then (e.g. once a minute).
   size_t Sweep();
 

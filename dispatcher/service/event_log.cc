@@ -84,6 +84,8 @@ void ConfigureEventLog(LogFormat format, LogLevel level) {
   logger.set_level(ToSpd(level));
 }
 
+bool LogEnabled(LogLevel level) { return Logger().should_log(ToSpd(level)); }
+
 void LogEvent(LogLevel level, std::string_view event, const nlohmann::json& fields) {
   spdlog::logger& logger = Logger();
   const spdlog::level::level_enum spd = ToSpd(level);

@@ -12,6 +12,9 @@ namespace egress::service {
 // as text at info level. Call once at start-up, before the loop runs.
 void ConfigureEventLog(LogFormat format, LogLevel level);
 
+// Whether an event at `level` would be written: lets a hot path skip building its fields.
+bool LogEnabled(LogLevel level);
+
 // Logs one event: a snake_case name and its fields. Text: `2026-12-01T10:00:00.123Z info
 // destination_disabled key="..." reason="..."`; JSON: one object per line,
 // `{"ts":"...","level":"info","event":"destination_disabled","key":"...","reason":"..."}`.

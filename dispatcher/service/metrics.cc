@@ -3,6 +3,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <span>
 
 #include <fmt/format.h>
@@ -48,14 +49,31 @@ constexpr Definition kDefinitions[] = {
     CounterRow(CounterId::kThrottles, "relay_egress_throttles_total",
                "Platform throttles (429 or body throttle) received, by tenant, platform and "
                "reason."),
+    CounterRow(CounterId::kPlatformResponses, "relay_egress_platform_responses_total",
+               "Responses platforms and receivers gave to delivery attempts, by platform and "
+               "code_class (1xx, 2xx, 3xx, 429, 4xx other than 429, 5xx; error: no HTTP answer)."),
     CounterRow(CounterId::kPlatform429, "relay_egress_platform_429_total",
-               "HTTP 429 responses received, by platform."),
+               "Deprecated (removed in the next release): use "
+               "relay_egress_platform_responses_total{code_class=\"429\"}. HTTP 429 responses "
+               "received, by platform."),
+    CounterRow(CounterId::kBudgetUnits, "relay_egress_budget_units_total",
+               "Units (delivery cost) taken from budgets by dispatched attempts, by tenant and "
+               "budget (every budget on the destination's path)."),
+    GaugeRow(GaugeId::kBudgetUtilization, "relay_egress_budget_utilization_ratio",
+             "Units a tenant took from a budget over the last minute divided by that budget for "
+             "a minute; of the tenant's scopes of the budget (one per credential or destination), "
+             "the busiest."),
     CounterRow(CounterId::kIntakeRejections, "relay_egress_intake_rejections_total",
                "Intake requests refused, by tenant and reason (rate_limited, backlog, invalid, "
                "...)."),
-    GaugeRow(GaugeId::kQueueDepth, "relay_egress_queue_depth", "Deliveries per state."),
+    GaugeRow(GaugeId::kQueueDepth, "relay_egress_queue_depth",
+             "Deliveries per state, from the store's counters at each scrape."),
+    GaugeRow(GaugeId::kTenantQueueDepth, "relay_egress_tenant_queue_depth",
+             "Deliveries waiting or in flight, by tenant, platform and state (queued, in_flight, "
+             "deferred), from the store's counters at each scrape."),
     GaugeRow(GaugeId::kOldestDeferralAge, "relay_egress_oldest_deferral_age_seconds",
-             "Age of the oldest deferred delivery a destination holds."),
+             "Age of the oldest deferred delivery the delivery loop holds, by tenant and "
+             "platform, at each scrape."),
     HistogramRow(HistogramId::kBucketFillRatio, "relay_egress_bucket_fill_ratio",
                  "How full a destination's platform bucket was when it answered (1 = exhausted).",
                  kFillBuckets),
@@ -91,6 +109,8 @@ constexpr Definition kDefinitions[] = {
              "retention pass."),
     GaugeRow(GaugeId::kHttpConnections, "relay_egress_http_connections",
              "Connections open to the HTTP API."),
+    GaugeRow(GaugeId::kBuildInfo, "relay_egress_build_info",
+             "Always 1; the version of the running build is its label."),
     CounterRow(CounterId::kHttpConnectionsRefused, "relay_egress_http_connections_refused_total",
                "Connections closed as they arrived, over server.max_connections."),
     CounterRow(CounterId::kHttpAcceptFailures, "relay_egress_http_accept_failures_total",
@@ -246,6 +266,14 @@ typename Map::mapped_type& Slot(Map& map, std::string_view key) {
 
 }  // namespace
 
+#ifndef EGRESS_VERSION
+#define EGRESS_VERSION "unknown"
+#endif
+
+Metrics::Metrics() { Set(GaugeId::kBuildInfo, {{"version", Version()}}, 1); }
+
+std::string_view Metrics::Version() { return EGRESS_VERSION; }
+
 void Metrics::Inc(CounterId id, const Labels& labels, double by) {
   Slot(values_, SeriesKey(Of(id).name, labels)) += by;
 }
@@ -256,6 +284,14 @@ void Metrics::SetTotal(CounterId id, const Labels& labels, double total) {
 
 void Metrics::Set(GaugeId id, const Labels& labels, double value) {
   Slot(values_, SeriesKey(Of(id).name, labels)) = value;
+}
+
+void Metrics::Clear(GaugeId id) {
+  const std::string_view name = Of(id).name;
+  auto it = values_.lower_bound(name);
+  while (it != values_.end() && it->first.starts_with(name)) {
+    it = IsSeriesOf(it->first, name) ? values_.erase(it) : std::next(it);
+  }
 }
 
 void Metrics::Observe(HistogramId id, const Labels& labels, double value) {

@@ -19,7 +19,9 @@ enum class CounterId : uint8_t {
   kDeliveries,                  // relay_egress_deliveries_total{platform,outcome}
   kDeferrals,                   // relay_egress_deferrals_total{tenant,platform,reason}
   kThrottles,                   // relay_egress_throttles_total{tenant,platform,reason}
-  kPlatform429,                 // relay_egress_platform_429_total{platform}
+  kPlatform429,                 // relay_egress_platform_429_total{platform} (deprecated)
+  kPlatformResponses,           // relay_egress_platform_responses_total{platform,code_class}
+  kBudgetUnits,                 // relay_egress_budget_units_total{tenant,budget}
   kIntakeRejections,            // relay_egress_intake_rejections_total{tenant,reason}
   kStoreErrors,                 // relay_egress_store_errors_total{operation}
   kDiscordInvalidRequestStops,  // relay_egress_discord_invalid_request_stops_total{credential}
@@ -36,14 +38,17 @@ enum class CounterId : uint8_t {
 };
 enum class GaugeId : uint8_t {
   kQueueDepth,         // relay_egress_queue_depth{state}
-  kOldestDeferralAge,  // relay_egress_oldest_deferral_age_seconds
+  kTenantQueueDepth,   // relay_egress_tenant_queue_depth{tenant,platform,state}
+  kOldestDeferralAge,  // relay_egress_oldest_deferral_age_seconds{tenant,platform}
+  kBudgetUtilization,  // relay_egress_budget_utilization_ratio{tenant,budget}
   kDestinations,       // relay_egress_destinations
   kStoreBytes,         // relay_egress_store_bytes
   kHttpConnections,    // relay_egress_http_connections
   kStoreHealthy,       // relay_egress_store_healthy
   kQuotaUsedRatio,     // relay_egress_quota_used_ratio{tenant,quota}
   kTierUtilization,    // relay_egress_tier_utilization_ratio{tier,budget}
-  kMaxValue = kTierUtilization,
+  kBuildInfo,          // relay_egress_build_info{version}
+  kMaxValue = kBuildInfo,
 };
 enum class HistogramId : uint8_t {
   kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}
@@ -58,10 +63,18 @@ class Metrics {
   // Label names and values, in the order they are rendered; only read during the call.
   using Labels = std::initializer_list<std::pair<std::string_view, std::string_view>>;
 
+  // Starts with relay_egress_build_info{version} at 1.
+  Metrics();
+  // The version relay_egress_build_info shows (the CMake project's).
+  static std::string_view Version();
+
   void Inc(CounterId id, const Labels& labels = {}, double by = 1);
   // Mirrors a count another component keeps (it only grows): the series becomes `total`.
   void SetTotal(CounterId id, const Labels& labels, double total);
   void Set(GaugeId id, const Labels& labels, double value);
+  // Drops every series of the gauge: for gauges rebuilt from scratch at each scrape, so a series
+  // whose subject went away (a tenant's backlog drained) does not linger.
+  void Clear(GaugeId id);
   void Observe(HistogramId id, const Labels& labels, double value);
   // The value of a series, 0 when never touched (tests, stats).
   double Value(CounterId id, const Labels& labels = {}) const;

@@ -9,8 +9,9 @@
 namespace egress::service {
 namespace {
 
-// The text the name-addressed Metrics rendered for the same calls, before ids replaced names:
-// the exposition format is a contract (dashboards, `promtool check metrics`).
+// The text the name-addressed Metrics rendered for the same calls, before ids replaced names,
+// with the metrics added since (@VERSION@: the build's): the exposition format is a contract
+// (dashboards, `promtool check metrics`).
 constexpr std::string_view kExpected =
     R"txt(# HELP relay_egress_deliveries_accepted_total Deliveries made durable by intake, by tenant and platform.
 # TYPE relay_egress_deliveries_accepted_total counter
@@ -24,16 +25,29 @@ relay_egress_deliveries_total{platform="webhook",outcome="delivered"} 2
 relay_egress_deferrals_total{tenant="acme",platform="webhook",reason="budget:webhook_destination"} 1
 # HELP relay_egress_throttles_total Platform throttles (429 or body throttle) received, by tenant, platform and reason.
 # TYPE relay_egress_throttles_total counter
-# HELP relay_egress_platform_429_total HTTP 429 responses received, by platform.
+# HELP relay_egress_platform_responses_total Responses platforms and receivers gave to delivery attempts, by platform and code_class (1xx, 2xx, 3xx, 429, 4xx other than 429, 5xx; error: no HTTP answer).
+# TYPE relay_egress_platform_responses_total counter
+relay_egress_platform_responses_total{platform="discord",code_class="429"} 1
+# HELP relay_egress_platform_429_total Deprecated (removed in the next release): use relay_egress_platform_responses_total{code_class="429"}. HTTP 429 responses received, by platform.
 # TYPE relay_egress_platform_429_total counter
 relay_egress_platform_429_total{platform="discord"} 1
+# HELP relay_egress_budget_units_total Units (delivery cost) taken from budgets by dispatched attempts, by tenant and budget (every budget on the destination's path).
+# TYPE relay_egress_budget_units_total counter
+relay_egress_budget_units_total{tenant="acme",budget="tenant_egress"} 5
+# HELP relay_egress_budget_utilization_ratio Units a tenant took from a budget over the last minute divided by that budget for a minute; of the tenant's scopes of the budget (one per credential or destination), the busiest.
+# TYPE relay_egress_budget_utilization_ratio gauge
+relay_egress_budget_utilization_ratio{tenant="acme",budget="discord_global"} 0.25
 # HELP relay_egress_intake_rejections_total Intake requests refused, by tenant and reason (rate_limited, backlog, invalid, ...).
 # TYPE relay_egress_intake_rejections_total counter
-# HELP relay_egress_queue_depth Deliveries per state.
+# HELP relay_egress_queue_depth Deliveries per state, from the store's counters at each scrape.
 # TYPE relay_egress_queue_depth gauge
 relay_egress_queue_depth{state="queued"} 12
-# HELP relay_egress_oldest_deferral_age_seconds Age of the oldest deferred delivery a destination holds.
+# HELP relay_egress_tenant_queue_depth Deliveries waiting or in flight, by tenant, platform and state (queued, in_flight, deferred), from the store's counters at each scrape.
+# TYPE relay_egress_tenant_queue_depth gauge
+relay_egress_tenant_queue_depth{tenant="acme",platform="slack",state="deferred"} 2
+# HELP relay_egress_oldest_deferral_age_seconds Age of the oldest deferred delivery the delivery loop holds, by tenant and platform, at each scrape.
 # TYPE relay_egress_oldest_deferral_age_seconds gauge
+relay_egress_oldest_deferral_age_seconds{tenant="acme",platform="slack"} 90.5
 # HELP relay_egress_bucket_fill_ratio How full a destination's platform bucket was when it answered (1 = exhausted).
 # TYPE relay_egress_bucket_fill_ratio histogram
 relay_egress_bucket_fill_ratio_bucket{platform="slack",le="0"} 0
@@ -104,6 +118,9 @@ relay_egress_store_bytes 4096
 # HELP relay_egress_http_connections Connections open to the HTTP API.
 # TYPE relay_egress_http_connections gauge
 relay_egress_http_connections 3
+# HELP relay_egress_build_info Always 1; the version of the running build is its label.
+# TYPE relay_egress_build_info gauge
+relay_egress_build_info{version="@VERSION@"} 1
 # HELP relay_egress_http_connections_refused_total Connections closed as they arrived, over server.max_connections.
 # TYPE relay_egress_http_connections_refused_total counter
 relay_egress_http_connections_refused_total 5
@@ -134,6 +151,12 @@ void Record(Metrics& m) {
   m.Inc(CounterId::kDeferrals,
         {{"tenant", "acme"}, {"platform", "webhook"}, {"reason", "budget:webhook_destination"}});
   m.Inc(CounterId::kPlatform429, {{"platform", "discord"}});
+  m.Inc(CounterId::kPlatformResponses, {{"platform", "discord"}, {"code_class", "429"}});
+  m.SetTotal(CounterId::kBudgetUnits, {{"tenant", "acme"}, {"budget", "tenant_egress"}}, 5);
+  m.Set(GaugeId::kBudgetUtilization, {{"tenant", "acme"}, {"budget", "discord_global"}}, 0.25);
+  m.Set(GaugeId::kTenantQueueDepth,
+        {{"tenant", "acme"}, {"platform", "slack"}, {"state", "deferred"}}, 2);
+  m.Set(GaugeId::kOldestDeferralAge, {{"tenant", "acme"}, {"platform", "slack"}}, 90.5);
   m.Set(GaugeId::kDestinations, {}, 7);
   m.Set(GaugeId::kQueueDepth, {{"state", "queued"}}, 12);
   m.Set(GaugeId::kHttpConnections, {}, 3);
@@ -159,7 +182,9 @@ void Record(Metrics& m) {
 TEST(MetricsTest, RendersTheExpositionText) {
   Metrics m;
   Record(m);
-  EXPECT_EQ(m.Render(), kExpected);
+  std::string expected(kExpected);
+  expected.replace(expected.find("@VERSION@"), 9, Metrics::Version());
+  EXPECT_EQ(m.Render(), expected);
 }
 
 // Verifies that Value reads one series, Total sums a counter's series and not a longer name's.
@@ -177,6 +202,25 @@ TEST(MetricsTest, ValueAndTotal) {
   EXPECT_EQ(m.Value(GaugeId::kDestinations), 2);
 }
 
+// Verifies that Clear drops every series of one gauge (and only of that gauge), and that a
+// fresh Metrics holds relay_egress_build_info{version} at 1.
+TEST(MetricsTest, ClearDropsOneGaugesSeries) {
+  Metrics m;
+  m.Set(GaugeId::kTenantQueueDepth, {{"tenant", "a"}, {"platform", "slack"}, {"state", "queued"}},
+        3);
+  m.Set(GaugeId::kTenantQueueDepth, {{"tenant", "b"}, {"platform", "slack"}, {"state", "queued"}},
+        4);
+  m.Set(GaugeId::kQueueDepth, {{"state", "queued"}}, 7);
+  m.Clear(GaugeId::kTenantQueueDepth);
+  const std::string text = m.Render();
+  EXPECT_EQ(text.find("relay_egress_tenant_queue_depth{"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE relay_egress_tenant_queue_depth gauge"), std::string::npos);
+  EXPECT_EQ(m.Value(GaugeId::kQueueDepth, {{"state", "queued"}}), 7);
+  EXPECT_EQ(m.Value(GaugeId::kBuildInfo, {{"version", Metrics::Version()}}), 1);
+  EXPECT_FALSE(Metrics::Version().empty());
+  EXPECT_NE(Metrics::Version(), "unknown");
+}
+
 // Verifies that every id names a distinct relay_egress_ metric, and a few by name.
 TEST(MetricsTest, EveryIdHasItsOwnName) {
   std::set<std::string_view> names;
@@ -189,7 +233,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 27u);
+  EXPECT_EQ(names.size(), 32u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

@@ -33,6 +33,7 @@ Delivery Sample() {
   d.history.push_back(Attempt{1'767'225'601'000, 0, 0, "", "connect timeout", {}});
   d.charges.push_back(QuotaCharge{"monthly", 2'592'000'000, 43'200'000, 1'769'860'800'000, 7});
   d.charges.push_back(QuotaCharge{"daily", 86'400'000, 1'440'000, 1'767'312'000'000, -3});
+  d.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
   return d;
 }
 
@@ -52,6 +53,20 @@ TEST(DeliveryCodecTest, SkipsUnknownFields) {
   Result<Delivery> back = DecodeDelivery(bytes);
   ASSERT_TRUE(back.has_value()) << back.error().ToString();
   EXPECT_EQ(*back, Sample());
+}
+
+// Verifies that a record written before the traceparent field (tag 18) still reads, with an
+// empty traceparent, and that a record without one encodes no tag 18.
+TEST(DeliveryCodecTest, ReadsRecordsWithoutTraceparent) {
+  Delivery old = Sample();
+  old.traceparent.clear();
+  const std::string bytes = EncodeDelivery(old);
+  // Tag 18, length 55, the value: nothing else differs.
+  EXPECT_EQ(EncodeDelivery(Sample()).size() - bytes.size(), 1u + 1u + 55u);
+  Result<Delivery> back = DecodeDelivery(bytes);
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(back->traceparent, "");
+  EXPECT_EQ(*back, old);
 }
 
 // Verifies that every truncation of a record is refused as Corruption or decodes a prefix that

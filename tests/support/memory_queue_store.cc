@@ -60,6 +60,7 @@ Result<std::vector<Result<EnqueueResult>>> MemoryQueueStore::EnqueueBatch(
                .ordering_key = in.ordering_key,
                .cost = in.cost,
                .created_ms = now_ms,
+               .traceparent = in.traceparent,
                .state = DeliveryState::kQueued,
                .next_attempt_ms = now_ms,
                .updated_ms = now_ms};
@@ -285,6 +286,24 @@ Result<std::vector<StateCounts>> MemoryQueueStore::DestinationCounts(
   for (const std::string& key : destination_keys) {
     auto it = by_key.find(key);
     out.push_back(it == by_key.end() ? StateCounts{} : it->second);
+  }
+  return out;
+}
+
+Result<std::vector<GroupCounts>> MemoryQueueStore::BacklogByTenantPlatform() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  std::map<std::pair<std::string, std::string>, StateCounts> groups;
+  for (const auto& [id, d] : deliveries_) {
+    if (!IsTerminal(d.state)) {
+      ++groups[{d.tenant, d.platform}][static_cast<size_t>(d.state) - 1];
+    }
+  }
+  std::vector<GroupCounts> out;
+  for (auto& [key, counts] : groups) {
+    out.push_back({key.first, key.second, counts});
   }
   return out;
 }

@@ -20,7 +20,8 @@ namespace egress::storage {
 // ordinary change; "restarting" means building a new loop over the same store.
 //
 // Implemented: Enqueue, EnqueueBatch, Get, Apply, ApplyBatch, LeaseDue, ListDestinations,
-// PendingFor, MoveCorruptToDead, Counts, TenantBacklog, DestinationCounts, ScanCounts,
+// PendingFor, MoveCorruptToDead, Counts, TenantBacklog, DestinationCounts,
+// BacklogByTenantPlatform, ScanCounts,
 // PurgeExpired, Purge, Stats, Health, Recover, PutSetting, ListSettings, Close. Not
 // implemented: List (FailedPrecondition).
 //
@@ -48,6 +49,7 @@ class MemoryQueueStore final : public QueueStore {
   Result<uint64_t> TenantBacklog(const std::string& tenant) override;
   Result<std::vector<StateCounts>> DestinationCounts(
       const std::vector<std::string>& destination_keys) override;
+  Result<std::vector<GroupCounts>> BacklogByTenantPlatform() override;
   Result<StateCounts> ScanCounts() override;
   Result<PurgeCounts> PurgeExpired(const RetentionPolicy& policy, int64_t now_ms,
                                    size_t max) override;

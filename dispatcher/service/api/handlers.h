@@ -1,7 +1,9 @@
 #pragma once
 
 #include <map>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
@@ -35,6 +37,15 @@ void OnStore(Service& s, Work work, Done done) {
 // another tenant 403 forbidden.
 void Route(Service& service, HttpRequest&& request, const boost::asio::ip::address& peer,
            Respond respond);
+
+// One route Route serves: its method and its path as an OpenAPI path template
+// ("/v1/deliveries/{id}"). docs/openapi.yaml describes exactly these.
+struct RouteInfo {
+  std::string_view method;
+  std::string_view path;
+};
+// Every route, in the order docs/api.md lists them; static storage.
+std::span<const RouteInfo> RouteTable();
 
 // The stored delivery `id`, NotFound (as the store says it) when it belongs to a tenant outside
 // `scope`. Blocking: on the storage pool.

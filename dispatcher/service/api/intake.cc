@@ -18,6 +18,7 @@
 
 #include "config/duration.h"
 #include "config/server_options.h"
+#include "dispatcher/base/traceparent.h"
 #include "dispatcher/service/api/delivery_fields.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
@@ -153,6 +154,7 @@ storage::Delivery Queued(storage::NewDelivery in, const std::string& id, int64_t
   d.next_attempt_ms = now_ms;
   d.cost = in.cost;
   d.ordering_key = std::move(in.ordering_key);
+  d.traceparent = std::move(in.traceparent);
   return d;
 }
 
@@ -467,10 +469,39 @@ HttpResponse BatchAnswer(Service& s, std::vector<storage::NewDelivery>&& parts,
   return TextResponse(all_ok ? 202 : 207, std::move(body), "application/json");
 }
 
+// The request's W3C `traceparent` header as stored (version 00), empty when there is none; 400
+// invalid_request naming it when it is malformed or repeated. Applies to every delivery of the
+// request.
+tl::expected<std::string, ApiError> RequestTraceparent(const HttpRequest& request) {
+  auto it = request.find("traceparent");
+  if (it == request.end()) {
+    return std::string();
+  }
+  if (request.count("traceparent") > 1) {
+    return tl::unexpected(
+        ApiError{400, "invalid_request", "traceparent: given more than once", "traceparent"});
+  }
+  std::optional<std::string> normal =
+      NormalizeTraceparent(std::string_view(it->value().data(), it->value().size()));
+  if (!normal) {
+    return tl::unexpected(ApiError{
+        400, "invalid_request",
+        "traceparent: not a W3C traceparent (<version>-<32 hex>-<16 hex>-<2 hex>)", "traceparent"});
+  }
+  return std::move(*normal);
+}
+
 }  // namespace
 
 void CreateDelivery(Service& s, const HttpRequest& request, const TenantScope& scope,
                     Respond respond) {
+  auto traceparent = RequestTraceparent(request);
+  if (!traceparent) {
+    s.metrics().Inc(CounterId::kIntakeRejections,
+                    {{"tenant", scope.value_or("")}, {"reason", "invalid"}});
+    respond(ErrorResponse(traceparent.error()));
+    return;
+  }
   auto fields = ReadDeliveryBody(request.body());
   if (!fields) {
     s.metrics().Inc(CounterId::kIntakeRejections,
@@ -502,6 +533,9 @@ void CreateDelivery(Service& s, const HttpRequest& request, const TenantScope& s
                     {{"tenant", tenant_label}, {"reason", parts.error().code}});
     respond(ErrorResponse(parts.error()));
     return;
+  }
+  for (storage::NewDelivery& part : *parts) {
+    part.traceparent = *traceparent;
   }
   const std::string tenant = parts->front().tenant;
   auto decision = s.intake_limiter().Take(tenant, static_cast<int64_t>(parts->size()));
@@ -563,6 +597,11 @@ size_t RequestBodyLimit(const IntakeLimits& limits, boost::beast::http::verb met
 void CreateBatch(Service& s, const HttpRequest& request, const TenantScope& scope,
                  Respond respond) {
   const size_t max_items = s.options().intake.max_batch_items;
+  auto traceparent = RequestTraceparent(request);
+  if (!traceparent) {
+    respond(ErrorResponse(traceparent.error()));
+    return;
+  }
   auto items = ReadBatchBody(request.body(), max_items);
   if (!items) {
     respond(ErrorResponse(items.error()));
@@ -609,6 +648,7 @@ void CreateBatch(Service& s, const HttpRequest& request, const TenantScope& scop
     }
     per_tenant[parts->front().tenant] += static_cast<int64_t>(parts->size());
     for (storage::NewDelivery& part : *parts) {
+      part.traceparent = *traceparent;
       slots.push_back(i);
       pending->push_back(std::move(part));
     }

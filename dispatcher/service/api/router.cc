@@ -118,7 +118,32 @@ void RouteAdmin(Service& s, HttpRequest&& req, const std::vector<std::string>& p
   respond(NotFound());
 }
 
+// Every route Route serves; keep in step with the dispatch below (RouteTableTest sends each one
+// to a running service, and docs/openapi.yaml must list exactly these).
+constexpr RouteInfo kRoutes[] = {
+    {"GET", "/healthz"},
+    {"GET", "/readyz"},
+    {"GET", "/metrics"},
+    {"POST", "/v1/deliveries"},
+    {"GET", "/v1/deliveries"},
+    {"POST", "/v1/deliveries/batch"},
+    {"POST", "/v1/deliveries/replay"},
+    {"GET", "/v1/deliveries/{id}"},
+    {"DELETE", "/v1/deliveries/{id}"},
+    {"POST", "/v1/deliveries/{id}/replay"},
+    {"GET", "/v1/jobs/{id}"},
+    {"GET", "/v1/stats"},
+    {"GET", "/v1/destinations"},
+    {"POST", "/v1/destinations/enable"},
+    {"GET", "/api/admin/tenants/{tenant}/rate_limits"},
+    {"PUT", "/api/admin/tenants/{tenant}/rate_limits"},
+    {"PUT", "/api/admin/tenants/{tenant}/api_keys"},
+    {"PUT", "/api/admin/tenants/{tenant}/credentials/{name}"},
+};
+
 }  // namespace
+
+std::span<const RouteInfo> RouteTable() { return kRoutes; }
 
 void Route(Service& s, HttpRequest&& req, const boost::asio::ip::address& peer, Respond respond) {
   const std::vector<std::string> p = PathSegments(View(req.target()));
@@ -174,10 +199,13 @@ void Route(Service& s, HttpRequest&& req, const boost::asio::ip::address& peer, 
     return GetQuotas(s, tenant, std::move(respond));
   }
   if (p.size() == 2 && p[0] == "v1" && p[1] == "stats") {
-    return GetStats(s, scope, std::move(respond));
+    return req.method() == verb::get ? GetStats(s, scope, std::move(respond))
+                                     : respond(NotAllowed());
   }
   if (p.size() == 2 && p[0] == "v1" && p[1] == "destinations") {
-    return GetDestinations(s, QueryParams(View(req.target())), scope, std::move(respond));
+    return req.method() == verb::get
+               ? GetDestinations(s, QueryParams(View(req.target())), scope, std::move(respond))
+               : respond(NotAllowed());
   }
   if (p.size() == 3 && p[0] == "v1" && p[1] == "destinations" && p[2] == "enable") {
     return req.method() == verb::post ? EnableDestination(s, req, scope, std::move(respond))

@@ -10,6 +10,28 @@
 namespace egress::service {
 namespace {
 
+// The code_class label of relay_egress_platform_responses_total: 429 apart from the other 4xx,
+// "error" when no HTTP answer came (transport failure, timeout).
+std::string_view CodeClass(int status) {
+  if (status == 429) {
+    return "429";
+  }
+  switch (status / 100) {
+    case 1:
+      return "1xx";
+    case 2:
+      return "2xx";
+    case 3:
+      return "3xx";
+    case 4:
+      return "4xx";
+    case 5:
+      return "5xx";
+    default:
+      return "error";
+  }
+}
+
 namespace asio = boost::asio;
 using pacing::Decision;
 using pacing::Verdict;
@@ -148,6 +170,7 @@ void DeliveryLoop::ScheduleMaintenance() {
       return;
     }
     EvictIdle();
+    budget_use_.Prune(clock_.Now());
     scheduler_.Sweep();
     discord_invalid_.Sweep(clock_.Now());
     ScheduleMaintenance();
@@ -176,6 +199,8 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   dest.key = key;
   dest.discord = *platform == Platform::kDiscord;
   dest.token_key = parts.tenant + "/" + parts.credential;
+  dest.tenant = parts.tenant;
+  dest.platform = parts.platform;
   dest.last_active = clock_.Now();
   keys_by_id_[id->value] = key;
   metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
@@ -322,9 +347,12 @@ void DeliveryLoop::Dispatch(const Decision& decision) {
   Dest& dest = dests_.at(key);
   dest.offered_id.clear();
   dest.last_active = clock_.Now();
+  uint32_t cost = 1;
   if (const PendingDelivery* head = dest.queue.head(); head && head->id == decision.delivery_id) {
+    cost = head->cost;
     dest.queue.TakeHead();
   }
+  TakeBudgets(dest, cost);
   ++dest.in_flight;
   in_flight_[decision.delivery_id] = {key, decision.sequence};
   OfferHead(dest);  // the next head, already read ahead
@@ -334,6 +362,18 @@ void DeliveryLoop::Dispatch(const Decision& decision) {
   leases_.Submit(decision.delivery_id, std::move(lease),
                  [this, key, id = decision.delivery_id, sequence = decision.sequence](
                      Result<Delivery> leased) { OnLeased(key, sequence, id, std::move(leased)); });
+}
+
+void DeliveryLoop::TakeBudgets(const Dest& dest, uint32_t cost) {
+  Result<pacing::PathScopes> path = scheduler_.ScopesOf(dest.id);
+  if (!path) {
+    return;
+  }
+  const SteadyTime now = clock_.Now();
+  for (uint8_t i = 0; i < path->size; ++i) {
+    const pacing::PathScopes::Scope& scope = path->scopes[i];
+    budget_use_.Take(dest.tenant, scope.name, scope.key, scope.budget, cost, now);
+  }
 }
 
 void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std::string& id,
@@ -438,8 +478,10 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
     }
   }
   const std::string platform = d.platform;
+  metrics_.Inc(CounterId::kPlatformResponses,
+               {{"platform", platform}, {"code_class", CodeClass(report.outcome.http_status)}});
   if (report.outcome.http_status == 429) {
-    metrics_.Inc(CounterId::kPlatform429, {{"platform", platform}});
+    metrics_.Inc(CounterId::kPlatform429, {{"platform", platform}});  // deprecated
   }
   // Per platform only: a destination label would grow with every destination ever seen (and
   // print Discord webhook tokens). Per-destination remaining is in GET /v1/destinations.
@@ -463,6 +505,26 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
         CounterId::kThrottles,
         {{"tenant", d.tenant}, {"platform", platform}, {"reason", verdict->deferral.ToString()}});
   }
+  if (LogEnabled(LogLevel::kDebug)) {
+    // The destination is redacted by the event log (no webhook token or URL secret).
+    nlohmann::json fields = {{"delivery", d.id},
+                             {"tenant", d.tenant},
+                             {"platform", platform},
+                             {"destination", d.destination},
+                             {"status", report.outcome.http_status},
+                             {"duration_ms", report.attempt.duration_ms},
+                             {"outcome", OutcomeLabel(verdict->kind)}};
+    if (verdict->kind == VerdictKind::kDefer) {
+      fields["deferral"] = verdict->deferral.ToString();
+    }
+    if (!report.attempt.platform_error.empty()) {
+      fields["platform_error"] = report.attempt.platform_error;
+    }
+    if (!d.traceparent.empty()) {
+      fields["traceparent"] = d.traceparent;
+    }
+    LogEvent(LogLevel::kDebug, "attempt", fields);
+  }
   Finish(key, d, *verdict, report.attempt, report.actual_cost);
 }
 
@@ -481,6 +543,17 @@ void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdi
   }
   metrics_.Inc(CounterId::kDeliveries,
                {{"platform", d.platform}, {"outcome", OutcomeLabel(verdict.kind)}});
+  if (verdict.kind == VerdictKind::kDead) {
+    nlohmann::json fields = {{"delivery", d.id},
+                             {"tenant", d.tenant},
+                             {"platform", d.platform},
+                             {"destination", d.destination},
+                             {"reason", change.reason}};
+    if (!d.traceparent.empty()) {
+      fields["traceparent"] = d.traceparent;
+    }
+    LogEvent(LogLevel::kInfo, "dead_letter", fields);
+  }
   outcomes_.Submit(d.id, std::move(change),
                    [this, key](Result<Delivery> stored) { OnPersisted(key, std::move(stored)); });
   SchedulePump();
@@ -661,6 +734,24 @@ bool DeliveryLoop::Enable(const std::string& destination_key) {
   LogEvent(LogLevel::kInfo, "destination_enabled", {{"destination", destination_key}});
   SchedulePump();
   return true;
+}
+
+std::map<std::pair<std::string, std::string>, int64_t> DeliveryLoop::OldestDeferrals() const {
+  std::map<std::pair<std::string, std::string>, int64_t> out;
+  for (const auto& [key, dest] : dests_) {
+    int64_t oldest = 0;
+    for (const PendingDelivery& p : dest.queue.held()) {
+      if (p.state == DeliveryState::kDeferred && (oldest == 0 || p.updated_ms < oldest)) {
+        oldest = p.updated_ms;
+      }
+    }
+    if (oldest == 0) {
+      continue;
+    }
+    auto [it, added] = out.try_emplace({dest.tenant, dest.platform}, oldest);
+    it->second = std::min(it->second, oldest);
+  }
+  return out;
 }
 
 std::vector<DestinationInfo> DeliveryLoop::Destinations() const {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -18,6 +19,7 @@
 #include "dispatcher/base/clock.h"
 #include "dispatcher/pacing/scheduler.h"
 #include "dispatcher/service/credential_book.h"
+#include "dispatcher/service/delivery/budget_use.h"
 #include "dispatcher/service/delivery/destination_queue.h"
 #include "dispatcher/service/delivery/store_writer.h"
 #include "dispatcher/service/metrics.h"
@@ -128,6 +130,11 @@ class DeliveryLoop {
   size_t EvictIdle();
 
   std::vector<DestinationInfo> Destinations() const;
+  // When the oldest deferred delivery the loop holds was deferred (Unix ms), per (tenant,
+  // platform) that holds one; O(destinations and their read-ahead), no store access.
+  std::map<std::pair<std::string, std::string>, int64_t> OldestDeferrals() const;
+  // Units each dispatched delivery took from the budgets on its path (for /metrics).
+  BudgetUse& budget_use() { return budget_use_; }
   size_t destination_count() const { return dests_.size(); }
   size_t in_flight() const { return in_flight_.size(); }
   // Outcomes (and pacing waits) submitted and not yet written, retried ones included.
@@ -139,6 +146,7 @@ class DeliveryLoop {
     std::string key;
     bool discord = false;
     std::string token_key;  // tenant/credential
+    std::string tenant, platform;
     DestinationQueue queue;
     std::string offered_id;  // the head the Scheduler holds; empty when none
     int in_flight = 0;
@@ -154,6 +162,8 @@ class DeliveryLoop {
   };
 
   Dest* Ensure(const std::string& key);
+  // Counts `cost` units against every scope on the destination's path (budget_use_).
+  void TakeBudgets(const Dest& dest, uint32_t cost);
   void Fetch(Dest& dest);
   void OnFetched(const std::string& key, Result<storage::DestinationWork> work);
   // Offers the destination's head to the Scheduler when it holds another (or none).
@@ -216,6 +226,7 @@ class DeliveryLoop {
   std::unordered_map<std::string, Dest> dests_;
   std::unordered_map<uint32_t, std::string> keys_by_id_;
   std::unordered_map<std::string, InFlight> in_flight_;  // delivery id ->
+  BudgetUse budget_use_;
 };
 
 }  // namespace egress::service

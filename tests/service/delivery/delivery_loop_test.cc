@@ -148,6 +148,46 @@ TEST_F(DeliveryLoopTest, SuccessIsDelivered) {
   EXPECT_EQ(loop_->in_flight(), 0u);
 }
 
+// Verifies what a scrape reads from the loop: each dispatch counts its cost against every budget
+// on the destination's path, responses are counted by code class (429 apart), and a deferred
+// delivery the loop holds is its (tenant, platform)'s oldest deferral.
+TEST_F(DeliveryLoopTest, CountsBudgetUnitsResponsesAndOldestDeferral) {
+  Enqueue(1);
+  transport_.PushStatus(200);
+  transport_.PushStatus(429, {{"Retry-After", "30"}});
+  StartLoop();
+  const std::string second = EnqueueAndNotify(2);
+  Advance(Millis(1000));  // past any pacing wait of the destination's budget
+  const Delivery deferred = Stored(second);
+  ASSERT_EQ(deferred.state, DeliveryState::kDeferred);
+  auto totals = loop_->budget_use().Totals();
+  ASSERT_EQ(totals.size(), 2u);
+  EXPECT_EQ(totals[0].tenant, "acme");
+  EXPECT_EQ(totals[0].budget, pacing::BudgetName::kTenantEgress);
+  EXPECT_EQ(totals[0].units, 2u);
+  EXPECT_EQ(totals[1].budget, pacing::BudgetName::kWebhookDestination);
+  EXPECT_EQ(totals[1].units, 2u);
+  auto ratios = loop_->budget_use().Utilization(clock_.Now());
+  ASSERT_EQ(ratios.size(), 2u);
+  EXPECT_GT(ratios[0].ratio, 0);
+  EXPECT_EQ(metrics_.Value(CounterId::kPlatformResponses,
+                           {{"platform", "webhook"}, {"code_class", "2xx"}}),
+            1);
+  EXPECT_EQ(metrics_.Value(CounterId::kPlatformResponses,
+                           {{"platform", "webhook"}, {"code_class", "429"}}),
+            1);
+  EXPECT_EQ(metrics_.Value(CounterId::kPlatformResponses,
+                           {{"platform", "webhook"}, {"code_class", "4xx"}}),
+            0);
+  auto oldest = loop_->OldestDeferrals();
+  ASSERT_EQ(oldest.size(), 1u);
+  EXPECT_EQ(oldest.begin()->first, std::make_pair(std::string("acme"), std::string("webhook")));
+  EXPECT_EQ(oldest.begin()->second, deferred.updated_ms);
+  Advance(Millis(31'000));  // sent again and delivered: nothing deferred is held
+  EXPECT_TRUE(loop_->OldestDeferrals().empty());
+  EXPECT_EQ(loop_->budget_use().Totals()[0].units, 3u);
+}
+
 // Verifies that a 5xx is retried: deferred with backoff and a due time, one attempt consumed,
 // sent again once due and not before.
 TEST_F(DeliveryLoopTest, ServerErrorIsRetriedWhenDue) {

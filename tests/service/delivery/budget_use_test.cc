@@ -1,0 +1,70 @@
+// BudgetUse: units per (tenant, budget) since start, and the last minute's share of each scope's
+// budget, the busiest scope per (tenant, budget).
+
+#include "dispatcher/service/delivery/budget_use.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/fake_clock.h"
+
+namespace egress::service {
+namespace {
+
+using pacing::Budget;
+using pacing::BudgetName;
+
+// 10 units per second: 600 a minute.
+constexpr Budget kTenPerSecond{.limit = 10, .scale_ms = 1000, .burst = 10};
+
+// Verifies that totals add up per (tenant, budget) across scopes and never drop with the window.
+TEST(BudgetUseTest, TotalsAddUpAcrossScopesAndStay) {
+  FakeClock clock;
+  BudgetUse use;
+  use.Take("acme", BudgetName::kWebhookDestination, 1, kTenPerSecond, 3, clock.Now());
+  use.Take("acme", BudgetName::kWebhookDestination, 2, kTenPerSecond, 2, clock.Now());
+  use.Take("acme", BudgetName::kTenantEgress, 3, kTenPerSecond, 5, clock.Now());
+  use.Take("beta", BudgetName::kTenantEgress, 4, kTenPerSecond, 1, clock.Now());
+  clock.Advance(std::chrono::minutes(5));
+  use.Prune(clock.Now());
+  EXPECT_EQ(use.scope_count(), 0u);
+  auto totals = use.Totals();
+  ASSERT_EQ(totals.size(), 3u);
+  EXPECT_EQ(totals[0].tenant, "acme");
+  EXPECT_EQ(totals[0].budget, BudgetName::kTenantEgress);
+  EXPECT_EQ(totals[0].units, 5u);
+  EXPECT_EQ(totals[1].budget, BudgetName::kWebhookDestination);
+  EXPECT_EQ(totals[1].units, 5u);
+  EXPECT_EQ(totals[2].tenant, "beta");
+  EXPECT_EQ(totals[2].units, 1u);
+}
+
+// Verifies the ratio: the last minute's units over the scope's budget for a minute, the busiest
+// scope of a (tenant, budget) winning, and use older than a minute leaving the window.
+TEST(BudgetUseTest, UtilizationIsTheBusiestScopesShareOfTheLastMinute) {
+  FakeClock clock;
+  BudgetUse use;
+  use.Take("acme", BudgetName::kDiscordGlobal, 7, kTenPerSecond, 60, clock.Now());  // 10%
+  use.Take("acme", BudgetName::kDiscordGlobal, 8, kTenPerSecond, 30, clock.Now());  // 5%
+  // 1 per 2 s = 30 a minute: 15 units is half of it.
+  use.Take("acme", BudgetName::kTenantEgress, 9, Budget{1, 2000, 1}, 15, clock.Now());
+  clock.Advance(std::chrono::seconds(30));
+  use.Take("acme", BudgetName::kDiscordGlobal, 7, kTenPerSecond, 60, clock.Now());  // 20% now
+  auto ratios = use.Utilization(clock.Now());
+  ASSERT_EQ(ratios.size(), 2u);
+  EXPECT_EQ(ratios[0].budget, BudgetName::kTenantEgress);
+  EXPECT_DOUBLE_EQ(ratios[0].ratio, 0.5);
+  EXPECT_EQ(ratios[1].budget, BudgetName::kDiscordGlobal);
+  EXPECT_DOUBLE_EQ(ratios[1].ratio, 0.2);
+  clock.Advance(std::chrono::seconds(40));  // the first takes are 70 s old
+  ratios = use.Utilization(clock.Now());
+  ASSERT_EQ(ratios.size(), 1u);
+  EXPECT_EQ(ratios[0].budget, BudgetName::kDiscordGlobal);
+  EXPECT_DOUBLE_EQ(ratios[0].ratio, 0.1);
+  EXPECT_EQ(use.scope_count(), 1u) << "idle scopes are forgotten";
+  clock.Advance(std::chrono::seconds(61));
+  EXPECT_TRUE(use.Utilization(clock.Now()).empty());
+  EXPECT_EQ(use.scope_count(), 0u);
+}
+
+}  // namespace
+}  // namespace egress::service

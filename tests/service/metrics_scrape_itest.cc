@@ -1,0 +1,164 @@
+// GET /metrics of a real relay-egress process: a scrape alone, as the first call after a restart,
+// shows the true queue depths of the backlog the store holds (from the store's counters), and the
+// exposition passes `promtool check metrics` (Debian's prometheus package; ./dev installs it).
+
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include "tests/support/child_process.h"
+#include "tests/support/http_client.h"
+#include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
+
+namespace egress {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kAdminToken[] = "test-admin-token-0123456789";
+constexpr int kBacklog = 20;
+
+// The value of the series `series` (name and labels as rendered), -1 when absent.
+double SeriesValue(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) {
+    return -1;
+  }
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+class MetricsScrapeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = dir_.Sub("relay-egress.toml");
+    // Every delivery goes to a closed loopback port: each attempt fails and is retried later, so
+    // the backlog stays at kBacklog deliveries whatever the loop does meanwhile.
+    std::ofstream(config_) << "[server]\nadmin_token = \"" << kAdminToken
+                           << "\"\nlisten = \"127.0.0.1:0\"\ndata_dir = \"" << dir_.Sub("store")
+                           << "\"\n"
+                           << "[platforms.webhook]\nallow_private_networks = true\n"
+                           << "[tenants.acme.credentials.hooks]\nplatform = \"webhook\"\n"
+                           << "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n";
+  }
+
+  int StartService(ChildProcess& p) {
+    return p.Start(BuildDir() + "/relay-egress", {"serve", "--config", config_, "--profiles-dir",
+                                                  SourceDir() + "/config/profiles"});
+  }
+
+  std::string Scrape(int port) {
+    TestResponse r = HttpCallAs(kAdminToken, port, "GET", "/metrics");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.body;
+  }
+
+  // Runs `promtool check metrics` on `text`; its complaints, empty when it passes.
+  std::string Promtool(const std::string& text) {
+    const std::string file = dir_.Sub("scrape.txt");
+    std::ofstream(file) << text;
+    CommandOutput out = RunCommand("/bin/sh", {"-c", "promtool check metrics < \"$0\"", file});
+    if (out.exit_code == 0) {
+      return "";
+    }
+    return "exit " + std::to_string(out.exit_code) + ": " + out.out + out.err;
+  }
+
+  TempDir dir_;
+  std::string config_;
+};
+
+// Verifies the issue's done-when: the first call after a restart, GET /metrics, shows the
+// backlog the store holds, service-wide and per tenant and platform; promtool accepts the text.
+TEST_F(MetricsScrapeTest, FirstScrapeAfterRestartShowsTheStoredBacklog) {
+  {
+    ChildProcess service;
+    const int port = StartService(service);
+    ASSERT_NE(port, 0) << service.error();
+    json items = json::array();
+    for (int i = 0; i < kBacklog; ++i) {
+      items.push_back({{"tenant", "acme"},
+                       {"platform", "webhook"},
+                       {"destination", "http://127.0.0.1:9/hooks/" + std::to_string(i % 2)},
+                       {"credential", "hooks"},
+                       {"payload", {{"n", i}}}});
+    }
+    TestResponse r = HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries/batch",
+                                json{{"deliveries", items}}.dump());
+    ASSERT_EQ(r.status, 202) << r.body;
+    const int status = service.Signal(SIGKILL);
+    ASSERT_TRUE(WIFSIGNALED(status));
+  }
+  ChildProcess service;
+  const int port = StartService(service);
+  ASSERT_NE(port, 0) << service.error();
+  const std::string text = Scrape(port);
+  const double queued = SeriesValue(text, "relay_egress_queue_depth{state=\"queued\"}");
+  const double in_flight = SeriesValue(text, "relay_egress_queue_depth{state=\"in_flight\"}");
+  const double deferred = SeriesValue(text, "relay_egress_queue_depth{state=\"deferred\"}");
+  ASSERT_GE(queued, 0) << text;
+  ASSERT_GE(in_flight, 0) << text;
+  ASSERT_GE(deferred, 0) << text;
+  EXPECT_EQ(queued + in_flight + deferred, kBacklog) << text;
+  EXPECT_EQ(SeriesValue(text, "relay_egress_queue_depth{state=\"delivered\"}"), 0) << text;
+  double tenant_total = 0;
+  for (const char* state : {"queued", "in_flight", "deferred"}) {
+    const double v =
+        SeriesValue(text, std::string("relay_egress_tenant_queue_depth{tenant=\"acme\","
+                                      "platform=\"webhook\",state=\"") +
+                              state + "\"}");
+    ASSERT_GE(v, 0) << state << "\n" << text;
+    tenant_total += v;
+  }
+  EXPECT_EQ(tenant_total, kBacklog) << text;
+  EXPECT_NE(text.find("relay_egress_build_info{version=\""), std::string::npos) << text;
+  EXPECT_EQ(Promtool(text), "");
+
+  // Once attempts have failed, the scrape shows their responses, the oldest deferral and the
+  // budget units the attempts took (generous deadline: liveness only).
+  std::string later;
+  for (int waited = 0; waited < 30'000; waited += 100) {
+    later = Scrape(port);
+    if (SeriesValue(later,
+                    "relay_egress_oldest_deferral_age_seconds{tenant=\"acme\","
+                    "platform=\"webhook\"}") >= 0 &&
+        SeriesValue(later,
+                    "relay_egress_budget_units_total{tenant=\"acme\","
+                    "budget=\"tenant_egress\"}") > 0) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_GE(SeriesValue(later,
+                        "relay_egress_oldest_deferral_age_seconds{tenant=\"acme\","
+                        "platform=\"webhook\"}"),
+            0)
+      << later;
+  EXPECT_GT(SeriesValue(later,
+                        "relay_egress_platform_responses_total{platform=\"webhook\","
+                        "code_class=\"error\"}"),
+            0)
+      << later;
+  EXPECT_GT(SeriesValue(later,
+                        "relay_egress_budget_units_total{tenant=\"acme\","
+                        "budget=\"webhook_destination\"}"),
+            0)
+      << later;
+  EXPECT_GT(SeriesValue(later,
+                        "relay_egress_budget_utilization_ratio{tenant=\"acme\","
+                        "budget=\"tenant_egress\"}"),
+            0)
+      << later;
+  EXPECT_EQ(Promtool(later), "");
+  const int status = service.Signal(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+}  // namespace
+}  // namespace egress
