@@ -92,7 +92,7 @@ struct Delivery {
   std::string ordering_key;
   uint32_t cost = 1;
   int64_t created_ms = 0;
-  std::string traceparent;  // empty when none (and in records written before format tag 18)
+  std::string traceparent;  // empty when none (and in records written before tag 19)
   DeliveryState state = DeliveryState::kQueued;
   uint32_t attempts = 0;             // attempts that counted against the retry limit
   int64_t next_attempt_ms = 0;       // when a waiting delivery is due (Unix ms)

@@ -55,13 +55,13 @@ TEST(DeliveryCodecTest, SkipsUnknownFields) {
   EXPECT_EQ(*back, Sample());
 }
 
-// Verifies that a record written before the traceparent field (tag 18) still reads, with an
-// empty traceparent, and that a record without one encodes no tag 18.
+// Verifies that a record written before the traceparent field (tag 19) still reads, with an
+// empty traceparent, and that a record without one encodes no tag 19.
 TEST(DeliveryCodecTest, ReadsRecordsWithoutTraceparent) {
   Delivery old = Sample();
   old.traceparent.clear();
   const std::string bytes = EncodeDelivery(old);
-  // Tag 18, length 55, the value: nothing else differs.
+  // Tag 19, length 55, the value: nothing else differs.
   EXPECT_EQ(EncodeDelivery(Sample()).size() - bytes.size(), 1u + 1u + 55u);
   Result<Delivery> back = DecodeDelivery(bytes);
   ASSERT_TRUE(back.has_value()) << back.error().ToString();
