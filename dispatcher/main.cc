@@ -108,5 +108,14 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   egress::service::ConfigureEventLog(config->server.log_format, config->server.log_level);
-  return egress::service::RunService(egress::service::ServiceOptionsFromConfig(*config));
+  // SIGHUP: the budgets as the config files and variables say now (the flags stay as given).
+  auto reload_budgets = [flags]() -> egress::Result<egress::service::Service::BudgetDefaults> {
+    auto again = ResolveConfig(flags);
+    if (!again) {
+      return again.error();
+    }
+    return egress::service::ServiceOptionsFromConfig(*again).budget_defaults;
+  };
+  return egress::service::RunService(egress::service::ServiceOptionsFromConfig(*config),
+                                     egress::Millis(10'000), reload_budgets);
 }
