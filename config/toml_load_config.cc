@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -125,6 +126,32 @@ void Merge(const toml::table& layer, toml::table& merged) {
   }
 }
 
+// An override as RenderConfig shows it: an integer or a boolean when the value reads as one and
+// the key held no string before (a variable's value is always text), else the text.
+toml::table Typed(const EnvOverride& o, const toml::table& merged) {
+  toml::table root = EnvOverrideTable(o);
+  toml::table* at = &root;
+  const toml::table* was = &merged;
+  for (const std::string& part : o.path) {
+    at = at->get(part)->as_table();
+    const toml::node* next = was != nullptr ? was->get(part) : nullptr;
+    was = next != nullptr ? next->as_table() : nullptr;
+  }
+  const toml::node* before = was != nullptr ? was->get(o.key) : nullptr;
+  if (before != nullptr && before->is_string()) {
+    return root;
+  }
+  int64_t number = 0;
+  const char* end = o.value.data() + o.value.size();
+  if (auto [ptr, ec] = std::from_chars(o.value.data(), end, number);
+      !o.value.empty() && ec == std::errc() && ptr == end) {
+    at->insert_or_assign(o.key, number);
+  } else if (o.value == "true" || o.value == "false") {
+    at->insert_or_assign(o.key, o.value == "true");
+  }
+  return root;
+}
+
 // What LoadConfig builds and, when `merged` is set, every layer merged as RenderConfig shows it.
 class Layers {
  public:
@@ -167,7 +194,7 @@ class Layers {
         return status;
       }
       if (merged_ != nullptr) {
-        Merge(table, *merged_);
+        Merge(Typed(o, *merged_), *merged_);
       }
     }
     if (!overrides->empty()) {

@@ -56,10 +56,10 @@ TEST(HttpCallTest, RefusedIsUnavailableAndBadTokenInvalid) {
   const ServerUrl nowhere{false, {.host = "127.0.0.1", .port = 0}};
   EXPECT_EQ(HttpCall(nowhere, "GET", "/healthz", "", "").error().code(),
             Status::Code::kUnavailable);
-  Result<HttpReply> bad = HttpCall(nowhere, "GET", "/healthz", "", "tok\nen");
+  Result<HttpReply> bad = HttpCall(nowhere, "GET", "/healthz", "", "s3cret\nvalue");
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.error().code(), Status::Code::kInvalidArgument);
-  EXPECT_EQ(bad.error().message().find("tok"), std::string::npos);
+  EXPECT_EQ(bad.error().message().find("s3cret"), std::string::npos);
 }
 
 }  // namespace
