@@ -1,5 +1,6 @@
 #include "config/toml_fields.h"
 
+#include <charconv>
 #include <limits>
 #include <utility>
 
@@ -57,8 +58,12 @@ std::optional<std::string> DurationProblem(Millis duration, bool allow_zero) {
 
 }  // namespace
 
-TomlFields::TomlFields(const toml::table& table, std::string file, std::string prefix)
-    : table_(table), file_(std::move(file)), prefix_(std::move(prefix)) {}
+TomlFields::TomlFields(const toml::table& table, std::string file, std::string prefix,
+                       bool from_environment)
+    : table_(table),
+      file_(std::move(file)),
+      prefix_(std::move(prefix)),
+      from_environment_(from_environment) {}
 
 std::string TomlFields::Field(std::string_view key) const {
   if (prefix_.empty()) {
@@ -69,6 +74,9 @@ std::string TomlFields::Field(std::string_view key) const {
 
 Status TomlFields::ErrorAtLine(uint32_t line, std::string_view field,
                                std::string_view problem) const {
+  if (from_environment_) {
+    return Status::InvalidArgument(fmt::format("{}: {}: {}", file_, field, problem));
+  }
   return Status::InvalidArgument(fmt::format("{}:{}: {}: {}", file_, line, field, problem));
 }
 
@@ -136,6 +144,13 @@ Status TomlFields::ReadBool(std::string_view key, bool& out) const {
   if (node == nullptr) {
     return Status::Ok();
   }
+  if (const auto* text = node->as_string(); text != nullptr && from_environment_) {
+    if (text->get() != "true" && text->get() != "false") {
+      return Error(*node, Field(key), "must be true or false");
+    }
+    out = text->get() == "true";
+    return Status::Ok();
+  }
   const auto* value = node->as_boolean();
   if (value == nullptr) {
     return Error(*node, Field(key), fmt::format("must be true or false, not {}", TypeName(*node)));
@@ -147,6 +162,18 @@ Status TomlFields::ReadBool(std::string_view key, bool& out) const {
 Status TomlFields::ReadInt(std::string_view key, int64_t min, int64_t max, int64_t& out) const {
   const toml::node* node = Find(key);
   if (node == nullptr) {
+    return Status::Ok();
+  }
+  if (const auto* text = node->as_string(); text != nullptr && from_environment_) {
+    // The whole string, decimal, optional '-': "12abc", "0x10", " 1" and overflow are refused.
+    const std::string& digits = text->get();
+    int64_t parsed = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), parsed);
+    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() ||
+        parsed < min || parsed > max) {
+      return Error(*node, Field(key), IntegerProblem(min, max));
+    }
+    out = parsed;
     return Status::Ok();
   }
   const auto* value = node->as_integer();
@@ -240,7 +267,7 @@ Result<std::optional<TomlFields>> TomlFields::Table(std::string_view key) const 
   if (sub == nullptr) {
     return Error(*node, Field(key), fmt::format("must be a table, not {}", TypeName(*node)));
   }
-  return std::optional<TomlFields>(TomlFields(*sub, file_, Field(key)));
+  return std::optional<TomlFields>(TomlFields(*sub, file_, Field(key), from_environment_));
 }
 
 Status TomlFields::ForEachTable(
@@ -250,7 +277,7 @@ Status TomlFields::ForEachTable(
     if (sub == nullptr) {
       return Error(node, Field(key.str()), fmt::format("must be a table, not {}", TypeName(node)));
     }
-    Status status = fn(key.str(), TomlFields(*sub, file_, Field(key.str())));
+    Status status = fn(key.str(), TomlFields(*sub, file_, Field(key.str()), from_environment_));
     if (!status.ok()) {
       return status;
     }

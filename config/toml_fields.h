@@ -27,7 +27,11 @@ namespace egress::config {
 class TomlFields {
  public:
   // `prefix` is the table's dotted name ("budgets.slack_channel"), empty for the root.
-  TomlFields(const toml::table& table, std::string file, std::string prefix);
+  // `from_environment`: the table was built from RELAY_EGRESS_* variables, whose values are all
+  // strings: ReadBool then also takes "true" / "false" and ReadInt a decimal integer string, and
+  // messages carry no line (`file` is the variable's name).
+  TomlFields(const toml::table& table, std::string file, std::string prefix,
+             bool from_environment = false);
 
   const toml::table& table() const { return table_; }
   const std::string& file() const { return file_; }
@@ -74,6 +78,7 @@ class TomlFields {
   const toml::table& table_;
   std::string file_;
   std::string prefix_;
+  bool from_environment_ = false;
 };
 
 }  // namespace egress::config

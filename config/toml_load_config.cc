@@ -1,7 +1,10 @@
 // LoadConfig over toml++. Debian's toml++ is built with exceptions: parse errors are caught here,
 // at the edge, and no exception leaves config/.
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -9,9 +12,12 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "config/builtin_profiles.h"
 #include "config/load_config.h"
 #include "config/toml_sections.h"
+#include "dispatcher/base/redact.h"
 
 namespace egress::config {
 namespace {
@@ -107,18 +113,104 @@ Status Apply(const TomlFields& root, std::optional<Platform> profile, Config& co
   return Status::Ok();
 }
 
-Status ApplyFile(const std::string& path, std::optional<Platform> profile, Config& config) {
-  Result<std::string> text = ReadFile(path);
-  if (!text) {
-    return text.error();
+// A layer merged into `merged` (for RenderConfig): tables merge key by key, anything else
+// replaces what was there.
+void Merge(const toml::table& layer, toml::table& merged) {
+  for (auto&& [key, node] : layer) {
+    if (const toml::table* sub = node.as_table(); sub != nullptr) {
+      toml::node* have = merged.get(key);
+      if (have == nullptr || !have->is_table()) {
+        merged.insert_or_assign(key, toml::table{});
+        have = merged.get(key);
+      }
+      Merge(*sub, *have->as_table());
+      continue;
+    }
+    merged.insert_or_assign(key, node);
   }
-  Result<toml::table> table = Parse(path, *text);
-  if (!table) {
-    return table.error();
-  }
-  config.sources.push_back(path);
-  return Apply(TomlFields(*table, path, ""), profile, config);
 }
+
+// An override as RenderConfig shows it: an integer or a boolean when the value reads as one and
+// the key held no string before (a variable's value is always text), else the text.
+toml::table Typed(const EnvOverride& o, const toml::table& merged) {
+  toml::table root = EnvOverrideTable(o);
+  toml::table* at = &root;
+  const toml::table* was = &merged;
+  for (const std::string& part : o.path) {
+    at = at->get(part)->as_table();
+    const toml::node* next = was != nullptr ? was->get(part) : nullptr;
+    was = next != nullptr ? next->as_table() : nullptr;
+  }
+  const toml::node* before = was != nullptr ? was->get(o.key) : nullptr;
+  if (before != nullptr && before->is_string()) {
+    return root;
+  }
+  int64_t number = 0;
+  const char* end = o.value.data() + o.value.size();
+  if (auto [ptr, ec] = std::from_chars(o.value.data(), end, number);
+      !o.value.empty() && ec == std::errc() && ptr == end) {
+    at->insert_or_assign(o.key, number);
+  } else if (o.value == "true" || o.value == "false") {
+    at->insert_or_assign(o.key, o.value == "true");
+  }
+  return root;
+}
+
+// What LoadConfig builds and, when `merged` is set, every layer merged as RenderConfig shows it.
+class Layers {
+ public:
+  Layers(Config& config, toml::table* merged) : config_(config), merged_(merged) {}
+
+  // One file or built-in text. `profile` restricts a profile to its own platform.
+  Status ApplyText(const std::string& name, const std::string& text,
+                   std::optional<Platform> profile) {
+    Result<toml::table> table = Parse(name, text);
+    if (!table) {
+      return table.error();
+    }
+    config_.sources.push_back(name);
+    if (Status status = Apply(TomlFields(*table, name, ""), profile, config_); !status.ok()) {
+      return status;
+    }
+    if (merged_ != nullptr) {
+      Merge(*table, *merged_);
+    }
+    return Status::Ok();
+  }
+
+  Status ApplyFile(const std::string& path, std::optional<Platform> profile) {
+    Result<std::string> text = ReadFile(path);
+    if (!text) {
+      return text.error();
+    }
+    return ApplyText(path, *text, profile);
+  }
+
+  Status ApplyEnv(const Environment& environment) {
+    Result<std::vector<EnvOverride>> overrides = ParseEnvOverrides(environment);
+    if (!overrides) {
+      return overrides.error();
+    }
+    for (const EnvOverride& o : *overrides) {
+      const toml::table table = EnvOverrideTable(o);
+      Status status = Apply(TomlFields(table, o.variable, "", true), std::nullopt, config_);
+      if (!status.ok()) {
+        return status;
+      }
+      if (merged_ != nullptr) {
+        Merge(Typed(o, *merged_), *merged_);
+      }
+    }
+    if (!overrides->empty()) {
+      config_.sources.push_back("environment");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Config& config_;
+  toml::table* merged_;
+};
 
 std::optional<std::string> ProcessEnv(std::string_view name) {
   const char* value = std::getenv(std::string(name).c_str());
@@ -128,34 +220,120 @@ std::optional<std::string> ProcessEnv(std::string_view name) {
   return std::string(value);
 }
 
-}  // namespace
+Environment ProcessEnvironment() {
+  Environment out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    const size_t eq = entry.find('=');
+    if (eq != std::string_view::npos) {
+      out.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+    }
+  }
+  return out;
+}
 
-Result<Config> LoadConfig(const std::string& path, const LoadOptions& options) {
-  Config config = DefaultConfig();
-  const std::filesystem::path dir = options.profiles_dir.empty()
-                                        ? std::filesystem::path(path).parent_path() / "profiles"
-                                        : std::filesystem::path(options.profiles_dir);
+// The keys whose values RenderConfig never shows, wherever they are.
+bool IsSecretKey(std::string_view key) {
+  for (std::string_view secret : {"admin_token", "token", "secret", "secrets", "api_keys"}) {
+    if (key == secret) {
+      return true;
+    }
+  }
+  return false;
+}
+
+constexpr std::string_view kRedactedValue = "(redacted)";
+
+void RedactSecrets(toml::table& table) {
+  std::vector<std::pair<std::string, bool>> secrets;  // key, whether a list
+  for (auto&& [key, node] : table) {
+    if (IsSecretKey(key.str())) {
+      secrets.emplace_back(std::string(key.str()), node.is_array());
+    } else if (toml::table* sub = node.as_table(); sub != nullptr) {
+      RedactSecrets(*sub);
+    } else if (toml::value<std::string>* text = node.as_string(); text != nullptr) {
+      // URLs with userinfo or a query, webhook paths (dispatcher/base/redact.h).
+      *text = RedactText(text->get());
+    }
+  }
+  for (const auto& [key, is_list] : secrets) {
+    if (is_list) {
+      table.insert_or_assign(key, toml::array{std::string(kRedactedValue)});
+    } else {
+      table.insert_or_assign(key, std::string(kRedactedValue));
+    }
+  }
+}
+
+Status LoadLayers(const std::string& path, const LoadOptions& options, Config& config,
+                  toml::table* merged) {
+  Layers layers(config, merged);
   for (int i = 0; i < kPlatformCount; ++i) {
     const auto platform = static_cast<Platform>(i);
-    const std::string file = (dir / fmt::format("{}.toml", PlatformString(platform))).string();
-    if (Status status = ApplyFile(file, platform, config); !status.ok()) {
+    const std::string name = fmt::format("{}.toml", PlatformString(platform));
+    Status status =
+        options.profiles_dir.empty()
+            ? layers.ApplyText("(built-in) profiles/" + name,
+                               std::string(BuiltinProfile(PlatformString(platform))), platform)
+            : layers.ApplyFile((std::filesystem::path(options.profiles_dir) / name).string(),
+                               platform);
+    if (!status.ok()) {
       return status;
     }
   }
-  if (Status status = ApplyFile(path, std::nullopt, config); !status.ok()) {
+  if (!path.empty()) {
+    if (Status status = layers.ApplyFile(path, std::nullopt); !status.ok()) {
+      return status;
+    }
+  }
+  if (Status status =
+          layers.ApplyEnv(options.environment ? options.environment() : ProcessEnvironment());
+      !status.ok()) {
     return status;
   }
   std::optional<std::string> token =
       options.getenv ? options.getenv(kAdminTokenEnv) : ProcessEnv(kAdminTokenEnv);
   if (token.has_value() && !token->empty()) {
     config.server.admin_token = *token;
+    if (merged != nullptr) {
+      toml::table server;
+      server.insert_or_assign("admin_token", *token);
+      toml::table root;
+      root.insert_or_assign("server", std::move(server));
+      Merge(root, *merged);
+    }
   }
   std::optional<std::string> key =
       options.getenv ? options.getenv(kSecretsKeyEnv) : ProcessEnv(kSecretsKeyEnv);
   if (key.has_value()) {
     config.server.secrets_key_env = *key;
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Config> LoadConfig(const std::string& path, const LoadOptions& options) {
+  Config config = DefaultConfig();
+  if (Status status = LoadLayers(path, options, config, nullptr); !status.ok()) {
+    return status;
+  }
   return config;
+}
+
+Result<std::string> RenderConfig(const std::string& path, const LoadOptions& options) {
+  Config config = DefaultConfig();
+  toml::table merged;
+  if (Status status = LoadLayers(path, options, config, &merged); !status.ok()) {
+    return status;
+  }
+  RedactSecrets(merged);
+  std::ostringstream out;
+  out << "# The effective configuration: " << fmt::format("{}", fmt::join(config.sources, ", "))
+      << ".\n# Keys not shown have their built-in defaults (docs/configuration.md); secrets are "
+         "shown as \"(redacted)\".\n"
+      << toml::toml_formatter(merged) << "\n";
+  return out.str();
 }
 
 }  // namespace egress::config

@@ -5,8 +5,11 @@
 // the fields it sets. Errors are InvalidArgument "file:line: field: problem".
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "config/config.h"
+#include "config/load_config.h"
 #include "config/toml_fields.h"
 #include "dispatcher/pacing/scope_path.h"
 
@@ -28,5 +31,21 @@ Status ReadQuotasTable(const TomlFields& quotas, QuotaMap& out);
 Status ReadTiersSection(const TomlFields& tiers, Config& out);
 // [tenants.*] with their credentials, tier and quotas (tiers are read first).
 Status ReadTenantsSection(const TomlFields& tenants, Config& out);
+
+// One RELAY_EGRESS_<SECTION>_<KEY> variable: the table it addresses and the key in it.
+struct EnvOverride {
+  std::string variable;           // "RELAY_EGRESS_SERVER_RETENTION_DEAD"
+  std::vector<std::string> path;  // {"server", "retention"}
+  std::string key;                // "dead"
+  std::string value;              // always a string; TomlFields converts (from_environment)
+};
+
+// The overrides in `environment`, sorted by variable name; the reserved variables (kReservedEnv)
+// and those without the prefix are skipped. InvalidArgument naming the variable for a name that
+// is not upper case or addresses no section (docs/configuration.md, "Environment overrides").
+Result<std::vector<EnvOverride>> ParseEnvOverrides(const Environment& environment);
+
+// A root table holding only the override's value at its path.
+toml::table EnvOverrideTable(const EnvOverride& o);
 
 }  // namespace egress::config

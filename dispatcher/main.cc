@@ -2,6 +2,8 @@
 // operator commands (deliveries, stats, destinations) live in dispatcher/cli (docs/cli.md).
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <utility>
 
@@ -11,6 +13,7 @@
 #include "adapters/trust_files.h"
 #include "config/load_config.h"
 #include "dispatcher/base/host_port.h"
+#include "dispatcher/base/version.h"
 #include "dispatcher/cli/cli.h"
 #include "dispatcher/service/api/http_server.h"
 #include "dispatcher/service/event_log.h"
@@ -30,18 +33,32 @@ struct ConfigFlags {
   std::string data_dir;
 };
 
-// The config file over the shipped profiles (built-in defaults without --config), then
-// --listen and --data-dir on top. Errors are "file:line: field: problem" (config/load_config.h).
-egress::Result<egress::config::Config> ResolveConfig(const ConfigFlags& flags) {
-  egress::config::Config config = egress::config::DefaultConfig();
+// The config file serve reads: --config, else RELAY_EGRESS_CONFIG, else
+// /etc/relay-egress/relay-egress.toml when it exists, else none (built-in defaults).
+std::string ConfigPath(const ConfigFlags& flags) {
   if (!flags.config_path.empty()) {
-    auto loaded =
-        egress::config::LoadConfig(flags.config_path, {.profiles_dir = flags.profiles_dir});
-    if (!loaded) {
-      return loaded.error();
-    }
-    config = std::move(*loaded);
+    return flags.config_path;
   }
+  if (const char* env = std::getenv(std::string(egress::config::kConfigPathEnv).c_str());
+      env != nullptr && *env != '\0') {
+    return env;
+  }
+  std::error_code ec;
+  if (std::filesystem::exists(egress::config::kDefaultConfigPath, ec)) {
+    return std::string(egress::config::kDefaultConfigPath);
+  }
+  return "";
+}
+
+// The config file over the built-in profiles (or --profiles-dir), the RELAY_EGRESS_* overrides,
+// then --listen and --data-dir on top. Errors are "file:line: field: problem"
+// (config/load_config.h).
+egress::Result<egress::config::Config> ResolveConfig(const ConfigFlags& flags) {
+  auto loaded = egress::config::LoadConfig(ConfigPath(flags), {.profiles_dir = flags.profiles_dir});
+  if (!loaded) {
+    return loaded.error();
+  }
+  egress::config::Config config = std::move(*loaded);
   if (!flags.listen.empty()) {
     auto parsed = egress::ParseHostPort(flags.listen);
     if (!parsed) {
@@ -61,17 +78,28 @@ int main(int argc, char** argv) {
   CLI::App app{
       "relay-egress: durable, rate-limit-aware delivery to Slack, Discord, LINE and webhooks"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "relay-egress " + std::string(egress::Version()));
   ConfigFlags flags;
   bool check_config = false;
+  bool print_config = false;
   auto* serve = app.add_subcommand("serve", "Run the worker service");
-  auto* serve_config = serve->add_option("--config", flags.config_path, "TOML config file")
-                           ->check(CLI::ExistingFile);
+  serve
+      ->add_option("--config", flags.config_path,
+                   "TOML config file (default: $RELAY_EGRESS_CONFIG, else "
+                   "/etc/relay-egress/relay-egress.toml if it exists)")
+      ->check(CLI::ExistingFile);
   serve->add_option("--profiles-dir", flags.profiles_dir,
-                    "Platform profiles (default: profiles/ next to the config file)");
+                    "Platform profiles replacing the built-in ones (slack, discord, line, "
+                    "webhook .toml)");
   serve->add_option("--listen", flags.listen, "host:port (overrides server.listen)");
   serve->add_option("--data-dir", flags.data_dir, "Store directory (overrides server.data_dir)");
-  serve->add_flag("--check-config", check_config, "Validate the config and exit")
-      ->needs(serve_config);
+  auto* check_flag =
+      serve->add_flag("--check-config", check_config, "Validate the config and exit");
+  serve
+      ->add_flag("--print-config", print_config,
+                 "Print the configuration in force (files and RELAY_EGRESS_* overrides merged, "
+                 "secrets redacted) and exit")
+      ->excludes(check_flag);
   egress::cli::Commands commands(app);
   try {
     app.parse(argc, argv);
@@ -81,6 +109,16 @@ int main(int argc, char** argv) {
   }
   if (commands.Parsed()) {
     return commands.Run();
+  }
+  if (print_config) {
+    auto text =
+        egress::config::RenderConfig(ConfigPath(flags), {.profiles_dir = flags.profiles_dir});
+    if (!text) {
+      std::fprintf(stderr, "%s\n", text.error().message().c_str());
+      return kExitUsage;
+    }
+    fmt::print("{}", *text);
+    return kExitOk;
   }
   auto config = ResolveConfig(flags);
   if (!config) {
@@ -104,9 +142,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", trust.message().c_str());
       return kExitUsage;
     }
-    fmt::print("{}: OK\n", flags.config_path);
+    const std::string path = ConfigPath(flags);
+    fmt::print("{}: OK\n", path.empty() ? "built-in defaults" : path);
     return kExitOk;
   }
   egress::service::ConfigureEventLog(config->server.log_format, config->server.log_level);
-  return egress::service::RunService(egress::service::ServiceOptionsFromConfig(*config));
+  // SIGHUP: the budgets as the config files and variables say now (the flags stay as given).
+  auto reload_budgets = [flags]() -> egress::Result<egress::service::Service::BudgetDefaults> {
+    auto again = ResolveConfig(flags);
+    if (!again) {
+      return again.error();
+    }
+    return egress::service::ServiceOptionsFromConfig(*again).budget_defaults;
+  };
+  return egress::service::RunService(egress::service::ServiceOptionsFromConfig(*config),
+                                     egress::Millis(10'000), reload_budgets);
 }

@@ -71,7 +71,9 @@ class Backend {
   virtual std::string Describe() const = 0;
 };
 
-std::unique_ptr<Backend> NewServiceBackend(const HostPort& server, const std::string& token);
+// The service at `server` through libcurl; `cacert` as HttpCall takes it.
+std::unique_ptr<Backend> NewServiceBackend(const ServerUrl& server, const std::string& token,
+                                           const std::string& cacert);
 
 // How a command may use the store when no service answers.
 enum class StoreAccess {

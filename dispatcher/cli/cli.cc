@@ -16,9 +16,14 @@ void AddConnection(CLI::App* cmd, CommandFlags& f, bool with_json) {
                   "TOML config file (listen, data_dir, token)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--profiles-dir", f.connection.profiles_dir,
-                  "Platform profiles (default: profiles/ next to the config file)");
+                  "Platform profiles replacing the built-in ones");
   cmd->add_option("--server", f.connection.server,
-                  "Service URL (default: http:// + the config's server.listen)");
+                  "Service URL, http://host:port or https://host[:port] (default: http:// + the "
+                  "config's server.listen)");
+  cmd->add_option("--cacert", f.connection.cacert,
+                  "CA certificates (PEM) to verify an https --server with (default: the "
+                  "system's)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--token", f.connection.token,
                   "API key or admin token (default: $RELAY_EGRESS_TOKEN, else the config's "
                   "admin_token)");
@@ -214,15 +219,15 @@ Result<std::unique_ptr<Backend>> Connect(const ConnectionFlags& flags, StoreAcce
       token.empty() && env != nullptr) {
     token = env;
   }
-  Result<HostPort> url = cfg.server.listen;
+  Result<ServerUrl> url = ServerUrl{.https = false, .address = cfg.server.listen};
   if (!flags.server.empty()) {
     url = ParseServerUrl(flags.server);
   }
   if (!url) {
     return url.error();
   }
-  auto service = NewServiceBackend(*url, token);
-  auto probe = HttpCall(*url, "GET", "/healthz", "", "");
+  auto service = NewServiceBackend(*url, token, flags.cacert);
+  auto probe = HttpCall(*url, "GET", "/healthz", "", "", flags.cacert);
   if (probe) {
     return service;
   }

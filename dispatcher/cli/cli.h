@@ -28,6 +28,9 @@ struct ConnectionFlags {
   // --token: a tenant's API key or the admin token, sent as Authorization: Bearer. Default:
   // RELAY_EGRESS_TOKEN, else the config's admin_token (or RELAY_EGRESS_ADMIN_TOKEN).
   std::string token;
+  // --cacert: the CA certificates (PEM) an https --server is verified with. Default: the
+  // system's.
+  std::string cacert;
 };
 
 // Everything the command line said.

@@ -91,8 +91,9 @@ int ListDeliveries(Backend& b, const CommandFlags& f) {
     }
   }
   if (list.empty()) {
+    // An empty list is an answer, not a failure (docs/cli.md, "Exit codes").
     std::fprintf(stderr, "relay-egress: no deliveries match (%s)\n", b.Describe().c_str());
-    return kExitNothing;
+    return kExitOk;
   }
   return kExitOk;
 }

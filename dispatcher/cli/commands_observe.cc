@@ -130,8 +130,9 @@ int ListDestinations(Backend& b, const CommandFlags& f) {
     fmt::print("{}", RenderTable(rows));
   }
   if (list.empty()) {
+    // An empty list is an answer, not a failure (docs/cli.md, "Exit codes").
     std::fprintf(stderr, "relay-egress: no destinations with work (%s)\n", b.Describe().c_str());
-    return kExitNothing;
+    return kExitOk;
   }
   return kExitOk;
 }

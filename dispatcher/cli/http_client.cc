@@ -1,108 +1,146 @@
 #include "dispatcher/cli/http_client.h"
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
-#include <sys/socket.h>
-#include <sys/time.h>
+#include <memory>
+#include <mutex>
+
+#include <curl/curl.h>
 
 namespace egress::cli {
 namespace {
 
-namespace asio = boost::asio;
-namespace http = boost::beast::http;
+constexpr long kTimeoutSeconds = 10;
+constexpr size_t kMaxAnswer = size_t{256} << 20;
 
-constexpr int kTimeoutSeconds = 10;
+struct CurlFree {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
 
-// Blocking reads and writes give up after kTimeoutSeconds instead of hanging on a stuck server.
-void SetTimeouts(asio::ip::tcp::socket& sock) {
-  timeval tv{.tv_sec = kTimeoutSeconds, .tv_usec = 0};
-  setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  setsockopt(sock.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+struct Sink {
+  std::string body;
+  bool too_big = false;
+};
+
+size_t Append(char* data, size_t size, size_t count, void* user) {
+  auto* sink = static_cast<Sink*>(user);
+  const size_t n = size * count;
+  if (sink->body.size() + n > kMaxAnswer) {
+    sink->too_big = true;
+    return 0;  // libcurl fails the transfer with CURLE_WRITE_ERROR
+  }
+  sink->body.append(data, n);
+  return n;
+}
+
+// libcurl's global state, once per process (the CLI runs one command).
+void InitCurlOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
 }  // namespace
 
-Result<HostPort> ParseServerUrl(std::string_view text) {
+std::string ServerUrl::ToString() const {
+  return (https ? "https://" : "http://") + address.ToString();
+}
+
+Result<ServerUrl> ParseServerUrl(std::string_view text) {
   constexpr std::string_view kHttp = "http://";
-  if (text.starts_with("https://")) {
-    return Status::InvalidArgument("--server: https is not supported; use http://host:port");
-  }
-  if (text.starts_with(kHttp)) {
+  constexpr std::string_view kHttps = "https://";
+  ServerUrl url;
+  if (text.starts_with(kHttps)) {
+    url.https = true;
+    text.remove_prefix(kHttps.size());
+  } else if (text.starts_with(kHttp)) {
     text.remove_prefix(kHttp.size());
   }
   if (text.find("://") != std::string_view::npos) {
-    return Status::InvalidArgument("--server: only http:// is supported; use http://host:port");
+    return Status::InvalidArgument(
+        "--server: only http:// and https:// are supported, e.g. https://relay.example.com");
   }
   while (!text.empty() && text.back() == '/') {
     text.remove_suffix(1);
   }
-  Result<HostPort> parsed = ParseHostPort(text);
+  std::string with_port(text);
+  const size_t bracket = with_port.rfind(']');
+  const size_t colon = with_port.rfind(':');
+  if (url.https && !with_port.empty() &&
+      (colon == std::string::npos || (bracket != std::string::npos && colon < bracket))) {
+    with_port += ":443";
+  }
+  Result<HostPort> parsed = ParseHostPort(with_port);
   if (!parsed) {
     return Status::InvalidArgument("--server: " + parsed.error().message());
   }
-  return parsed;
+  url.address = std::move(*parsed);
+  return url;
 }
 
-Result<HttpReply> HttpCall(const HostPort& server, const std::string& method,
+Result<HttpReply> HttpCall(const ServerUrl& server, const std::string& method,
                            const std::string& target, const std::string& body,
-                           const std::string& token) {
-  const std::string where = "http://" + server.ToString();
+                           const std::string& token, const std::string& cacert) {
+  const std::string where = server.ToString();
   for (char c : token) {
     if (c < 0x21 || c > 0x7e) {
       // It would end or split the header; never echoed (a secret).
       return Status::InvalidArgument("the token holds a byte that is not visible ASCII");
     }
   }
-  if (server.port == 0) {
+  if (server.address.port == 0) {
     return Status::Unavailable(where + ": no port to connect to");
   }
-  asio::io_context io;
-  asio::ip::tcp::resolver resolver(io);
-  boost::system::error_code ec;
-  // Not address_configured (Asio's default): with only loopback up it would drop "localhost".
-  auto endpoints = resolver.resolve(server.host, std::to_string(server.port),
-                                    asio::ip::tcp::resolver::numeric_service, ec);
-  if (ec) {
-    return Status::Unavailable(where + ": " + ec.message());
+  InitCurlOnce();
+  std::unique_ptr<CURL, CurlFree> curl(curl_easy_init());
+  if (!curl) {
+    return Status::IoError(where + ": cannot start a libcurl transfer");
   }
-  asio::ip::tcp::socket sock(io);
-  asio::connect(sock, endpoints, ec);
-  if (ec) {
-    return Status::Unavailable(where + ": " + ec.message());
-  }
-  SetTimeouts(sock);
-  http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-  req.set(http::field::host, server.ToString());
-  req.set(http::field::user_agent, "relay-egress-cli");
+  curl_slist* raw = nullptr;
+  raw = curl_slist_append(raw, "User-Agent: relay-egress-cli");
+  raw = curl_slist_append(raw, "Expect:");
   if (!body.empty()) {
-    req.set(http::field::content_type, "application/json");
-    req.body() = body;
+    raw = curl_slist_append(raw, "Content-Type: application/json");
   }
   if (!token.empty()) {
-    req.set(http::field::authorization, "Bearer " + token);
+    raw = curl_slist_append(raw, ("Authorization: Bearer " + token).c_str());
   }
-  req.prepare_payload();
-  http::write(sock, req, ec);
-  boost::beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(256 << 20);
-  if (!ec) {
-    http::read(sock, buffer, parser, ec);
+  std::unique_ptr<curl_slist, CurlFree> headers(raw);
+  Sink sink;
+  const std::string url = where + target;
+  CURL* c = curl.get();
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, kTimeoutSeconds);
+  // A transfer that moves nothing for 10 s fails; a long one that moves does not.
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, kTimeoutSeconds);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &Append);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  if (!cacert.empty()) {
+    curl_easy_setopt(c, CURLOPT_CAINFO, cacert.c_str());
   }
-  if (ec) {
-    return Status::IoError(where + target + ": " + ec.message());
+  if (method == "GET") {
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  } else {
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   }
-  HttpReply reply;
-  reply.status = parser.get().result_int();
-  reply.body = std::move(parser.get().body());
-  boost::system::error_code ignored;
-  sock.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-  return reply;
+  const CURLcode rc = curl_easy_perform(c);
+  if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) {
+    return Status::Unavailable(where + ": " + curl_easy_strerror(rc));
+  }
+  if (sink.too_big) {
+    return Status::IoError(where + target + ": the answer is larger than 256 MiB");
+  }
+  if (rc != CURLE_OK) {
+    return Status::IoError(where + target + ": " + curl_easy_strerror(rc));
+  }
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  return HttpReply{.status = static_cast<int>(status), .body = std::move(sink.body)};
 }
 
 }  // namespace egress::cli

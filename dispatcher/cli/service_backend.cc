@@ -71,8 +71,8 @@ Status FromReply(const HttpReply& r) {
 
 class ServiceBackend final : public Backend {
  public:
-  ServiceBackend(HostPort server, std::string token)
-      : server_(std::move(server)), token_(std::move(token)) {}
+  ServiceBackend(ServerUrl server, std::string token, std::string cacert)
+      : server_(std::move(server)), token_(std::move(token)), cacert_(std::move(cacert)) {}
 
   Result<json> List(const DeliveryFilter& f) override {
     std::string target = "/v1/deliveries";
@@ -126,7 +126,7 @@ class ServiceBackend final : public Backend {
     return Call("POST", "/v1/destinations/enable", json{{"key", key}}.dump());
   }
   Result<std::string> Metrics() override {
-    auto reply = HttpCall(server_, "GET", "/metrics", "", token_);
+    auto reply = HttpCall(server_, "GET", "/metrics", "", token_, cacert_);
     if (!reply) {
       return reply.error();
     }
@@ -141,7 +141,7 @@ class ServiceBackend final : public Backend {
         tenant.empty() ? "/api/admin/quotas" : "/api/admin/tenants/" + Escape(tenant) + "/quotas",
         "");
   }
-  std::string Describe() const override { return "http://" + server_.ToString(); }
+  std::string Describe() const override { return server_.ToString(); }
 
  private:
   // Polls GET /v1/jobs/{id} until the job is no longer running; its final counts as a replay
@@ -183,7 +183,7 @@ class ServiceBackend final : public Backend {
   }
 
   Result<json> Call(const std::string& method, const std::string& target, const std::string& body) {
-    auto reply = HttpCall(server_, method, target, body, token_);
+    auto reply = HttpCall(server_, method, target, body, token_, cacert_);
     if (!reply) {
       return reply.error();
     }
@@ -197,14 +197,16 @@ class ServiceBackend final : public Backend {
     return parsed;
   }
 
-  HostPort server_;
+  ServerUrl server_;
   std::string token_;
+  std::string cacert_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> NewServiceBackend(const HostPort& server, const std::string& token) {
-  return std::make_unique<ServiceBackend>(server, token);
+std::unique_ptr<Backend> NewServiceBackend(const ServerUrl& server, const std::string& token,
+                                           const std::string& cacert) {
+  return std::make_unique<ServiceBackend>(server, token, cacert);
 }
 
 }  // namespace egress::cli

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <functional>
 
+#include <fmt/format.h>
+
 #include "dispatcher/base/check.h"
 
 namespace egress::pacing {
@@ -830,15 +832,35 @@ Status Scheduler::SetTenantBudgets(const std::string& tenant,
   if (!status.ok()) {
     return status;
   }
-  const uint32_t t = TenantIndex(tenant);
+  ApplyBudgets(TenantIndex(tenant));
+  return Status::Ok();
+}
+
+Status Scheduler::SetDefaultBudgets(const std::vector<std::pair<BudgetName, Budget>>& defaults) {
+  for (const auto& [name, budget] : defaults) {
+    if (budget.limit <= 0 || budget.scale_ms <= 0 || budget.burst <= 0) {
+      return Status::InvalidArgument(fmt::format(
+          "budget {}: limit, scale_ms and burst must be positive", BudgetNameString(name)));
+    }
+  }
+  for (const auto& [name, budget] : defaults) {
+    if (Status status = budgets_.SetDefault(name, budget); !status.ok()) {
+      return status;
+    }
+  }
+  ApplyBudgets(std::nullopt);
+  return Status::Ok();
+}
+
+void Scheduler::ApplyBudgets(std::optional<uint32_t> tenant) {
   const SteadyTime now = clock_.Now();
   std::vector<bool> repaced(scopes_.slot_limit(), false);
   for (uint32_t i = 0; i < scopes_.slot_limit(); ++i) {
     const ScopeTable::Slot& slot = scopes_.at(i);
-    if (slot.refs == 0 || slot.tenant != t) {
+    if (slot.refs == 0 || (tenant.has_value() && slot.tenant != *tenant)) {
       continue;
     }
-    const Budget effective = budgets_.Effective(tenant, scopes_.name(i));
+    const Budget effective = budgets_.Effective(tenants_[slot.tenant].name, scopes_.name(i));
     if (slot.learned == 0) {
       const GcraParams before = scopes_.params(i);
       scopes_.SetBudget(i, effective, false);
@@ -862,7 +884,8 @@ Status Scheduler::SetTenantBudgets(const std::string& tenant,
   // A scope with one destination holds it on that destination's own timer, not a wait list.
   for (uint32_t d = 0; d < dests_.size(); ++d) {
     const Dest& dest = dests_[d];
-    if (dest.tenant != t || dest.state != State::kTimer || dest.reason != DeferReason::kBudget) {
+    if ((tenant.has_value() && dest.tenant != *tenant) || dest.state != State::kTimer ||
+        dest.reason != DeferReason::kBudget) {
       continue;
     }
     for (uint8_t k = 0; k < dest.scope_count; ++k) {
@@ -872,7 +895,6 @@ Status Scheduler::SetTenantBudgets(const std::string& tenant,
       }
     }
   }
-  return Status::Ok();
 }
 
 bool Scheduler::RepaceScope(uint32_t scope, const GcraParams& before, SteadyTime now) {

@@ -179,6 +179,11 @@ class Scheduler {
   Status SetDefaultBudget(BudgetName name, const Budget& budget) {
     return budgets_.SetDefault(name, budget);
   }
+  // Replaces the deployment defaults of the listed budgets at run time (a config reload) and
+  // applies them at once, as SetTenantBudgets does, to every scope of every tenant without an
+  // override not governed by learned limits. kInvalidArgument, naming the budget, for a
+  // non-positive field; nothing changes then.
+  Status SetDefaultBudgets(const std::vector<std::pair<BudgetName, Budget>>& defaults);
 
   Result<DestinationView> Inspect(DestinationId id) const;
   // The effective budget of scope `budget` on the destination's path; kNotFound if not on it.
@@ -288,6 +293,9 @@ class Scheduler {
   // After the budget of `scope` was set, `before` being the old one: when it changed, rescales
   // its meter (BudgetStore::Rescale), has its waiters looked at again at once and returns true.
   bool RepaceScope(uint32_t scope, const GcraParams& before, SteadyTime now);
+  // Sets every live scope of `tenant` (all tenants when nullopt) to its effective budget and
+  // looks at the work its new pace frees at once.
+  void ApplyBudgets(std::optional<uint32_t> tenant);
   void ArmScope(uint32_t scope, int64_t at_ns);
   void FireTimers(int64_t now_ns);
   void ReleaseScopeWaiters(uint32_t scope, int64_t now_ns);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "dispatcher/base/redact.h"
+#include "dispatcher/base/version.h"
 
 namespace egress::service {
 namespace {
@@ -266,13 +267,10 @@ typename Map::mapped_type& Slot(Map& map, std::string_view key) {
 
 }  // namespace
 
-#ifndef EGRESS_VERSION
-#define EGRESS_VERSION "unknown"
-#endif
-
 Metrics::Metrics() { Set(GaugeId::kBuildInfo, {{"version", Version()}}, 1); }
 
-std::string_view Metrics::Version() { return EGRESS_VERSION; }
+// The project version alone (a bounded label value: no git description).
+std::string_view Metrics::Version() { return VersionNumber(); }
 
 void Metrics::Inc(CounterId id, const Labels& labels, double by) {
   Slot(values_, SeriesKey(Of(id).name, labels)) += by;

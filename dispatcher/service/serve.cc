@@ -62,7 +62,8 @@ void RaiseOpenFileLimit(size_t max_connections) {
 
 }  // namespace
 
-int RunService(ServiceOptions options, Millis grace) {
+int RunService(ServiceOptions options, Millis grace,
+               std::function<Result<Service::BudgetDefaults>()> reload_budgets) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   std::signal(SIGPIPE, SIG_IGN);
   RaiseOpenFileLimit(options.http.max_connections);
@@ -81,8 +82,8 @@ int RunService(ServiceOptions options, Millis grace) {
   LogEvent(LogLevel::kInfo, "serving",
            {{"listen", fmt::format("{}:{}", ep.address().to_string(), ep.port())},
             {"data_dir", data_dir}});
-  // SIGHUP reads the credential references (token_file, secret_env, ...) again; a failed read
-  // keeps the old values and logs which reference failed.
+  // SIGHUP reads the credential references (token_file, secret_env, ...) and the budgets again;
+  // a failed read keeps the old values and logs what failed.
   boost::asio::signal_set hangups(io, SIGHUP);
   std::function<void()> wait_hangup = [&] {
     hangups.async_wait([&](const boost::system::error_code& ec, int) {
@@ -90,6 +91,9 @@ int RunService(ServiceOptions options, Millis grace) {
         return;
       }
       (*service)->ReloadCredentialRefs([](Status) {});
+      if (reload_budgets) {
+        (*service)->ReloadBudgets(reload_budgets, [](Status) {});
+      }
       wait_hangup();
     });
   };

@@ -44,7 +44,8 @@ Service::Service(asio::io_context& io, const Clock& clock, ServiceOptions option
       clock_(clock),
       options_(std::move(options)),
       random_(std::random_device{}()),
-      request_slots_(options_.intake.max_requests_in_flight) {}
+      request_slots_(options_.intake.max_requests_in_flight),
+      budget_defaults_(options_.budget_defaults) {}
 
 Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Clock& clock,
                                                 ServiceOptions options) {
@@ -312,6 +313,39 @@ void Service::ReloadCredentialRefs(std::function<void(Status)> done) {
   });
 }
 
+void Service::ReloadBudgets(std::function<Result<BudgetDefaults>()> load,
+                            std::function<void(Status)> done) {
+  asio::post(*storage_pool_, [this, load = std::move(load), done = std::move(done)]() mutable {
+    Result<BudgetDefaults> fresh = load();
+    asio::post(io_, [this, fresh = std::move(fresh), done = std::move(done)] {
+      Status status = fresh ? scheduler_->SetDefaultBudgets(*fresh) : fresh.error();
+      if (!status.ok()) {
+        // Config errors name the file, line and field, never a secret (config/load_config.h).
+        LogEvent(LogLevel::kError, "budget_reload_failed", {{"error", status.message()}});
+        done(status);
+        return;
+      }
+      for (const auto& [name, budget] : *fresh) {
+        if (name == pacing::BudgetName::kTenantIntake) {
+          intake_limiter_->SetDefaultBudget(budget);
+        }
+        auto it = std::find_if(budget_defaults_.begin(), budget_defaults_.end(),
+                               [name = name](const auto& entry) { return entry.first == name; });
+        if (it == budget_defaults_.end()) {
+          budget_defaults_.emplace_back(name, budget);
+        } else {
+          it->second = budget;
+        }
+      }
+      if (loop_) {
+        loop_->BudgetsChanged();
+      }
+      LogEvent(LogLevel::kInfo, "budgets_reloaded", {{"budgets", fresh->size()}});
+      done(Status::Ok());
+    });
+  });
+}
+
 Status Service::SetTenantOverrides(
     const std::string& tenant,
     const std::vector<std::pair<pacing::BudgetName, pacing::Budget>>& overrides) {
@@ -357,7 +391,7 @@ std::pair<pacing::Budget, bool> Service::EffectiveBudget(const std::string& tena
   if (std::optional<pacing::Budget> tier = TierBudget(tenant, name)) {
     return {*tier, false};
   }
-  for (const auto& [n, budget] : options_.budget_defaults) {
+  for (const auto& [n, budget] : budget_defaults_) {
     if (n == name) {
       return {budget, false};
     }

@@ -149,6 +149,15 @@ class Service {
   // `credential_reload_failed` names the reference (never a value). `done` gets the outcome, on
   // the storage pool.
   void ReloadCredentialRefs(std::function<void(Status)> done);
+  // The budgets' deployment defaults, as ServiceOptions::budget_defaults.
+  using BudgetDefaults = std::vector<std::pair<pacing::BudgetName, pacing::Budget>>;
+  // Reads the budgets' defaults again (SIGHUP): calls `load` on the storage pool (it may read
+  // files), then on the loop applies them at once to the scheduler (every tenant without an
+  // override, live meters re-paced), to intake and to EffectiveBudget. When `load` fails or a
+  // budget is invalid nothing changes and `budget_reload_failed` is logged with the error. `done`
+  // gets the outcome, on the loop. Captures `this`: Service joins the loop before it goes.
+  void ReloadBudgets(std::function<Result<BudgetDefaults>()> load,
+                     std::function<void(Status)> done);
 
   // The budget in force for the tenant, and whether an override set it: the tenant's own
   // override, else its tier's budget, else the deployment default.
@@ -197,6 +206,8 @@ class Service {
   std::unique_ptr<HttpServer> server_;
   bool accepting_ = true;
   std::map<std::string, std::vector<std::pair<pacing::BudgetName, pacing::Budget>>> overrides_;
+  // options_.budget_defaults, then what ReloadBudgets applied; loop thread only.
+  BudgetDefaults budget_defaults_;
 };
 
 }  // namespace egress::service

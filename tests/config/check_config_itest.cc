@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -99,14 +100,63 @@ TEST(CheckConfigTest, BadCaFileFailsTheCheck) {
   }
 }
 
-// Verifies --listen is checked too, and --check-config needs --config.
-TEST(CheckConfigTest, BadListenFlagAndMissingConfig) {
+// Verifies --listen is checked too.
+TEST(CheckConfigTest, BadListenFlag) {
   RunResult listen = RunRelayEgress("serve --check-config --config " + SourceRootForTest() +
                                     "/config/relay-egress.toml --listen 8686");
   EXPECT_EQ(listen.exit_code, 2);
   EXPECT_EQ(listen.output, "--listen: expected host:port, e.g. \"127.0.0.1:8686\"\n");
-  RunResult no_config = RunRelayEgress("serve --check-config");
-  EXPECT_NE(no_config.exit_code, 0);
+}
+
+// Verifies that without --config, serve reads the file RELAY_EGRESS_CONFIG names (checked, and
+// named in errors), and that --config wins over it.
+TEST(CheckConfigTest, ConfigFromEnvironment) {
+  ConfigFiles files;
+  ConfigFiles::Write(files.main_path(), "[budgets.slack_channel]\nlimit = 0\n");
+  ASSERT_EQ(setenv("RELAY_EGRESS_CONFIG", files.main_path().c_str(), 1), 0);
+  RunResult bad = RunRelayEgress("serve --check-config");
+  RunResult flag = RunRelayEgress("serve --check-config --config " + SourceRootForTest() +
+                                  "/config/relay-egress.toml");
+  ConfigFiles::Write(files.main_path(), "[server]\nlisten = \"127.0.0.1:8686\"\n");
+  RunResult good = RunRelayEgress("serve --check-config");
+  unsetenv("RELAY_EGRESS_CONFIG");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_EQ(bad.output.rfind(files.main_path() + ":2: budgets.slack_channel.limit: ", 0), 0u)
+      << bad.output;
+  EXPECT_EQ(flag.exit_code, 0) << flag.output;
+  EXPECT_EQ(good.exit_code, 0) << good.output;
+  EXPECT_EQ(good.output, files.main_path() + ": OK\n");
+}
+
+// Verifies a RELAY_EGRESS_<SECTION>_<KEY> override reaches serve: a bad value stops it with the
+// variable's name (exit 2), and --print-config shows a good one, secrets redacted.
+TEST(CheckConfigTest, EnvironmentOverridesAndPrintConfig) {
+  const std::string config = " --config " + SourceRootForTest() + "/config/relay-egress.toml";
+  ASSERT_EQ(setenv("RELAY_EGRESS_SERVER_MAX_CONNECTIONS", "lots", 1), 0);
+  RunResult bad = RunRelayEgress("serve --check-config" + config);
+  ASSERT_EQ(setenv("RELAY_EGRESS_SERVER_MAX_CONNECTIONS", "123", 1), 0);
+  ASSERT_EQ(setenv("RELAY_EGRESS_ADMIN_TOKEN", "admin-token-from-env-0123456789", 1), 0);
+  RunResult print = RunRelayEgress("serve --print-config" + config);
+  unsetenv("RELAY_EGRESS_SERVER_MAX_CONNECTIONS");
+  unsetenv("RELAY_EGRESS_ADMIN_TOKEN");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_EQ(bad.output.rfind("RELAY_EGRESS_SERVER_MAX_CONNECTIONS: server.max_connections: ", 0),
+            0u)
+      << bad.output;
+  EXPECT_EQ(print.exit_code, 0) << print.output;
+  EXPECT_NE(print.output.find("max_connections = 123"), std::string::npos) << print.output;
+  EXPECT_NE(print.output.find("[budgets.slack_channel]"), std::string::npos) << print.output;
+  EXPECT_EQ(print.output.find("admin-token-from-env"), std::string::npos) << print.output;
+  EXPECT_EQ(print.output.find("example-local-api-key-change-me"), std::string::npos)
+      << print.output;
+  EXPECT_NE(print.output.find("(redacted)"), std::string::npos) << print.output;
+}
+
+// Verifies --version names the project version.
+TEST(CheckConfigTest, Version) {
+  RunResult run = RunRelayEgress("--version");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output.rfind("relay-egress 0.", 0), 0u) << run.output;
 }
 
 // Verifies a host name as the listen address passes when it resolves, in the file and in --listen.

@@ -28,6 +28,21 @@ class ConfigFiles {
     }
   }
 
+  // Loads with the profiles of dir()/profiles and the environment `env` only.
+  LoadOptions Options(std::map<std::string, std::string> env = {}) const {
+    LoadOptions options;
+    options.profiles_dir = dir_.Sub("profiles");
+    options.environment = [env]() { return Environment(env.begin(), env.end()); };
+    options.getenv = [env = std::move(env)](std::string_view name) -> std::optional<std::string> {
+      auto it = env.find(std::string(name));
+      if (it == env.end()) {
+        return std::nullopt;
+      }
+      return it->second;
+    };
+    return options;
+  }
+
   std::string main_path() const { return dir_.Sub("relay-egress.toml"); }
   std::string profile_path(std::string_view platform) const {
     return dir_.Sub("profiles/" + std::string(platform) + ".toml");
@@ -45,15 +60,7 @@ class ConfigFiles {
   Result<Config> Load(const std::string& main_text,
                       std::map<std::string, std::string> env = {}) const {
     Write(main_path(), main_text);
-    LoadOptions options;
-    options.getenv = [env = std::move(env)](std::string_view name) -> std::optional<std::string> {
-      auto it = env.find(std::string(name));
-      if (it == env.end()) {
-        return std::nullopt;
-      }
-      return it->second;
-    };
-    return LoadConfig(main_path(), options);
+    return LoadConfig(main_path(), Options(std::move(env)));
   }
 
  private:

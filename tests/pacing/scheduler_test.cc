@@ -103,6 +103,37 @@ TEST_F(SchedulerTest, NestedScopesAreAllOrNothing) {
   EXPECT_EQ(next.destination, b);
 }
 
+// Verifies that new deployment defaults (a config reload) apply at once to live scopes: a
+// destination held by the old tenant_egress budget goes now, a tenant's override stays, and an
+// invalid budget changes nothing.
+TEST_F(SchedulerTest, SetDefaultBudgetsRepacesLiveScopes) {
+  ASSERT_TRUE(scheduler_.SetDefaultBudget(BudgetName::kTenantEgress, {1, 1000, 1}).ok());
+  ASSERT_TRUE(
+      scheduler_.SetTenantBudgets("beta", {{BudgetName::kTenantEgress, {1, 1000, 1}}}).ok());
+  DestinationId a = Add(Webhook("https://a.example/hook"));
+  DestinationId b = Add(Webhook("https://b.example/hook"));
+  DestinationId c = Add(Webhook("https://c.example/hook", "beta"));
+  ASSERT_TRUE(scheduler_.Offer(a, Item(1)).ok());
+  ASSERT_TRUE(scheduler_.Offer(b, Item(1)).ok());
+  ASSERT_EQ(scheduler_.Next().destination, a);
+  ASSERT_EQ(scheduler_.Next().kind, Decision::Kind::kWait);
+  EXPECT_EQ(Reason(b), "budget:tenant_egress");
+
+  const Budget bad{0, 1000, 1};
+  Status invalid = scheduler_.SetDefaultBudgets({{BudgetName::kTenantEgress, bad}});
+  EXPECT_EQ(invalid.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(scheduler_.EffectiveBudget(b, BudgetName::kTenantEgress)->limit, 1);
+
+  const Budget roomy{1000, 1000, 1000};
+  ASSERT_TRUE(scheduler_.SetDefaultBudgets({{BudgetName::kTenantEgress, roomy}}).ok());
+  EXPECT_EQ(*scheduler_.EffectiveBudget(b, BudgetName::kTenantEgress), roomy);
+  Decision next = scheduler_.Next();  // no time has passed
+  ASSERT_EQ(next.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(next.destination, b);
+  // beta's override wins over the new default.
+  EXPECT_EQ(scheduler_.EffectiveBudget(c, BudgetName::kTenantEgress)->limit, 1);
+}
+
 // Verifies that a disabled destination's head is deferred (not dropped) and goes on Enable.
 TEST_F(SchedulerTest, DisabledDestinationDefersUntilEnabled) {
   DestinationId dest = Add(Webhook("https://gone.example/hook"));

@@ -3,6 +3,7 @@
 // that the service, the CLI and --check-config all accept.
 
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -95,6 +96,46 @@ TEST_F(ServeConfigTest, PlatformTimeoutEndsSlowAttempt) {
   EXPECT_NE(record["state"], "dead") << record.dump();
   EXPECT_NE(record["state"], "delivered") << record.dump();
   EXPECT_GE(receiver.connections_accepted(), 1);
+}
+
+// Verifies SIGHUP reads the budgets again: with tenant_intake at 1 per minute a second intake
+// is refused (429); after the file says 1000 per second and SIGHUP, intake is accepted again
+// without a restart. A file that no longer loads leaves the service running on what it had.
+TEST_F(ServeConfigTest, HangupReloadsBudgets) {
+  const std::string tight = "[budgets.tenant_intake]\nlimit = 1\nscale_ms = 60000\nburst = 1\n";
+  WriteConfig("listen = \"127.0.0.1:0\"\n", "");
+  std::ofstream(config_, std::ios::app) << tight;
+  ChildProcess service;
+  const int port = StartService(service);
+  ASSERT_NE(port, 0) << service.error();
+  const json delivery = {{"tenant", "acme"},
+                         {"platform", "webhook"},
+                         {"destination", "http://127.0.0.1:9/hook"},
+                         {"credential", "hooks"},
+                         {"payload", {{"n", 1}}}};
+  auto post = [&] {
+    return HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries", delivery.dump()).status;
+  };
+  ASSERT_EQ(post(), 202);
+  ASSERT_EQ(post(), 429);
+  // A broken file: nothing changes, the service stays up.
+  std::ofstream(config_, std::ios::app) << "[budgets.tenant_intake]\nlimit = 0\n";
+  ASSERT_EQ(::kill(service.pid(), SIGHUP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(post(), 429);
+  WriteConfig("listen = \"127.0.0.1:0\"\n", "");
+  std::ofstream(config_, std::ios::app)
+      << "[budgets.tenant_intake]\nlimit = 1000\nscale_ms = 1000\nburst = 1000\n";
+  ASSERT_EQ(::kill(service.pid(), SIGHUP), 0);
+  int status = 0;
+  for (int waited = 0; waited < 15'000; waited += 50) {
+    status = post();
+    if (status != 429) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(status, 202);
 }
 
 // Verifies a host name as server.listen: serve binds it (localhost is 127.0.0.1), the CLI

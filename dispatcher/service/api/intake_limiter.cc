@@ -18,7 +18,7 @@ IntakeLimiter::IntakeLimiter(const Clock& clock, pacing::Budget default_budget)
     : clock_(clock), default_budget_(AsWindow(default_budget)) {}
 
 IntakeLimiter::Decision IntakeLimiter::Take(const std::string& tenant, int64_t units) {
-  auto [it, fresh] = tenants_.try_emplace(tenant, Tenant{default_budget_, 0});
+  auto [it, fresh] = tenants_.try_emplace(tenant, Tenant{default_budget_, 0, false});
   Tenant& t = it->second;
   const auto params = pacing::GcraParams::FromBudget(t.budget);
   const auto d = pacing::GcraEvaluate(t.tat_ns, params, units, pacing::ToNanos(clock_.Now()));
@@ -33,7 +33,16 @@ IntakeLimiter::Decision IntakeLimiter::Take(const std::string& tenant, int64_t u
 
 void IntakeLimiter::SetBudget(const std::string& tenant, std::optional<pacing::Budget> budget) {
   // A new budget starts with a full meter: the old one's arrival time means nothing to it.
-  tenants_[tenant] = Tenant{budget ? AsWindow(*budget) : default_budget_, 0};
+  tenants_[tenant] = Tenant{budget ? AsWindow(*budget) : default_budget_, 0, budget.has_value()};
+}
+
+void IntakeLimiter::SetDefaultBudget(pacing::Budget budget) {
+  default_budget_ = AsWindow(budget);
+  for (auto& [name, t] : tenants_) {
+    if (!t.overridden && !(t.budget == default_budget_)) {
+      t = Tenant{default_budget_, 0, false};
+    }
+  }
 }
 
 }  // namespace egress::service

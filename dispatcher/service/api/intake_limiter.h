@@ -26,11 +26,15 @@ class IntakeLimiter {
   Decision Take(const std::string& tenant, int64_t units);
   // Replaces the tenant's budget (an operator override); nullopt restores the default.
   void SetBudget(const std::string& tenant, std::optional<pacing::Budget> budget);
+  // Replaces the default (a config reload): every tenant without an override whose budget
+  // changes starts on the new one with a full meter.
+  void SetDefaultBudget(pacing::Budget budget);
 
  private:
   struct Tenant {
     pacing::Budget budget;
     int64_t tat_ns = 0;
+    bool overridden = false;  // SetBudget gave it its own
   };
   const Clock& clock_;
   pacing::Budget default_budget_;
