@@ -20,6 +20,8 @@ Status ReadTransportSection(const TomlFields& transport, adapters::TransportOpti
 Status ReadPlatformsSection(const TomlFields& platforms, std::optional<Platform> only, Config& out);
 // [budgets.*]. With `only` set (a profile), only that platform's budgets are allowed.
 Status ReadBudgetsSection(const TomlFields& budgets, std::optional<Platform> only, Config& out);
+// [cluster]
+Status ReadClusterSection(const TomlFields& cluster, ClusterOptions& out);
 // [tenants.*] with their credentials.
 Status ReadTenantsSection(const TomlFields& tenants, Config& out);
 
