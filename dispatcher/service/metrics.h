@@ -40,7 +40,8 @@ enum class GaugeId : uint8_t {
   kStoreBytes,         // relay_egress_store_bytes
   kHttpConnections,    // relay_egress_http_connections
   kStoreHealthy,       // relay_egress_store_healthy
-  kMaxValue = kStoreHealthy,
+  kBudgetStoreUp,      // relay_egress_budget_store_up
+  kMaxValue = kBudgetStoreUp,
 };
 enum class HistogramId : uint8_t {
   kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}
