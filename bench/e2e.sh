@@ -21,6 +21,8 @@
 #   HTTP_VERSION=auto STREAMS=100 TARGET=nginx TLS=h2 bench/e2e.sh   # other transport settings
 #   SERVICE_BIN=old/relay-egress NEW_TRANSPORT_KEYS=0 TARGET=nginx TLS=h2 bench/e2e.sh
 #                                     # A/B against a build without http_version (HTTP/2 by ALPN)
+#   REDIS=1 bench/e2e.sh              # budgets shared through a local redis-server ([cluster],
+#                                     # one node): the cost of the shared budget store
 #   KEEP_TMP=1 bench/e2e.sh           # keep the temp dir (config, service and sink logs)
 #   SIM_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=/tmp/cg-sim.out" TOTAL=5000 \
 #     TIMEOUT_S=600 bench/e2e.sh      # the simulator's instructions per request
@@ -122,6 +124,19 @@ else
   SIM_PORT="$(wait_port sim)"
 fi
 
+# REDIS=1: a redis-server of its own on a loopback port (nothing persisted), and [cluster].
+CLUSTER_LINES=""
+if [[ "${REDIS:-0}" == 1 ]]; then
+  REDIS_PORT="${REDIS_PORT:-$((20000 + RANDOM % 30000))}"
+  start redis redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$TMP"
+  for _ in $(seq 1 100); do
+    redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
+    sleep 0.05
+  done
+  CLUSTER_LINES="$(printf '[cluster]\nredis_url = "redis://127.0.0.1:%s"\n' "$REDIS_PORT")"
+fi
+
 if [[ "$INTAKE_ONLY" == 1 || "$DRAIN" == 1 ]]; then
   EGRESS_LIMIT=1 EGRESS_SCALE_MS=3600000 EGRESS_BURST=1
 else
@@ -162,6 +177,8 @@ burst = $EGRESS_BURST
 limit = 1000000
 scale_ms = 1000
 burst = 100000
+
+$CLUSTER_LINES
 EOF
   for t in $(seq 0 $((TENANTS - 1))); do
     printf '\n[tenants.bench-%d.credentials.hooks]\nplatform = "webhook"\n' "$t"
@@ -174,6 +191,13 @@ EOF
 start service ${SERVICE_WRAPPER:-} "${SERVICE_BIN:-$BUILD/relay-egress}" serve --config "$TMP/relay-egress.toml" \
   --profiles-dir "$SRC/config/profiles"
 PORT="$(wait_port service)"
+if [[ "${REDIS:-0}" == 1 ]]; then  # on the shared budgets before the load starts
+  for _ in $(seq 1 100); do
+    curl -sf -H "X-Admin-Token: $ADMIN_TOKEN" "127.0.0.1:$PORT/metrics" |
+      grep -q '^relay_egress_budget_store_up 1' && break
+    sleep 0.05
+  done
+fi
 SERVICE_PID="$(cat "$TMP/service.pid")"
 SIM_PID="$(cat "$TMP/sim.pid")"
 if [[ "$TARGET" == nginx ]]; then  # nginx's one worker does the work ("sim" figures are nginx's)

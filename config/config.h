@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "adapters/curl_transport.h"
+#include "config/cluster_options.h"
 #include "config/platform_config.h"
 #include "config/server_options.h"
 #include "config/tenant_config.h"
@@ -28,6 +29,8 @@ struct Config {
   adapters::TransportOptions transport;
   // By tier name ([tiers.<tier>]).
   std::map<std::string, TierConfig> tiers;
+  // Shared budgets through Redis ([cluster]); disabled by default.
+  ClusterOptions cluster;
   // By tenant id ([tenants.<tenant>]).
   std::map<std::string, TenantConfig> tenants;
   // The files read, in the order applied (profiles first, the main file last).

@@ -26,7 +26,8 @@ struct Section {
 std::vector<Section> Sections() {
   std::vector<Section> out = {{"server", {"server"}},
                               {"server_retention", {"server", "retention"}},
-                              {"transport", {"transport"}}};
+                              {"transport", {"transport"}},
+                              {"cluster", {"cluster"}}};
   for (int i = 0; i < kPlatformCount; ++i) {
     const std::string p(PlatformString(static_cast<Platform>(i)));
     out.push_back({"platforms_" + p, {"platforms", p}});

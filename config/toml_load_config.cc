@@ -48,7 +48,8 @@ bool LineHoldsSecret(std::string_view text, uint32_t line) {
   }
   std::string_view row = text.substr(begin, text.find('\n', begin) - begin);
   row.remove_prefix(std::min(row.find_first_not_of(" \t"), row.size()));
-  for (std::string_view key : {"admin_token", "token", "secrets", "secret", "api_keys"}) {
+  for (std::string_view key :
+       {"admin_token", "token", "secrets", "secret", "api_keys", "password", "redis_url"}) {
     if (row.substr(0, key.size()) == key) {
       std::string_view rest = row.substr(key.size());
       rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
@@ -76,15 +77,14 @@ Result<toml::table> Parse(const std::string& path, const std::string& text) {
 
 // Applies one file's root table. `profile` restricts a profile to its own platform.
 Status Apply(const TomlFields& root, std::optional<Platform> profile, Config& config) {
-  Status status =
-      profile.has_value()
-          ? root.CheckKeys({"platforms", "budgets"})
-          : root.CheckKeys({"server", "transport", "platforms", "budgets", "tiers", "tenants"});
+  Status status = profile.has_value() ? root.CheckKeys({"platforms", "budgets"})
+                                      : root.CheckKeys({"server", "transport", "platforms",
+                                                        "budgets", "tiers", "tenants", "cluster"});
   if (!status.ok()) {
     return status;
   }
   for (std::string_view section :
-       {"server", "transport", "platforms", "budgets", "tiers", "tenants"}) {
+       {"server", "transport", "platforms", "budgets", "tiers", "tenants", "cluster"}) {
     Result<std::optional<TomlFields>> table = root.Table(section);
     if (!table) {
       return table.error();
@@ -103,6 +103,8 @@ Status Apply(const TomlFields& root, std::optional<Platform> profile, Config& co
       status = ReadBudgetsSection(fields, profile, config);
     } else if (section == "tiers") {
       status = ReadTiersSection(fields, config);
+    } else if (section == "cluster") {
+      status = ReadClusterSection(fields, config.cluster);
     } else {
       status = ReadTenantsSection(fields, config);
     }
@@ -234,7 +236,8 @@ Environment ProcessEnvironment() {
 
 // The keys whose values RenderConfig never shows, wherever they are.
 bool IsSecretKey(std::string_view key) {
-  for (std::string_view secret : {"admin_token", "token", "secret", "secrets", "api_keys"}) {
+  for (std::string_view secret :
+       {"admin_token", "token", "secret", "secrets", "api_keys", "password"}) {
     if (key == secret) {
       return true;
     }

@@ -29,6 +29,8 @@ Status ReadBudgetTable(const TomlFields& fields, pacing::Budget& out);
 Status ReadQuotasTable(const TomlFields& quotas, QuotaMap& out);
 // [tiers.*] with their budgets and quotas.
 Status ReadTiersSection(const TomlFields& tiers, Config& out);
+// [cluster]
+Status ReadClusterSection(const TomlFields& cluster, ClusterOptions& out);
 // [tenants.*] with their credentials, tier and quotas (tiers are read first).
 Status ReadTenantsSection(const TomlFields& tenants, Config& out);
 

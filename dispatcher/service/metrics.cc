@@ -88,6 +88,9 @@ constexpr Definition kDefinitions[] = {
     GaugeRow(GaugeId::kStoreHealthy, "relay_egress_store_healthy",
              "1 while the store takes writes; 0 after a write or background fault until it "
              "recovers."),
+    GaugeRow(GaugeId::kBudgetStoreUp, "relay_egress_budget_store_up",
+             "1 while the shared budget store ([cluster] Redis) answers, or when budgets are in "
+             "memory; 0 while it cannot be reached (on_redis_down applies)."),
     CounterRow(CounterId::kCorruptRecords, "relay_egress_corrupt_records_total",
                "Stored records that could not be read and were moved to dead (reason "
                "corrupt_record)."),

@@ -48,7 +48,8 @@ enum class GaugeId : uint8_t {
   kQuotaUsedRatio,     // relay_egress_quota_used_ratio{tenant,quota}
   kTierUtilization,    // relay_egress_tier_utilization_ratio{tier,budget}
   kBuildInfo,          // relay_egress_build_info{version}
-  kMaxValue = kBuildInfo,
+  kBudgetStoreUp,      // relay_egress_budget_store_up
+  kMaxValue = kBudgetStoreUp,
 };
 enum class HistogramId : uint8_t {
   kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}

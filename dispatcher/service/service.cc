@@ -80,8 +80,12 @@ Result<std::unique_ptr<Service>> Service::Start(
   s->store_ = std::move(*store);
   s->storage_pool_ = std::make_unique<asio::thread_pool>(std::max<size_t>(1, o.storage_threads));
   s->loop_pool_ = std::make_unique<asio::thread_pool>(1);
-  s->scheduler_ =
-      std::make_unique<pacing::Scheduler>(clock, s->budget_store_, s->random_, o.scheduler);
+  pacing::BudgetStore* budgets = &s->budget_store_;
+  s->metrics_.Set(GaugeId::kBudgetStoreUp, {}, 1);
+  if (o.shared_budgets.enabled) {
+    budgets = s->StartSharedBudgets();
+  }
+  s->scheduler_ = std::make_unique<pacing::Scheduler>(clock, *budgets, s->random_, o.scheduler);
   for (const auto& [name, budget] : o.budget_defaults) {
     if (Status st = s->scheduler_->SetDefaultBudget(name, budget); !st.ok()) {
       return st;
@@ -169,6 +173,33 @@ Result<std::unique_ptr<Service>> Service::Start(
       std::make_unique<RetentionRunner>(io, *s->store_, clock, s->metrics_, o.retention);
   s->retention_->Start();
   return s;
+}
+
+pacing::BudgetStore* Service::StartSharedBudgets() {
+  const SharedBudgetOptions& shared = options_.shared_budgets;
+  redis_ = std::make_unique<adapters::RedisConnection>(io_, clock_, shared.redis);
+  redis_budgets_ = std::make_unique<adapters::RedisBudgetBackend>(*redis_, shared.key_prefix);
+  leased_budgets_ =
+      std::make_unique<pacing::LeasedBudgetStore>(clock_, *redis_budgets_, shared.lease);
+  const std::string mode =
+      shared.lease.down_mode == pacing::BackendDownMode::kHold ? "hold" : "local_share";
+  // Down until the first connection is made: local_share or hold applies until then.
+  metrics_.Set(GaugeId::kBudgetStoreUp, {}, 0);
+  redis_->SetStateObserver([this, mode](bool up, const std::string& why) {
+    metrics_.Set(GaugeId::kBudgetStoreUp, {}, up ? 1 : 0);
+    if (up) {
+      LogEvent(LogLevel::kInfo, "budget_store_up",
+               {{"store", "redis"}, {"node", options_.shared_budgets.node_id}});
+    } else {
+      LogEvent(LogLevel::kWarn, "budget_store_down",
+               {{"store", "redis"},
+                {"node", options_.shared_budgets.node_id},
+                {"reason", why},
+                {"mode", mode}});
+    }
+  });
+  redis_->Start();
+  return leased_budgets_.get();
 }
 
 Service::~Service() {

@@ -13,8 +13,11 @@
 #include "adapters/adapter_registry.h"
 #include "adapters/credential_refs.h"
 #include "adapters/curl_transport.h"
+#include "adapters/redis_budget_backend.h"
+#include "adapters/redis_connection.h"
 #include "adapters/request_timeouts.h"
 #include "dispatcher/base/random.h"
+#include "dispatcher/pacing/leased_budget_store.h"
 #include "dispatcher/pacing/memory_budget_store.h"
 #include "dispatcher/pacing/scheduler.h"
 #include "dispatcher/service/api/auth.h"
@@ -35,6 +38,17 @@
 #include "storage/queue_store.h"
 
 namespace egress::service {
+
+// Budgets shared with other nodes through Redis ([cluster], docs/deployment.md). Default: off,
+// budgets in memory.
+struct SharedBudgetOptions {
+  bool enabled = false;
+  adapters::RedisConnectionOptions redis;  // holds the Redis password: never log it
+  std::string key_prefix = "relay-egress:";
+  // This node's name in logs. Default: empty ("<listen host>:<port>").
+  std::string node_id;
+  pacing::LeasedBudgetStoreOptions lease;
+};
 
 // What the service is built from. Plain data; dispatcher/service/service_options_from_config.h
 // fills it from a loaded config (relay-egress serve), tests fill it by hand. Holds secrets (admin
@@ -75,6 +89,7 @@ struct ServiceOptions {
   };
   std::vector<CredentialRefEntry> credential_refs;
   std::vector<std::pair<std::string, uint32_t>> tenant_weights;
+  SharedBudgetOptions shared_budgets;
   // Threads for the API's blocking store calls (intake, reads, steering); several let
   // concurrent intakes share one fsync. The delivery loop has one thread of its own
   // (Service::loop_pool_). Default: 4.
@@ -173,6 +188,8 @@ class Service {
   Status LoadSettings();
   // The config's API keys, then checks that the admin token is no tenant's key.
   Status LoadApiKeys();
+  // Connects to Redis (in the background) and returns the store the Scheduler asks.
+  pacing::BudgetStore* StartSharedBudgets();
 
   boost::asio::io_context& io_;
   const Clock& clock_;
@@ -191,6 +208,11 @@ class Service {
   // switch): see bench/README.md, "one store thread for the loop".
   std::unique_ptr<boost::asio::thread_pool> loop_pool_;
   pacing::MemoryBudgetStore budget_store_;
+  // With shared budgets: the Redis connection, the scripts over it and the leases the Scheduler
+  // asks (declared in that order: each borrows the one before).
+  std::unique_ptr<adapters::RedisConnection> redis_;
+  std::unique_ptr<adapters::RedisBudgetBackend> redis_budgets_;
+  std::unique_ptr<pacing::LeasedBudgetStore> leased_budgets_;
   SplitMixRandom random_;
   std::unique_ptr<pacing::Scheduler> scheduler_;
   std::unique_ptr<adapters::HttpTransport> transport_;

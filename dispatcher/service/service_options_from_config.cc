@@ -32,6 +32,7 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   o.loop.destination_idle = config.server.destination_idle;
   o.backlog_watermark = config.server.tenant_backlog_watermark;
   o.retention = ToRetentionOptions(config);
+  o.shared_budgets = ToSharedBudgetOptions(config);
   for (const auto& [tenant, t] : config.tenants) {
     o.tenant_weights.emplace_back(tenant, t.weight);
     for (const std::string& digest : t.api_key_digests) {
@@ -63,6 +64,23 @@ pacing::SchedulerOptions ToSchedulerOptions(const config::Config& config) {
     options.max_in_flight_per_platform[i] = platform.max_in_flight_per_platform;
   }
   options.pacing_margin = static_cast<double>(config.server.pacing_margin_percent) / 100.0;
+  return options;
+}
+
+SharedBudgetOptions ToSharedBudgetOptions(const config::Config& config) {
+  const config::ClusterOptions& cluster = config.cluster;
+  SharedBudgetOptions options;
+  options.enabled = cluster.enabled();
+  options.redis.host = cluster.redis.host;
+  options.redis.port = cluster.redis.port;
+  options.redis.db = cluster.redis.db;
+  options.redis.password = cluster.redis.password;
+  options.key_prefix = cluster.key_prefix;
+  options.node_id = cluster.node_id.empty() ? config.server.listen.ToString() : cluster.node_id;
+  options.lease.expected_nodes = cluster.expected_nodes;
+  options.lease.down_mode = cluster.on_redis_down == config::RedisDownMode::kHold
+                                ? pacing::BackendDownMode::kHold
+                                : pacing::BackendDownMode::kLocalShare;
   return options;
 }
 

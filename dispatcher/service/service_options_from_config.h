@@ -35,6 +35,10 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config);
 // their defaults. Budgets are not part of SchedulerOptions: see ServiceOptions::budget_defaults.
 pacing::SchedulerOptions ToSchedulerOptions(const config::Config& config);
 
+// [cluster]: Redis address, key prefix, node id (default: server.listen), expected nodes and what
+// to do while Redis is down; the lease sizes keep their defaults.
+SharedBudgetOptions ToSharedBudgetOptions(const config::Config& config);
+
 // [server.retention]: the ages (0 keeps a class) and the interval; the slice keeps its default.
 RetentionOptions ToRetentionOptions(const config::Config& config);
 

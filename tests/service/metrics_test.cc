@@ -100,6 +100,8 @@ relay_egress_store_errors_total{operation="outcome"} 1
 # HELP relay_egress_store_healthy 1 while the store takes writes; 0 after a write or background fault until it recovers.
 # TYPE relay_egress_store_healthy gauge
 relay_egress_store_healthy 0
+# HELP relay_egress_budget_store_up 1 while the shared budget store ([cluster] Redis) answers, or when budgets are in memory; 0 while it cannot be reached (on_redis_down applies).
+# TYPE relay_egress_budget_store_up gauge
 # HELP relay_egress_corrupt_records_total Stored records that could not be read and were moved to dead (reason corrupt_record).
 # TYPE relay_egress_corrupt_records_total counter
 relay_egress_corrupt_records_total 2
@@ -233,7 +235,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 32u);
+  EXPECT_EQ(names.size(), 33u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

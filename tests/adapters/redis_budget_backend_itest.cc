@@ -1,0 +1,219 @@
+#include <chrono>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <gtest/gtest.h>
+
+#include "adapters/redis_budget_backend.h"
+#include "adapters/redis_connection.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/memory_budget_store.h"
+#include "tests/support/redis_server.h"
+
+namespace egress::adapters {
+namespace {
+
+using pacing::Charge;
+using pacing::GcraParams;
+using pacing::MemoryBudgetStore;
+using pacing::Nanos;
+using pacing::ParkKind;
+using pacing::TakeResult;
+
+// A connection to a fresh redis-server, driven by running the loop on the test thread.
+class RedisFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (RedisServer::Binary().empty()) {
+      GTEST_SKIP() << "no redis-server";
+    }
+    ASSERT_NE(redis_.port(), 0) << redis_.error();
+    RedisConnectionOptions options;
+    options.port = static_cast<uint16_t>(redis_.port());
+    connection_ = std::make_unique<RedisConnection>(io_, clock_, options);
+    connection_->Start();
+    ASSERT_TRUE(RunUntil([&] { return connection_->up(); }));
+    backend_ = std::make_unique<RedisBudgetBackend>(*connection_, "test:");
+  }
+
+  // Runs the loop until `done()` or a generous deadline (liveness only).
+  template <typename Done>
+  bool RunUntil(Done done) {
+    for (int i = 0; i < 20'000 && !done(); ++i) {
+      io_.run_for(std::chrono::milliseconds(1));
+      io_.restart();
+    }
+    return done();
+  }
+
+  TakeResult Take(const std::vector<Charge>& charges, int64_t now_us) {
+    std::optional<Result<TakeResult>> answer;
+    backend_->TakeAllAtForTest(charges, now_us, [&](Result<TakeResult> r) { answer = r; });
+    EXPECT_TRUE(RunUntil([&] { return answer.has_value(); }));
+    EXPECT_TRUE(answer.has_value() && answer->has_value())
+        << (answer.has_value() && !answer->has_value() ? answer->error().message() : "");
+    return answer.has_value() && answer->has_value() ? **answer : TakeResult{};
+  }
+
+  void Await(const std::function<void(RedisBudgetBackend::StatusCallback)>& call) {
+    std::optional<Status> status;
+    call([&](Status s) { status = s; });
+    ASSERT_TRUE(RunUntil([&] { return status.has_value(); }));
+    ASSERT_TRUE(status->ok()) << status->message();
+  }
+
+  SystemClock clock_;
+  RedisServer redis_;
+  boost::asio::io_context io_;
+  std::unique_ptr<RedisConnection> connection_;
+  std::unique_ptr<RedisBudgetBackend> backend_;
+};
+
+// Verifies that the Lua scripts decide exactly as MemoryBudgetStore on the same random sequences
+// of charges over shared scopes, parks, unparks, syncs, rescales and inspections (times and
+// intervals in whole microseconds, the scripts' unit).
+TEST_F(RedisFixture, ScriptsDecideAsTheMemoryStore) {
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    SCOPED_TRACE(seed);
+    std::mt19937_64 rng(seed);
+    MemoryBudgetStore memory;
+    constexpr int kKeys = 6;
+    std::vector<GcraParams> params(kKeys);
+    const int64_t intervals[] = {1'000'000, 3'000'000, 21'000'000, 200'000'000, 1'000'000'000};
+    for (int k = 0; k < kKeys; ++k) {
+      params[k].interval_ns = intervals[rng() % 5];
+      params[k].depth = 1 + static_cast<int64_t>(rng() % 5);
+    }
+    const pacing::ScopeKey base_key = 0x1234'0000'0000'0000ULL + seed * 100;
+    int64_t now_ns = 1'000'000'000'000;  // whole microseconds throughout
+    int allowed = 0;
+    int denied = 0;
+    for (int step = 0; step < 600; ++step) {
+      now_ns += static_cast<int64_t>(rng() % 40'000) * 1000;
+      const int64_t now_us = now_ns / 1000;
+      const SteadyTime now = pacing::FromNanos(now_ns);
+      const int op = static_cast<int>(rng() % 100);
+      const int k = static_cast<int>(rng() % kKeys);
+      const pacing::ScopeKey key = base_key + k;
+      if (op < 70) {
+        std::vector<Charge> charges;
+        const int n = 1 + static_cast<int>(rng() % 3);
+        for (int i = 0; i < n; ++i) {
+          const int j = (k + i * 2) % kKeys;
+          charges.push_back(
+              Charge{base_key + j, params[j], 1 + static_cast<int64_t>(rng() % 10 == 0 ? 2 : 0)});
+        }
+        Result<TakeResult> want = memory.TakeAll(charges, now);
+        ASSERT_TRUE(want.has_value());
+        TakeResult got = Take(charges, now_us);
+        SCOPED_TRACE(step);
+        ASSERT_EQ(got.allowed, want->allowed);
+        if (want->allowed) {
+          ++allowed;
+          EXPECT_EQ(got.remaining, want->remaining);
+          EXPECT_EQ(got.reset_after, want->reset_after);
+        } else {
+          ++denied;
+          EXPECT_EQ(got.denied_index, want->denied_index);
+          EXPECT_EQ(got.retry_after, want->retry_after);
+          EXPECT_EQ(got.park, want->park);
+        }
+      } else if (op < 80) {
+        const Nanos wait(static_cast<int64_t>(rng() % 300'000) * 1000);
+        const ParkKind kind = rng() % 2 == 0 ? ParkKind::kRetryAfter : ParkKind::kRemainingZero;
+        ASSERT_TRUE(memory.Park(key, now + wait, kind).ok());
+        Await([&](auto done) { backend_->ParkAtForTest(key, wait, kind, now_us, done); });
+      } else if (op < 84) {
+        ASSERT_TRUE(memory.Unpark(key).ok());
+        Await([&](auto done) { backend_->UnparkForTest(key, done); });
+      } else if (op < 90) {
+        const int64_t available = static_cast<int64_t>(rng() % 7) - 1;
+        ASSERT_TRUE(memory.Sync(key, params[k], available, now).ok());
+        Await([&](auto done) { backend_->SyncAtForTest(key, params[k], available, now_us, done); });
+      } else if (op < 94 && params[k].interval_ns < 500'000'000) {
+        GcraParams to = params[k];
+        to.interval_ns *= 2;
+        ASSERT_TRUE(memory.Rescale(key, params[k], to, now).ok());
+        Await([&](auto done) { backend_->RescaleAtForTest(key, params[k], to, now_us, done); });
+        params[k] = to;
+      } else {
+        Result<pacing::MeterView> want = memory.Inspect(key, params[k], now);
+        ASSERT_TRUE(want.has_value());
+        std::optional<Result<pacing::MeterView>> got;
+        backend_->InspectAtForTest(key, params[k], now_us,
+                                   [&](Result<pacing::MeterView> v) { got = v; });
+        ASSERT_TRUE(RunUntil([&] { return got.has_value(); }));
+        ASSERT_TRUE(got->has_value()) << got->error().message();
+        EXPECT_EQ((*got)->remaining, want->remaining);
+        EXPECT_EQ((*got)->reset_after, want->reset_after);
+        EXPECT_EQ((*got)->park, want->park);
+        if (want->park != ParkKind::kNone) {
+          EXPECT_EQ(pacing::ToNanos((*got)->parked_until),
+                    pacing::ToNanos(want->parked_until) - now_ns);
+        }
+      }
+    }
+    // The sequences exercise both answers.
+    EXPECT_GT(allowed, 50);
+    EXPECT_GT(denied, 50);
+  }
+}
+
+// Verifies that a take over several scopes takes from none of them when one denies.
+TEST_F(RedisFixture, TakesAllOrNone) {
+  GcraParams slow{.interval_ns = 1'000'000'000, .depth = 1};
+  GcraParams fast{.interval_ns = 1'000'000, .depth = 1};
+  const int64_t now_us = 5'000'000'000;
+  ASSERT_TRUE(Take({Charge{1, slow, 1}}, now_us).allowed);
+  // Key 2 would conform, key 1 does not: nothing is taken from key 2.
+  TakeResult denied = Take({Charge{2, fast, 1}, Charge{1, slow, 1}}, now_us);
+  EXPECT_FALSE(denied.allowed);
+  EXPECT_EQ(denied.denied_index, 1u);
+  EXPECT_EQ(denied.retry_after, Nanos(1'000'000'000));
+  TakeResult again = Take({Charge{2, fast, 1}}, now_us);
+  EXPECT_TRUE(again.allowed);
+  EXPECT_EQ(again.remaining, 0);
+}
+
+// Verifies that keys expire once idle: a meter lives about as long as it holds anything.
+TEST_F(RedisFixture, KeysExpireWhenIdle) {
+  GcraParams params{.interval_ns = 1'000'000, .depth = 1};
+  std::optional<Result<RedisReply>> ttl;
+  ASSERT_TRUE(Take({Charge{7, params, 1}}, 9'000'000'000).allowed);
+  connection_->Command({"PTTL", "test:m:0000000000000007"},
+                       [&](Result<RedisReply> r) { ttl = std::move(r); });
+  ASSERT_TRUE(RunUntil([&] { return ttl.has_value(); }));
+  ASSERT_TRUE(ttl->has_value());
+  EXPECT_EQ((*ttl)->type, RedisReply::Type::kInteger);
+  EXPECT_GT((*ttl)->integer, 0);
+  EXPECT_LE((*ttl)->integer, 1001);
+}
+
+// Verifies that the connection reports an outage, fails calls with kUnavailable instead of
+// waiting, and comes back by itself when Redis returns.
+TEST_F(RedisFixture, ReconnectsAfterAnOutage) {
+  std::vector<bool> states;
+  connection_->SetStateObserver([&](bool up, const std::string&) { states.push_back(up); });
+  redis_.Stop();
+  ASSERT_TRUE(RunUntil([&] { return !connection_->up(); }));
+  EXPECT_FALSE(backend_->up());
+  std::optional<Result<TakeResult>> answer;
+  backend_->TakeAll({Charge{1, GcraParams{}, 1}}, [&](Result<TakeResult> r) { answer = r; });
+  ASSERT_TRUE(RunUntil([&] { return answer.has_value(); }));
+  ASSERT_FALSE(answer->has_value());
+  EXPECT_EQ(answer->error().code(), Status::Code::kUnavailable);
+  ASSERT_TRUE(redis_.Start()) << redis_.error();
+  ASSERT_TRUE(RunUntil([&] { return connection_->up(); }));
+  // An empty Redis lost the scripts: EVALSHA falls back to EVAL.
+  TakeResult taken = Take({Charge{1, GcraParams{}, 1}}, 1'000'000);
+  EXPECT_TRUE(taken.allowed);
+  EXPECT_TRUE(backend_->up());
+  ASSERT_GE(states.size(), 2u);
+  EXPECT_FALSE(states.front());
+  EXPECT_TRUE(states.back());
+}
+
+}  // namespace
+}  // namespace egress::adapters
