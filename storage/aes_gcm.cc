@@ -31,8 +31,7 @@ bool AesGcmSeal(const uint8_t* key, std::string_view nonce, std::string_view aad
   int final_len = 0;
   return ctx != nullptr &&
          EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, nullptr, nullptr) == 1 &&
-         EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_IVLEN, kAesGcmNonceBytes, nullptr) ==
-             1 &&
+         EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_IVLEN, kAesGcmNonceBytes, nullptr) == 1 &&
          EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, key, Bytes(nonce)) == 1 &&
          EVP_EncryptUpdate(ctx.get(), nullptr, &len, Bytes(aad), static_cast<int>(aad.size())) ==
              1 &&
@@ -59,8 +58,7 @@ std::optional<std::string> AesGcmOpen(const uint8_t* key, std::string_view nonce
       EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, nullptr, nullptr) == 1 &&
       EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_IVLEN, kAesGcmNonceBytes, nullptr) == 1 &&
       EVP_DecryptInit_ex(ctx.get(), nullptr, nullptr, key, Bytes(nonce)) == 1 &&
-      EVP_DecryptUpdate(ctx.get(), nullptr, &len, Bytes(aad), static_cast<int>(aad.size())) ==
-          1 &&
+      EVP_DecryptUpdate(ctx.get(), nullptr, &len, Bytes(aad), static_cast<int>(aad.size())) == 1 &&
       EVP_DecryptUpdate(ctx.get(), reinterpret_cast<unsigned char*>(out.data()), &len,
                         Bytes(cipher), static_cast<int>(cipher.size())) == 1 &&
       EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_TAG, kAesGcmTagBytes, tag.data()) == 1 &&

@@ -128,9 +128,9 @@ Result<size_t> RocksQueueStore::SealDestinations() {
     return s;
   }
   for (Family f : {Family::kJobs, Family::kDest, Family::kMeta}) {
-    if (Status s = FromRocks(
-            db_->CompactRange(rocksdb::CompactRangeOptions(), cf(f), nullptr, nullptr),
-            "compact sealed destinations");
+    if (Status s =
+            FromRocks(db_->CompactRange(rocksdb::CompactRangeOptions(), cf(f), nullptr, nullptr),
+                      "compact sealed destinations");
         !s.ok()) {
       return s;
     }

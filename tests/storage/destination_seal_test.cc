@@ -73,9 +73,10 @@ TEST(DestinationSealTest, KeysSealTheirDestinationPart) {
   const DestinationSeal seal{std::optional<SecretsKey>(Key())};
   const std::string key = DestinationKeyOf("discord", "acme", "hook", kWebhook);
   const std::string stored = seal.StoredKey(key);
-  EXPECT_TRUE(stored.starts_with("discord\x1f"
-                                 "acme\x1f"
-                                 "hook\x1f~sealed1:"))
+  EXPECT_TRUE(
+      stored.starts_with("discord\x1f"
+                         "acme\x1f"
+                         "hook\x1f~sealed1:"))
       << stored;
   EXPECT_EQ(*seal.OpenKey(stored), key);
   const std::string plain = DestinationKeyOf("slack", "acme", "bot", "C1");
