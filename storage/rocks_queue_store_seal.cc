@@ -29,19 +29,22 @@ Result<size_t> RocksQueueStore::SealDestinations() {
     return size_t{0};
   }
   const std::string marker(kDestinationsSealedKey);
-  if (!seal_.has_key()) {
-    // Destinations are written as posted from now on: the next open with a key seals them.
-    if (Status s = FromRocks(db_->Delete(SyncedWrite(), cf(Family::kMeta), marker),
-                             "clear the sealed-destinations marker");
-        !s.ok()) {
-      return s;
-    }
-    return size_t{0};
-  }
   std::string value;
   rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), cf(Family::kMeta), marker, &value);
   if (!rs.ok() && !rs.IsNotFound()) {
     return FromRocks(rs, "read the sealed-destinations marker");
+  }
+  if (!seal_.has_key()) {
+    // Destinations are written as posted from now on: the next open with a key seals them. (No
+    // write when there is no marker: an open writes nothing it does not need to.)
+    if (rs.ok()) {
+      if (Status s = FromRocks(db_->Delete(SyncedWrite(), cf(Family::kMeta), marker),
+                               "clear the sealed-destinations marker");
+          !s.ok()) {
+        return s;
+      }
+    }
+    return size_t{0};
   }
   if (rs.ok()) {
     Result<std::string> opened = seal_.Open(value);
