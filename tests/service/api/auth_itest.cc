@@ -221,6 +221,15 @@ TEST_F(AuthTest, EveryRouteByEveryCaller) {
 // refused without a write.
 TEST_F(AuthTest, TenantSeesAndSignsOnlyItsOwn) {
   StartService();
+  // A delivery is deferred once its first attempt is over; until then it is queued or in flight.
+  auto wait_deferred = [&](const std::string& id) {
+    for (int waited = 0; waited < 10'000; waited += 10) {
+      if (Call(kAdmin, "GET", "/v1/deliveries/" + id).Json().value("state", "") == "deferred") {
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  };
   const std::string b = Post(kTenantB, Delivery("globex"));
   const std::string a = Post(kTenantA, Delivery(""));  // tenant taken from the key
   EXPECT_EQ(Call(kAdmin, "GET", "/v1/deliveries/" + a).Json().value("tenant", ""), "acme");
@@ -237,6 +246,7 @@ TEST_F(AuthTest, TenantSeesAndSignsOnlyItsOwn) {
   EXPECT_EQ(Call(kTenantA, "GET", "/v1/deliveries/" + b).status, 404);
   EXPECT_EQ(Call(kTenantA, "POST", "/v1/deliveries/" + b + "/replay").status, 404);
   EXPECT_EQ(Call(kTenantA, "DELETE", "/v1/deliveries/" + b).status, 404);
+  wait_deferred(b);
   EXPECT_EQ(Call(kAdmin, "GET", "/v1/deliveries/" + b).Json().value("state", ""), "deferred")
       << "B's delivery was touched";
 
@@ -254,6 +264,7 @@ TEST_F(AuthTest, TenantSeesAndSignsOnlyItsOwn) {
   EXPECT_EQ(all.size(), 2u) << "a refused request stored something: " << all.dump();
 
   // A's replay-by-filter job sees A's work only; its stats are A's.
+  wait_deferred(a);
   TestResponse dry =
       Call(kTenantA, "POST", "/v1/deliveries/replay", R"({"state":"deferred","dry_run":true})");
   EXPECT_EQ(dry.Json().value("matched", -1), 1) << dry.body;
