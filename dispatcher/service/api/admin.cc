@@ -79,21 +79,48 @@ std::optional<ApiError> KeyConflict(Service& s, const std::string& tenant,
   return std::nullopt;
 }
 
+// The JSON object body of a PUT for `tenant`, or the 400 that answers it.
+tl::expected<json, ApiError> TenantObjectBody(Service& s, const std::string& tenant,
+                                              const HttpRequest& request) {
+  if (auto bad = CheckRequestText("tenant", tenant, s.options().store.max_field_bytes)) {
+    return tl::unexpected(*bad);
+  }
+  auto body = ParseJsonBody(request);
+  if (!body) {
+    return tl::unexpected(body.error());
+  }
+  if (!body->is_object()) {
+    return tl::unexpected(ApiError{400, "invalid_request", "body: must be a JSON object"});
+  }
+  return body;
+}
+
+// Durable first, then in force: stores `text` under `key` on the storage pool, then runs
+// `apply` on the loop, which answers through `respond`. A failed write answers with its error and
+// applies nothing, so a restart keeps what the operator was told. An empty `text` deletes the
+// setting.
+void StoreSettingThenApply(Service& s, std::string key, std::string text, Respond respond,
+                           std::function<void(Respond)> apply) {
+  asio::post(s.storage_pool(), [&s, key = std::move(key), text = std::move(text),
+                                respond = std::move(respond), apply = std::move(apply)]() mutable {
+    Status stored = s.store().PutSetting(key, text);
+    asio::post(s.io(), [stored, respond = std::move(respond), apply = std::move(apply)]() mutable {
+      if (!stored.ok()) {
+        respond(ErrorResponse(FromStatus(stored)));
+        return;
+      }
+      apply(std::move(respond));
+    });
+  });
+}
+
 }  // namespace
 
 void PutRateLimits(Service& s, const std::string& tenant, const HttpRequest& request,
                    Respond respond) {
-  if (auto bad = CheckRequestText("tenant", tenant, s.options().store.max_field_bytes)) {
-    respond(ErrorResponse(*bad));
-    return;
-  }
-  auto body = ParseJsonBody(request);
+  auto body = TenantObjectBody(s, tenant, request);
   if (!body) {
     respond(ErrorResponse(body.error()));
-    return;
-  }
-  if (!body->is_object()) {
-    respond(ErrorResponse({400, "invalid_request", "body: must be a JSON object"}));
     return;
   }
   auto overrides = ParseRateLimits(body->value("rate_limits", json::object()));
@@ -101,26 +128,18 @@ void PutRateLimits(Service& s, const std::string& tenant, const HttpRequest& req
     respond(ErrorResponse(overrides.error()));
     return;
   }
-  // Durable first, then in force: a restart keeps what the operator was told.
-  const std::string text = overrides->empty() ? "" : RateLimitsToJson(*overrides).dump();
-  asio::post(s.storage_pool(), [&s, tenant, text, overrides = std::move(*overrides),
-                                respond = std::move(respond)]() mutable {
-    Status stored = s.store().PutSetting(OverridesKey(tenant), text);
-    asio::post(s.io(), [&s, tenant, stored, overrides = std::move(overrides),
-                        respond = std::move(respond)]() mutable {
-      if (!stored.ok()) {
-        respond(ErrorResponse(FromStatus(stored)));
-        return;
-      }
-      if (Status st = s.SetTenantOverrides(tenant, overrides); !st.ok()) {
-        respond(ErrorResponse(FromStatus(st)));
-        return;
-      }
-      LogEvent(LogLevel::kInfo, "rate_limits_replaced",
-               {{"tenant", tenant}, {"rate_limits", RateLimitsToJson(overrides)}});
-      GetRateLimits(s, tenant, std::move(respond));
-    });
-  });
+  std::string text = overrides->empty() ? "" : RateLimitsToJson(*overrides).dump();
+  StoreSettingThenApply(s, OverridesKey(tenant), std::move(text), std::move(respond),
+                        [&s, tenant, overrides = std::move(*overrides)](Respond respond) {
+                          if (Status st = s.SetTenantOverrides(tenant, overrides); !st.ok()) {
+                            respond(ErrorResponse(FromStatus(st)));
+                            return;
+                          }
+                          LogEvent(
+                              LogLevel::kInfo, "rate_limits_replaced",
+                              {{"tenant", tenant}, {"rate_limits", RateLimitsToJson(overrides)}});
+                          GetRateLimits(s, tenant, std::move(respond));
+                        });
 }
 
 void GetRateLimits(Service& s, const std::string& tenant, Respond respond) {
@@ -183,17 +202,9 @@ void ListQuotas(Service& s, Respond respond) {
 }
 
 void PutQuotas(Service& s, const std::string& tenant, const HttpRequest& request, Respond respond) {
-  if (auto bad = CheckRequestText("tenant", tenant, s.options().store.max_field_bytes)) {
-    respond(ErrorResponse(*bad));
-    return;
-  }
-  auto body = ParseJsonBody(request);
+  auto body = TenantObjectBody(s, tenant, request);
   if (!body) {
     respond(ErrorResponse(body.error()));
-    return;
-  }
-  if (!body->is_object()) {
-    respond(ErrorResponse({400, "invalid_request", "body: must be a JSON object"}));
     return;
   }
   auto quotas = ParseQuotas(body->value("quotas", json::object()));
@@ -201,25 +212,16 @@ void PutQuotas(Service& s, const std::string& tenant, const HttpRequest& request
     respond(ErrorResponse(quotas.error()));
     return;
   }
-  // Durable first, then in force, as rate_limits. An empty map deletes the setting: the tenant
-  // goes back to its config's quotas and its tier's.
-  const std::string text = quotas->empty() ? "" : QuotasToJson(*quotas).dump();
-  asio::post(s.storage_pool(), [&s, tenant, text, quotas = std::move(*quotas),
-                                respond = std::move(respond)]() mutable {
-    Status stored = s.store().PutSetting(QuotasKey(tenant), text);
-    asio::post(s.io(), [&s, tenant, stored, quotas = std::move(quotas),
-                        respond = std::move(respond)]() mutable {
-      if (!stored.ok()) {
-        respond(ErrorResponse(FromStatus(stored)));
-        return;
-      }
-      LogEvent(LogLevel::kInfo, "quotas_replaced",
-               {{"tenant", tenant}, {"quotas", QuotasToJson(quotas)}});
-      s.quotas().SetOwnQuotas(
-          tenant, quotas.empty() ? std::nullopt : std::optional<config::QuotaMap>(quotas));
-      GetQuotas(s, tenant, std::move(respond));
-    });
-  });
+  // An empty map deletes the setting: the tenant goes back to its config's quotas and its tier's.
+  std::string text = quotas->empty() ? "" : QuotasToJson(*quotas).dump();
+  StoreSettingThenApply(s, QuotasKey(tenant), std::move(text), std::move(respond),
+                        [&s, tenant, quotas = std::move(*quotas)](Respond respond) {
+                          LogEvent(LogLevel::kInfo, "quotas_replaced",
+                                   {{"tenant", tenant}, {"quotas", QuotasToJson(quotas)}});
+                          s.quotas().SetOwnQuotas(
+                              tenant, quotas.empty() ? std::nullopt : std::optional(quotas));
+                          GetQuotas(s, tenant, std::move(respond));
+                        });
 }
 
 void PutCredential(Service& s, const std::string& tenant, const std::string& name,
@@ -249,31 +251,23 @@ void PutCredential(Service& s, const std::string& tenant, const std::string& nam
       return;
     }
   }
-  const std::string text = CredentialToJson(*credential).dump();
-  asio::post(s.storage_pool(), [&s, tenant, text, c = std::move(*credential),
-                                respond = std::move(respond)]() mutable {
-    Status stored = s.store().PutSetting(CredentialKey(tenant, c.name), text);
-    asio::post(s.io(), [&s, tenant, stored, c = std::move(c), respond = std::move(respond)] {
-      if (!stored.ok()) {
-        respond(ErrorResponse(FromStatus(stored)));
-        return;
-      }
-      s.credentials().Put(tenant, c);
-      // Names only: the token or secret is never logged.
-      LogEvent(LogLevel::kInfo, "credential_registered",
-               {{"tenant", tenant}, {"name", c.name}, {"platform", c.platform}});
-      respond(JsonResponse(200, {{"tenant", tenant}, {"name", c.name}, {"platform", c.platform}}));
-    });
-  });
+  std::string text = CredentialToJson(*credential).dump();
+  std::string key = CredentialKey(tenant, credential->name);
+  StoreSettingThenApply(
+      s, std::move(key), std::move(text), std::move(respond),
+      [&s, tenant, c = std::move(*credential)](Respond respond) {
+        s.credentials().Put(tenant, c);
+        // Names only: the token or secret is never logged.
+        LogEvent(LogLevel::kInfo, "credential_registered",
+                 {{"tenant", tenant}, {"name", c.name}, {"platform", c.platform}});
+        respond(
+            JsonResponse(200, {{"tenant", tenant}, {"name", c.name}, {"platform", c.platform}}));
+      });
 }
 
 void PutApiKeys(Service& s, const std::string& tenant, const HttpRequest& request,
                 Respond respond) {
-  if (auto bad = CheckRequestText("tenant", tenant, s.options().store.max_field_bytes)) {
-    respond(ErrorResponse(*bad));
-    return;
-  }
-  auto body = ParseJsonBody(request);
+  auto body = TenantObjectBody(s, tenant, request);
   if (!body) {
     respond(ErrorResponse(body.error()));
     return;
@@ -287,28 +281,21 @@ void PutApiKeys(Service& s, const std::string& tenant, const HttpRequest& reques
     respond(ErrorResponse(*conflict));
     return;
   }
-  // Durable first (digests only, the one record kind of API keys), then in force.
-  const std::string text = ApiKeysToSetting(*digests);
-  asio::post(s.storage_pool(), [&s, tenant, text, digests = std::move(*digests),
-                                respond = std::move(respond)]() mutable {
-    Status stored = s.store().PutSetting(ApiKeysKey(tenant), text);
-    asio::post(s.io(),
-               [&s, tenant, stored, digests = std::move(digests), respond = std::move(respond)] {
-                 if (!stored.ok()) {
-                   respond(ErrorResponse(FromStatus(stored)));
-                   return;
-                 }
-                 if (Status st = s.api_keys().Replace(tenant, digests); !st.ok()) {
-                   // Another PUT gave one of these keys to another tenant meanwhile.
-                   respond(ErrorResponse({409, "api_key_conflict", st.message(), "api_keys"}));
-                   return;
-                 }
-                 // A count only: neither keys nor digests are logged.
-                 LogEvent(LogLevel::kInfo, "api_keys_replaced",
-                          {{"tenant", tenant}, {"api_keys", digests.size()}});
-                 respond(JsonResponse(200, {{"tenant", tenant}, {"api_keys", digests.size()}}));
-               });
-  });
+  // Digests only, the one record kind of API keys.
+  std::string text = ApiKeysToSetting(*digests);
+  StoreSettingThenApply(
+      s, ApiKeysKey(tenant), std::move(text), std::move(respond),
+      [&s, tenant, digests = std::move(*digests)](Respond respond) {
+        if (Status st = s.api_keys().Replace(tenant, digests); !st.ok()) {
+          // Another PUT gave one of these keys to another tenant meanwhile.
+          respond(ErrorResponse({409, "api_key_conflict", st.message(), "api_keys"}));
+          return;
+        }
+        // A count only: neither keys nor digests are logged.
+        LogEvent(LogLevel::kInfo, "api_keys_replaced",
+                 {{"tenant", tenant}, {"api_keys", digests.size()}});
+        respond(JsonResponse(200, {{"tenant", tenant}, {"api_keys", digests.size()}}));
+      });
 }
 
 }  // namespace egress::service

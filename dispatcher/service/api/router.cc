@@ -137,6 +137,10 @@ constexpr RouteInfo kRoutes[] = {
     {"POST", "/v1/destinations/enable"},
     {"GET", "/api/admin/tenants/{tenant}/rate_limits"},
     {"PUT", "/api/admin/tenants/{tenant}/rate_limits"},
+    {"GET", "/api/admin/tenants/{tenant}/quotas"},
+    {"PUT", "/api/admin/tenants/{tenant}/quotas"},
+    {"GET", "/api/admin/quotas"},
+    {"GET", "/v1/quotas"},
     {"PUT", "/api/admin/tenants/{tenant}/api_keys"},
     {"PUT", "/api/admin/tenants/{tenant}/credentials/{name}"},
 };
@@ -152,6 +156,11 @@ void Route(Service& s, HttpRequest&& req, const boost::asio::ip::address& peer, 
     return respond(std::move(*refused));
   }
   const TenantScope scope = std::get<Principal>(who).scope();
+  // The probes and the scrape are reads: GET only, as docs/openapi.yaml lists them.
+  if (p.size() == 1 && (p[0] == "healthz" || p[0] == "readyz" || p[0] == "metrics") &&
+      req.method() != verb::get) {
+    return respond(NotAllowed());
+  }
   if (p.size() == 1 && p[0] == "healthz") {
     return respond(JsonResponse(200, {{"status", "ok"}}));
   }

@@ -126,6 +126,9 @@ TEST_F(OpenApiServiceTest, EveryRouteOfTheTableReachesAHandler) {
   // And a method the table does not list is refused.
   EXPECT_EQ(HttpCallAs(kAdminToken, port_, "POST", "/v1/stats", "{}").status, 405);
   EXPECT_EQ(HttpCallAs(kAdminToken, port_, "PUT", "/v1/destinations", "{}").status, 405);
+  for (const char* path : {"/healthz", "/readyz", "/metrics"}) {
+    EXPECT_EQ(HttpCallAs(kAdminToken, port_, "POST", path, "{}").status, 405) << path;
+  }
 }
 
 // Verifies that the service accepts (2xx) every request example of the spec, path by path in
