@@ -3,16 +3,15 @@
 
 #include <chrono>
 #include <functional>
-#include <future>
 #include <thread>
 
-#include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
 #include "dispatcher/base/clock.h"
 #include "dispatcher/service/service.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/http_client.h"
+#include "tests/support/running_service.h"
 #include "tests/support/scripted_transport.h"
 #include "tests/support/temp_dir.h"
 
@@ -24,45 +23,20 @@ using nlohmann::json;
 constexpr char kAdminToken[] = "test-admin-token-0123456789";
 constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
-// A Service on its own loop thread, stopped (drained) when destroyed.
-class RunningService {
+// The service with its attempts answered by a ScriptedTransport; stopped (drained) when
+// destroyed.
+class ScriptedService : public RunningService {
  public:
-  RunningService(const Clock& clock, ServiceOptions o) {
-    auto transport = std::make_unique<adapters::ScriptedTransport>(io_);
+  ScriptedService(const Clock& clock, ServiceOptions o) : RunningService(clock) {
+    auto transport = std::make_unique<adapters::ScriptedTransport>(io());
     transport_ = transport.get();
-    auto started = Service::Start(io_, clock, std::move(o), std::move(transport));
-    EXPECT_TRUE(started) << started.error().ToString();
-    if (!started) {
-      return;
-    }
-    service_ = std::move(*started);
-    port_ = service_->endpoint().port();
-    loop_ = std::thread([this] { io_.run(); });
+    Status started = Start(std::move(o), std::move(transport));
+    EXPECT_TRUE(started.ok()) << started.ToString();
   }
-  ~RunningService() {
-    if (!service_) {
-      return;
-    }
-    std::promise<Status> closed;
-    boost::asio::post(io_, [&] {
-      service_->Shutdown(Millis(5000), [&](Status s) {
-        closed.set_value(s);
-        io_.stop();
-      });
-    });
-    EXPECT_TRUE(closed.get_future().get().ok());
-    loop_.join();
-    service_.reset();
-  }
-  int port() const { return port_; }
   adapters::ScriptedTransport& transport() { return *transport_; }
 
  private:
-  boost::asio::io_context io_;
-  adapters::ScriptedTransport* transport_ = nullptr;
-  std::unique_ptr<Service> service_;
-  std::thread loop_;
-  int port_ = 0;
+  adapters::ScriptedTransport* transport_ = nullptr;  // owned by the service
 };
 
 json Delivery(int n, int cost = 1) {
@@ -142,7 +116,7 @@ class QuotaServiceTest : public ::testing::Test {
 // the window slides (never the whole limit at once), and keeps its count across a restart.
 TEST_F(QuotaServiceTest, TwentyPerTenSecondsSlidesAndSurvivesRestart) {
   {
-    RunningService s(clock_, Options());
+    ScriptedService s(clock_, Options());
     for (int i = 0; i < 20; ++i) {
       TestResponse r = Post(s.port(), Delivery(i));
       ASSERT_EQ(r.status, 202) << i << ": " << r.body;
@@ -177,7 +151,7 @@ TEST_F(QuotaServiceTest, TwentyPerTenSecondsSlidesAndSurvivesRestart) {
     EXPECT_LE(accepted, 3);
   }
   // A restart reads the count back from the store.
-  RunningService s(clock_, Options());
+  ScriptedService s(clock_, Options());
   TestResponse again = Post(s.port(), Delivery(200));
   EXPECT_EQ(again.status, 429) << again.body;
   EXPECT_EQ(Quota(s.port(), "burst")["used"], 20);
@@ -197,7 +171,7 @@ TEST_F(QuotaServiceTest, BatchPerItemAndDeadRefundedOnce) {
   o.quotas.tiers["pro"].quotas["burst"].window = Millis(3'600'000);
   std::string dead_id;
   {
-    RunningService s(clock, o);
+    ScriptedService s(clock, o);
     json items = json::array();
     for (int i = 0; i < 25; ++i) {
       items.push_back(Delivery(i));
@@ -224,7 +198,7 @@ TEST_F(QuotaServiceTest, BatchPerItemAndDeadRefundedOnce) {
     ASSERT_FALSE(dead_id.empty());
     EXPECT_EQ(Quota(s.port(), "burst")["used"], 19);
   }
-  RunningService s(clock, o);
+  ScriptedService s(clock, o);
   EXPECT_EQ(Quota(s.port(), "burst")["used"], 19);
   // A replay charges it again, once.
   TestResponse replay =
@@ -254,7 +228,7 @@ TEST_F(QuotaServiceTest, BatchPerItemAndDeadRefundedOnce) {
 // tier's), persisted across a restart, and typed errors for malformed quotas.
 TEST_F(QuotaServiceTest, PutQuotasReplacesAndPersists) {
   {
-    RunningService s(clock_, Options());
+    ScriptedService s(clock_, Options());
     TestResponse put = HttpCallAs(kAdminToken, s.port(), "PUT", "/api/admin/tenants/acme/quotas",
                                   R"({"quotas":{"burst":{"limit":2,"window":"1m"}}})");
     ASSERT_EQ(put.status, 200) << put.body;
@@ -271,7 +245,7 @@ TEST_F(QuotaServiceTest, PutQuotasReplacesAndPersists) {
       EXPECT_EQ(r.status, 400) << bad << ": " << r.body;
     }
   }
-  RunningService s(clock_, Options());
+  ScriptedService s(clock_, Options());
   EXPECT_EQ(Post(s.port(), Delivery(1, 2)).status, 202);
   TestResponse over = Post(s.port(), Delivery(2));
   EXPECT_EQ(over.status, 429);

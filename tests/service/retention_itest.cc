@@ -4,16 +4,15 @@
 
 #include <chrono>
 #include <functional>
-#include <future>
 #include <thread>
 
-#include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
 #include "dispatcher/service/service.h"
 #include "storage/rocks_queue_store.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/http_client.h"
+#include "tests/support/running_service.h"
 #include "tests/support/temp_dir.h"
 
 namespace egress::service {
@@ -69,12 +68,10 @@ TEST(RetentionServiceTest, TimerPurgesAndExportsMetrics) {
   }
   clock.Advance(Millis(8 * kDay));
 
-  boost::asio::io_context io;
-  auto started = Service::Start(io, clock, o);
-  ASSERT_TRUE(started) << started.error().ToString();
-  std::unique_ptr<Service> service = std::move(*started);
-  const int port = service->endpoint().port();
-  std::thread loop([&] { io.run(); });
+  RunningService svc(clock);
+  Status started = svc.Start(o);
+  ASSERT_TRUE(started.ok()) << started.ToString();
+  const int port = svc.port();
 
   // Polls /metrics until `done` holds (bounded: a failed wait fails the test).
   auto wait_for = [&](const std::function<bool(const std::string&)>& done) {
@@ -106,17 +103,6 @@ TEST(RetentionServiceTest, TimerPurgesAndExportsMetrics) {
     return SeriesValue(t, "relay_egress_purged_total{state=\"dead\"}") == 1;
   });
   EXPECT_EQ(HttpCallAs(kAdminToken, port, "GET", "/v1/deliveries/" + dead).status, 404);
-
-  std::promise<Status> closed;
-  boost::asio::post(io, [&] {
-    service->Shutdown(Millis(5000), [&](Status s) {
-      closed.set_value(s);
-      io.stop();
-    });
-  });
-  EXPECT_TRUE(closed.get_future().get().ok());
-  loop.join();
-  service.reset();
 }
 
 }  // namespace

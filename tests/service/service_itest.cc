@@ -13,6 +13,7 @@
 #include "dispatcher/service/service.h"
 #include "storage/rocks_queue_store.h"
 #include "tests/support/http_client.h"
+#include "tests/support/running_service.h"
 #include "tests/support/sim_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -57,29 +58,12 @@ class ServiceTest : public ::testing::Test {
   }
 
   void StartService() {
-    io_ = std::make_unique<boost::asio::io_context>();
-    auto started = Service::Start(*io_, clock_, options_);
-    ASSERT_TRUE(started.has_value()) << started.error().ToString();
-    service_ = std::move(*started);
-    port_ = service_->endpoint().port();
-    thread_ = std::thread([this] { io_->run(); });
+    Status started = svc_.Start(options_);
+    ASSERT_TRUE(started.ok()) << started.ToString();
+    port_ = svc_.port();
   }
 
-  void StopService() {
-    if (!service_) {
-      return;
-    }
-    std::promise<Status> closed;
-    boost::asio::post(*io_, [&] {
-      service_->Shutdown(Millis(5000), [&](Status s) {
-        closed.set_value(s);
-        io_->stop();
-      });
-    });
-    EXPECT_TRUE(closed.get_future().get().ok());
-    thread_.join();
-    service_.reset();
-  }
+  void StopService() { svc_.Stop(); }
 
   void TearDown() override { StopService(); }
 
@@ -118,9 +102,7 @@ class ServiceTest : public ::testing::Test {
   SimProcess sim_;
   SystemClock clock_;
   ServiceOptions options_;
-  std::unique_ptr<boost::asio::io_context> io_;
-  std::unique_ptr<Service> service_;
-  std::thread thread_;
+  RunningService svc_{clock_};
   int port_ = 0;
 };
 
@@ -556,7 +538,7 @@ class ReplayJobTest : public ServiceTest {
     auto release = std::make_shared<std::promise<void>>();
     std::shared_future<void> released = release->get_future().share();
     for (size_t i = 0; i < options_.storage_threads; ++i) {
-      boost::asio::post(service_->storage_pool(), [released] { released.wait(); });
+      boost::asio::post(svc_.service().storage_pool(), [released] { released.wait(); });
     }
     return release;
   }
@@ -747,13 +729,11 @@ TEST_F(ServiceTest, TenantRequestsInFlightAreCapped) {
   StartService();
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
-  boost::asio::post(service_->storage_pool(), [released] { released.wait(); });
+  boost::asio::post(svc_.service().storage_pool(), [released] { released.wait(); });
   auto first = std::async(std::launch::async,
                           [&] { return Post("/v1/deliveries", Webhook("acme", "a", 1)); });
   auto in_flight = [&](const std::string& tenant) {
-    std::promise<size_t> n;
-    boost::asio::post(*io_, [&] { n.set_value(service_->request_slots().in_flight(tenant)); });
-    return n.get_future().get();
+    return svc_.OnLoop([&] { return svc_.service().request_slots().in_flight(tenant); });
   };
   for (int waited = 0; waited < 20'000 && in_flight("acme") == 0; waited += 5) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -6,16 +6,15 @@
 
 #include <chrono>
 #include <fstream>
-#include <future>
 #include <optional>
 #include <thread>
 
-#include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
 #include "dispatcher/base/platform.h"
 #include "dispatcher/service/service.h"
 #include "tests/support/http_client.h"
+#include "tests/support/running_service.h"
 #include "tests/support/sim_process.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_certificates.h"
@@ -47,28 +46,12 @@ class ServiceTlsTest : public ::testing::Test {
     retry.max_attempts = kAttempts;
     o.credentials.push_back(
         {"acme", {.name = "hooks", .platform = "webhook", .secrets = {kSecret}}});
-    auto service = Service::Start(io_, clock_, o);
-    ASSERT_TRUE(service.has_value()) << service.error().ToString();
-    service_ = std::move(*service);
-    port_ = service_->endpoint().port();
-    thread_ = std::thread([this] { io_.run(); });
+    started = svc_.Start(o);
+    ASSERT_TRUE(started.ok()) << started.ToString();
+    port_ = svc_.port();
   }
 
-  void TearDown() override {
-    if (!service_) {
-      return;
-    }
-    std::promise<Status> closed;
-    boost::asio::post(io_, [&] {
-      service_->Shutdown(Millis(5000), [&](Status s) {
-        closed.set_value(s);
-        io_.stop();
-      });
-    });
-    EXPECT_TRUE(closed.get_future().get().ok());
-    thread_.join();
-    service_.reset();
-  }
+  void TearDown() override { svc_.Stop(); }
 
   // Posts one webhook delivery to the simulator, named `host`, and waits (bounded) until it is
   // in `state`; returns the delivery's record.
@@ -112,9 +95,7 @@ class ServiceTlsTest : public ::testing::Test {
   TempDir dir_;
   SimProcess sim_;
   SystemClock clock_;
-  boost::asio::io_context io_;
-  std::unique_ptr<Service> service_;
-  std::thread thread_;
+  RunningService svc_{clock_};
   int port_ = 0;
 };
 

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <iterator>
 #include <memory>
 #include <set>
@@ -12,14 +11,13 @@
 #include <thread>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
 #include "adapters/api_key.h"
 #include "dispatcher/service/service.h"
 #include "storage/delivery.h"
 #include "tests/support/http_client.h"
+#include "tests/support/running_service.h"
 #include "tests/support/scripted_transport.h"
 #include "tests/support/temp_dir.h"
 
@@ -57,32 +55,15 @@ class AuthTest : public ::testing::Test {
   }
 
   void StartService() {
-    auto transport = std::make_unique<adapters::ScriptedTransport>(io_);
+    auto transport = std::make_unique<adapters::ScriptedTransport>(svc_.io());
     // Every attempt fails for a while: deliveries stay deferred (replayable, cancellable).
     transport->SetFallback(adapters::HttpResponse{.status = 503});
-    auto started = Service::Start(io_, clock_, options_, std::move(transport));
-    ASSERT_TRUE(started.has_value()) << started.error().ToString();
-    service_ = std::move(*started);
-    port_ = service_->endpoint().port();
-    thread_ = std::thread([this] { io_.run(); });
+    Status started = svc_.Start(options_, std::move(transport));
+    ASSERT_TRUE(started.ok()) << started.ToString();
+    port_ = svc_.port();
   }
 
-  void StopService() {
-    if (!service_) {
-      return;
-    }
-    std::promise<Status> closed;
-    boost::asio::post(io_, [&] {
-      service_->Shutdown(Millis(5000), [&](Status s) {
-        closed.set_value(s);
-        io_.stop();
-      });
-    });
-    EXPECT_TRUE(closed.get_future().get().ok());
-    thread_.join();
-    service_.reset();
-    io_.restart();
-  }
+  void StopService() { svc_.Stop(); }
 
   void TearDown() override { StopService(); }
 
@@ -120,17 +101,13 @@ class AuthTest : public ::testing::Test {
   }
 
   std::string Metrics() {
-    std::promise<std::string> text;
-    boost::asio::post(io_, [&] { text.set_value(service_->metrics().Render()); });
-    return text.get_future().get();
+    return svc_.OnLoop([&] { return svc_.service().metrics().Render(); });
   }
 
   TempDir dir_;
   SystemClock clock_;
   ServiceOptions options_;
-  boost::asio::io_context io_;
-  std::unique_ptr<Service> service_;
-  std::thread thread_;
+  RunningService svc_{clock_};
   int port_ = 0;
 };
 
@@ -346,9 +323,9 @@ TEST_F(AuthTest, AdminTokenBothWaysAndNeverATenantKey) {
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/stats", "", {{"Authorization", "Basic abc"}}).status, 401);
   StopService();
   options_.auth.api_keys.push_back({"acme", adapters::ApiKeyDigest(kAdminToken)});
-  auto refused = Service::Start(io_, clock_, options_);
-  ASSERT_FALSE(refused.has_value());
-  EXPECT_EQ(refused.error().message().find(kAdminToken), std::string::npos);
+  Status refused = svc_.Start(options_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message().find(kAdminToken), std::string::npos);
 }
 
 // Verifies server.auth = "off": without a key every tenant's work is open (the API of old), the

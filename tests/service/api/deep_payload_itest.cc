@@ -6,20 +6,18 @@
 
 #include <chrono>
 #include <functional>
-#include <future>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
 #include "dispatcher/service/service.h"
 #include "storage/rocks_queue_store.h"
 #include "tests/support/http_client.h"
+#include "tests/support/running_service.h"
 #include "tests/support/scripted_transport.h"
 #include "tests/support/temp_dir.h"
 
@@ -52,42 +50,24 @@ class DeepPayloadTest : public ::testing::Test {
   }
 
   void StartService() {
-    auto transport = std::make_unique<adapters::ScriptedTransport>(io_);
+    auto transport = std::make_unique<adapters::ScriptedTransport>(svc_.io());
     transport_ = transport.get();
-    auto started = Service::Start(io_, clock_, options_, std::move(transport));
-    ASSERT_TRUE(started.has_value()) << started.error().ToString();
-    service_ = std::move(*started);
-    port_ = service_->endpoint().port();
-    thread_ = std::thread([this] { io_.run(); });
+    Status started = svc_.Start(options_, std::move(transport));
+    ASSERT_TRUE(started.ok()) << started.ToString();
+    port_ = svc_.port();
   }
 
-  void TearDown() override {
-    if (!service_) {
-      return;
-    }
-    std::promise<Status> closed;
-    boost::asio::post(io_, [&] {
-      service_->Shutdown(Millis(5000), [&](Status s) {
-        closed.set_value(s);
-        io_.stop();
-      });
-    });
-    EXPECT_TRUE(closed.get_future().get().ok());
-    thread_.join();
-    service_.reset();
-  }
+  void TearDown() override { svc_.Stop(); }
 
   // The bodies of the requests the transport was given, read on the loop.
   std::vector<std::string> SentBodies() {
-    std::promise<std::vector<std::string>> bodies;
-    boost::asio::post(io_, [&] {
+    return svc_.OnLoop([&] {
       std::vector<std::string> out;
       for (const adapters::HttpRequest& r : transport_->requests()) {
         out.push_back(r.body);
       }
-      bodies.set_value(std::move(out));
+      return out;
     });
-    return bodies.get_future().get();
   }
 
   // Polls the stats until `pred` holds (bounded: a failed wait fails the test).
@@ -107,10 +87,8 @@ class DeepPayloadTest : public ::testing::Test {
   TempDir dir_;
   SystemClock clock_;
   ServiceOptions options_;
-  boost::asio::io_context io_;
-  adapters::ScriptedTransport* transport_ = nullptr;  // owned by service_
-  std::unique_ptr<Service> service_;
-  std::thread thread_;
+  RunningService svc_{clock_};
+  adapters::ScriptedTransport* transport_ = nullptr;  // owned by the service
   int port_ = 0;
 };
 

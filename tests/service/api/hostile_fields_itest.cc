@@ -5,19 +5,17 @@
 
 #include <algorithm>
 #include <functional>
-#include <future>
 #include <memory>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
 #include "dispatcher/service/service.h"
 #include "tests/support/http_client.h"
+#include "tests/support/running_service.h"
 #include "tests/support/scripted_transport.h"
 #include "tests/support/temp_dir.h"
 
@@ -61,29 +59,12 @@ class HostileFieldsTest : public ::testing::Test {
     o.credentials.push_back(
         {"acme", {.name = "hooks", .platform = "webhook", .secrets = {kSecret}}});
     o.credentials.push_back({"acme", {.name = "bot", .platform = "slack", .token = "xoxb-acme"}});
-    auto transport = std::make_unique<adapters::ScriptedTransport>(io_);
-    auto started = Service::Start(io_, clock_, o, std::move(transport));
-    ASSERT_TRUE(started.has_value()) << started.error().ToString();
-    service_ = std::move(*started);
-    port_ = service_->endpoint().port();
-    thread_ = std::thread([this] { io_.run(); });
+    Status started = svc_.Start(o, std::make_unique<adapters::ScriptedTransport>(svc_.io()));
+    ASSERT_TRUE(started.ok()) << started.ToString();
+    port_ = svc_.port();
   }
 
-  void TearDown() override {
-    if (!service_) {
-      return;
-    }
-    std::promise<Status> closed;
-    boost::asio::post(io_, [&] {
-      service_->Shutdown(Millis(5000), [&](Status s) {
-        closed.set_value(s);
-        io_.stop();
-      });
-    });
-    EXPECT_TRUE(closed.get_future().get().ok());
-    thread_.join();
-    service_.reset();
-  }
+  void TearDown() override { svc_.Stop(); }
 
   // Sends the request; expects a 4xx with the error envelope, then a live service.
   void ExpectRefused(const std::string& method, const std::string& target, const std::string& body,
@@ -138,9 +119,7 @@ class HostileFieldsTest : public ::testing::Test {
 
   TempDir dir_;
   SystemClock clock_;
-  boost::asio::io_context io_;
-  std::unique_ptr<Service> service_;
-  std::thread thread_;
+  RunningService svc_{clock_};
   int port_ = 0;
   int cases_ = 0;
 };
