@@ -9,6 +9,7 @@
 #include <rocksdb/db.h>
 
 #include "dispatcher/base/result.h"
+#include "dispatcher/base/saturating.h"
 #include "storage/string_view_hash.h"
 
 namespace egress::storage {
@@ -25,7 +26,7 @@ class CounterDeltas {
     if (it == deltas_.end()) {
       it = deltas_.emplace(std::string(key), 0).first;
     }
-    it->second += delta;
+    it->second = SatAdd(it->second, delta);
   }
   const CounterMap& deltas() const { return deltas_; }
 

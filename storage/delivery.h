@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "dispatcher/base/status.h"
+
 namespace egress::storage {
 
 // The life of a delivery; docs/storage.md draws the state machine. Values are persisted: never
@@ -79,6 +81,19 @@ struct NewDelivery {
 
 // Most quotas one delivery may be charged to.
 inline constexpr size_t kMaxQuotaCharges = 32;
+// What a stored charge is checked against when a record is read (records on disk are hostile):
+// its units and window. The config's quota bounds are these (config/tenant_config.h).
+inline constexpr int64_t kMaxChargeUnits = 1'000'000'000'000;
+inline constexpr int64_t kMaxChargeWindowMs = 366LL * 24 * 3600 * 1000;
+inline constexpr size_t kMaxChargeQuotaName = 64;
+
+// A quota's (or tier's) name: 1 to kMaxChargeQuotaName of A-Z a-z 0-9 _ . - (the config and the
+// admin API hold names to it as well).
+bool ValidQuotaName(std::string_view name);
+// OK when `c` is a charge intake could have made: a valid name, a window of 1 ms to
+// kMaxChargeWindowMs, a slice within it, 0 to kMaxChargeUnits units; else InvalidArgument naming
+// the field.
+Status CheckCharge(const QuotaCharge& c);
 
 // A stored delivery. `id` is time-ordered: ids sort in enqueue order.
 struct Delivery {

@@ -1,9 +1,12 @@
 #include "storage/delivery_codec.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "dispatcher/base/saturating.h"
+#include "dispatcher/base/traceparent.h"
 #include "storage/coding.h"
 
 namespace egress::storage {
@@ -181,6 +184,16 @@ bool DecodeCharge(std::string_view bytes, QuotaCharge& c) {
   });
 }
 
+// A charge as intake and the state machine write one (CheckCharge), with an expiry at most a
+// window and a slice after the delivery's last change (when the charge was made or moved). A
+// stored charge outside these would overflow the counters or hold a tenant over its quota for
+// centuries.
+bool ChargeIsSane(const QuotaCharge& c, const Delivery& d) {
+  const int64_t last_change = std::max(d.created_ms, d.updated_ms);
+  return CheckCharge(c).ok() && c.expires_ms >= 0 &&
+         c.expires_ms <= SatAdd(last_change, SatAdd(c.window_ms, c.slice_ms));
+}
+
 bool DecodeScalar(uint64_t tag, std::string_view v, Delivery& d) {
   int64_t n = 0;
   if (!ParseInt(v, n)) {
@@ -296,6 +309,16 @@ Result<Delivery> DecodeDelivery(std::string_view bytes) {
   }
   if (d.id.empty()) {
     return Status::Corruption("delivery record has no id");
+  }
+  // A traceparent goes into a webhook request's header as it is: one that is not what intake
+  // checked (a CR or LF would add headers of its own) is dropped, the delivery kept.
+  if (!d.traceparent.empty() && NormalizeTraceparent(d.traceparent) != d.traceparent) {
+    d.traceparent.clear();
+  }
+  for (const QuotaCharge& c : d.charges) {
+    if (!ChargeIsSane(c, d)) {
+      return Status::Corruption("delivery record has a quota charge out of range");
+    }
   }
   return d;
 }

@@ -77,11 +77,11 @@ Result<std::vector<std::string>> RocksQueueStore::ListDestinations(const std::st
   }
   while (it->Valid() && out.size() < limit) {
     const std::string stored(DestOfIndexKey({it->key().data(), it->key().size()}));
-    Result<std::string> key = seal_.OpenKey(stored);
-    if (!key) {
-      return key.error();
+    // An index entry whose sealed destination does not open (damaged bytes; a wrong key is
+    // refused at open) is passed over: one bad entry must not hide every other destination.
+    if (Result<std::string> key = seal_.OpenKey(stored); key) {
+      out.push_back(std::move(*key));
     }
-    out.push_back(std::move(*key));
     it->Seek(DestUpperBound(stored));  // skip this destination's other deliveries
   }
   if (Status s = FromRocks(it->status(), "scan destinations"); !s.ok()) {

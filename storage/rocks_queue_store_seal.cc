@@ -35,14 +35,14 @@ Result<size_t> RocksQueueStore::SealDestinations() {
     return FromRocks(rs, "read the sealed-destinations marker");
   }
   if (!seal_.has_key()) {
-    // Destinations are written as posted from now on: the next open with a key seals them. (No
-    // write when there is no marker: an open writes nothing it does not need to.)
+    // A store whose destinations are sealed cannot be read without its key: its destination
+    // index, counters and records name them sealed. Refused, rather than a start that could
+    // deliver none of its backlog. (Without a marker there is nothing sealed: destinations are
+    // written as posted, and the next open with a key seals them.)
     if (rs.ok()) {
-      if (Status s = FromRocks(db_->Delete(SyncedWrite(), cf(Family::kMeta), marker),
-                               "clear the sealed-destinations marker");
-          !s.ok()) {
-        return s;
-      }
+      return Status::FailedPrecondition(
+          "the store's destinations are sealed: start with the secrets key it was written with "
+          "(server.secrets_key_file or RELAY_EGRESS_SECRETS_KEY)");
     }
     return size_t{0};
   }

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <rocksdb/perf_level.h>
 
+#include "dispatcher/base/saturating.h"
+
 namespace egress::storage {
 namespace {
 
@@ -14,7 +16,8 @@ class CounterMergeOperator final : public rocksdb::AssociativeMergeOperator {
              const rocksdb::Slice& value, std::string* new_value,
              rocksdb::Logger* /*logger*/) const override {
     int64_t sum = existing == nullptr ? 0 : DecodeCounter({existing->data(), existing->size()});
-    sum += DecodeCounter({value.data(), value.size()});
+    // Saturating: stored operands are read from disk and may be anything.
+    sum = SatAdd(sum, DecodeCounter({value.data(), value.size()}));
     *new_value = EncodeCounterDelta(sum);
     return true;
   }

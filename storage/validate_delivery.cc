@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "dispatcher/base/traceparent.h"
@@ -23,6 +25,34 @@ Status CheckName(std::string_view field, std::string_view v, bool required, size
 
 }  // namespace
 
+bool ValidQuotaName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxChargeQuotaName) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
+  });
+}
+
+Status CheckCharge(const QuotaCharge& c) {
+  if (!ValidQuotaName(c.quota)) {
+    return Status::InvalidArgument(fmt::format(
+        "charges.quota: a quota name is 1 to {} of A-Z a-z 0-9 _ . -", kMaxChargeQuotaName));
+  }
+  if (c.window_ms < 1 || c.window_ms > kMaxChargeWindowMs || c.slice_ms < 1 ||
+      c.slice_ms > c.window_ms) {
+    return Status::InvalidArgument(
+        fmt::format("charges.{}: the window must be 1 ms to {} ms and the slice within it", c.quota,
+                    kMaxChargeWindowMs));
+  }
+  if (c.units < 0 || c.units > kMaxChargeUnits) {
+    return Status::InvalidArgument(
+        fmt::format("charges.{}: units must be 0 to {}", c.quota, kMaxChargeUnits));
+  }
+  return Status::Ok();
+}
+
 Status ValidateNewDelivery(const NewDelivery& d, const StoreOptions& options) {
   const size_t max = options.max_field_bytes;
   for (auto [field, value, required] :
@@ -46,12 +76,8 @@ Status ValidateNewDelivery(const NewDelivery& d, const StoreOptions& options) {
     return Status::InvalidArgument(fmt::format("charges: more than {} quotas", kMaxQuotaCharges));
   }
   for (const QuotaCharge& c : d.charges) {
-    if (Status s = CheckName("charges.quota", c.quota, true, max); !s.ok()) {
+    if (Status s = CheckCharge(c); !s.ok()) {
       return s;
-    }
-    if (c.window_ms < 1 || c.slice_ms < 1 || c.units < 0) {
-      return Status::InvalidArgument(fmt::format(
-          "charges.{}: window and slice must be positive, units not negative", c.quota));
     }
   }
   if (!d.traceparent.empty() && NormalizeTraceparent(d.traceparent) != d.traceparent) {

@@ -1,5 +1,9 @@
 #include "storage/delivery_codec.h"
 
+#include <cstdint>
+#include <functional>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "storage/coding.h"
@@ -32,7 +36,7 @@ Delivery Sample() {
                               {{"retry-after", "30"}, {"x-ratelimit-remaining", "0"}}});
   d.history.push_back(Attempt{1'767'225'601'000, 0, 0, "", "connect timeout", {}});
   d.charges.push_back(QuotaCharge{"monthly", 2'592'000'000, 43'200'000, 1'769'860'800'000, 7});
-  d.charges.push_back(QuotaCharge{"daily", 86'400'000, 1'440'000, 1'767'312'000'000, -3});
+  d.charges.push_back(QuotaCharge{"daily", 86'400'000, 1'440'000, 1'767'312'000'000, 3});
   d.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
   return d;
 }
@@ -81,6 +85,50 @@ TEST(DeliveryCodecTest, TruncationIsCorruptionNotCrash) {
   }
   EXPECT_EQ(DecodeDelivery("\x07garbage").error().code(), Status::Code::kCorruption);
   EXPECT_EQ(DecodeDelivery("").error().code(), Status::Code::kCorruption);
+}
+
+// Verifies that a stored quota charge out of what intake writes is Corruption, not a counter
+// overflow or a tenant held over its quota for centuries: units past the limit or negative, a
+// window of 0 or past a year, a slice longer than its window, an expiry past a window and a
+// slice after the last change, a name no quota can have.
+TEST(DeliveryCodecTest, HostileChargesAreCorruption) {
+  const auto with = [](auto change) {
+    Delivery d = Sample();
+    change(d.charges[0]);
+    return DecodeDelivery(EncodeDelivery(d));
+  };
+  const std::vector<std::function<void(QuotaCharge&)>> hostile = {
+      [](QuotaCharge& c) { c.units = INT64_MIN; },
+      [](QuotaCharge& c) { c.units = -1; },
+      [](QuotaCharge& c) { c.units = kMaxChargeUnits + 1; },
+      [](QuotaCharge& c) { c.window_ms = 0; },
+      [](QuotaCharge& c) { c.window_ms = kMaxChargeWindowMs + 1; },
+      [](QuotaCharge& c) { c.slice_ms = c.window_ms + 1; },
+      [](QuotaCharge& c) { c.slice_ms = 0; },
+      [](QuotaCharge& c) { c.expires_ms = INT64_MAX; },
+      [](QuotaCharge& c) { c.expires_ms = -1; },
+      [](QuotaCharge& c) { c.quota = "bad name"; },
+      [](QuotaCharge& c) { c.quota = std::string(65, 'q'); },
+      [](QuotaCharge& c) { c.quota.clear(); },
+  };
+  for (size_t i = 0; i < hostile.size(); ++i) {
+    Result<Delivery> r = with(hostile[i]);
+    ASSERT_FALSE(r.has_value()) << "case " << i;
+    EXPECT_EQ(r.error().code(), Status::Code::kCorruption) << "case " << i;
+  }
+  // The largest a charge can be still reads.
+  EXPECT_TRUE(with([](QuotaCharge& c) { c.units = kMaxChargeUnits; }).has_value());
+}
+
+// Verifies that a stored traceparent that is not one (a CR LF would add a header to the webhook
+// request it goes into) is dropped on read, the delivery kept.
+TEST(DeliveryCodecTest, StoredTraceparentThatIsNotOneIsDropped) {
+  Delivery d = Sample();
+  d.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\nX-Evil: 1";
+  Result<Delivery> back = DecodeDelivery(EncodeDelivery(d));
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(back->traceparent, "");
+  EXPECT_EQ(back->id, d.id);
 }
 
 }  // namespace

@@ -148,6 +148,14 @@ TEST(DestinationSealTest, StoreKeepsSecretDestinationsSealedAtRest) {
   EXPECT_EQ(wrong.error().code(), Status::Code::kCorruption);
   EXPECT_NE(wrong.error().message().find("sealed with another secrets key"), std::string::npos)
       << wrong.error().message();
+
+  // So is a writable open without a key: it could read none of the sealed destinations.
+  options.secrets_key.reset();
+  auto keyless = OpenRocksQueueStore(options, kT0);
+  ASSERT_FALSE(keyless.has_value());
+  EXPECT_EQ(keyless.error().code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(keyless.error().message().find("destinations are sealed"), std::string::npos)
+      << keyless.error().message();
 }
 
 // Verifies the migration: records, index entries and counters written without a key (an older
