@@ -13,6 +13,15 @@ constexpr int64_t kMaxDb = 2147483647;
 
 }  // namespace
 
+std::string RedactRedisUrl(std::string_view url) {
+  const size_t scheme_end = url.find("://");
+  const size_t at = url.rfind('@');
+  if (scheme_end == std::string_view::npos || at == std::string_view::npos || at < scheme_end) {
+    return std::string(url);
+  }
+  return std::string(url.substr(0, scheme_end + 3)) + "(redacted)" + std::string(url.substr(at));
+}
+
 Result<RedisAddress> ParseRedisUrl(std::string_view url) {
   if (url.substr(0, kTlsScheme.size()) == kTlsScheme) {
     return Status::InvalidArgument(

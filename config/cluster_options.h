@@ -45,6 +45,11 @@ struct ClusterOptions {
 // Longest key_prefix accepted.
 inline constexpr size_t kMaxKeyPrefix = 64;
 
+// `url` with its userinfo (the password) replaced by "(redacted)", for --print-config: the
+// userinfo is everything before the last '@' after the scheme, as ParseRedisUrl reads it (a
+// password may hold '/', '?' or '#', where a generic URL scan would stop).
+std::string RedactRedisUrl(std::string_view url);
+
 // Parses "redis://[[user]:password@]host[:port][/db]". "rediss://" (TLS) is refused: Debian 12's
 // hiredis (0.14) ships no hiredis-ssl. The host is a name, an IPv4 literal or a bracketed IPv6
 // literal; the port 1 to 65535 (default 6379); db 0 to 2^31-1 (default 0). InvalidArgument naming

@@ -13,6 +13,7 @@
 #include "adapters/platform_adapter.h"
 #include "dispatcher/base/clock.h"
 #include "dispatcher/pacing/budget.h"
+#include "storage/delivery.h"
 
 namespace egress::config {
 
@@ -26,12 +27,12 @@ struct QuotaConfig {
 
   friend bool operator==(const QuotaConfig&, const QuotaConfig&) = default;
 };
-inline constexpr int64_t kMaxQuotaLimit = 1'000'000'000'000;
+inline constexpr int64_t kMaxQuotaLimit = storage::kMaxChargeUnits;
 inline constexpr Millis kMinQuotaWindow{1000};
-inline constexpr Millis kMaxQuotaWindow{366LL * 24 * 3600 * 1000};
+inline constexpr Millis kMaxQuotaWindow{storage::kMaxChargeWindowMs};
 // Quota names: 1 to 64 of A-Z a-z 0-9 _ . - (they appear in headers and metric labels).
-inline constexpr size_t kMaxQuotaNameBytes = 64;
-bool ValidQuotaName(std::string_view name);
+inline constexpr size_t kMaxQuotaNameBytes = storage::kMaxChargeQuotaName;
+using storage::ValidQuotaName;
 // Most quotas one tier or tenant may have (each delivery is charged to each that applies).
 inline constexpr size_t kMaxQuotas = 16;
 using QuotaMap = std::map<std::string, QuotaConfig>;

@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "config/builtin_profiles.h"
+#include "config/cluster_options.h"
 #include "config/load_config.h"
 #include "config/toml_sections.h"
 #include "dispatcher/base/redact.h"
@@ -254,6 +255,9 @@ void RedactSecrets(toml::table& table) {
       secrets.emplace_back(std::string(key.str()), node.is_array());
     } else if (toml::table* sub = node.as_table(); sub != nullptr) {
       RedactSecrets(*sub);
+    } else if (toml::value<std::string>* text = node.as_string();
+               text != nullptr && key.str() == "redis_url") {
+      *text = RedactRedisUrl(text->get());
     } else if (toml::value<std::string>* text = node.as_string(); text != nullptr) {
       // URLs with userinfo or a query, webhook paths (dispatcher/base/redact.h).
       *text = RedactText(text->get());

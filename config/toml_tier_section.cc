@@ -104,16 +104,6 @@ Status ReadTier(const TomlFields& fields, TierConfig& out) {
 
 }  // namespace
 
-bool ValidQuotaName(std::string_view name) {
-  if (name.empty() || name.size() > kMaxQuotaNameBytes) {
-    return false;
-  }
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '.' || c == '-';
-  });
-}
-
 Status ReadQuotasTable(const TomlFields& quotas, QuotaMap& out) {
   QuotaMap read;
   Status s = quotas.ForEachTable([&](std::string_view name, const TomlFields& fields) {

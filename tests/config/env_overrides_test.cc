@@ -89,7 +89,8 @@ TEST(EnvOverridesTest, SecretOverridesAreNeverEchoed) {
 }
 
 // Verifies RenderConfig merges the layers (file, then variables), shows the override and hides
-// every secret: admin token (file and variable), API keys, credential tokens and secrets.
+// every secret: admin token (file and variable), API keys, credential tokens and secrets, the
+// Redis password in redis_url.
 TEST(RenderConfigTest, MergesLayersAndRedactsSecrets) {
   ConfigFiles files;
   files.WriteProfile("slack", "[budgets.slack_channel]\nlimit = 2\n");
@@ -99,16 +100,20 @@ TEST(RenderConfigTest, MergesLayersAndRedactsSecrets) {
                      "[tenants.acme.credentials.bot]\nplatform = \"slack\"\n"
                      "token = \"xoxb-token-secret\"\n"
                      "[tenants.acme.credentials.hooks]\nplatform = \"webhook\"\n"
-                     "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n");
+                     "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n"
+                     // A password with '/' and '?' (the parser reads up to the last '@').
+                     "[cluster]\nredis_url = \"redis://:redis/pass?word@127.0.0.1:6379/2\"\n");
   Result<std::string> text = RenderConfig(
       files.main_path(), files.Options({{"RELAY_EGRESS_SERVER_LISTEN", "127.0.0.1:7000"},
                                         {"RELAY_EGRESS_ADMIN_TOKEN", "env-admin-secret"}}));
   ASSERT_TRUE(text.has_value()) << text.error().ToString();
   EXPECT_NE(text->find("listen = '127.0.0.1:7000'"), std::string::npos) << *text;
   EXPECT_NE(text->find("limit = 2"), std::string::npos) << *text;
+  EXPECT_NE(text->find("redis://(redacted)@127.0.0.1:6379/2"), std::string::npos) << *text;
   EXPECT_NE(text->find("(redacted)"), std::string::npos) << *text;
-  for (const char* secret : {"file-admin-secret", "env-admin-secret", "acme-api-key-secret",
-                             "xoxb-token-secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}) {
+  for (const char* secret :
+       {"file-admin-secret", "env-admin-secret", "acme-api-key-secret", "xoxb-token-secret",
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "redis/pass", "pass?word"}) {
     EXPECT_EQ(text->find(secret), std::string::npos) << secret << " in\n" << *text;
   }
   // The same errors as LoadConfig.
