@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <string>
 
 namespace egress {
@@ -94,6 +95,28 @@ Result<int64_t> ParseTimeMillis(std::string_view t) {
     return ms;
   }
   return ParseRfc3339Millis(t);
+}
+
+std::string FormatRfc3339Seconds(int64_t unix_ms) {
+  using namespace std::chrono;
+  // 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z in Unix seconds.
+  constexpr int64_t kMin = -62'135'596'800;
+  constexpr int64_t kMax = 253'402'300'799;
+  int64_t s = unix_ms / 1000 + (unix_ms % 1000 > 0 ? 1 : 0);
+  s = std::clamp(s, kMin, kMax);
+  int64_t day = s / 86'400;
+  int64_t rem = s % 86'400;
+  if (rem < 0) {
+    rem += 86'400;
+    --day;
+  }
+  const year_month_day ymd{sys_days{days{day}}};
+  char out[32];
+  const int n = std::snprintf(out, sizeof(out), "%04d-%02u-%02uT%02d:%02d:%02dZ",
+                              static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
+                              static_cast<unsigned>(ymd.day()), static_cast<int>(rem / 3600),
+                              static_cast<int>(rem / 60 % 60), static_cast<int>(rem % 60));
+  return std::string(out, static_cast<size_t>(n));
 }
 
 }  // namespace egress

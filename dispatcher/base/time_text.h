@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "dispatcher/base/result.h"
@@ -11,6 +12,11 @@ namespace egress {
 // ms. The offset is required; fractions past milliseconds are dropped. InvalidArgument, naming
 // what is wrong, otherwise.
 Result<int64_t> ParseRfc3339Millis(std::string_view text);
+
+// Unix ms as RFC 3339 in UTC to the second, rounded up ("2026-12-01T10:00:01Z"), computed
+// without the C library's time zone (a TZ on the host changes nothing). Clamped to the years
+// 0001 to 9999.
+std::string FormatRfc3339Seconds(int64_t unix_ms);
 
 // A point in time as the API takes it: Unix ms (digits only) or RFC 3339. InvalidArgument
 // otherwise.

@@ -32,6 +32,11 @@ Status ApiKeyBook::Replace(const std::string& tenant, const std::vector<std::str
   return Status::Ok();
 }
 
+std::vector<std::string> ApiKeyBook::DigestsOf(const std::string& tenant) const {
+  auto it = digests_of_.find(tenant);
+  return it == digests_of_.end() ? std::vector<std::string>() : it->second;
+}
+
 std::optional<std::string> ApiKeyBook::TenantOf(std::string_view digest) const {
   auto it = tenant_of_.find(std::string(digest));
   if (it == tenant_of_.end() || it->first.size() != digest.size() ||

@@ -22,6 +22,8 @@ class ApiKeyBook {
   // The tenant whose key has `digest`; nullopt when none. The lookup is by a hash of the digest
   // and the final comparison constant in time (CRYPTO_memcmp), so timing tells nothing of a key.
   std::optional<std::string> TenantOf(std::string_view digest) const;
+  // The tenant's digests, sorted (empty: none).
+  std::vector<std::string> DigestsOf(const std::string& tenant) const;
   // How many keys the tenant has.
   size_t CountOf(const std::string& tenant) const;
   size_t size() const { return tenant_of_.size(); }

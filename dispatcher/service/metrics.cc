@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "dispatcher/base/redact.h"
+#include "dispatcher/base/utf8.h"
 #include "dispatcher/base/version.h"
 
 namespace egress::service {
@@ -83,8 +84,9 @@ constexpr Definition kDefinitions[] = {
     GaugeRow(GaugeId::kDestinations, "relay_egress_destinations",
              "Destinations with work, known to the scheduler."),
     CounterRow(CounterId::kStoreErrors, "relay_egress_store_errors_total",
-               "Store calls that failed, by operation: the delivery loop's lease, read and "
-               "outcome (retried), outcome_refused (refused for good); purge (a retention pass)."),
+               "Store calls that failed, by operation: the delivery loop's lease, read, "
+               "outcome and scan (retried), outcome_refused (refused for good); purge (a retention "
+               "pass)."),
     GaugeRow(GaugeId::kStoreHealthy, "relay_egress_store_healthy",
              "1 while the store takes writes; 0 after a write or background fault until it "
              "recovers."),
@@ -242,9 +244,11 @@ std::string_view Metrics::SeriesKey(std::string_view name, const Labels& labels)
       series_.push_back(sep);
       series_.append(k);
       series_.append("=\"");
-      // Label values pass the redaction layer: a reason or credential may carry a URL.
-      if (MayNeedRedaction(v)) {
-        AppendEscaped(series_, RedactText(v));
+      // Label values pass the redaction layer (a reason or credential may carry a URL) and leave
+      // as valid UTF-8 (Prometheus refuses a whole scrape over one bad label value; a tenant
+      // named in a URL path may hold any bytes).
+      if (MayNeedRedaction(v) || !IsValidUtf8(v)) {
+        AppendEscaped(series_, ToValidUtf8(RedactText(v)));
       } else {
         AppendEscaped(series_, v);
       }

@@ -127,6 +127,10 @@ std::optional<QuotaBook::Denial> QuotaBook::Charge(std::vector<storage::NewDeliv
       d.used += pending;
       if (units > q.config.limit) {
         d.retry_after_ms = -1;
+      } else if (units + pending > q.config.limit) {
+        // Only the units of the intake writes under way stand in the way: no stored slice
+        // leaving makes room, theirs will (they are charged to the slice of now).
+        d.retry_after_ms = ShapeOf(q.config).ExpiryOf(now_ms) - now_ms;
       }
       return Denial{q, d};
     }

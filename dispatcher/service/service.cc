@@ -79,6 +79,7 @@ Result<std::unique_ptr<Service>> Service::Start(
   }
   s->store_ = std::move(*store);
   s->storage_pool_ = std::make_unique<asio::thread_pool>(std::max<size_t>(1, o.storage_threads));
+  s->settings_writes_.emplace(asio::make_strand(s->storage_pool_->get_executor()));
   s->loop_pool_ = std::make_unique<asio::thread_pool>(1);
   pacing::BudgetStore* budgets = &s->budget_store_;
   s->metrics_.Set(GaugeId::kBudgetStoreUp, {}, 1);

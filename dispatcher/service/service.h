@@ -3,11 +3,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include "adapters/adapter_registry.h"
@@ -129,6 +131,12 @@ class Service {
   // Pieces the API handlers use.
   storage::QueueStore& store() { return *store_; }
   boost::asio::thread_pool& storage_pool() { return *storage_pool_; }
+  // The admin API's setting writes, on the storage pool one after another in the order the loop
+  // posted them: the last setting stored is then the last one put in force (two PUTs posted to
+  // the pool itself may be written in either order).
+  boost::asio::strand<boost::asio::thread_pool::executor_type>& settings_writes() {
+    return *settings_writes_;
+  }
   DeliveryLoop& loop() { return *loop_; }
   pacing::Scheduler& scheduler() { return *scheduler_; }
   IntakeLimiter& intake_limiter() { return *intake_limiter_; }
@@ -202,6 +210,7 @@ class Service {
   JobRegistry jobs_;
   std::unique_ptr<storage::QueueStore> store_;
   std::unique_ptr<boost::asio::thread_pool> storage_pool_;
+  std::optional<boost::asio::strand<boost::asio::thread_pool::executor_type>> settings_writes_;
   // The delivery loop's store calls (reads ahead, leases, outcomes), one after another on one
   // thread: the loop posts many small jobs, and one thread that is still busy takes the next
   // without being woken. On the API's pool each job woke a thread (a futex wake and a context

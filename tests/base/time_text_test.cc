@@ -1,5 +1,9 @@
 #include "dispatcher/base/time_text.h"
 
+#include <cstdint>
+#include <cstdlib>
+#include <ctime>
+
 #include <gtest/gtest.h>
 
 namespace egress {
@@ -37,6 +41,23 @@ TEST(TimeTextTest, ParsesUnixMillisOrRfc3339) {
   EXPECT_FALSE(ParseTimeMillis("-5"));
   EXPECT_FALSE(ParseTimeMillis("99999999999999999999999"));
   EXPECT_FALSE(ParseTimeMillis("10m"));
+}
+
+// Verifies FormatRfc3339Seconds: UTC whatever the host's zone, a started second rounded up, and
+// the ends clamped (a time far out of range, as a hostile store could make, is not an error).
+TEST(TimeTextTest, FormatsRfc3339Seconds) {
+  setenv("TZ", "America/New_York", 1);
+  tzset();
+  EXPECT_EQ(FormatRfc3339Seconds(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(FormatRfc3339Seconds(1), "1970-01-01T00:00:01Z");
+  EXPECT_EQ(FormatRfc3339Seconds(kDec1At10), "2026-12-01T10:00:00Z");
+  EXPECT_EQ(FormatRfc3339Seconds(kDec1At10 + 250), "2026-12-01T10:00:01Z");
+  EXPECT_EQ(FormatRfc3339Seconds(-1'000), "1969-12-31T23:59:59Z");
+  EXPECT_EQ(FormatRfc3339Seconds(INT64_MAX), "9999-12-31T23:59:59Z");
+  EXPECT_EQ(FormatRfc3339Seconds(INT64_MIN), "0001-01-01T00:00:00Z");
+  EXPECT_EQ(*ParseRfc3339Millis(FormatRfc3339Seconds(kDec1At10)), kDec1At10);
+  unsetenv("TZ");
+  tzset();
 }
 
 }  // namespace

@@ -94,7 +94,7 @@ relay_egress_attempt_duration_seconds_count{platform="webhook"} 2
 # HELP relay_egress_destinations Destinations with work, known to the scheduler.
 # TYPE relay_egress_destinations gauge
 relay_egress_destinations 7
-# HELP relay_egress_store_errors_total Store calls that failed, by operation: the delivery loop's lease, read and outcome (retried), outcome_refused (refused for good); purge (a retention pass).
+# HELP relay_egress_store_errors_total Store calls that failed, by operation: the delivery loop's lease, read, outcome and scan (retried), outcome_refused (refused for good); purge (a retention pass).
 # TYPE relay_egress_store_errors_total counter
 relay_egress_store_errors_total{operation="outcome"} 1
 # HELP relay_egress_store_healthy 1 while the store takes writes; 0 after a write or background fault until it recovers.
@@ -221,6 +221,20 @@ TEST(MetricsTest, ClearDropsOneGaugesSeries) {
   EXPECT_EQ(m.Value(GaugeId::kBuildInfo, {{"version", Metrics::Version()}}), 1);
   EXPECT_FALSE(Metrics::Version().empty());
   EXPECT_NE(Metrics::Version(), "unknown");
+}
+
+// Verifies that a label value that is not UTF-8 (a tenant named in a URL path may hold any
+// bytes) leaves as valid UTF-8, each bad byte one U+FFFD: Prometheus refuses a whole scrape
+// over one bad label value.
+TEST(MetricsTest, LabelValuesLeaveAsUtf8) {
+  Metrics m;
+  m.Set(GaugeId::kQuotaUsedRatio, {{"tenant", "ac\xffme"}, {"quota", "caf\xc3\xa9"}}, 0.5);
+  const std::string text = m.Render();
+  EXPECT_NE(
+      text.find(
+          "relay_egress_quota_used_ratio{tenant=\"ac\xef\xbf\xbdme\",quota=\"caf\xc3\xa9\"} 0.5"),
+      std::string::npos)
+      << text;
 }
 
 // Verifies that every id names a distinct relay_egress_ metric, and a few by name.

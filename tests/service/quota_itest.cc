@@ -192,6 +192,9 @@ TEST_F(QuotaServiceTest, BatchPerItemAndDeadRefundedOnce) {
         EXPECT_EQ(results[i]["status"], 429);
         EXPECT_EQ(results[i]["quota"], "burst");
         EXPECT_GT(results[i]["retry_after_ms"].get<int64_t>(), 0);
+        // Over because of the batch's own items, not "never fits" (one unit fits a limit of 20).
+        EXPECT_EQ(results[i]["message"].get<std::string>().find("never fits"), std::string::npos)
+            << results[i];
       }
     }
     dead_id = WaitForDead(s.port());

@@ -357,8 +357,14 @@ TEST_F(ServiceTest, IntakeBackpressureAndAdminOverrides) {
   bad = HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/acme/rate_limits",
                    R"({"rate_limits":{"webhook_destination":{"scale_ms":0,"limit":1}}})", admin);
   EXPECT_EQ(bad.status, 400);
+  // The key is required: a misspelt one is refused, not taken for "clear every override".
+  bad = HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+                   R"({"rate_limit":{}})", admin);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("rate_limits: required"), std::string::npos) << bad.body;
   TestResponse cleared =
-      HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/acme/rate_limits", "{}", admin);
+      HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+                 R"({"rate_limits":{}})", admin);
   ASSERT_EQ(cleared.status, 200);
   EXPECT_EQ(cleared.Json()["rate_limits"]["tenant_intake"]["overridden"], false);
   EXPECT_EQ(Post("/v1/deliveries", Webhook("acme", "signed", 4)).status, 202);

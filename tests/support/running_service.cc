@@ -10,9 +10,9 @@ Status RunningService::Start(service::ServiceOptions options,
     return Status::FailedPrecondition("RunningService: already running");
   }
   io_.restart();
-  auto started = transport ? service::Service::Start(io_, clock_, std::move(options),
-                                                     std::move(transport))
-                           : service::Service::Start(io_, clock_, std::move(options));
+  auto started =
+      transport ? service::Service::Start(io_, clock_, std::move(options), std::move(transport))
+                : service::Service::Start(io_, clock_, std::move(options));
   if (!started) {
     return started.error();
   }

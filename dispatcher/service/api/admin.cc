@@ -2,15 +2,17 @@
 // /api/admin/quotas (GetQuotas serves GET /v1/quotas too). Route authorizes the caller
 // (the admin token; a tenant key for its own /v1/quotas) before any of these runs.
 
+#include <algorithm>
 #include <chrono>
 
 #include <boost/asio/post.hpp>
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "adapters/api_key.h"
 #include "adapters/credential_token.h"
 #include "config/duration.h"
+#include "dispatcher/base/saturating.h"
+#include "dispatcher/base/time_text.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
 #include "dispatcher/service/event_log.h"
@@ -95,23 +97,29 @@ tl::expected<json, ApiError> TenantObjectBody(Service& s, const std::string& ten
   return body;
 }
 
-// Durable first, then in force: stores `text` under `key` on the storage pool, then runs
-// `apply` on the loop, which answers through `respond`. A failed write answers with its error and
-// applies nothing, so a restart keeps what the operator was told. An empty `text` deletes the
-// setting.
+// Durable first, then in force: stores `text` under `key` (an empty `text` deletes the
+// setting), then runs `apply` on the loop, which answers through `respond`. A failed write
+// answers with its error, runs `undo` (when given) and applies nothing, so a restart keeps what
+// the operator was told. Writes go one after another in the order of the calls
+// (Service::settings_writes), so two PUTs of one setting end stored and in force alike.
 void StoreSettingThenApply(Service& s, std::string key, std::string text, Respond respond,
-                           std::function<void(Respond)> apply) {
-  asio::post(s.storage_pool(), [&s, key = std::move(key), text = std::move(text),
-                                respond = std::move(respond), apply = std::move(apply)]() mutable {
-    Status stored = s.store().PutSetting(key, text);
-    asio::post(s.io(), [stored, respond = std::move(respond), apply = std::move(apply)]() mutable {
-      if (!stored.ok()) {
-        respond(ErrorResponse(FromStatus(stored)));
-        return;
-      }
-      apply(std::move(respond));
-    });
-  });
+                           std::function<void(Respond)> apply, std::function<void()> undo = {}) {
+  asio::post(s.settings_writes(),
+             [&s, key = std::move(key), text = std::move(text), respond = std::move(respond),
+              apply = std::move(apply), undo = std::move(undo)]() mutable {
+               Status stored = s.store().PutSetting(key, text);
+               asio::post(s.io(), [stored, respond = std::move(respond), apply = std::move(apply),
+                                   undo = std::move(undo)]() mutable {
+                 if (!stored.ok()) {
+                   if (undo) {
+                     undo();
+                   }
+                   respond(ErrorResponse(FromStatus(stored)));
+                   return;
+                 }
+                 apply(std::move(respond));
+               });
+             });
 }
 
 }  // namespace
@@ -123,7 +131,14 @@ void PutRateLimits(Service& s, const std::string& tenant, const HttpRequest& req
     respond(ErrorResponse(body.error()));
     return;
   }
-  auto overrides = ParseRateLimits(body->value("rate_limits", json::object()));
+  // Required, so that a misspelt key is a 400, not a PUT that clears every override.
+  if (!body->contains("rate_limits")) {
+    respond(ErrorResponse({400, "invalid_request",
+                           "rate_limits: required ({\"rate_limits\":{}} clears the overrides)",
+                           "rate_limits"}));
+    return;
+  }
+  auto overrides = ParseRateLimits((*body)["rate_limits"]);
   if (!overrides) {
     respond(ErrorResponse(overrides.error()));
     return;
@@ -165,8 +180,6 @@ json QuotasAnswer(Service& s, const std::string& tenant) {
   json quotas = json::object();
   for (const QuotaBook::Quota& q : s.quotas().QuotasOf(tenant)) {
     const QuotaBook::Usage u = s.quotas().UsageOf(tenant, q);
-    const auto resets = std::chrono::time_point<std::chrono::system_clock, std::chrono::seconds>(
-        std::chrono::seconds((now_ms + u.reset_after_ms + 999) / 1000));
     quotas[q.name] = {{"limit", q.config.limit},
                       {"window", config::FormatDuration(q.config.window)},
                       {"window_ms", q.config.window.count()},
@@ -175,7 +188,7 @@ json QuotasAnswer(Service& s, const std::string& tenant) {
                       {"used", u.used},
                       {"remaining", u.remaining},
                       {"resets_in_ms", u.reset_after_ms},
-                      {"resets", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", resets)}};
+                      {"resets", FormatRfc3339Seconds(SatAdd(now_ms, u.reset_after_ms))}};
   }
   const std::string& tier = s.quotas().TierOf(tenant);
   return {{"tenant", tenant},
@@ -207,7 +220,13 @@ void PutQuotas(Service& s, const std::string& tenant, const HttpRequest& request
     respond(ErrorResponse(body.error()));
     return;
   }
-  auto quotas = ParseQuotas(body->value("quotas", json::object()));
+  if (!body->contains("quotas")) {
+    respond(
+        ErrorResponse({400, "invalid_request",
+                       "quotas: required ({\"quotas\":{}} goes back to the config's)", "quotas"}));
+    return;
+  }
+  auto quotas = ParseQuotas((*body)["quotas"]);
   if (!quotas) {
     respond(ErrorResponse(quotas.error()));
     return;
@@ -281,20 +300,31 @@ void PutApiKeys(Service& s, const std::string& tenant, const HttpRequest& reques
     respond(ErrorResponse(*conflict));
     return;
   }
+  // In force before it is stored, unlike the other settings: the book is what keeps a key to
+  // one tenant, so it takes the keys now (no later PUT can give them to another tenant while
+  // this one is written) and gives them back if the write fails. Until the answer the keys work
+  // but are not yet durable; a crash then loses a change the operator was never told of.
+  std::vector<std::string> previous = s.api_keys().DigestsOf(tenant);
+  if (Status st = s.api_keys().Replace(tenant, *digests); !st.ok()) {
+    respond(ErrorResponse({409, "api_key_conflict", st.message(), "api_keys"}));
+    return;
+  }
   // Digests only, the one record kind of API keys.
   std::string text = ApiKeysToSetting(*digests);
+  const size_t count = digests->size();
+  std::sort(digests->begin(), digests->end());  // as DigestsOf answers (no repeats: checked)
   StoreSettingThenApply(
       s, ApiKeysKey(tenant), std::move(text), std::move(respond),
-      [&s, tenant, digests = std::move(*digests)](Respond respond) {
-        if (Status st = s.api_keys().Replace(tenant, digests); !st.ok()) {
-          // Another PUT gave one of these keys to another tenant meanwhile.
-          respond(ErrorResponse({409, "api_key_conflict", st.message(), "api_keys"}));
-          return;
-        }
+      [tenant, count](Respond respond) {
         // A count only: neither keys nor digests are logged.
-        LogEvent(LogLevel::kInfo, "api_keys_replaced",
-                 {{"tenant", tenant}, {"api_keys", digests.size()}});
-        respond(JsonResponse(200, {{"tenant", tenant}, {"api_keys", digests.size()}}));
+        LogEvent(LogLevel::kInfo, "api_keys_replaced", {{"tenant", tenant}, {"api_keys", count}});
+        respond(JsonResponse(200, {{"tenant", tenant}, {"api_keys", count}}));
+      },
+      [&s, tenant, taken = std::move(*digests), previous = std::move(previous)] {
+        // Back to the keys the store holds, unless a later PUT has replaced these meanwhile.
+        if (s.api_keys().DigestsOf(tenant) == taken) {
+          (void)s.api_keys().Replace(tenant, previous);
+        }
       });
 }
 

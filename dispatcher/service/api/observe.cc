@@ -254,6 +254,10 @@ namespace {
 // relay_egress_quota_used_ratio per tenant and quota, relay_egress_tier_utilization_ratio per
 // tier and quota name (the sum of used over the sum of limits of the tier's tenants).
 void SetQuotaGauges(Service& s) {
+  // Set afresh each scrape: a quota, tenant or tier removed by a PUT or a reload leaves no
+  // series behind at its last value.
+  s.metrics().Clear(GaugeId::kQuotaUsedRatio);
+  s.metrics().Clear(GaugeId::kTierUtilization);
   std::map<std::pair<std::string, std::string>, std::pair<double, double>> tiers;
   for (const std::string& tenant : s.quotas().Tenants()) {
     const std::string& tier = s.quotas().TierOf(tenant);

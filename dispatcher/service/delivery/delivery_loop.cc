@@ -144,8 +144,23 @@ void DeliveryLoop::Start() {
   *page = [this, alive = alive_, self = std::weak_ptr(page)](std::string after) {
     asio::post(storage_, [this, &store = store_, &io = io_, alive, page = self.lock(), after] {
       auto keys = store.ListDestinations(after, kDestinationPage);
-      asio::post(io, [this, alive, page, keys = std::move(keys)] {
-        if (!*alive || !keys || keys->empty()) {
+      asio::post(io, [this, alive, page, after, keys = std::move(keys)] {
+        if (!*alive || draining_) {
+          return;
+        }
+        if (!keys) {
+          // A store fault: counted and logged as any store call, and the page read again after
+          // the store's back-off, so that no destination's backlog is left unregistered.
+          OnStoreTrouble("scan", keys.error());
+          auto retry = std::make_shared<asio::steady_timer>(io_, store_backoff_);
+          retry->async_wait([this, alive, page, after, retry](const boost::system::error_code& ec) {
+            if (!ec && *alive && !draining_) {
+              (*page)(after);
+            }
+          });
+          return;
+        }
+        if (keys->empty()) {
           return;
         }
         for (const std::string& key : *keys) {
