@@ -1,6 +1,5 @@
 #include "adapters/client_certificate.h"
 
-
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -37,8 +36,8 @@ Result<std::unique_ptr<BIO, BioFree>> Open(const std::string& path) {
   if (bio == nullptr) {
     const int err = errno;
     ERR_clear_error();
-    return Status::InvalidArgument(fmt::format("cannot read '{}': {}", path,
-                                               err != 0 ? std::strerror(err) : "unknown error"));
+    return Status::InvalidArgument(
+        fmt::format("cannot read '{}': {}", path, err != 0 ? std::strerror(err) : "unknown error"));
   }
   return bio;
 }
@@ -54,8 +53,8 @@ Status CheckClientCertificate(const std::string& cert_file, const std::string& k
       PEM_read_bio_X509(cert_bio->get(), nullptr, &NoPassphrase, nullptr));
   ERR_clear_error();
   if (cert == nullptr) {
-    return Status::InvalidArgument(fmt::format(
-        "'{}' holds no PEM certificate (-----BEGIN CERTIFICATE-----)", cert_file));
+    return Status::InvalidArgument(
+        fmt::format("'{}' holds no PEM certificate (-----BEGIN CERTIFICATE-----)", cert_file));
   }
   struct stat st {};
   if (stat(key_file.c_str(), &st) != 0) {

@@ -3,14 +3,13 @@
 // CurlTransport: against two simulators with CAs of their own, and against Debian's nginx
 // requiring a client certificate (skipped, saying so, without nginx).
 
-#include <sys/stat.h>
-
 #include <fstream>
 #include <memory>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "adapters/adapter_registry.h"
 #include "adapters/base64.h"
@@ -103,9 +102,9 @@ TEST_F(PlatformTlsTest, EachPlatformTrustsItsOwnCa) {
   AttemptReport slack_ok =
       Attempt(slack_first, Delivery("slack", "C1", R"({"text":"hi"})", "bot"), token);
   EXPECT_EQ(Classify(slack_ok.outcome), OutcomeClass::kDelivered) << slack_ok.attempt.detail;
-  AttemptReport hook_ok = Attempt(
-      slack_first, Delivery("webhook", second.BaseUrl() + "/hooks/t", R"({"n":1})", "hooks"),
-      hooks);
+  AttemptReport hook_ok =
+      Attempt(slack_first,
+              Delivery("webhook", second.BaseUrl() + "/hooks/t", R"({"n":1})", "hooks"), hooks);
   EXPECT_EQ(Classify(hook_ok.outcome), OutcomeClass::kDelivered) << hook_ok.attempt.detail;
 
   // The other's server: on an origin the other platform has a live connection to.
@@ -115,8 +114,7 @@ TEST_F(PlatformTlsTest, EachPlatformTrustsItsOwnCa) {
   EXPECT_EQ(Classify(slack_refused.outcome), OutcomeClass::kRetry);
   EXPECT_EQ(slack_refused.outcome.exhausted_reason, "tls_rejected");
   AttemptReport hook_refused = Attempt(
-      slack_first, Delivery("webhook", first.BaseUrl() + "/hooks/t", R"({"n":1})", "hooks"),
-      hooks);
+      slack_first, Delivery("webhook", first.BaseUrl() + "/hooks/t", R"({"n":1})", "hooks"), hooks);
   EXPECT_EQ(hook_refused.attempt.platform_error, "tls_rejected") << hook_refused.attempt.detail;
   EXPECT_EQ(Classify(hook_refused.outcome), OutcomeClass::kRetry);
 

@@ -3,11 +3,10 @@
 // (the key's permissions, that it is a key, that it is the certificate's), and shown by
 // --print-config as paths, never as contents.
 
-#include <sys/stat.h>
-
 #include <string>
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "config/load_config.h"
 #include "dispatcher/service/service_options_from_config.h"
@@ -94,9 +93,8 @@ TEST_F(ClientCertificateConfigTest, RefusesBadKeysAndCertificates) {
     std::string error;  // a part of the message
   };
   const Case cases[] = {
-      {CredentialWith(cert(), open_key),
-       "tenants.acme.credentials.m.client_key_file: '" + open_key +
-           "' is open to every user (mode 0644)"},
+      {CredentialWith(cert(), open_key), "tenants.acme.credentials.m.client_key_file: '" +
+                                             open_key + "' is open to every user (mode 0644)"},
       {CredentialWith(cert(), not_key), "holds no unencrypted PEM private key"},
       {CredentialWith(cert(), files_.dir().Sub("other.key")), "is not the private key of"},
       {CredentialWith(cert(), files_.dir().Sub("missing.key")), "No such file or directory"},
