@@ -53,6 +53,10 @@ struct Transfer {
   Origin* origin = nullptr;  // with a per-host limit
   std::string origin_key;
   bool queued = false;  // waiting in origin->waiting, not yet given to curl
+  // The trust (CURLOPT_CAINFO, CURLOPT_CAPATH; "" for none) the handle holds: set again only
+  // when a request needs another (libcurl copies the strings on every set).
+  std::string ca_file_set;
+  std::string ca_path_set;
 };
 
 // The transfers to one scheme://authority. Over HTTP/1.1 each needs a connection of its own,
@@ -122,6 +126,29 @@ bool HasDefaultCaFile() {
   const curl_version_info_data* v = curl_version_info(CURLVERSION_NOW);
   return v != nullptr && v->age >= CURLVERSION_SEVENTH && v->cainfo != nullptr &&
          v->cainfo[0] != '\0';
+}
+
+// libcurl's built-in CA bundle file or directory ("" when it has none), which a handle gets back
+// after a request with a trust of its own.
+std::string DefaultCaFile() {
+  const curl_version_info_data* v = curl_version_info(CURLVERSION_NOW);
+  return v != nullptr && v->age >= CURLVERSION_SEVENTH && v->cainfo != nullptr ? v->cainfo : "";
+}
+std::string DefaultCaPath() {
+  const curl_version_info_data* v = curl_version_info(CURLVERSION_NOW);
+  return v != nullptr && v->age >= CURLVERSION_SEVENTH && v->capath != nullptr ? v->capath : "";
+}
+
+// Sets the handle's trust to `ca_file` and `ca_path` ("" for none) unless it holds them already.
+void SetTrust(Transfer& t, const std::string& ca_file, const std::string& ca_path) {
+  if (t.ca_file_set != ca_file) {
+    curl_easy_setopt(t.easy, CURLOPT_CAINFO, ca_file.empty() ? nullptr : ca_file.c_str());
+    t.ca_file_set = ca_file;
+  }
+  if (t.ca_path_set != ca_path) {
+    curl_easy_setopt(t.easy, CURLOPT_CAPATH, ca_path.empty() ? nullptr : ca_path.c_str());
+    t.ca_path_set = ca_path;
+  }
 }
 
 // A failed transfer that still holds a whole response: libcurl 7.88 fails an HTTP/2 POST whose
@@ -325,6 +352,12 @@ class CurlTransport final : public HttpTransport {
   const TransportOptions options_;
   const bool drop_ca_path_ =
       options_.ca_path.empty() && (!options_.ca_file.empty() || HasDefaultCaFile());
+  // The transport's trust, for requests without their own: ca_file or libcurl's bundle, and
+  // ca_path or (unless dropped, see HasDefaultCaFile) libcurl's directory.
+  const std::string ca_file_ = options_.ca_file.empty() ? DefaultCaFile() : options_.ca_file;
+  const std::string ca_path_ = !options_.ca_path.empty() ? options_.ca_path
+                               : drop_ca_path_           ? ""
+                                                         : DefaultCaPath();
   SessionShare share_;  // outlives multi_ (declared first): its connections may hold sessions
   CurlMulti multi_;
   std::vector<std::unique_ptr<Transfer>> transfers_;  // every easy handle made
@@ -368,14 +401,10 @@ Transfer* CurlTransport::Acquire() {
                        : static_cast<long>(CURL_SSLVERSION_TLSv1_2));
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-  if (!options_.ca_file.empty()) {
-    curl_easy_setopt(e, CURLOPT_CAINFO, options_.ca_file.c_str());
-  }
-  if (!options_.ca_path.empty()) {
-    curl_easy_setopt(e, CURLOPT_CAPATH, options_.ca_path.c_str());
-  } else if (drop_ca_path_) {
-    curl_easy_setopt(e, CURLOPT_CAPATH, nullptr);  // keeps the CA store cached (HasDefaultCaFile)
-  }
+  // A new handle holds libcurl's built-in trust; SetTrust replaces what differs.
+  t->ca_file_set = DefaultCaFile();
+  t->ca_path_set = DefaultCaPath();
+  SetTrust(*t, ca_file_, ca_path_);  // drops the directory (HasDefaultCaFile) unless configured
   if (share_.handle != nullptr) {
     curl_easy_setopt(e, CURLOPT_SHARE, share_.handle);
   }
@@ -444,6 +473,9 @@ void CurlTransport::Configure(Transfer& t) {
   curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, curl_method ? nullptr : r.method.c_str());
   curl_easy_setopt(e, CURLOPT_HTTPHEADER,
                    BuildHeaderList(t, r.headers, options_.user_agent, r.body.size()));
+  // A request's own trust replaces the transport's whole: its ca_path alone trusts no bundle.
+  const bool own_trust = !r.ca_file.empty() || !r.ca_path.empty();
+  SetTrust(t, own_trust ? r.ca_file : ca_file_, own_trust ? r.ca_path : ca_path_);
   const bool client_cert = !r.client_cert_file.empty() && !r.client_key_file.empty();
   curl_easy_setopt(e, CURLOPT_SSLCERT, client_cert ? r.client_cert_file.c_str() : nullptr);
   curl_easy_setopt(e, CURLOPT_SSLKEY, client_cert ? r.client_key_file.c_str() : nullptr);

@@ -29,6 +29,12 @@ struct HttpRequest {
   // content. Default: none.
   std::string client_cert_file;
   std::string client_key_file;
+  // The CAs this request's server must chain to, instead of the transport's
+  // (TransportOptions::ca_file and ca_path) when either is set: a PEM bundle and a directory
+  // ([platforms.<p>] ca_file, ca_path). Connections are reused only between requests with the
+  // same trust (and client certificate). Default: none (the transport's).
+  std::string ca_file;
+  std::string ca_path;
 };
 
 struct HttpResponse {

@@ -23,6 +23,11 @@ struct Credential {
   std::string token;     // Slack/Discord bot token, LINE channel access token
   // Webhook signing secrets, "whsec_..."; during a rotation several, all used to sign.
   std::vector<std::string> secrets;
+  // A client certificate (PEM file) and its private key (PEM file) for receivers that require
+  // mTLS ([tenants.<t>.credentials.<name>] client_cert_file, client_key_file): presented on
+  // this credential's requests only; both or neither. Paths, never the key itself. Default: none.
+  std::string client_cert_file;
+  std::string client_key_file;
 };
 
 // Where each platform lives and what it may reach. From the config ([platforms.*]).

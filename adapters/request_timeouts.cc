@@ -7,8 +7,9 @@ namespace egress::adapters {
 namespace {
 
 TimedAdapter Timed(const AdapterRegistry& registry, const PlatformTimeouts& timeouts,
-                   Platform platform) {
-  return TimedAdapter(registry.Get(platform), timeouts[static_cast<size_t>(platform)]);
+                   const PlatformTrust& trust, Platform platform) {
+  const auto i = static_cast<size_t>(platform);
+  return TimedAdapter(registry.Get(platform), timeouts[i], trust[i]);
 }
 
 }  // namespace
@@ -19,6 +20,10 @@ Result<HttpRequest> TimedAdapter::BuildRequest(const storage::Delivery& delivery
   if (request) {
     request->connect_timeout = timeouts_.connect;
     request->timeout = timeouts_.total;
+    request->ca_file = trust_.ca_file;
+    request->ca_path = trust_.ca_path;
+    request->client_cert_file = credential.client_cert_file;
+    request->client_key_file = credential.client_key_file;
   }
   return request;
 }
@@ -29,12 +34,13 @@ AttemptReport TimedAdapter::Interpret(const storage::Delivery& delivery,
   return inner_.Interpret(delivery, response, received_at);
 }
 
-TimedAdapters::TimedAdapters(const AdapterRegistry& registry, const PlatformTimeouts& timeouts)
+TimedAdapters::TimedAdapters(const AdapterRegistry& registry, const PlatformTimeouts& timeouts,
+                             const PlatformTrust& trust)
     : registry_(registry),
-      adapters_{Timed(registry, timeouts, Platform::kSlack),
-                Timed(registry, timeouts, Platform::kDiscord),
-                Timed(registry, timeouts, Platform::kLine),
-                Timed(registry, timeouts, Platform::kWebhook)} {}
+      adapters_{Timed(registry, timeouts, trust, Platform::kSlack),
+                Timed(registry, timeouts, trust, Platform::kDiscord),
+                Timed(registry, timeouts, trust, Platform::kLine),
+                Timed(registry, timeouts, trust, Platform::kWebhook)} {}
 
 Result<const PlatformAdapter*> TimedAdapters::Find(std::string_view platform) const {
   const std::optional<Platform> parsed = ParsePlatform(platform);

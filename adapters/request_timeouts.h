@@ -2,9 +2,11 @@
 
 #include <array>
 #include <string_view>
+#include <utility>
 
 #include "adapters/adapter_registry.h"
 #include "adapters/platform_adapter.h"
+#include "adapters/request_trust.h"
 #include "dispatcher/base/clock.h"
 #include "dispatcher/base/platform.h"
 #include "dispatcher/base/result.h"
@@ -25,14 +27,16 @@ struct RequestTimeouts {
 // Indexed by Platform.
 using PlatformTimeouts = std::array<RequestTimeouts, kPlatformCount>;
 
-// A platform's adapter whose every request carries the platform's timeouts: BuildRequest asks
+// A platform's adapter whose every request carries the platform's settings: BuildRequest asks
 // `inner` and sets HttpRequest::connect_timeout and ::timeout from `timeouts` (which the
-// transport turns into CURLOPT_CONNECTTIMEOUT_MS and CURLOPT_TIMEOUT_MS); Interpret is
-// `inner`'s. `inner` must outlive it. Immutable; safe from any thread, like the adapters.
+// transport turns into CURLOPT_CONNECTTIMEOUT_MS and CURLOPT_TIMEOUT_MS), ::ca_file and ::ca_path
+// from `trust`, and ::client_cert_file and ::client_key_file from the credential (so a client
+// certificate goes only with its credential's requests); Interpret is `inner`'s. `inner` must
+// outlive it. Immutable; safe from any thread, like the adapters.
 class TimedAdapter final : public PlatformAdapter {
  public:
-  TimedAdapter(const PlatformAdapter& inner, RequestTimeouts timeouts)
-      : inner_(inner), timeouts_(timeouts) {}
+  TimedAdapter(const PlatformAdapter& inner, RequestTimeouts timeouts, RequestTrust trust = {})
+      : inner_(inner), timeouts_(timeouts), trust_(std::move(trust)) {}
 
   Platform platform() const override { return inner_.platform(); }
   Status CheckDestination(std::string_view destination) const override {
@@ -46,14 +50,17 @@ class TimedAdapter final : public PlatformAdapter {
  private:
   const PlatformAdapter& inner_;
   const RequestTimeouts timeouts_;
+  const RequestTrust trust_;
 };
 
-// The registry's four adapters, each as a TimedAdapter with its platform's timeouts: what the
-// delivery loop looks adapters up in, so that no request leaves without them. `registry` must
-// outlive it. Immutable after construction; the pointers Find() returns live as long as it.
+// The registry's four adapters, each as a TimedAdapter with its platform's timeouts and trust:
+// what the delivery loop looks adapters up in, so that no request leaves without them.
+// `registry` must outlive it. Immutable after construction; the pointers Find() returns live as
+// long as it.
 class TimedAdapters {
  public:
-  TimedAdapters(const AdapterRegistry& registry, const PlatformTimeouts& timeouts);
+  TimedAdapters(const AdapterRegistry& registry, const PlatformTimeouts& timeouts,
+                const PlatformTrust& trust = {});
 
   // As AdapterRegistry::Find: the adapter of "slack", "discord", "line" or "webhook";
   // the registry's InvalidArgument for any other platform.

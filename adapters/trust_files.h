@@ -1,5 +1,8 @@
 #pragma once
 
+#include <string>
+#include <string_view>
+
 #include "adapters/curl_transport.h"
 #include "dispatcher/base/status.h"
 
@@ -11,5 +14,10 @@ namespace egress::adapters {
 // otherwise. A bad local file fails `serve --check-config` and the start, rather than every
 // HTTPS delivery at its first attempt. Reads the files; call at start only.
 Status CheckTrustFiles(const TransportOptions& options);
+
+// The same checks of one section's pair, the errors naming `section` ("platforms.slack":
+// "platforms.slack.ca_file: ...").
+Status CheckTrustFiles(std::string_view section, const std::string& ca_file,
+                       const std::string& ca_path);
 
 }  // namespace egress::adapters

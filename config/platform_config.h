@@ -24,6 +24,11 @@ struct PlatformConfig {
   // LINE and webhooks; 256 per platform.
   int max_in_flight_per_destination = 4;
   int max_in_flight_per_platform = 256;
+  // The platform's own trust store: when either is set, the CAs its servers must chain to
+  // instead of [transport] ca_file / ca_path (adapters::RequestTrust). Checked by
+  // --check-config and at start (adapters::CheckTrustFiles). Default: neither.
+  std::string ca_file;
+  std::string ca_path;
 };
 
 }  // namespace egress::config

@@ -54,13 +54,14 @@ Status ReadRetry(const TomlFields& retry, pacing::RetryPolicy& out) {
 }
 
 Status ReadPlatform(const TomlFields& fields, Platform platform, PlatformConfig& out) {
-  Status status = platform == Platform::kWebhook
-                      ? fields.CheckKeys({"allow_private_networks", "connect_timeout", "timeout",
-                                          "max_in_flight_per_destination",
-                                          "max_in_flight_per_platform", "retry"})
-                      : fields.CheckKeys({"base_url", "connect_timeout", "timeout",
-                                          "max_in_flight_per_destination",
-                                          "max_in_flight_per_platform", "retry"});
+  Status status =
+      platform == Platform::kWebhook
+          ? fields.CheckKeys({"allow_private_networks", "connect_timeout", "timeout",
+                              "max_in_flight_per_destination", "max_in_flight_per_platform",
+                              "retry", "ca_file", "ca_path"})
+          : fields.CheckKeys({"base_url", "connect_timeout", "timeout",
+                              "max_in_flight_per_destination", "max_in_flight_per_platform",
+                              "retry", "ca_file", "ca_path"});
   if (!status.ok()) {
     return status;
   }
@@ -73,6 +74,13 @@ Status ReadPlatform(const TomlFields& fields, Platform platform, PlatformConfig&
   }
   if (status = fields.ReadBool("allow_private_networks", out.allow_private_networks);
       !status.ok()) {
+    return status;
+  }
+  // The files are checked by --check-config and at start (adapters::CheckTrustFiles), not here.
+  if (status = fields.ReadString("ca_file", out.ca_file); !status.ok()) {
+    return status;
+  }
+  if (status = fields.ReadString("ca_path", out.ca_path); !status.ok()) {
     return status;
   }
   if (status = fields.ReadDuration("connect_timeout", false, out.connect_timeout); !status.ok()) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "adapters/api_key.h"
+#include "adapters/client_certificate.h"
 #include "adapters/credential_token.h"
 #include "adapters/webhook_signature.h"
 #include "config/toml_sections.h"
@@ -115,14 +116,48 @@ Status ReadWebhookSecrets(const TomlFields& fields, adapters::Credential& out,
   return Status::Ok();
 }
 
+// client_cert_file and client_key_file (mTLS): both or neither, checked now
+// (adapters::CheckClientCertificate: a world-readable key is refused), errors naming the path,
+// never the key's content.
+Status ReadClientCertificate(const TomlFields& fields, adapters::Credential& out) {
+  if (Status s = fields.ReadString("client_cert_file", out.client_cert_file); !s.ok()) {
+    return s;
+  }
+  if (Status s = fields.ReadString("client_key_file", out.client_key_file); !s.ok()) {
+    return s;
+  }
+  if (out.client_cert_file.empty() && out.client_key_file.empty()) {
+    return Status::Ok();
+  }
+  for (std::string_view key : {"client_cert_file", "client_key_file"}) {
+    const std::string& value =
+        key == "client_cert_file" ? out.client_cert_file : out.client_key_file;
+    if (value.empty()) {
+      return fields.TableError(
+          fields.Field(key),
+          "missing (client_cert_file and client_key_file go together, neither empty)");
+    }
+  }
+  if (Status s = adapters::CheckClientCertificate(out.client_cert_file, out.client_key_file);
+      !s.ok()) {
+    return fields.Error(*fields.table().get("client_key_file"), fields.Field("client_key_file"),
+                        s.message());
+  }
+  return Status::Ok();
+}
+
 Status ReadCredential(const TomlFields& fields, std::string_view name, adapters::Credential& out,
                       adapters::CredentialRefs& refs) {
-  Status status = fields.CheckKeys({"platform", "token", "secret", "secrets", "token_file",
-                                    "token_env", "secret_file", "secret_env"});
+  Status status =
+      fields.CheckKeys({"platform", "token", "secret", "secrets", "token_file", "token_env",
+                        "secret_file", "secret_env", "client_cert_file", "client_key_file"});
   if (!status.ok()) {
     return status;
   }
   out.name = std::string(name);
+  if (status = ReadClientCertificate(fields, out); !status.ok()) {
+    return status;
+  }
   if (!fields.Has("platform")) {
     return fields.TableError(fields.Field("platform"), fmt::format("missing ({})", kPlatforms));
   }

@@ -61,6 +61,14 @@ Result<std::unique_ptr<Service>> Service::Start(
   if (Status trust = adapters::CheckTrustFiles(o.transport); !trust.ok()) {
     return trust;
   }
+  for (int i = 0; i < kPlatformCount; ++i) {
+    const adapters::RequestTrust& own = o.trust[i];
+    const std::string section =
+        "platforms." + std::string(PlatformString(static_cast<Platform>(i)));
+    if (Status trust = adapters::CheckTrustFiles(section, own.ca_file, own.ca_path); !trust.ok()) {
+      return trust;
+    }
+  }
   storage::StoreOptions store_options = o.store;
   if (!store_options.secrets_key) {
     auto key = storage::LoadOrCreateSecretsKey(o.secrets_key_file, o.secrets_key_env, o.store.path);
@@ -158,7 +166,8 @@ Result<std::unique_ptr<Service>> Service::Start(
   s->server_ = std::move(*server);
   s->adapters_ = std::make_unique<adapters::AdapterRegistry>(
       WithOwnAddressRefused(o.endpoints, s->endpoint()));
-  s->timed_adapters_ = std::make_unique<adapters::TimedAdapters>(*s->adapters_, o.timeouts);
+  s->timed_adapters_ =
+      std::make_unique<adapters::TimedAdapters>(*s->adapters_, o.timeouts, o.trust);
   const adapters::TimedAdapters* timed = s->timed_adapters_.get();
   s->loop_ = std::make_unique<DeliveryLoop>(
       io, s->loop_pool_->get_executor(), *s->store_, *s->scheduler_, *s->transport_,

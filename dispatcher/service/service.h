@@ -74,6 +74,9 @@ struct ServiceOptions {
   // Each platform's connect and total timeout, set on every request of that platform. Default:
   // 5 s and 15 s for all.
   adapters::PlatformTimeouts timeouts;
+  // Each platform's own trust store ([platforms.<p>] ca_file, ca_path), set on every request of
+  // that platform; checked at start. Default: none (the transport's).
+  adapters::PlatformTrust trust;
   adapters::TransportOptions transport;
   IntakeLimits intake;
   // The delivery loop's read-ahead, idle eviction and the like.

@@ -23,6 +23,9 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   }
   o.endpoints = ToPlatformEndpoints(config);
   o.timeouts = ToPlatformTimeouts(config);
+  for (int i = 0; i < kPlatformCount; ++i) {
+    o.trust[i] = {.ca_file = config.platforms[i].ca_file, .ca_path = config.platforms[i].ca_path};
+  }
   o.transport = config.transport;
   o.intake.max_payload_bytes = config.server.max_payload_bytes;
   o.intake.max_batch_items = config.server.batch_max_items;

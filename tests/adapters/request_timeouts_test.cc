@@ -41,6 +41,45 @@ TEST(RequestTimeoutsTest, StampsEachPlatformsTimeouts) {
   EXPECT_EQ(discord->timeout, Millis(15'000));
 }
 
+// Verifies each platform's requests carry that platform's own trust (and others none), and every
+// request its credential's client certificate, only that credential's.
+TEST(RequestTimeoutsTest, StampsEachPlatformsTrustAndTheCredentialsCertificate) {
+  AdapterRegistry registry(TestEndpoints());
+  PlatformTrust trust;
+  trust[static_cast<size_t>(Platform::kSlack)] = {.ca_file = "/ca/slack.pem"};
+  trust[static_cast<size_t>(Platform::kLine)] = {.ca_path = "/ca/line"};
+  TimedAdapters adapters(registry, DistinctTimeouts(), trust);
+  Credential with = TokenCredential("xoxb-1");
+  with.client_cert_file = "/certs/a.pem";
+  with.client_key_file = "/certs/a.key";
+  const storage::Delivery slack_delivery = MakeDelivery("slack", "C0123", R"({"text":"hi"})");
+  Result<HttpRequest> slack =
+      (*adapters.Find("slack"))->BuildRequest(slack_delivery, with, kTestNow);
+  ASSERT_TRUE(slack.has_value()) << slack.error().ToString();
+  EXPECT_EQ(slack->ca_file, "/ca/slack.pem");
+  EXPECT_EQ(slack->ca_path, "");
+  EXPECT_EQ(slack->client_cert_file, "/certs/a.pem");
+  EXPECT_EQ(slack->client_key_file, "/certs/a.key");
+  Result<HttpRequest> without =
+      (*adapters.Find("slack"))->BuildRequest(slack_delivery, TokenCredential("xoxb-2"), kTestNow);
+  ASSERT_TRUE(without.has_value()) << without.error().ToString();
+  EXPECT_EQ(without->client_cert_file, "");
+  EXPECT_EQ(without->client_key_file, "");
+  Result<HttpRequest> line = (*adapters.Find("line"))
+                                 ->BuildRequest(MakeDelivery("line", "U1", R"({"messages":[]})"),
+                                                TokenCredential("t"), kTestNow);
+  ASSERT_TRUE(line.has_value()) << line.error().ToString();
+  EXPECT_EQ(line->ca_file, "");
+  EXPECT_EQ(line->ca_path, "/ca/line");
+  Result<HttpRequest> discord =
+      (*adapters.Find("discord"))
+          ->BuildRequest(MakeDelivery("discord", "channels/1", R"({"content":"hi"})"),
+                         TokenCredential("bot"), kTestNow);
+  ASSERT_TRUE(discord.has_value()) << discord.error().ToString();
+  EXPECT_EQ(discord->ca_file, "");
+  EXPECT_EQ(discord->ca_path, "");
+}
+
 // Verifies a request the inner adapter refuses stays refused, and unknown platforms are named.
 TEST(RequestTimeoutsTest, PassesErrorsThrough) {
   AdapterRegistry registry(TestEndpoints());

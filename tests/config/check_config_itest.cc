@@ -66,8 +66,9 @@ TEST(CheckConfigTest, InvalidConfigExitsNonZeroWithMessage) {
                 ":2: budgets.slack_channel.limit: must be an integer from 1 to 1000000000\n");
 }
 
-// Verifies a bad local trust setting fails the check (exit 2, naming it): a CA file that is
-// missing or holds no certificate, a CA path that is not a directory; a real PEM passes.
+// Verifies a bad local trust setting, [transport]'s or a platform's, fails the check (exit 2,
+// naming it): a CA file that is missing or holds no certificate, a CA path that is not a
+// directory; a real PEM passes.
 TEST(CheckConfigTest, BadCaFileFailsTheCheck) {
   ConfigFiles files;
   const std::string dir = std::filesystem::path(files.main_path()).parent_path().string();
@@ -87,12 +88,21 @@ TEST(CheckConfigTest, BadCaFileFailsTheCheck) {
       {"ca_path = \"" + not_pem + "\"", 2,
        "transport.ca_path: '" + not_pem + "' is not a directory"},
       {"ca_file = \"/etc/ssl/certs/ca-certificates.crt\"", 0, "OK"},
+      // A platform's own trust store, checked the same way.
+      {"[platforms.slack]\nca_file = \"" + dir + "/missing.pem\"", 2,
+       "platforms.slack.ca_file: cannot read '" + dir + "/missing.pem': No such file or directory"},
+      {"[platforms.webhook]\nca_file = \"" + not_pem + "\"", 2,
+       "platforms.webhook.ca_file: '" + not_pem + "' holds no PEM certificate"},
+      {"[platforms.line]\nca_path = \"" + not_pem + "\"", 2,
+       "platforms.line.ca_path: '" + not_pem + "' is not a directory"},
+      {"[platforms.webhook]\nca_file = \"/etc/ssl/certs/ca-certificates.crt\"", 0, "OK"},
   };
   for (const Case& c : cases) {
     if (c.exit_code == 0 && !std::filesystem::exists("/etc/ssl/certs/ca-certificates.crt")) {
       continue;
     }
-    ConfigFiles::Write(files.main_path(), "[transport]\n" + c.transport + "\n");
+    ConfigFiles::Write(files.main_path(),
+                       (c.transport.starts_with("[") ? "" : "[transport]\n") + c.transport + "\n");
     RunResult run = RunRelayEgress("serve --check-config --config " + files.main_path() +
                                    " --profiles-dir " + ShippedProfiles());
     EXPECT_EQ(run.exit_code, c.exit_code) << c.transport << "\n" << run.output;

@@ -17,7 +17,9 @@ struct TestCertificate {
 TestCertificate MakeTestCertificate(const std::string& common_name);
 
 // Debian's nginx on 127.0.0.1 for integration tests, started with a config of its own in a temp
-// dir: one worker, every POST or GET under /hooks/ answered 200 "ok" after its body was read.
+// dir: one worker, every POST or GET under /hooks/ answered 200 "ok" after its body was read,
+// under /whoami/ 200 "<client certificate subject> <connection number>" (nginx's
+// $ssl_client_s_dn, e.g. "CN=a", empty without one, and $connection).
 // Over TLS it offers HTTP/2 and HTTP/1.1 by ALPN with a fresh certificate (ca_file() trusts
 // it). Stopped (SIGTERM) by the destructor.
 class NginxServer {
