@@ -116,6 +116,7 @@ void PutRateLimits(Service& s, const std::string& tenant, const HttpRequest& req
         respond(ErrorResponse(FromStatus(st)));
         return;
       }
+      s.ShareTenantOverrides(tenant, overrides.empty() ? "" : RateLimitsToJson(overrides).dump());
       LogEvent(LogLevel::kInfo, "rate_limits_replaced",
                {{"tenant", tenant}, {"rate_limits", RateLimitsToJson(overrides)}});
       GetRateLimits(s, tenant, std::move(respond));
