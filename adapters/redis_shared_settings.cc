@@ -76,13 +76,12 @@ void RedisSharedSettings::Poll() {
     if (alive.expired()) {
       return;
     }
-    if (!reply || (reply->type != RedisReply::Type::kString &&
-                   reply->type != RedisReply::Type::kNil)) {
+    if (!reply ||
+        (reply->type != RedisReply::Type::kString && reply->type != RedisReply::Type::kNil)) {
       Arm();
       return;
     }
-    const int64_t counter =
-        reply->type == RedisReply::Type::kNil ? 0 : ParseVersion(reply->text);
+    const int64_t counter = reply->type == RedisReply::Type::kNil ? 0 : ParseVersion(reply->text);
     if (counter < 0 || counter == last_counter_) {
       Arm();
       return;
