@@ -27,12 +27,6 @@ struct LeasedBudgetStoreOptions {
   // Leased units not spent within this time are dropped (never given back). Bounds how late a
   // unit may be spent after the shared meter gave it out. Default: 100 ms.
   Nanos lease_ttl{100'000'000};
-  // A lease request may reserve units that conform within this time: the shared meter hands
-  // them out now, to go when they conform (SharedBudgetBackend::TakeAll). Nodes then queue for a
-  // busy budget in the shared meter instead of each asking again when it frees, which would
-  // lose a round trip and a wake-up of the budget's time per unit. 0 asks only for units that
-  // conform at once. Default: 100 ms.
-  Nanos reserve_ahead{100'000'000};
   // The wait TakeAll answers while a lease is on its way. Default: 1 ms.
   Nanos lease_wait{1'000'000};
   // How long a scope whose lease request failed waits before asking again. Default: 100 ms.
@@ -46,12 +40,9 @@ struct LeasedBudgetStoreOptions {
 // (docs/pacing.md, "Shared budgets"). Each scope holds a local lease: units taken from the shared
 // meter ahead, spent locally, dropped after lease_ttl. TakeAll spends leases when every scope of
 // the path holds enough; otherwise it asks the backend for a slice of each scope that lacks one
-// (one atomic call over the whole path, all or none) and denies for lease_wait. A slice may be
-// reserved up to reserve_ahead before it conforms; TakeAll then waits until it does. A shared
-// denial or park is mirrored locally until it ends. Since every unit sent came out of the shared
-// meter, the nodes together never exceed a budget; a unit of the scope that decided a
-// reservation's time is sent at most lease_ttl after the time the meter counts it at (of another
-// scope of the path, at most reserve_ahead + lease_ttl).
+// (one atomic call over the whole path, all or none) and denies for lease_wait. A shared denial or
+// park is mirrored locally until it ends. Since every unit sent came out of the shared meter, the
+// nodes together never exceed a budget; a unit is sent at most lease_ttl after the meter gave it.
 //
 // While the backend is down, kLocalShare answers from an in-memory store at 1/expected_nodes of
 // every budget (parks are mirrored there too) and kHold fails TakeAll with kUnavailable. When it
@@ -83,13 +74,10 @@ class LeasedBudgetStore final : public BudgetStore {
   uint64_t lease_requests() const { return lease_requests_; }
   // Units dropped unspent at the end of their lease.
   uint64_t units_expired() const { return units_expired_; }
-  // Lease requests the shared meter denied (a wait, not a park).
-  uint64_t leases_denied() const { return leases_denied_; }
 
  private:
   struct Lease {
     int64_t units = 0;
-    int64_t valid_from_ns = 0;  // a reserved slice goes from then on
     int64_t expires_ns = 0;
     int64_t denied_until_ns = 0;  // the shared meter said no until then
     int64_t parked_until_ns = 0;
@@ -115,7 +103,6 @@ class LeasedBudgetStore final : public BudgetStore {
   bool share_writes_ = true;
   uint64_t lease_requests_ = 0;
   uint64_t units_expired_ = 0;
-  uint64_t leases_denied_ = 0;
   std::shared_ptr<bool> alive_;
 };
 

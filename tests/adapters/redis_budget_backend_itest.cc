@@ -9,7 +9,6 @@
 #include "adapters/redis_budget_backend.h"
 #include "adapters/redis_connection.h"
 #include "dispatcher/base/clock.h"
-#include "dispatcher/pacing/leased_budget_store.h"
 #include "dispatcher/pacing/memory_budget_store.h"
 #include "tests/support/redis_server.h"
 
@@ -201,8 +200,7 @@ TEST_F(RedisFixture, ReconnectsAfterAnOutage) {
   ASSERT_TRUE(RunUntil([&] { return !connection_->up(); }));
   EXPECT_FALSE(backend_->up());
   std::optional<Result<TakeResult>> answer;
-  backend_->TakeAll({Charge{1, GcraParams{}, 1}}, Nanos(0),
-                    [&](Result<TakeResult> r) { answer = r; });
+  backend_->TakeAll({Charge{1, GcraParams{}, 1}}, [&](Result<TakeResult> r) { answer = r; });
   ASSERT_TRUE(RunUntil([&] { return answer.has_value(); }));
   ASSERT_FALSE(answer->has_value());
   EXPECT_EQ(answer->error().code(), Status::Code::kUnavailable);
@@ -215,70 +213,6 @@ TEST_F(RedisFixture, ReconnectsAfterAnOutage) {
   ASSERT_GE(states.size(), 2u);
   EXPECT_FALSE(states.front());
   EXPECT_TRUE(states.back());
-}
-
-// Verifies reservations: a take that conforms within reserve_ahead is taken now and answered
-// with the wait until it may go, charged as if taken then (the next one queues behind it, no
-// time of the meter is lost); one further out is denied with its wait, and nothing is taken.
-TEST_F(RedisFixture, ReservesUnitsThatConformSoon) {
-  GcraParams global{.interval_ns = 20'000'000, .depth = 1};  // 50/s
-  const int64_t t0 = 7'000'000'000;
-  auto reserve = [&](int64_t now_us, Nanos ahead) {
-    std::optional<Result<TakeResult>> answer;
-    backend_->TakeAllAtForTest(
-        {Charge{3, global, 1}}, now_us, [&](Result<TakeResult> r) { answer = r; }, ahead);
-    EXPECT_TRUE(RunUntil([&] { return answer.has_value(); }));
-    return answer.has_value() && answer->has_value() ? **answer : TakeResult{};
-  };
-  TakeResult first = reserve(t0, Nanos(100'000'000));
-  EXPECT_TRUE(first.allowed);
-  EXPECT_EQ(first.retry_after, Nanos(0));
-  TakeResult second = reserve(t0 + 5'000, Nanos(100'000'000));
-  EXPECT_TRUE(second.allowed);
-  EXPECT_EQ(second.retry_after, Nanos(15'000'000));  // at t0 + 20 ms
-  TakeResult third = reserve(t0 + 5'000, Nanos(100'000'000));
-  EXPECT_TRUE(third.allowed);
-  EXPECT_EQ(third.retry_after, Nanos(35'000'000));  // at t0 + 40 ms
-  TakeResult far = reserve(t0 + 5'000, Nanos(30'000'000));
-  EXPECT_FALSE(far.allowed);
-  EXPECT_EQ(far.retry_after, Nanos(55'000'000));  // nothing taken: still t0 + 60 ms
-  TakeResult plain = reserve(t0 + 60'000, Nanos(0));
-  EXPECT_TRUE(plain.allowed);
-  EXPECT_EQ(plain.retry_after, Nanos(0));
-}
-
-// Verifies that parks are shared: a Retry-After and a remaining-0 park one node applies hold the
-// other node's next take on those keys, with the wait that is left.
-TEST_F(RedisFixture, ParksReachEveryNode) {
-  RedisConnectionOptions options;
-  options.port = static_cast<uint16_t>(redis_.port());
-  RedisConnection other_connection(io_, clock_, options);
-  other_connection.Start();
-  ASSERT_TRUE(RunUntil([&] { return other_connection.up(); }));
-  RedisBudgetBackend other_backend(other_connection, "test:");
-  pacing::LeasedBudgetStore a(clock_, *backend_, pacing::LeasedBudgetStoreOptions{});
-  pacing::LeasedBudgetStore b(clock_, other_backend, pacing::LeasedBudgetStoreOptions{});
-  const GcraParams params{.interval_ns = 1'000'000, .depth = 10};
-  ASSERT_TRUE(a.Park(11, clock_.Now() + std::chrono::seconds(3), ParkKind::kRetryAfter).ok());
-  ASSERT_TRUE(a.Park(12, clock_.Now() + std::chrono::seconds(3), ParkKind::kRemainingZero).ok());
-  for (const auto& [key, kind] : {std::pair{pacing::ScopeKey{11}, ParkKind::kRetryAfter},
-                                  std::pair{pacing::ScopeKey{12}, ParkKind::kRemainingZero}}) {
-    const Charge path[] = {Charge{99, params, 1}, Charge{key, params, 1}};
-    Result<TakeResult> first = b.TakeAll(path, clock_.Now());  // asks for leases
-    ASSERT_TRUE(first.has_value());
-    EXPECT_FALSE(first->allowed);
-    Result<TakeResult> held = first;
-    ASSERT_TRUE(RunUntil([&] {
-      held = b.TakeAll(path, clock_.Now());
-      return held.has_value() && held->park != ParkKind::kNone;
-    })) << "node b never saw the park of "
-        << key;
-    EXPECT_FALSE(held->allowed);
-    EXPECT_EQ(held->denied_index, 1u);
-    EXPECT_EQ(held->park, kind);
-    EXPECT_GT(held->retry_after, std::chrono::seconds(2));
-    EXPECT_LE(held->retry_after, std::chrono::seconds(3));
-  }
 }
 
 }  // namespace

@@ -22,13 +22,13 @@ class FakeBackend final : public SharedBudgetBackend {
  public:
   explicit FakeBackend(const Clock& clock) : clock_(clock) {}
 
-  void TakeAll(std::vector<Charge> charges, Nanos reserve_ahead, TakeCallback done) override {
+  void TakeAll(std::vector<Charge> charges, TakeCallback done) override {
     ++calls;
     if (!is_up) {
       done(Status::Unavailable("down"));
       return;
     }
-    queued_.push_back([this, charges = std::move(charges), reserve_ahead, done = std::move(done)] {
+    queued_.push_back([this, charges = std::move(charges), done = std::move(done)] {
       // Cost 0 only checks the scope's park.
       std::vector<Charge> real;
       for (size_t i = 0; i < charges.size(); ++i) {
@@ -47,16 +47,6 @@ class FakeBackend final : public SharedBudgetBackend {
         }
       }
       Result<TakeResult> result = store.TakeAll(real, clock_.Now());
-      if (result.has_value() && !result->allowed && result->park == ParkKind::kNone &&
-          result->retry_after <= reserve_ahead) {
-        // A reservation: taken as at the time every meter conforms (stricter than Redis for
-        // the scopes that conform earlier, which is all a fake needs).
-        const Nanos wait = result->retry_after;
-        result = store.TakeAll(real, clock_.Now() + wait);
-        if (result.has_value() && result->allowed) {
-          result->retry_after = wait;
-        }
-      }
       if (result.has_value() && !result->allowed) {
         result->denied_index = index_[result->denied_index];
       }
@@ -231,61 +221,6 @@ TEST(LeasedBudgetStoreTest, HoldWhileDown) {
   static_cast<void>(store.TakeAll(path, clock.Now()));
   backend.AnswerAll();
   EXPECT_TRUE(store.TakeAll(path, clock.Now())->allowed);
-}
-
-// Three nodes that look again only when TakeAll says (as the Scheduler's timers do), over a
-// backend answering 1 ms later: how many of `seconds` of a 50/s burst-1 budget they send.
-int SendWithWakeUps(const LeasedBudgetStoreOptions& options, int seconds) {
-  FakeClock clock;
-  FakeBackend backend(clock);
-  std::vector<std::unique_ptr<LeasedBudgetStore>> nodes;
-  for (int i = 0; i < 3; ++i) {
-    nodes.push_back(std::make_unique<LeasedBudgetStore>(clock, backend, options));
-  }
-  const Charge global{42, PerSecond(50), 1};
-  std::vector<SteadyTime> next_look(3, clock.Now());
-  std::vector<SteadyTime> sends;
-  const SteadyTime end = clock.Now() + std::chrono::seconds(seconds);
-  while (clock.Now() < end) {
-    for (int n = 0; n < 3; ++n) {
-      if (clock.Now() < next_look[n]) {
-        continue;
-      }
-      const Charge path[] = {global};
-      Result<TakeResult> r = nodes[n]->TakeAll(path, clock.Now());
-      if (!r.has_value()) {
-        ADD_FAILURE() << r.error().message();
-        return 0;
-      }
-      if (r->allowed) {
-        sends.push_back(clock.Now());
-        next_look[n] = clock.Now();  // its next head looks at once
-      } else {
-        next_look[n] = clock.Now() + r->retry_after;
-      }
-    }
-    clock.Advance(milliseconds(1));
-    backend.AnswerAll();
-  }
-  // Never closer than the budget allows (burst 1: one per 20 ms).
-  for (size_t i = 1; i < sends.size(); ++i) {
-    EXPECT_GE(sends[i] - sends[i - 1], milliseconds(20)) << i;
-  }
-  return static_cast<int>(sends.size());
-}
-
-// Verifies that reserving ahead keeps a busy shared budget at its full rate: without it, every
-// unit costs the nodes a wake-up and a round trip after it frees (the meter's time is lost);
-// with it, the nodes queue in the shared meter and each unit goes when it conforms.
-TEST(LeasedBudgetStoreTest, ReservationsKeepABusyBudgetAtItsRate) {
-  LeasedBudgetStoreOptions reserving;
-  LeasedBudgetStoreOptions asking;
-  asking.reserve_ahead = Nanos(0);
-  const int reserved = SendWithWakeUps(reserving, 10);
-  const int asked = SendWithWakeUps(asking, 10);
-  EXPECT_GE(reserved, 495);  // 50/s for 10 s, less the first round trip
-  EXPECT_LE(reserved, 501);
-  EXPECT_LT(asked, reserved - 10);  // each unit lost its wake-up and round trip
 }
 
 }  // namespace
