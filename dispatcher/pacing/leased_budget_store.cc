@@ -207,7 +207,9 @@ Status LeasedBudgetStore::Park(ScopeKey key, SteadyTime until, ParkKind kind) {
     lease.park = kind;
   }
   lease.units = 0;  // nothing of a parked key may go
-  backend_.Park(key, Nanos(std::max<int64_t>(0, until_ns - ToNanos(clock_.Now()))), kind);
+  if (share_writes_) {
+    backend_.Park(key, Nanos(std::max<int64_t>(0, until_ns - ToNanos(clock_.Now()))), kind);
+  }
   return fallback_.Park(key, until, kind);
 }
 
@@ -218,7 +220,9 @@ Status LeasedBudgetStore::Unpark(ScopeKey key) {
     it->second.park = ParkKind::kNone;
     it->second.denied_until_ns = 0;
   }
-  backend_.Unpark(key);
+  if (share_writes_) {
+    backend_.Unpark(key);
+  }
   return fallback_.Unpark(key);
 }
 
@@ -228,7 +232,9 @@ Status LeasedBudgetStore::Rescale(ScopeKey key, const GcraParams& from, const Gc
   if (it != leases_.end()) {
     it->second.denied_until_ns = 0;  // ask the shared meter again under the new budget
   }
-  backend_.Rescale(key, from, to);
+  if (share_writes_) {
+    backend_.Rescale(key, from, to);
+  }
   return fallback_.Rescale(key, Shared(from), Shared(to), now);
 }
 
@@ -243,7 +249,9 @@ Status LeasedBudgetStore::Sync(ScopeKey key, const GcraParams& params, int64_t a
     it->second.units = 0;
     it->second.denied_until_ns = 0;
   }
-  backend_.Sync(key, params, available);
+  if (share_writes_) {
+    backend_.Sync(key, params, available);
+  }
   return fallback_.Sync(key, Shared(params), available / options_.expected_nodes, now);
 }
 

@@ -65,6 +65,11 @@ class LeasedBudgetStore final : public BudgetStore {
   Result<MeterView> Inspect(ScopeKey key, const GcraParams& params, SteadyTime now) override;
   size_t Sweep(SteadyTime now) override;
 
+  // While false, Park, Unpark, Rescale and Sync change only this node's leases and its in-memory
+  // store, not the backend's meters: for an operator override another node applied to them
+  // already (a rescale applied once per node would compound). Default: true.
+  void set_share_writes(bool share) { share_writes_ = share; }
+
   // Lease requests sent to the backend so far.
   uint64_t lease_requests() const { return lease_requests_; }
   // Units dropped unspent at the end of their lease.
@@ -95,6 +100,7 @@ class LeasedBudgetStore final : public BudgetStore {
   std::unordered_map<ScopeKey, Lease> leases_;
   MemoryBudgetStore fallback_;
   bool was_up_ = true;
+  bool share_writes_ = true;
   uint64_t lease_requests_ = 0;
   uint64_t units_expired_ = 0;
   std::shared_ptr<bool> alive_;

@@ -134,6 +134,9 @@ Result<std::unique_ptr<Service>> Service::Start(
   if (Status st = s->LoadSettings(); !st.ok()) {
     return st;
   }
+  if (s->shared_settings_) {
+    s->shared_settings_->Start();  // after the local settings: the shared ones go over them
+  }
   if (!s->admin_token_digest_.empty() && s->api_keys_.TenantOf(s->admin_token_digest_)) {
     return Status::InvalidArgument(
         "the admin token is also a tenant's API key: give the admin its own token");
@@ -208,8 +211,76 @@ pacing::BudgetStore* Service::StartSharedBudgets() {
                 {"mode", mode}});
     }
   });
+  shared_settings_ = std::make_unique<adapters::RedisSharedSettings>(
+      io_, *redis_, shared.key_prefix, shared.settings_poll,
+      [this](const std::string& name, const std::string& text) { OnSharedSetting(name, text); });
   redis_->Start();
   return leased_budgets_.get();
+}
+
+void Service::ShareTenantOverrides(const std::string& tenant, const std::string& text) {
+  if (!shared_settings_) {
+    return;
+  }
+  shared_settings_->Put(OverridesKey(tenant), text, [tenant](Status st) {
+    if (!st.ok()) {
+      LogEvent(LogLevel::kWarn, "shared_setting_failed",
+               {{"tenant", tenant}, {"setting", "rate_limits"}, {"reason", st.message()}});
+    }
+  });
+}
+
+void Service::OnSharedSetting(const std::string& name, const std::string& text) {
+  const std::string prefix = OverridesKey("");
+  if (!name.starts_with(prefix)) {
+    return;  // a setting of a newer version: not ours to apply
+  }
+  const std::string tenant = name.substr(prefix.size());
+  BudgetOverrides parsed;
+  if (!text.empty()) {
+    auto json = nlohmann::json::parse(text, nullptr, false);
+    auto overrides = ParseRateLimits(json.is_discarded() ? nlohmann::json(nullptr) : json);
+    if (!overrides) {
+      LogEvent(
+          LogLevel::kWarn, "shared_setting_rejected",
+          {{"tenant", tenant}, {"setting", "rate_limits"}, {"reason", overrides.error().message}});
+      return;
+    }
+    parsed = std::move(*overrides);
+  }
+  auto held = overrides_.find(tenant);
+  const std::string mine = held == overrides_.end() || held->second.empty()
+                               ? std::string()
+                               : RateLimitsToJson(held->second).dump();
+  if (mine == (parsed.empty() ? std::string() : RateLimitsToJson(parsed).dump())) {
+    return;  // what this node holds (its own PUT, or one it applied already)
+  }
+  asio::post(*storage_pool_, [this, tenant, text, parsed = std::move(parsed)]() mutable {
+    Status stored = store_->PutSetting(OverridesKey(tenant), text);
+    asio::post(io_, [this, tenant, stored, parsed = std::move(parsed)]() {
+      if (!stored.ok()) {
+        LogEvent(LogLevel::kWarn, "shared_setting_failed",
+                 {{"tenant", tenant}, {"setting", "rate_limits"}, {"reason", stored.message()}});
+        return;
+      }
+      // The node that took the PUT rescaled the shared meters already: only this node's side.
+      if (leased_budgets_) {
+        leased_budgets_->set_share_writes(false);
+      }
+      Status st = SetTenantOverrides(tenant, parsed);
+      if (leased_budgets_) {
+        leased_budgets_->set_share_writes(true);
+      }
+      if (!st.ok()) {
+        LogEvent(LogLevel::kWarn, "shared_setting_failed",
+                 {{"tenant", tenant}, {"setting", "rate_limits"}, {"reason", st.message()}});
+        return;
+      }
+      LogEvent(
+          LogLevel::kInfo, "rate_limits_replaced",
+          {{"tenant", tenant}, {"rate_limits", RateLimitsToJson(parsed)}, {"source", "cluster"}});
+    });
+  });
 }
 
 Service::~Service() {

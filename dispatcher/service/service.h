@@ -17,6 +17,7 @@
 #include "adapters/curl_transport.h"
 #include "adapters/redis_budget_backend.h"
 #include "adapters/redis_connection.h"
+#include "adapters/redis_shared_settings.h"
 #include "adapters/request_timeouts.h"
 #include "dispatcher/base/random.h"
 #include "dispatcher/pacing/leased_budget_store.h"
@@ -50,6 +51,8 @@ struct SharedBudgetOptions {
   // This node's name in logs. Default: empty ("<listen host>:<port>").
   std::string node_id;
   pacing::LeasedBudgetStoreOptions lease;
+  // How often a node looks for settings other nodes shared (operator overrides). Default: 250 ms.
+  Millis settings_poll{250};
 };
 
 // What the service is built from. Plain data; dispatcher/service/service_options_from_config.h
@@ -166,6 +169,10 @@ class Service {
   boost::asio::io_context& io() { return io_; }
   bool accepting() const { return accepting_; }
 
+  // With [cluster]: stores a tenant's overrides (RateLimitsToJson text, "" for none) in Redis,
+  // from where every node applies them within settings_poll; without, does nothing.
+  // Fire and forget (a failure is logged). Runs on the loop.
+  void ShareTenantOverrides(const std::string& tenant, const std::string& text);
   // Replaces a tenant's operator overrides (all budgets at once; empty clears them).
   Status SetTenantOverrides(
       const std::string& tenant,
@@ -201,6 +208,9 @@ class Service {
   Status LoadApiKeys();
   // Connects to Redis (in the background) and returns the store the Scheduler asks.
   pacing::BudgetStore* StartSharedBudgets();
+  // A setting another node shared (ShareTenantOverrides): stored, then in force, unless it is
+  // what this node holds already. Runs on the loop.
+  void OnSharedSetting(const std::string& name, const std::string& text);
 
   boost::asio::io_context& io_;
   const Clock& clock_;
@@ -225,6 +235,7 @@ class Service {
   std::unique_ptr<adapters::RedisConnection> redis_;
   std::unique_ptr<adapters::RedisBudgetBackend> redis_budgets_;
   std::unique_ptr<pacing::LeasedBudgetStore> leased_budgets_;
+  std::unique_ptr<adapters::RedisSharedSettings> shared_settings_;
   SplitMixRandom random_;
   std::unique_ptr<pacing::Scheduler> scheduler_;
   std::unique_ptr<adapters::HttpTransport> transport_;

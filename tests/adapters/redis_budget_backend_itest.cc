@@ -9,6 +9,7 @@
 #include "adapters/redis_budget_backend.h"
 #include "adapters/redis_connection.h"
 #include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/leased_budget_store.h"
 #include "dispatcher/pacing/memory_budget_store.h"
 #include "tests/support/redis_server.h"
 
@@ -213,6 +214,40 @@ TEST_F(RedisFixture, ReconnectsAfterAnOutage) {
   ASSERT_GE(states.size(), 2u);
   EXPECT_FALSE(states.front());
   EXPECT_TRUE(states.back());
+}
+
+// Verifies that parks are shared: a Retry-After and a remaining-0 park one node applies hold the
+// other node's next take on those keys, with the wait that is left.
+TEST_F(RedisFixture, ParksReachEveryNode) {
+  RedisConnectionOptions options;
+  options.port = static_cast<uint16_t>(redis_.port());
+  RedisConnection other_connection(io_, clock_, options);
+  other_connection.Start();
+  ASSERT_TRUE(RunUntil([&] { return other_connection.up(); }));
+  RedisBudgetBackend other_backend(other_connection, "test:");
+  pacing::LeasedBudgetStore a(clock_, *backend_, pacing::LeasedBudgetStoreOptions{});
+  pacing::LeasedBudgetStore b(clock_, other_backend, pacing::LeasedBudgetStoreOptions{});
+  const GcraParams params{.interval_ns = 1'000'000, .depth = 10};
+  ASSERT_TRUE(a.Park(11, clock_.Now() + std::chrono::seconds(3), ParkKind::kRetryAfter).ok());
+  ASSERT_TRUE(a.Park(12, clock_.Now() + std::chrono::seconds(3), ParkKind::kRemainingZero).ok());
+  for (const auto& [key, kind] : {std::pair{pacing::ScopeKey{11}, ParkKind::kRetryAfter},
+                                  std::pair{pacing::ScopeKey{12}, ParkKind::kRemainingZero}}) {
+    const Charge path[] = {Charge{99, params, 1}, Charge{key, params, 1}};
+    Result<TakeResult> first = b.TakeAll(path, clock_.Now());  // asks for leases
+    ASSERT_TRUE(first.has_value());
+    EXPECT_FALSE(first->allowed);
+    Result<TakeResult> held = first;
+    ASSERT_TRUE(RunUntil([&] {
+      held = b.TakeAll(path, clock_.Now());
+      return held.has_value() && held->park != ParkKind::kNone;
+    })) << "node b never saw the park of "
+        << key;
+    EXPECT_FALSE(held->allowed);
+    EXPECT_EQ(held->denied_index, 1u);
+    EXPECT_EQ(held->park, kind);
+    EXPECT_GT(held->retry_after, std::chrono::seconds(2));
+    EXPECT_LE(held->retry_after, std::chrono::seconds(3));
+  }
 }
 
 }  // namespace

@@ -14,12 +14,15 @@ TEST(Utf8Test, ValidatesAndReplaces) {
     EXPECT_TRUE(IsValidUtf8(good)) << good;
     EXPECT_EQ(ToValidUtf8(good), good);
   }
-  for (const char* bad : {"\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
-                          "\x80", "\xff", "\xe2\x82", "a\xc3"}) {
+  for (const char* bad : {"\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\x80",
+                          "\xff", "\xe2\x82", "a\xc3"}) {
     EXPECT_FALSE(IsValidUtf8(bad)) << bad;
     EXPECT_TRUE(IsValidUtf8(ToValidUtf8(bad))) << bad;
   }
-  EXPECT_EQ(ToValidUtf8("a\xff" "b"), "a\xef\xbf\xbd" "b");
+  EXPECT_EQ(ToValidUtf8("a\xff"
+                        "b"),
+            "a\xef\xbf\xbd"
+            "b");
   EXPECT_EQ(ToValidUtf8("\xe2\x82"), "\xef\xbf\xbd\xef\xbf\xbd");
 }
 

@@ -175,6 +175,47 @@ TEST_F(ClusterTest, RedisOutageMidRunDeliversEverything) {
               stats["totals"]["rate_limited"].get<int>(), stats["totals"]["early"].get<int>());
 }
 
+// Verifies that an operator override sent to one node is in force on every node within 1 s
+// (shared through Redis), and that clearing it is shared as well.
+TEST_F(ClusterTest, OverridesReachEveryNodeWithinASecond) {
+  StartNodes(3);
+  const std::string path = "/api/admin/tenants/acme/rate_limits";
+  auto in_force = [&](int port, int64_t limit) {
+    json got = json::parse(HttpCallAs(kAdminToken, port, "GET", path).body, nullptr, false);
+    if (got.is_discarded() || !got.contains("rate_limits")) {
+      return false;
+    }
+    const json& egress = got["rate_limits"]["tenant_egress"];
+    return limit < 0 ? !egress["overridden"].get<bool>()
+                     : egress["overridden"].get<bool>() && egress["limit"] == limit;
+  };
+  for (const int64_t limit : {int64_t{7}, int64_t{-1}}) {
+    const json body =
+        limit < 0
+            ? json{{"rate_limits", json::object()}}
+            : json{{"rate_limits",
+                    {{"tenant_egress", {{"limit", limit}, {"scale_ms", 1000}, {"burst", 1}}}}}};
+    const SteadyTime sent = clock_.Now();
+    TestResponse put = HttpCallAs(kAdminToken, ports_[1], "PUT", path, body.dump());
+    ASSERT_EQ(put.status, 200) << put.body;
+    for (int port : ports_) {
+      bool seen = false;
+      while (!seen && clock_.Now() - sent < std::chrono::seconds(10)) {
+        seen = in_force(port, limit);
+        if (!seen) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      }
+      ASSERT_TRUE(seen) << "port " << port << " never saw limit " << limit;
+    }
+    const double seconds = std::chrono::duration<double>(clock_.Now() - sent).count();
+    // The contract is 1 s; a loaded CI machine gets some slack before this fails.
+    EXPECT_LT(seconds, 2.0);
+    std::printf("override (limit %lld) on every node after %.3f s\n", static_cast<long long>(limit),
+                seconds);
+  }
+}
+
 // Verifies hold: while Redis is down nothing paced leaves, /readyz stays 200, and everything goes
 // once Redis is back.
 TEST_F(ClusterTest, HoldSendsNothingWhileRedisIsDown) {

@@ -144,17 +144,18 @@ void PutRateLimits(Service& s, const std::string& tenant, const HttpRequest& req
     return;
   }
   std::string text = overrides->empty() ? "" : RateLimitsToJson(*overrides).dump();
-  StoreSettingThenApply(s, OverridesKey(tenant), std::move(text), std::move(respond),
-                        [&s, tenant, overrides = std::move(*overrides)](Respond respond) {
-                          if (Status st = s.SetTenantOverrides(tenant, overrides); !st.ok()) {
-                            respond(ErrorResponse(FromStatus(st)));
-                            return;
-                          }
-                          LogEvent(
-                              LogLevel::kInfo, "rate_limits_replaced",
-                              {{"tenant", tenant}, {"rate_limits", RateLimitsToJson(overrides)}});
-                          GetRateLimits(s, tenant, std::move(respond));
-                        });
+  StoreSettingThenApply(
+      s, OverridesKey(tenant), std::move(text), std::move(respond),
+      [&s, tenant, overrides = std::move(*overrides)](Respond respond) {
+        if (Status st = s.SetTenantOverrides(tenant, overrides); !st.ok()) {
+          respond(ErrorResponse(FromStatus(st)));
+          return;
+        }
+        s.ShareTenantOverrides(tenant, overrides.empty() ? "" : RateLimitsToJson(overrides).dump());
+        LogEvent(LogLevel::kInfo, "rate_limits_replaced",
+                 {{"tenant", tenant}, {"rate_limits", RateLimitsToJson(overrides)}});
+        GetRateLimits(s, tenant, std::move(respond));
+      });
 }
 
 void GetRateLimits(Service& s, const std::string& tenant, Respond respond) {
