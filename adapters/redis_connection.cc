@@ -230,8 +230,9 @@ void RedisConnection::Handshake() {
           Drop("redis PING failed");
           return;
         }
+        // The back-off starts again only once a command has been answered (OnReply): a Redis that
+        // answers PING but fails every script reconnects at reconnect_max, not in a tight loop.
         state_ = State::kUp;
-        backoff_ = Millis(0);
         ++connects_;
         reconnect_timer_.cancel();
         if (observer_) {
@@ -287,7 +288,11 @@ void RedisConnection::OnReply(redisAsyncContext* ac, void* reply, void* privdata
   }
   Done done = std::move(self->pending_.front().done);
   self->pending_.pop_front();
-  self->Post(std::move(done), CopyRedisReply(reply));
+  Result<RedisReply> copied = CopyRedisReply(reply);
+  if (self->state_ == State::kUp && copied && copied->type != RedisReply::Type::kError) {
+    self->backoff_ = Millis(0);
+  }
+  self->Post(std::move(done), std::move(copied));
 }
 
 void RedisConnection::ArmDeadline() {

@@ -186,8 +186,17 @@ void LeasedBudgetStore::OnLeaseAnswer(const std::vector<Charge>& asked,
   if (answer->denied_index >= asked.size()) {
     return;
   }
-  Lease& lease = leases_[asked[answer->denied_index].key];
-  const int64_t until_ns = SatAdd(now_ns, answer->retry_after.count());
+  const Charge& denied = asked[answer->denied_index];
+  Lease& lease = leases_[denied.key];
+  // Redis holds what other nodes (or anyone who can reach it) wrote: a wait is believed up to
+  // what it could honestly be (a meter's whole depth; a park, kMaxSharedPark), then the scope
+  // asks again, so a damaged key cannot hold it for years.
+  const int64_t honest_ns =
+      answer->park != ParkKind::kNone
+          ? kMaxSharedPark.count()
+          : SatMul(denied.params.interval_ns, SatAdd(denied.params.depth, denied.cost));
+  const int64_t until_ns =
+      SatAdd(now_ns, std::clamp<int64_t>(answer->retry_after.count(), 0, honest_ns));
   if (answer->park != ParkKind::kNone) {
     if (until_ns > lease.parked_until_ns) {
       lease.parked_until_ns = until_ns;

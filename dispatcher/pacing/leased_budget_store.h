@@ -18,6 +18,10 @@ enum class BackendDownMode : uint8_t {
   kHold,        // TakeAll fails with kUnavailable: heads wait with budget_store_unavailable
 };
 
+// The longest a park read from the shared backend holds a scope before it is asked again (a
+// platform's Retry-After or reset is minutes at most).
+inline constexpr Nanos kMaxSharedPark{3'600'000'000'000};
+
 struct LeasedBudgetStoreOptions {
   // A slice is what a scope's budget allows in this time (at least one charge, at most
   // max_slice). Default: 20 ms.

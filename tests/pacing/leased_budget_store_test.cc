@@ -131,6 +131,33 @@ TEST(LeasedBudgetStoreTest, NodesTogetherStayWithinTheBudget) {
   }
 }
 
+// Verifies that a park read from the shared backend holds a scope at most kMaxSharedPark: one
+// written for a century (a damaged or hostile key) is asked about again after that, and once it
+// is gone from the backend the scope sends.
+TEST(LeasedBudgetStoreTest, SharedParksAreBelievedForAnHourAtMost) {
+  FakeClock clock;
+  FakeBackend backend(clock);
+  LeasedBudgetStore store(clock, backend, LeasedBudgetStoreOptions{});
+  const Charge path[] = {Charge{7, PerSecond(10), 1}};
+  backend.store.Park(7, clock.Now() + std::chrono::hours(24 * 365 * 100), ParkKind::kRetryAfter)
+      .IgnoreError();
+  ASSERT_FALSE(store.TakeAll(path, clock.Now())->allowed);  // asks
+  backend.AnswerAll();
+  Result<TakeResult> held = store.TakeAll(path, clock.Now());
+  ASSERT_FALSE(held->allowed);
+  EXPECT_EQ(held->park, ParkKind::kRetryAfter);
+  EXPECT_LE(held->retry_after, kMaxSharedPark);
+  backend.store.Unpark(7).IgnoreError();  // repaired
+  clock.Advance(kMaxSharedPark + milliseconds(1));
+  bool sent = false;
+  for (int i = 0; i < 10 && !sent; ++i) {
+    sent = store.TakeAll(path, clock.Now())->allowed;
+    backend.AnswerAll();
+    clock.Advance(milliseconds(1));
+  }
+  EXPECT_TRUE(sent);
+}
+
 // Verifies that a lease is asked once per scope while it is on its way, that its units are spent
 // locally, and that unspent units expire after lease_ttl.
 TEST(LeasedBudgetStoreTest, LeasesSlicesAndExpiresThem) {
