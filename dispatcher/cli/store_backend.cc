@@ -1,6 +1,7 @@
 // Backend over the store opened directly, for when no service is running.
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "storage/delivery_json.h"
 #include "storage/operator_actions.h"
 #include "storage/rocks_queue_store.h"
+#include "storage/secrets_key.h"
 
 namespace egress::cli {
 namespace {
@@ -245,10 +247,23 @@ Result<std::unique_ptr<Backend>> OpenStoreBackend(const std::string& data_dir, S
       !S_ISDIR(st.st_mode)) {
     return Status::NotFound("no store at '" + data_dir + "'");
   }
-  auto store =
-      access == StoreAccess::kReadOnly
-          ? storage::OpenRocksQueueStoreReadOnly({.path = data_dir})
-          : storage::OpenRocksQueueStore({.path = data_dir}, ToUnixMillis(SystemClock().WallNow()));
+  // The store's secrets key, when there is one to find without the service's config:
+  // RELAY_EGRESS_SECRETS_KEY, else the key the service generated in the data directory. (With
+  // server.secrets_key_file elsewhere, set the variable; a sealed store refuses a writable open
+  // without its key.) Never created here.
+  storage::StoreOptions options{.path = data_dir};
+  const char* env = std::getenv("RELAY_EGRESS_SECRETS_KEY");
+  const std::string generated = data_dir + "/" + std::string(storage::kSecretsKeyFileName);
+  if ((env != nullptr && *env != '\0') || ::stat(generated.c_str(), &st) == 0) {
+    auto key = storage::LoadOrCreateSecretsKey("", env != nullptr ? env : "", data_dir);
+    if (!key) {
+      return key.error();
+    }
+    options.secrets_key = key->key;
+  }
+  auto store = access == StoreAccess::kReadOnly
+                   ? storage::OpenRocksQueueStoreReadOnly(options)
+                   : storage::OpenRocksQueueStore(options, ToUnixMillis(SystemClock().WallNow()));
   if (!store) {
     if (store.error().code() == Status::Code::kBusy) {
       return Status::Busy("store " + data_dir +

@@ -12,6 +12,7 @@
 
 #include "dispatcher/service/service.h"
 #include "storage/rocks_queue_store.h"
+#include "storage/secrets_key.h"
 #include "tests/support/http_client.h"
 #include "tests/support/running_service.h"
 #include "tests/support/sim_process.h"
@@ -492,7 +493,13 @@ class ReplayJobTest : public ServiceTest {
   // Stops the service, writes `n` dead webhook deliveries straight into its store, starts it.
   void SeedDead(size_t n) {
     StopService();
-    auto store = storage::OpenRocksQueueStore(options_.store, 0);
+    // With the key the service generated in the data directory: the store's destinations are
+    // sealed with it.
+    storage::StoreOptions with_key = options_.store;
+    auto key = storage::LoadOrCreateSecretsKey("", "", options_.store.path);
+    ASSERT_TRUE(key.has_value()) << key.error().ToString();
+    with_key.secrets_key = key->key;
+    auto store = storage::OpenRocksQueueStore(with_key, 0);
     ASSERT_TRUE(store.has_value()) << store.error().ToString();
     storage::NewDelivery d;
     d.tenant = "acme";

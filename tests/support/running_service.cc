@@ -9,16 +9,15 @@ Status RunningService::Start(service::ServiceOptions options,
   if (service_) {
     return Status::FailedPrecondition("RunningService: already running");
   }
-  io_.restart();
   auto started =
-      transport ? service::Service::Start(io_, clock_, std::move(options), std::move(transport))
-                : service::Service::Start(io_, clock_, std::move(options));
+      transport ? service::Service::Start(*io_, clock_, std::move(options), std::move(transport))
+                : service::Service::Start(*io_, clock_, std::move(options));
   if (!started) {
     return started.error();
   }
   service_ = std::move(*started);
   port_ = service_->endpoint().port();
-  loop_ = std::thread([this] { io_.run(); });
+  loop_ = std::thread([this] { io_->run(); });
   return Status::Ok();
 }
 
@@ -27,16 +26,17 @@ void RunningService::Stop() {
     return;
   }
   std::promise<Status> closed;
-  boost::asio::post(io_, [&] {
+  boost::asio::post(*io_, [&] {
     service_->Shutdown(Millis(5000), [&](Status s) {
       closed.set_value(s);
-      io_.stop();
+      io_->stop();
     });
   });
   const Status status = closed.get_future().get();
   EXPECT_TRUE(status.ok()) << status.ToString();
   loop_.join();
   service_.reset();
+  io_ = std::make_unique<boost::asio::io_context>();  // the stopped service's handlers go with it
 }
 
 }  // namespace egress

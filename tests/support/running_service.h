@@ -28,8 +28,10 @@ class RunningService {
   RunningService& operator=(const RunningService&) = delete;
   ~RunningService() { Stop(); }
 
-  // The loop the service runs on: a test transport is made on it before Start.
-  boost::asio::io_context& io() { return io_; }
+  // The loop the next (or the running) service runs on: a test transport is made on it before
+  // Start. Each Stop replaces it, so that no handler of a stopped service (a job's next slice, a
+  // timer) runs in the next one.
+  boost::asio::io_context& io() { return *io_; }
 
   // Starts the service and its loop thread. With `transport` every attempt goes through it (it
   // must run on io()); without, through the real transport. The error is Service::Start's.
@@ -49,7 +51,7 @@ class RunningService {
   template <typename Fn>
   auto OnLoop(Fn fn) -> decltype(fn()) {
     std::promise<decltype(fn())> result;
-    boost::asio::post(io_, [&] {
+    boost::asio::post(*io_, [&] {
       if constexpr (std::is_void_v<decltype(fn())>) {
         fn();
         result.set_value();
@@ -62,7 +64,7 @@ class RunningService {
 
  private:
   const Clock& clock_;
-  boost::asio::io_context io_;
+  std::unique_ptr<boost::asio::io_context> io_ = std::make_unique<boost::asio::io_context>();
   std::unique_ptr<service::Service> service_;
   std::thread loop_;
   int port_ = 0;
