@@ -4,6 +4,9 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
+
+#include "dispatcher/base/utf8.h"
 
 namespace egress::adapters {
 namespace {
@@ -396,33 +399,14 @@ bool JsonReader::Escape() {
   }
 }
 
-// One UTF-8 sequence of 2 to 4 bytes (Unicode Table 3-7: no overlongs, no surrogates).
+// One UTF-8 sequence of 2 to 4 bytes (RFC 3629: no overlongs, no surrogates).
 bool JsonReader::Utf8() {
-  const Byte c = *p_;
-  int more;
-  Byte low = 0x80, high = 0xBF;  // bounds of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    more = 1;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    more = 2;
-    low = c == 0xE0 ? 0xA0 : 0x80;
-    high = c == 0xED ? 0x9F : 0xBF;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    more = 3;
-    low = c == 0xF0 ? 0x90 : 0x80;
-    high = c == 0xF4 ? 0x8F : 0xBF;
-  } else {
-    return false;
+  const size_t n = Utf8SequenceAt(
+      std::string_view(reinterpret_cast<const char*>(p_), static_cast<size_t>(end_ - p_)), 0);
+  if (n < 2) {
+    return false;  // 1 would be ASCII, which the caller handles before asking
   }
-  if (end_ - p_ <= more || p_[1] < low || p_[1] > high) {
-    return false;
-  }
-  for (int i = 2; i <= more; ++i) {
-    if (p_[i] < 0x80 || p_[i] > 0xBF) {
-      return false;
-    }
-  }
-  p_ += more + 1;
+  p_ += n;
   return true;
 }
 

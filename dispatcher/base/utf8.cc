@@ -1,10 +1,8 @@
 #include "dispatcher/base/utf8.h"
 
 namespace egress {
-namespace {
 
-// The length of the well-formed sequence at `i`, or 0 when the byte there does not start one.
-size_t SequenceAt(std::string_view t, size_t i) {
+size_t Utf8SequenceAt(std::string_view t, size_t i) {
   const auto b = [&](size_t k) { return static_cast<unsigned char>(t[k]); };
   const unsigned char c = b(i);
   if (c < 0x80) {
@@ -36,11 +34,9 @@ size_t SequenceAt(std::string_view t, size_t i) {
   return n;
 }
 
-}  // namespace
-
 bool IsValidUtf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
-    const size_t n = SequenceAt(text, i);
+    const size_t n = Utf8SequenceAt(text, i);
     if (n == 0) {
       return false;
     }
@@ -53,7 +49,7 @@ std::string ToValidUtf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
-    const size_t n = SequenceAt(text, i);
+    const size_t n = Utf8SequenceAt(text, i);
     if (n == 0) {
       out += "\xef\xbf\xbd";  // U+FFFD
       ++i;
