@@ -48,18 +48,42 @@ std::optional<SteadyTime> InvalidRequestCounter::Record(std::string_view token_k
                                                         pacing::RateLimitScope scope,
                                                         SteadyTime now) {
   if (Counts(http_status, scope)) {
-    auto it = windows_.find(token_key);
-    if (it == windows_.end()) {
-      it = windows_.emplace(std::string(token_key), Window{}).first;
-    }
-    const int64_t current = SlotIndex(now);
-    Slot& slot = it->second[static_cast<size_t>(((current % kSlots) + kSlots) % kSlots)];
-    if (slot.index != current) {
-      slot = Slot{current, 0};
-    }
-    ++slot.count;
+    ++SlotOf(WindowOf(token_key), SlotIndex(now)).count;
   }
   return StopUntil(token_key, now);
+}
+
+InvalidRequestCounter::Window& InvalidRequestCounter::WindowOf(std::string_view token_key) {
+  auto it = windows_.find(token_key);
+  if (it == windows_.end()) {
+    it = windows_.emplace(std::string(token_key), Window{}).first;
+  }
+  return it->second;
+}
+
+// The slot for time slot `index`, emptied first when it held an older one.
+InvalidRequestCounter::Slot& InvalidRequestCounter::SlotOf(Window& window, int64_t index) {
+  Slot& slot = window[static_cast<size_t>(((index % kSlots) + kSlots) % kSlots)];
+  if (slot.index != index) {
+    slot = Slot{index, 0};
+  }
+  return slot;
+}
+
+void InvalidRequestCounter::MergeShared(std::string_view token_key,
+                                        const std::vector<SlotCount>& slots, SteadyTime now) {
+  const int64_t current = SlotIndex(now);
+  Window* window = nullptr;
+  for (const SlotCount& shared : slots) {
+    if (shared.age < 0 || shared.age >= kSlots || shared.count <= 0) {
+      continue;
+    }
+    if (window == nullptr) {
+      window = &WindowOf(token_key);
+    }
+    Slot& slot = SlotOf(*window, current - shared.age);
+    slot.count = std::max(slot.count, std::min(shared.count, kMaxSharedCount));
+  }
 }
 
 std::optional<SteadyTime> InvalidRequestCounter::Record(std::string_view token_key,

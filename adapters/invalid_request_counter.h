@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "adapters/platform_adapter.h"
 #include "dispatcher/base/clock.h"
@@ -57,6 +58,19 @@ class InvalidRequestCounter {
   // Forgets tokens with nothing left in the window.
   void Sweep(SteadyTime now);
 
+  // One slot of a count kept elsewhere (the cluster's, in Redis): `age` slots before the current
+  // one (0 = the current slot), and the invalid requests counted in it by every node.
+  struct SlotCount {
+    int64_t age = 0;
+    int64_t count = 0;
+  };
+  // Raises each slot of `token_key` to the shared count for it (which includes this node's own
+  // invalid requests), so that StopUntil sees what all nodes together sent. Never lowers a slot.
+  // Ages outside [0, kSlots) are ignored and counts are clamped to [0, kMaxSharedCount]: the
+  // values come from outside the process.
+  void MergeShared(std::string_view token_key, const std::vector<SlotCount>& slots, SteadyTime now);
+  static constexpr int64_t kMaxSharedCount = int64_t{1} << 40;
+
   size_t tracked_tokens() const { return windows_.size(); }
 
  private:
@@ -67,6 +81,8 @@ class InvalidRequestCounter {
   using Window = std::array<Slot, kSlots>;
 
   int64_t SlotIndex(SteadyTime t) const;
+  Window& WindowOf(std::string_view token_key);
+  static Slot& SlotOf(Window& window, int64_t index);
   int64_t Live(const Window& window, int64_t current) const;
 
   Options options_;

@@ -84,6 +84,10 @@ struct ServerOptions {
   // delivery loop and the scheduler (its learned limits with it); its next delivery starts it
   // afresh. Default: 10 min.
   Millis destination_idle{600'000};
+  // Discord bans a bot token for a while after 10,000 invalid requests (401, 403, 429) in 10
+  // minutes; the token is stopped at this many, counted over every node of a [cluster]. 1 to
+  // 9,999. Default: 5,000.
+  int64_t discord_invalid_request_stop = 5000;
   // Undelivered deliveries a tenant may hold before intake answers 429. Default: 100000.
   uint64_t tenant_backlog_watermark = 100'000;
   // Every budget is paced this many percent under its limit, so network jitter cannot land a

@@ -72,7 +72,8 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
                                     "retention",
                                     "auth",
                                     "metrics_auth",
-                                    "auth_failure_budget"});
+                                    "auth_failure_budget",
+                                    "discord_invalid_request_stop"});
   if (!status.ok()) {
     return status;
   }
@@ -126,6 +127,12 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
     return status;
   }
   if (status = server.ReadInt("auth_failure_budget", 1, 1'000'000, out.auth_failure_budget);
+      !status.ok()) {
+    return status;
+  }
+  // Under Discord's ban line of 10,000 invalid requests in 10 minutes, never at it.
+  if (status = server.ReadInt("discord_invalid_request_stop", 1, 9'999,
+                              out.discord_invalid_request_stop);
       !status.ok()) {
     return status;
   }

@@ -176,6 +176,11 @@ Result<std::unique_ptr<Service>> Service::Start(
       io, s->loop_pool_->get_executor(), *s->store_, *s->scheduler_, *s->transport_,
       [timed](std::string_view p) { return timed->Find(p); }, s->credentials_, clock, s->metrics_,
       o.loop);
+  if (s->redis_) {
+    s->shared_invalid_ = std::make_unique<adapters::RedisInvalidRequests>(
+        *s->redis_, o.shared_budgets.key_prefix, o.loop.discord_invalid_requests.window);
+    s->loop_->ShareDiscordInvalidRequests(s->shared_invalid_.get());
+  }
   s->store_health_ = std::make_unique<StoreHealthMonitor>(
       io, s->storage_pool_->get_executor(), *s->store_, s->metrics_,
       [self](bool healthy) { self->loop_->SetStoreWritable(healthy); },

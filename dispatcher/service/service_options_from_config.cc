@@ -33,6 +33,7 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   o.intake.max_batch_bytes = config.server.max_batch_bytes;
   o.intake.max_requests_in_flight = config.server.tenant_max_requests_in_flight;
   o.loop.destination_idle = config.server.destination_idle;
+  o.loop.discord_invalid_requests.threshold = config.server.discord_invalid_request_stop;
   o.backlog_watermark = config.server.tenant_backlog_watermark;
   o.retention = ToRetentionOptions(config);
   o.shared_budgets = ToSharedBudgetOptions(config);

@@ -1,5 +1,9 @@
 #include "adapters/invalid_request_counter.h"
 
+#include <cstdint>
+#include <optional>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace egress::adapters {
@@ -76,6 +80,42 @@ TEST(InvalidRequestCounterTest, SweepsIdleTokensAndReadsReports) {
   counter.Sweep(kStart + seconds(70));
   EXPECT_EQ(counter.tracked_tokens(), 1u);
   EXPECT_EQ(counter.Count("b", kStart + seconds(70)), 1);
+}
+
+// Verifies MergeShared: the cluster's counts raise this node's slots (never lower them), so a
+// token stops at the threshold of what all nodes sent, and the stop ends when the shared slots
+// leave the window; ages outside the window and counts below one are ignored.
+TEST(InvalidRequestCounterTest, MergeSharedCountsWhatEveryNodeSent) {
+  InvalidRequestCounter counter({.threshold = 10, .window = minutes(10)});  // 10 s slots
+  (void)counter.Record("t", 401, RateLimitScope::kUnknown, kStart);
+  (void)counter.Record("t", 401, RateLimitScope::kUnknown, kStart);
+  EXPECT_EQ(counter.Count("t", kStart), 2);
+
+  // The other nodes sent 4 more now and 5 a minute ago (the shared counts include ours).
+  counter.MergeShared("t", {{0, 6}, {6, 5}}, kStart);
+  EXPECT_EQ(counter.Count("t", kStart), 11);
+  std::optional<SteadyTime> stop = counter.StopUntil("t", kStart);
+  ASSERT_TRUE(stop.has_value());
+  // Dropping the 5 of a minute ago leaves 6 < 10: the stop ends when that slot leaves.
+  EXPECT_GT(*stop, kStart + minutes(8));
+  EXPECT_LE(*stop, kStart + minutes(9) + seconds(10));
+  EXPECT_FALSE(counter.StopUntil("t", *stop).has_value());
+
+  // A lower shared count does not lower a slot; hostile entries change nothing.
+  counter.MergeShared("t", {{0, 1}, {6, 0}, {-1, 1000}, {60, 1000}, {1000000, 5}}, kStart);
+  EXPECT_EQ(counter.Count("t", kStart), 11);
+  counter.MergeShared("u", {{0, -5}, {61, 7}}, kStart);
+  EXPECT_EQ(counter.tracked_tokens(), 1u);
+
+  // A huge shared count is clamped, and the sum of every slot stays finite.
+  std::vector<InvalidRequestCounter::SlotCount> huge;
+  for (int64_t age = 0; age < InvalidRequestCounter::kSlots; ++age) {
+    huge.push_back({age, INT64_MAX});
+  }
+  counter.MergeShared("v", huge, kStart);
+  EXPECT_EQ(counter.Count("v", kStart),
+            InvalidRequestCounter::kMaxSharedCount * InvalidRequestCounter::kSlots);
+  EXPECT_TRUE(counter.StopUntil("v", kStart).has_value());
 }
 
 }  // namespace

@@ -92,6 +92,8 @@ TEST(LoadConfigErrorsTest, ServerAndTransportValues) {
       {"[server]\nauth = \"maybe\"\n", "2: server.auth: must be \"required\" or \"off\""},
       {"[server]\nauth_failure_budget = 0\n",
        "2: server.auth_failure_budget: must be an integer from 1 to 1000000"},
+      {"[server]\ndiscord_invalid_request_stop = 10000\n",
+       "2: server.discord_invalid_request_stop: must be an integer from 1 to 9999"},
       {"[server]\nmetrics_auth = \"no\"\n",
        "2: server.metrics_auth: must be true or false, not a string"},
       {"[tenants.acme]\napi_keys = []\n",

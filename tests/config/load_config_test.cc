@@ -377,11 +377,13 @@ TEST(LoadConfigTest, AuthAndApiKeys) {
   EXPECT_EQ(defaults->server.auth, AuthMode::kRequired);
   EXPECT_TRUE(defaults->server.metrics_auth);
   EXPECT_EQ(defaults->server.auth_failure_budget, 20);
+  EXPECT_EQ(defaults->server.discord_invalid_request_stop, 5000);
   // sha256("acme-api-key-0123456789")
   const std::string hex =
       adapters::ApiKeyDigestText(adapters::ApiKeyDigest("acme-api-key-0123456789"));
   Result<Config> config = files.Load(
       "[server]\nauth = \"off\"\nmetrics_auth = false\nauth_failure_budget = 5\n"
+      "discord_invalid_request_stop = 100\n"
       "[tenants.acme]\napi_keys = [\"acme-api-key-0123456789\"]\n"
       "[tenants.globex]\napi_keys = [\"" +
       hex.substr(0, 7) + "ABCDEF" + hex.substr(13) + "\"]\n");
@@ -389,6 +391,7 @@ TEST(LoadConfigTest, AuthAndApiKeys) {
   EXPECT_EQ(config->server.auth, AuthMode::kOff);
   EXPECT_FALSE(config->server.metrics_auth);
   EXPECT_EQ(config->server.auth_failure_budget, 5);
+  EXPECT_EQ(config->server.discord_invalid_request_stop, 100);
   ASSERT_EQ(config->tenants["acme"].api_key_digests.size(), 1u);
   EXPECT_EQ(config->tenants["acme"].api_key_digests[0],
             adapters::ApiKeyDigest("acme-api-key-0123456789"));

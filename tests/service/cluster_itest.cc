@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <thread>
@@ -46,7 +47,8 @@ class ClusterTest : public ::testing::Test {
       std::ofstream(config) << "[server]\nadmin_token = \"" << kAdminToken
                             << "\"\nlisten = \"127.0.0.1:0\"\ndata_dir = \""
                             << dir_.Sub("store" + std::to_string(i)) << "\"\n"
-                            << "[platforms.discord]\nbase_url = \"" << sim_.BaseUrl() << "\"\n"
+                            << extra_server_ << "[platforms.discord]\nbase_url = \""
+                            << sim_.BaseUrl() << "\"\n"
                             << "[cluster]\nredis_url = \"" << redis_.Url() << "\"\n"
                             << "node_id = \"node-" << i << "\"\nexpected_nodes = " << n
                             << "\non_redis_down = \"" << on_redis_down << "\"\n"
@@ -106,6 +108,21 @@ class ClusterTest : public ::testing::Test {
     return stats;
   }
 
+  // Discord token stops counted by the node on `port`
+  // (relay_egress_discord_invalid_request_stops_total).
+  int64_t TokenStops(int port) {
+    const std::string body = HttpCallAs(kAdminToken, port, "GET", "/metrics").body;
+    const std::string name = "relay_egress_discord_invalid_request_stops_total{";
+    int64_t total = 0;
+    for (size_t at = body.find(name); at != std::string::npos; at = body.find(name, at + 1)) {
+      const size_t end = body.find('\n', at);
+      const size_t space = body.rfind(' ', end);
+      total += std::atoll(body.substr(space + 1, end - space - 1).c_str());
+    }
+    return total;
+  }
+
+  std::string extra_server_;  // more [server] lines for every node
   SystemClock clock_;
   TempDir dir_;
   RedisServer redis_;
@@ -173,6 +190,32 @@ TEST_F(ClusterTest, RedisOutageMidRunDeliversEverything) {
   }
   std::printf("3 nodes, Redis down 5 s: %.1f s, %d 429s, %d early\n", seconds,
               stats["totals"]["rate_limited"].get<int>(), stats["totals"]["early"].get<int>());
+}
+
+// Verifies that Discord's invalid-request count of a bot token is every node's together: with the
+// token stopped at 6, two nodes each send 4 requests the platform answers 403 (8 in all); a node
+// stops the token though neither reached 6 alone, so fewer than 8 go out.
+TEST_F(ClusterTest, InvalidRequestsCountOverEveryNode) {
+  // Missing Access: a permanent failure that neither disables the channel nor the token.
+  sim_.Configure(
+      {{"discord",
+        {{"faults",
+          {{"status", 403}, {"body", R"({"message":"Missing Access","code":50001})"}}}}}});
+  extra_server_ = "discord_invalid_request_stop = 6\n";
+  StartNodes(2);
+  PostRoundRobin(8, 8);
+  int64_t stops = 0;
+  for (int waited = 0; waited < 30'000 && stops == 0; waited += 50) {  // liveness only
+    stops = TokenStops(ports_[0]) + TokenStops(ports_[1]);
+    if (stops == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  EXPECT_GE(stops, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const json stats = sim_.Stats();
+  EXPECT_GE(stats["totals"]["requests"].get<int>(), 6) << stats["totals"].dump();
+  EXPECT_LT(stats["totals"]["requests"].get<int>(), 8) << stats["totals"].dump();
 }
 
 // Verifies that an operator override sent to one node is in force on every node within 1 s

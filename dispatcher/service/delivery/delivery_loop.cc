@@ -696,13 +696,33 @@ void DeliveryLoop::CheckDrained() {
 void DeliveryLoop::GuardDiscordToken(Dest& dest, const adapters::AttemptReport& report) {
   const SteadyTime now = clock_.Now();
   std::optional<SteadyTime> stop = discord_invalid_.Record(dest.token_key, report, now);
-  if (!stop) {
-    return;
+  if (shared_invalid_ != nullptr && adapters::InvalidRequestCounter::Counts(
+                                        report.attempt.http_status, report.observation.scope)) {
+    shared_invalid_->Add(
+        dest.token_key, [this, alive = alive_, key = dest.key, token = dest.token_key,
+                         stopped = stop.has_value()](adapters::RedisInvalidRequests::Answer slots) {
+          if (!*alive || !slots) {
+            return;  // Redis away: this node's own count guarded above
+          }
+          const SteadyTime at = clock_.Now();
+          discord_invalid_.MergeShared(token, *slots, at);
+          std::optional<SteadyTime> until = discord_invalid_.StopUntil(token, at);
+          auto it = dests_.find(key);
+          if (until && !stopped && it != dests_.end()) {
+            StopDiscordToken(it->second, *until, at);
+          }
+        });
   }
+  if (stop) {
+    StopDiscordToken(dest, *stop, now);
+  }
+}
+
+void DeliveryLoop::StopDiscordToken(Dest& dest, SteadyTime until, SteadyTime now) {
   // Park every bucket of the token, as a global 429 would, until enough invalid requests have
   // left the window.
   pacing::RateLimitObservation park;
-  park.retry_after = std::chrono::duration_cast<Millis>(*stop - now);
+  park.retry_after = std::chrono::duration_cast<Millis>(until - now);
   park.global = true;
   park.scope = pacing::RateLimitScope::kGlobal;
   scheduler_.Observe(dest.id, park).IgnoreError();

@@ -16,6 +16,7 @@
 
 #include "adapters/invalid_request_counter.h"
 #include "adapters/platform_adapter.h"
+#include "adapters/redis_invalid_requests.h"
 #include "dispatcher/base/clock.h"
 #include "dispatcher/pacing/scheduler.h"
 #include "dispatcher/service/credential_book.h"
@@ -125,6 +126,14 @@ class DeliveryLoop {
   // whose back-off is over: after a test moved its FakeClock (the timers wait in real time).
   void WakeForTest();
 
+  // Counts Discord's invalid requests of each token with the other nodes' ([cluster]): each one is
+  // also added to `shared`, and the cluster's count (InvalidRequestCounter::MergeShared) stops a
+  // token that all nodes together brought to the threshold. While Redis is away this node's own
+  // count still guards. `shared` (may be null: not shared) must outlive the loop.
+  void ShareDiscordInvalidRequests(adapters::RedisInvalidRequests* shared) {
+    shared_invalid_ = shared;
+  }
+
   // Forgets the destinations idle for destination_idle (see Options); the maintenance timer
   // calls it every minute. Returns how many it forgot.
   size_t EvictIdle();
@@ -181,6 +190,8 @@ class DeliveryLoop {
   void OnPacingWait(pacing::DestinationId id, const pacing::Deferral& wait);
   // Stops a Discord token that nears the invalid-request ban line.
   void GuardDiscordToken(Dest& dest, const adapters::AttemptReport& report);
+  // Parks every bucket of `dest`'s token until `until`, as a global 429 would.
+  void StopDiscordToken(Dest& dest, SteadyTime until, SteadyTime now);
   // Releases the attempt and persists its verdict.
   // `actual_cost`: the adapter's actual units of a delivered attempt (corrects its quota charges).
   void Finish(const std::string& key, const storage::Delivery& d, const pacing::Verdict& verdict,
@@ -212,6 +223,7 @@ class DeliveryLoop {
   StoreWriter leases_;
   StoreWriter outcomes_;
   adapters::InvalidRequestCounter discord_invalid_;
+  adapters::RedisInvalidRequests* shared_invalid_ = nullptr;
   boost::asio::steady_timer timer_;
   boost::asio::steady_timer maintenance_;
   std::shared_ptr<bool> alive_;
