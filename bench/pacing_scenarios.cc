@@ -47,6 +47,13 @@ int main(int argc, char** argv) {
         egress::RunPacingScenario(egress::LineScenario(10, 200, 20, 5, milliseconds(5000), seed)));
     Print("discord", seed, egress::RunPacingScenario(egress::DiscordScenario(50, 10, seed)));
     Print("slack", seed, egress::RunPacingScenario(egress::SlackScenario(20, 5, seed)));
+    const egress::PacingScenarioResult fair =
+        egress::RunPacingScenario(egress::FairnessScenario(3000, 50, seed));
+    std::printf(
+        "%-10s seed=%-3llu finished=%d seconds=%.2f delivered=%lld b_seconds_after_queued=%.2f "
+        "connections_busy_while_b=%.3f\n",
+        "fairness", static_cast<unsigned long long>(seed), fair.finished ? 1 : 0, fair.seconds,
+        static_cast<long long>(fair.delivered), fair.done_s.back() - 2.0, fair.late_busy_share);
   }
   return 0;
 }

@@ -26,7 +26,11 @@ uint32_t OrderingHash(const std::string& key) {
 
 Scheduler::Scheduler(const Clock& clock, BudgetStore& store, Random& random,
                      SchedulerOptions options)
-    : clock_(clock), store_(store), random_(random), options_(std::move(options)) {
+    : clock_(clock),
+      store_(store),
+      random_(random),
+      options_(std::move(options)),
+      conns_(options_.connections, options_.quantum) {
   scopes_.set_margin(std::clamp(options_.pacing_margin, 0.0, 0.5));
 }
 
@@ -77,10 +81,11 @@ Result<DestinationId> Scheduler::AddDestination(const DestinationSpec& spec) {
   dest.credential_index = path->credential_index;
   dest.retry_after_index = path->retry_after_index;
   dest.leaf_index = path->leaf_index;
+  dest.origin = conns_.Acquire(spec.origin);
   for (uint8_t i = 0; i < path->size; ++i) {
     const BudgetName name = path->budgets[i];
-    dest.scopes[i] =
-        scopes_.Acquire(path->keys[i], name, tenant, budgets_.Effective(spec.tenant, name));
+    dest.scopes[i] = scopes_.Acquire(path->keys[i], name, tenant,
+                                     Shape(name, budgets_.Effective(spec.tenant, name)));
   }
   if (spec.platform == Platform::kDiscord) {
     discord_[d] = DiscordKeys{path->discord_route, path->discord_major, 0};
@@ -102,6 +107,8 @@ Status Scheduler::RemoveDestination(DestinationId id) {
   for (uint8_t i = 0; i < dest.scope_count; ++i) {
     ReleaseScope(dest.scopes[i]);
   }
+  conns_.Release(dest.origin);
+  dest.origin = ConnectionBudget::kNoOrigin;
   dest.live = false;
   ClearHeadId(id.value);
   held_.erase(id.value);
@@ -190,7 +197,11 @@ void Scheduler::MakeReady(uint32_t d) {
   dest.state = State::kReady;
   dest.reason = DeferReason::kNone;
   Tenant& tenant = tenants_[dest.tenant];
-  PushBack(tenant.ready[static_cast<size_t>(dest.platform)], d);
+  const auto p = static_cast<size_t>(dest.platform);
+  if (tenant.ready[p].head == kNil && tenant.in_flight[p] == 0) {
+    ++platform_tenants_[p];
+  }
+  PushBack(tenant.ready[p], d);
   if (!tenant.in_ring) {
     tenant.in_ring = true;
     tenant.turn = false;
@@ -282,6 +293,16 @@ std::optional<int64_t> Scheduler::EarliestTimer() {
   return std::nullopt;
 }
 
+int Scheduler::TenantCap(const Tenant& tenant, int platform) const {
+  if (tenant.max_in_flight > 0) {
+    return tenant.max_in_flight;
+  }
+  const int cap = options_.max_in_flight_per_platform[platform];
+  // Tenants with deliveries in flight or heads ready on the platform; this one is among them.
+  const int tenants = std::max(1, platform_tenants_[platform]);
+  return (cap + tenants - 1) / tenants;
+}
+
 int Scheduler::PickPlatform(Tenant& tenant) {
   bool any = false;
   for (int i = 0; i < kPlatformCount; ++i) {
@@ -291,10 +312,15 @@ int Scheduler::PickPlatform(Tenant& tenant) {
       continue;
     }
     any = true;
-    if (platform_in_flight_[p] < options_.max_in_flight_per_platform[p]) {
-      return p;
+    if (platform_in_flight_[p] >= options_.max_in_flight_per_platform[p]) {
+      dests_[fifo.head].reason = DeferReason::kPlatformConcurrency;
+      continue;
     }
-    dests_[fifo.head].reason = DeferReason::kPlatformConcurrency;
+    if (tenant.in_flight[p] >= TenantCap(tenant, p)) {
+      dests_[fifo.head].reason = DeferReason::kTenantConcurrency;
+      continue;
+    }
+    return p;
   }
   return any ? -2 : -1;
 }
@@ -334,6 +360,9 @@ Decision Scheduler::Next() {
     stalled = 0;
     tenant.next_platform = static_cast<uint8_t>((p + 1) % kPlatformCount);
     const uint32_t d = PopFront(tenant.ready[p]);
+    if (tenant.ready[p].head == kNil && tenant.in_flight[p] == 0) {
+      --platform_tenants_[p];  // may come back at once if it dispatches
+    }
     if (Evaluate(d, now_ns, decision)) {
       tenant.deficit -= cost;
       return decision;
@@ -348,6 +377,26 @@ Decision Scheduler::Next() {
 }
 
 bool Scheduler::Evaluate(uint32_t d, int64_t now_ns, Decision& decision) {
+  Dest& dest = dests_[d];
+  const bool granted = dest.conn_grant;
+  dest.conn_grant = false;
+  if (EvaluateHead(d, now_ns, decision, granted)) {
+    return true;
+  }
+  if (granted) {
+    // Not sent: the reserved connection goes to the next waiter. Held by a meter for a moment,
+    // the destination comes back first, so pacing does not cost it its turn.
+    // Only its own meter: a tenant-wide one holding it must not win its tenant extra turns.
+    dest.conn_first = dest.has_head && dest.state == State::kTimer &&
+                      dest.reason == DeferReason::kBudget &&
+                      dest.reason_budget == scopes_.name(dest.scopes[dest.leaf_index]);
+    conns_.Return(dest.origin);
+    ApplyGrants();
+  }
+  return false;
+}
+
+bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, bool granted) {
   Dest& dest = dests_[d];
   dest.state = State::kEmpty;
   if (!dest.has_head) {
@@ -373,6 +422,29 @@ bool Scheduler::Evaluate(uint32_t d, int64_t now_ns, Decision& decision) {
     dest.reason = DeferReason::kOrdering;
     return false;
   }
+  if (dest.platform == Platform::kDiscord && !windows_.empty()) {
+    const uint32_t global = dest.scopes[dest.credential_index];
+    auto it = windows_.find(scopes_.at(global).key);
+    if (it != windows_.end()) {
+      const int64_t next_ns = it->second.NextAllowed(now_ns);
+      if (next_ns > now_ns) {
+        TakeResult full;
+        full.denied_index = dest.credential_index;
+        full.retry_after = Nanos(next_ns - now_ns);
+        Deny(d, full, now_ns);
+        return false;
+      }
+    }
+  }
+  if (!granted && !conns_.HasRoom(dest.origin)) {
+    dest.state = State::kConnWait;
+    dest.reason = DeferReason::kConnections;
+    conns_.Wait(dest.origin, dest.tenant, tenants_[dest.tenant].weight, d, dest.head_cost,
+                dest.conn_first);
+    dest.conn_first = false;
+    ApplyGrants();
+    return false;
+  }
   if (discord_epoch_ != 0 && dest.platform == Platform::kDiscord) {
     RekeyDiscord(d);
   }
@@ -391,8 +463,35 @@ bool Scheduler::Evaluate(uint32_t d, int64_t now_ns, Decision& decision) {
     Deny(d, *taken, now_ns);
     return false;
   }
+  conns_.Take(dest.origin, granted);
+  dest.conn_first = false;
+  if (dest.platform == Platform::kDiscord) {
+    const uint32_t global = dest.scopes[dest.credential_index];
+    if (Windowed(global)) {
+      const Budget& budget = scopes_.budget(global);
+      windows_
+          .try_emplace(scopes_.at(global).key, budget.limit,
+                       budget.scale_ms * 1'000'000 + Nanos(options_.global_window_offset).count())
+          .first->second.Record(now_ns);
+    }
+  }
   DispatchHead(d, decision);
   return true;
+}
+
+void Scheduler::ApplyGrants() {
+  for (const uint32_t d : conns_.TakeGrants()) {
+    Dest& dest = dests_[d];
+    dest.conn_grant = true;
+    if (dest.state == State::kConnWait) {
+      MakeReady(d);
+    } else {
+      // Left the wait some other way meanwhile (it cannot: a waiter stays until granted); keep
+      // the books straight all the same.
+      dest.conn_grant = false;
+      conns_.Return(dest.origin);
+    }
+  }
 }
 
 bool Scheduler::OrderingHeld(uint32_t d) const {
@@ -443,7 +542,12 @@ void Scheduler::Deny(uint32_t d, const TakeResult& result, int64_t now_ns) {
 void Scheduler::DispatchHead(uint32_t d, Decision& decision) {
   Dest& dest = dests_[d];
   ++dest.in_flight;
-  ++platform_in_flight_[static_cast<size_t>(dest.platform)];
+  const auto platform = static_cast<size_t>(dest.platform);
+  ++platform_in_flight_[platform];
+  Tenant& tenant = tenants_[dest.tenant];
+  if (tenant.in_flight[platform]++ == 0 && tenant.ready[platform].head == kNil) {
+    ++platform_tenants_[platform];
+  }
   if (dest.head_ordering != 0) {
     std::vector<HeldKey>& held = held_[d];
     auto it = std::find_if(held.begin(), held.end(),
@@ -633,6 +737,12 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
   }
   --dest.in_flight;
   --platform_in_flight_[platform];
+  Tenant& tenant = tenants_[dest.tenant];
+  if (--tenant.in_flight[platform] == 0 && tenant.ready[platform].head == kNil) {
+    --platform_tenants_[platform];
+  }
+  conns_.Give(dest.origin);
+  ApplyGrants();
   ReleaseOrdering(id.value, sequence, verdict.kind == VerdictKind::kDefer);
   if (dest.state == State::kBlocked) {
     MakeReady(id.value);
@@ -789,7 +899,23 @@ void Scheduler::ReleaseScope(uint32_t scope) {
     adaptive_.erase(key);
     recent_.erase(key);
     stated_.erase(key);
+    windows_.erase(key);
   }
+}
+
+Budget Scheduler::Shape(BudgetName name, Budget budget) const {
+  if (name == BudgetName::kDiscordGlobal && options_.discord_global_window &&
+      budget.limit <= SlidingWindow::kMaxLimit) {
+    // Twice the limit: the meter (paced under the margin) never holds a run of windows back,
+    // and over a long run it still paces at the limit less the margin.
+    budget.burst = std::min<int64_t>(2 * budget.limit, kMaxBudgetBurst);
+  }
+  return budget;
+}
+
+bool Scheduler::Windowed(uint32_t scope) const {
+  return scopes_.name(scope) == BudgetName::kDiscordGlobal && options_.discord_global_window &&
+         scopes_.budget(scope).limit <= SlidingWindow::kMaxLimit;
 }
 
 Status Scheduler::Disable(DestinationId id, std::string reason) {
@@ -860,7 +986,8 @@ void Scheduler::ApplyBudgets(std::optional<uint32_t> tenant) {
     if (slot.refs == 0 || (tenant.has_value() && slot.tenant != *tenant)) {
       continue;
     }
-    const Budget effective = budgets_.Effective(tenants_[slot.tenant].name, scopes_.name(i));
+    const Budget effective =
+        Shape(scopes_.name(i), budgets_.Effective(tenants_[slot.tenant].name, scopes_.name(i)));
     if (slot.learned == 0) {
       const GcraParams before = scopes_.params(i);
       scopes_.SetBudget(i, effective, false);
@@ -918,6 +1045,24 @@ Status Scheduler::SetTenantWeight(const std::string& tenant, uint32_t weight) {
   return Status::Ok();
 }
 
+Status Scheduler::SetTenantMaxInFlight(const std::string& tenant, int max_in_flight) {
+  if (max_in_flight < 0) {
+    return Status::InvalidArgument("tenant max_in_flight must be >= 0");
+  }
+  tenants_[TenantIndex(tenant)].max_in_flight = max_in_flight;
+  return Status::Ok();
+}
+
+Status Scheduler::SetMultiplexed(DestinationId id) {
+  Result<Dest*> found = Find(id);
+  if (!found.has_value()) {
+    return found.error();
+  }
+  conns_.SetMultiplexed((*found)->origin);
+  ApplyGrants();
+  return Status::Ok();
+}
+
 Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
   Result<const Dest*> found = Find(id);
   if (!found.has_value()) {
@@ -928,6 +1073,10 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
   view.has_head = dest.has_head;
   view.in_flight = dest.in_flight;
   view.disabled = dest.disabled;
+  if (dest.origin != ConnectionBudget::kNoOrigin) {
+    view.origin_in_flight = conns_.in_flight(dest.origin);
+    view.origin_capacity = std::min<int64_t>(conns_.capacity(dest.origin), INT32_MAX);
+  }
   const uint32_t leaf = dest.scopes[dest.leaf_index];
   view.budget_name = scopes_.name(leaf);
   view.budget = scopes_.budget(leaf);
@@ -950,7 +1099,8 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
     return view;
   }
   if (dest.state == State::kReady) {
-    if (dest.reason == DeferReason::kPlatformConcurrency) {
+    if (dest.reason == DeferReason::kPlatformConcurrency ||
+        dest.reason == DeferReason::kTenantConcurrency) {
       view.deferral.reason = dest.reason;
     }
     return view;
@@ -1004,6 +1154,7 @@ size_t Scheduler::Sweep() {
   std::erase_if(recent_, [&](const auto& entry) {
     return now_ns - entry.second.start_ns >= 2 * entry.second.window_ns;
   });
+  std::erase_if(windows_, [&](const auto& entry) { return entry.second.Idle(now_ns); });
   return store_.Sweep(clock_.Now());
 }
 

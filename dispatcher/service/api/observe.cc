@@ -159,6 +159,11 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q,
                        {"burst", d.view.adaptive->burst},
                        {"probing", d.view.adaptive_probing}};
     }
+    if (d.view.origin_capacity > 0) {
+      // The connections of the origin it sends to, shared with every destination there.
+      j["connections"] = {{"in_flight", d.view.origin_in_flight},
+                          {"capacity", d.view.origin_capacity}};
+    }
     if (d.view.disabled) {
       j["disabled_reason"] = d.view.disabled_reason;
     }

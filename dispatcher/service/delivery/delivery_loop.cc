@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include "adapters/url_parts.h"
 #include "dispatcher/service/delivery/delivery_mapping.h"
 #include "dispatcher/service/event_log.h"
 #include "storage/delivery_id.h"
@@ -201,10 +202,15 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   if (!storage::SplitDestinationKey(key, parts) || !(platform = ParsePlatform(parts.platform))) {
     return nullptr;  // intake validates platforms; an old record of a removed one waits
   }
+  // Customer webhooks and Slack incoming webhooks are URLs; the rest go to the platform's API.
+  const std::string& url = adapters::IsHttpUrl(parts.destination)
+                               ? parts.destination
+                               : options_.base_urls[static_cast<size_t>(*platform)];
   auto id = scheduler_.AddDestination({.tenant = parts.tenant,
                                        .platform = *platform,
                                        .credential = parts.tenant + "/" + parts.credential,
-                                       .target = parts.destination});
+                                       .target = parts.destination,
+                                       .origin = std::string(adapters::UrlOrigin(url))});
   if (!id) {
     return nullptr;
   }
@@ -466,6 +472,9 @@ void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const D
   adapters::AttemptReport report = adapter.Interpret(d, r, clock_.WallNow());
   Dest& dest = dests_.at(key);
   dest.last_active = clock_.Now();
+  if (r && r->http2) {
+    scheduler_.SetMultiplexed(dest.id).IgnoreError();  // a known destination: cannot fail
+  }
   scheduler_.Observe(dest.id, report.observation).IgnoreError();  // bad observations are dropped
   if (dest.discord) {
     GuardDiscordToken(dest, report);

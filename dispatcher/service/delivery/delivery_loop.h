@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -88,6 +89,11 @@ class DeliveryLoop {
     // 200 ms up to 5 s.
     Millis first_store_retry{200};
     Millis max_store_retry{5000};
+    // Each platform's API root (slack, discord, line, webhook): a destination that is no URL of
+    // its own sends to this origin, which its connections are counted against
+    // (pacing::DestinationSpec::origin). Empty: no connection limit for that platform's
+    // destinations unless the destination is a URL. Service sets them from its endpoints.
+    std::array<std::string, kPlatformCount> base_urls;
   };
 
   DeliveryLoop(boost::asio::io_context& io, boost::asio::any_io_executor storage,

@@ -1,0 +1,242 @@
+#include <algorithm>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "dispatcher/pacing/memory_budget_store.h"
+#include "dispatcher/pacing/scheduler.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_random.h"
+
+namespace egress::pacing {
+namespace {
+
+constexpr char kHost[] = "https://hooks.example";
+
+DestinationSpec Webhook(const std::string& tenant, const std::string& path) {
+  DestinationSpec spec;
+  spec.tenant = tenant;
+  spec.platform = Platform::kWebhook;
+  spec.target = std::string(kHost) + path;
+  spec.origin = kHost;
+  return spec;
+}
+
+SchedulerOptions WithConnections(int64_t per_origin, int per_platform = 256) {
+  SchedulerOptions options;
+  options.connections = {.per_origin = per_origin, .total = 0, .streams = 100};
+  options.max_in_flight_per_platform.fill(per_platform);
+  options.max_in_flight_per_destination.fill(1);
+  return options;
+}
+
+// A scheduler whose destinations are offered a new head whenever one leaves, as the delivery
+// loop does, so each destination always has work.
+class Harness {
+ public:
+  explicit Harness(SchedulerOptions options) : scheduler_(clock_, store_, random_, options) {
+    EXPECT_TRUE(
+        scheduler_.SetDefaultBudget(BudgetName::kTenantEgress, Budget{1'000'000, 1000, 1'000'000})
+            .ok());
+    EXPECT_TRUE(
+        scheduler_
+            .SetDefaultBudget(BudgetName::kWebhookDestination, Budget{1'000'000, 1000, 1'000'000})
+            .ok());
+  }
+
+  DestinationId Add(const DestinationSpec& spec) {
+    Result<DestinationId> id = scheduler_.AddDestination(spec);
+    EXPECT_TRUE(id.has_value());
+    Offer(*id);
+    return *id;
+  }
+  void Offer(DestinationId id) {
+    WorkItem item;
+    item.sequence = ++sequence_;
+    item.id = "d" + std::to_string(item.sequence);
+    EXPECT_TRUE(scheduler_.Offer(id, std::move(item)).ok());
+  }
+  // Dispatches all that may go now; returns the destinations in order.
+  std::vector<Decision> Drain() {
+    std::vector<Decision> out;
+    for (;;) {
+      Decision decision = scheduler_.Next();
+      if (decision.kind != Decision::Kind::kDispatch) {
+        return out;
+      }
+      out.push_back(decision);
+      Offer(decision.destination);
+    }
+  }
+  void Finish(const Decision& decision) {
+    DeliveryOutcome ok;
+    ok.http_status = 200;
+    Result<Verdict> verdict = scheduler_.OnOutcome(decision.destination, decision.sequence, ok, {});
+    EXPECT_TRUE(verdict.has_value()) << verdict.error().ToString();
+  }
+  std::string Reason(DestinationId id) { return scheduler_.Inspect(id)->deferral.ToString(); }
+  Scheduler& scheduler() { return scheduler_; }
+
+ private:
+  FakeClock clock_;
+  MemoryBudgetStore store_;
+  FakeRandom random_;
+  Scheduler scheduler_;
+  uint64_t sequence_ = 0;
+};
+
+// Verifies that an origin gets at most its connections in flight, the rest wait with reason
+// `connections`, and GET /v1/destinations' numbers (origin in flight, capacity) say so.
+TEST(SchedulerConnectionsTest, OriginConnectionsCapInFlight) {
+  Harness h(WithConnections(2));
+  std::vector<DestinationId> a;
+  for (int i = 0; i < 3; ++i) {
+    a.push_back(h.Add(Webhook("a", "/" + std::to_string(i))));
+  }
+  std::vector<Decision> sent = h.Drain();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(h.Reason(a[2]), "connections");
+  Result<DestinationView> view = h.scheduler().Inspect(a[2]);
+  EXPECT_EQ(view->origin_in_flight, 2);
+  EXPECT_EQ(view->origin_capacity, 2);
+  h.Finish(sent[0]);
+  std::vector<Decision> next = h.Drain();
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].destination, a[2]);  // the waiter, not the one that just finished
+}
+
+// Verifies the case in miniature: tenant A holds every connection of a shared host with
+// many destinations waiting; tenant B, queued later, gets every other freed connection (not one
+// after all of A's), the host stays full, and once B is done A gets every freed connection.
+TEST(SchedulerConnectionsTest, FreedConnectionsGoRoundTenants) {
+  Harness h(WithConnections(4));
+  std::vector<DestinationId> a;
+  for (int i = 0; i < 20; ++i) {
+    a.push_back(h.Add(Webhook("a", "/slow/" + std::to_string(i))));
+  }
+  std::deque<Decision> in_flight;
+  for (Decision& d : h.Drain()) {
+    in_flight.push_back(d);
+  }
+  ASSERT_EQ(in_flight.size(), 4u);
+  const DestinationId b = h.Add(Webhook("b", "/fast"));
+  EXPECT_TRUE(h.Drain().empty());
+  EXPECT_EQ(h.Reason(b), "connections");
+  // B's answers come at once, A's slowly: finish B's request if one is out, else A's oldest.
+  auto finish_next = [&] {
+    auto it = std::find_if(in_flight.begin(), in_flight.end(),
+                           [&](const Decision& d) { return d.destination == b; });
+    if (it == in_flight.end()) {
+      it = in_flight.begin();
+    }
+    h.Finish(*it);
+    in_flight.erase(it);
+  };
+  int to_b = 0;
+  for (int i = 0; i < 10; ++i) {
+    finish_next();
+    std::vector<Decision> sent = h.Drain();
+    ASSERT_EQ(sent.size(), 1u) << "free " << i;  // nothing left idle
+    to_b += sent[0].destination == b;
+    in_flight.push_back(sent[0]);
+  }
+  EXPECT_EQ(to_b, 5);  // every other one, though A's 16 waited first
+  // B stops (its waiting head withdrawn): every freed connection goes to A.
+  std::vector<Decision> rest;
+  auto collect = [&] {
+    for (const Decision& d : h.Drain()) {
+      rest.push_back(d);
+      in_flight.push_back(d);
+    }
+  };
+  finish_next();
+  ASSERT_TRUE(h.scheduler().Withdraw(b).ok());
+  collect();
+  for (int i = 0; i < 4; ++i) {
+    finish_next();
+    collect();
+  }
+  EXPECT_EQ(rest.size(), 5u);
+  for (const Decision& d : rest) {
+    EXPECT_NE(d.destination, b);
+  }
+  EXPECT_EQ(h.scheduler().Inspect(a[0])->origin_in_flight, 4);
+}
+
+// Verifies that destinations on other origins are not held back by a full one.
+TEST(SchedulerConnectionsTest, OtherOriginsAreNotHeld) {
+  Harness h(WithConnections(1));
+  h.Add(Webhook("a", "/1"));
+  const DestinationId waiting = h.Add(Webhook("a", "/2"));
+  DestinationSpec other = Webhook("a", "/x");
+  other.target = "https://other.example/x";
+  other.origin = "https://other.example";
+  const DestinationId elsewhere = h.Add(other);
+  std::vector<Decision> sent = h.Drain();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[1].destination, elsewhere);
+  EXPECT_EQ(h.Reason(waiting), "connections");
+}
+
+// Verifies HTTP/2: once the origin is known to multiplex, it carries connections × streams.
+TEST(SchedulerConnectionsTest, MultiplexedOriginCarriesStreams) {
+  SchedulerOptions options = WithConnections(1);
+  options.connections.streams = 3;
+  Harness h(options);
+  std::vector<DestinationId> a;
+  for (int i = 0; i < 5; ++i) {
+    a.push_back(h.Add(Webhook("a", "/" + std::to_string(i))));
+  }
+  ASSERT_EQ(h.Drain().size(), 1u);
+  ASSERT_TRUE(h.scheduler().SetMultiplexed(a[0]).ok());
+  EXPECT_EQ(h.Drain().size(), 2u);
+  EXPECT_EQ(h.scheduler().Inspect(a[4])->origin_capacity, 3);
+}
+
+// Verifies [tenants.<t>] max_in_flight: the tenant's heads beyond it wait with
+// tenant_concurrency while another tenant's still go.
+TEST(SchedulerConnectionsTest, TenantMaxInFlightCaps) {
+  Harness h(WithConnections(0));
+  ASSERT_TRUE(h.scheduler().SetTenantMaxInFlight("a", 2).ok());
+  EXPECT_FALSE(h.scheduler().SetTenantMaxInFlight("a", -1).ok());
+  std::vector<DestinationId> a;
+  for (int i = 0; i < 3; ++i) {
+    a.push_back(h.Add(Webhook("a", "/" + std::to_string(i))));
+  }
+  const DestinationId b = h.Add(Webhook("b", "/b"));
+  std::vector<Decision> sent = h.Drain();
+  EXPECT_EQ(sent.size(), 3u);  // two of A's and B's
+  EXPECT_EQ(h.Reason(a[2]), "tenant_concurrency");
+  EXPECT_EQ(h.scheduler().Inspect(b)->in_flight, 1);
+}
+
+// Verifies the default tenant cap, a fair share of the platform's: alone a tenant may use the
+// whole platform cap; once another tenant has deliveries in flight each is held to half, so the
+// freed slots go to the newcomer until it has its share.
+TEST(SchedulerConnectionsTest, DefaultTenantCapIsFairShare) {
+  Harness h(WithConnections(0, /*per_platform=*/4));
+  std::vector<DestinationId> a;
+  for (int i = 0; i < 6; ++i) {
+    a.push_back(h.Add(Webhook("a", "/" + std::to_string(i))));
+  }
+  std::vector<Decision> held = h.Drain();
+  ASSERT_EQ(held.size(), 4u);  // alone: the whole cap
+  std::vector<DestinationId> b;
+  for (int i = 0; i < 3; ++i) {
+    b.push_back(h.Add(Webhook("b", "/" + std::to_string(i))));
+  }
+  EXPECT_TRUE(h.Drain().empty());
+  int b_sent = 0;
+  for (int i = 0; i < 3; ++i) {
+    h.Finish(held[i]);
+    for (const Decision& d : h.Drain()) {
+      b_sent += d.destination == b[0] || d.destination == b[1] || d.destination == b[2];
+    }
+  }
+  EXPECT_EQ(b_sent, 2);  // B reached its share (4 / 2); A is held to 2 meanwhile
+}
+
+}  // namespace
+}  // namespace egress::pacing
