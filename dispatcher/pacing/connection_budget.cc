@@ -1,16 +1,28 @@
 #include "dispatcher/pacing/connection_budget.h"
 
 #include <algorithm>
-#include <iterator>
 #include <utility>
 
 #include "dispatcher/base/check.h"
 
 namespace egress::pacing {
 
-ConnectionBudget::ConnectionBudget(ConnectionLimits limits, int64_t quantum)
-    : limits_(limits), quantum_(std::max<int64_t>(1, quantum)) {
+bool ConnectionBudget::ByShare::operator()(const QueueKey& a, const QueueKey& b) const {
+  // held / weight compared without division; both sides stay far below 2^63.
+  const int64_t left = a.held * static_cast<int64_t>(b.weight);
+  const int64_t right = b.held * static_cast<int64_t>(a.weight);
+  if (left != right) {
+    return left < right;
+  }
+  if (a.stamp != b.stamp) {
+    return a.stamp < b.stamp;
+  }
+  return a.tenant < b.tenant;
+}
+
+ConnectionBudget::ConnectionBudget(ConnectionLimits limits) : limits_(limits) {
   limits_.streams = std::max<int64_t>(1, limits_.streams);
+  limits_.ahead = std::max<int64_t>(0, limits_.ahead);
 }
 
 uint32_t ConnectionBudget::Acquire(std::string_view origin) {
@@ -29,7 +41,6 @@ uint32_t ConnectionBudget::Acquire(std::string_view origin) {
     }
     origins_[o] = Origin{};
     origins_[o].name = std::string(origin);
-    origins_[o].live = true;
     it = index_.emplace(origins_[o].name, o).first;
   }
   ++origins_[it->second].refs;
@@ -48,7 +59,8 @@ void ConnectionBudget::Release(uint32_t origin) {
 
 void ConnectionBudget::MaybeForget(uint32_t origin) {
   Origin& o = origins_[origin];
-  if (o.refs != 0 || o.in_flight != 0 || o.granted != 0 || o.waiters != 0 || o.queued_for_total) {
+  if (o.refs != 0 || o.in_flight != 0 || o.granted != 0 || o.sending != 0 || o.waiters != 0 ||
+      o.send_waiters != 0 || o.queued_for_total) {
     return;
   }
   index_.erase(o.name);
@@ -56,44 +68,91 @@ void ConnectionBudget::MaybeForget(uint32_t origin) {
   free_.push_back(origin);
 }
 
+void ConnectionBudget::MaybeForgetTenant(Origin& o, uint32_t tenant) {
+  auto it = o.tenants.find(tenant);
+  if (it != o.tenants.end() && it->second.held == 0 && it->second.sending == 0 &&
+      it->second.dests.empty() && it->second.sends.empty()) {
+    o.tenants.erase(it);
+  }
+}
+
+int64_t ConnectionBudget::CapacityOf(const Origin& o) const {
+  if (limits_.per_origin <= 0) {
+    return INT64_MAX / 4;
+  }
+  return o.multiplexed ? limits_.per_origin * limits_.streams : limits_.per_origin;
+}
+
+int64_t ConnectionBudget::SlotCapacity(const Origin& o) const {
+  return CapacityOf(o) + limits_.ahead;
+}
+
+int64_t ConnectionBudget::capacity(uint32_t origin) const {
+  return origin == kNoOrigin ? INT64_MAX / 4 : CapacityOf(origins_[origin]);
+}
+
 int64_t ConnectionBudget::Connections(const Origin& o, int64_t requests) const {
+  requests = std::min(requests, CapacityOf(o));
   if (!o.multiplexed) {
     return requests;
   }
   return (requests + limits_.streams - 1) / limits_.streams;
 }
 
-int64_t ConnectionBudget::capacity(uint32_t origin) const {
-  if (limits_.per_origin <= 0) {
-    return INT64_MAX;
-  }
-  const Origin& o = origins_[origin];
-  return o.multiplexed ? limits_.per_origin * limits_.streams : limits_.per_origin;
+bool ConnectionBudget::Fits(const Origin& o) const {
+  return o.in_flight + o.granted < SlotCapacity(o) && FitsTotal(o);
 }
 
-bool ConnectionBudget::Fits(const Origin& o) const {
-  const int64_t used = o.in_flight + o.granted;
-  const auto index = static_cast<uint32_t>(&o - origins_.data());
-  if (used >= capacity(index)) {
-    return false;
-  }
+bool ConnectionBudget::FitsTotal(const Origin& o) const {
   if (limits_.total <= 0) {
     return true;
   }
+  const int64_t used = o.in_flight + o.granted;
   return total_used_ - Connections(o, used) + Connections(o, used + 1) <= limits_.total;
 }
 
-void ConnectionBudget::Use(Origin& o, int64_t delta) {
+bool ConnectionBudget::UnderShare(const Origin& o, uint32_t tenant) const {
+  auto it = o.tenants.find(tenant);
+  const int64_t held = it == o.tenants.end() ? 0 : it->second.held;
+  const auto tenants = static_cast<int64_t>(o.tenants.size() + (it == o.tenants.end() ? 1 : 0));
+  return held * tenants < CapacityOf(o);
+}
+
+void ConnectionBudget::Count(Origin& o, int64_t in_flight_delta, int64_t granted_delta) {
   const int64_t before = Connections(o, o.in_flight + o.granted);
-  o.in_flight += delta;
+  o.in_flight += in_flight_delta;
+  o.granted += granted_delta;
+  EGRESS_CHECK(o.in_flight >= 0 && o.granted >= 0);
   total_used_ += Connections(o, o.in_flight + o.granted) - before;
 }
 
-bool ConnectionBudget::HasRoom(uint32_t origin) const {
+void ConnectionBudget::Requeue(Origin& o, uint32_t tenant, Share& s, bool sends, bool served) {
+  Queue& queue = sends ? o.send_queue : o.slot_queue;
+  QueueKey& key = sends ? s.send_key : s.slot_key;
+  const bool queued = sends ? !s.sends.empty() : !s.dests.empty();
+  if (queue.erase(key) == 0 && !served) {
+    key.stamp = ++stamp_;  // joins the queue: behind those waiting at its share
+  }
+  if (!queued) {
+    return;
+  }
+  key.held = sends ? s.sending : s.held;
+  key.weight = s.weight;
+  key.tenant = tenant;
+  if (served) {
+    key.stamp = ++stamp_;
+  }
+  queue.insert(key);
+}
+
+bool ConnectionBudget::HasRoom(uint32_t origin, uint32_t tenant) const {
   if (origin == kNoOrigin) {
     return true;
   }
   const Origin& o = origins_[origin];
+  if (UnderShare(o, tenant) && FitsTotal(o)) {
+    return true;
+  }
   if (o.waiters != 0 || !Fits(o)) {
     return false;
   }
@@ -102,73 +161,78 @@ bool ConnectionBudget::HasRoom(uint32_t origin) const {
   return waiting_origins_.empty() || Connections(o, used + 1) == Connections(o, used);
 }
 
-void ConnectionBudget::Take(uint32_t origin, bool granted) {
+void ConnectionBudget::Take(uint32_t origin, uint32_t tenant, bool granted) {
   if (origin == kNoOrigin) {
     return;
   }
   Origin& o = origins_[origin];
   if (granted) {
-    EGRESS_CHECK(o.granted > 0);
-    --o.granted;
-    ++o.in_flight;  // the same request: no connection more or less
+    Count(o, 1, -1);  // the same slot: no connection more or less
     return;
   }
-  Use(o, 1);
+  Count(o, 1, 0);
+  Share& s = o.tenants[tenant];
+  ++s.held;
+  if (!s.dests.empty()) {
+    Requeue(o, tenant, s, false, false);
+  }
 }
 
-void ConnectionBudget::Give(uint32_t origin) {
+void ConnectionBudget::Give(uint32_t origin, uint32_t tenant) {
   if (origin == kNoOrigin) {
     return;
   }
   Origin& o = origins_[origin];
-  EGRESS_CHECK(o.in_flight > 0);
-  Use(o, -1);
+  Count(o, -1, 0);
+  auto it = o.tenants.find(tenant);
+  EGRESS_CHECK(it != o.tenants.end() && it->second.held > 0);
+  --it->second.held;
+  if (!it->second.dests.empty()) {
+    Requeue(o, tenant, it->second, false, false);
+  }
+  MaybeForgetTenant(o, tenant);
   Grant(origin, true);
   MaybeForget(origin);
 }
 
-void ConnectionBudget::Return(uint32_t origin) {
+void ConnectionBudget::Return(uint32_t origin, uint32_t tenant) {
   if (origin == kNoOrigin) {
     return;
   }
   Origin& o = origins_[origin];
-  EGRESS_CHECK(o.granted > 0);
-  const int64_t before = Connections(o, o.in_flight + o.granted);
-  --o.granted;
-  total_used_ += Connections(o, o.in_flight + o.granted) - before;
+  Count(o, 0, -1);
+  auto it = o.tenants.find(tenant);
+  EGRESS_CHECK(it != o.tenants.end() && it->second.held > 0);
+  --it->second.held;
+  if (!it->second.dests.empty()) {
+    Requeue(o, tenant, it->second, false, false);
+  }
+  MaybeForgetTenant(o, tenant);
   Grant(origin, true);
   MaybeForget(origin);
 }
 
 void ConnectionBudget::Wait(uint32_t origin, uint32_t tenant, uint32_t weight, uint32_t d,
-                            int64_t cost, bool first) {
+                            bool first) {
   EGRESS_CHECK(origin != kNoOrigin);
   Origin& o = origins_[origin];
-  cost = std::max<int64_t>(1, cost);
-  auto it = std::find_if(o.ring.begin(), o.ring.end(),
-                         [&](const TenantWait& w) { return w.tenant == tenant; });
+  Share& s = o.tenants[tenant];
+  s.weight = std::max<uint32_t>(1, weight);
+  const bool joins = s.dests.empty();
   if (first) {
-    TenantWait w{.tenant = tenant};
-    if (it != o.ring.end()) {
-      w = std::move(*it);
-      o.ring.erase(it);
-    }
-    o.ring.push_front(std::move(w));
-    it = o.ring.begin();
-    it->deficit = std::max(it->deficit, cost);
-    it->turn = true;
-    it->dests.emplace_front(d, cost);
+    s.dests.push_front(d);
   } else {
-    if (it == o.ring.end()) {
-      o.ring.push_back(TenantWait{.tenant = tenant});
-      it = std::prev(o.ring.end());
-    }
-    it->dests.emplace_back(d, cost);
+    s.dests.push_back(d);
   }
-  it->weight = std::max<uint32_t>(1, weight);
+  if (joins || first) {
+    o.slot_queue.erase(s.slot_key);
+    s.slot_key = {
+        .held = s.held, .weight = s.weight, .stamp = first ? 0 : ++stamp_, .tenant = tenant};
+    o.slot_queue.insert(s.slot_key);
+  }
   ++o.waiters;
-  if (!o.queued_for_total && o.in_flight + o.granted < capacity(origin)) {
-    // Held back by the total, not by the origin's own connections.
+  if (!o.queued_for_total && o.in_flight + o.granted < SlotCapacity(o)) {
+    // Held back by the total, not by the origin's own slots.
     o.queued_for_total = true;
     waiting_origins_.push_back(origin);
   }
@@ -184,57 +248,24 @@ void ConnectionBudget::SetMultiplexed(uint32_t origin) {
   const int64_t before = Connections(o, o.in_flight + o.granted);
   o.multiplexed = true;
   total_used_ += Connections(o, o.in_flight + o.granted) - before;
+  GrantSends(o);
   Grant(origin, true);
 }
 
 bool ConnectionBudget::GrantOne(Origin& o) {
-  size_t misses = 0;
-  while (!o.ring.empty()) {
-    if (o.ring.front().dests.empty()) {
-      o.ring.pop_front();
-      misses = 0;
-      continue;
-    }
-    if (misses >= o.ring.size()) {
-      // Nobody's deficit covers its head: add the rounds the nearest one needs, to all at once.
-      int64_t rounds = INT64_MAX;
-      for (const TenantWait& w : o.ring) {
-        const int64_t per_round = quantum_ * w.weight;
-        const int64_t need = w.dests.front().second - w.deficit;
-        rounds = std::min(rounds, (need + per_round - 1) / per_round);
-      }
-      for (TenantWait& w : o.ring) {
-        w.deficit += std::max<int64_t>(0, rounds - 1) * quantum_ * w.weight;
-      }
-      misses = 0;
-    }
-    TenantWait& w = o.ring.front();
-    const int64_t cost = w.dests.front().second;
-    if (!w.turn) {
-      w.deficit += quantum_ * w.weight;
-      w.turn = true;
-    }
-    if (w.deficit < cost) {
-      w.turn = false;
-      o.ring.push_back(std::move(w));
-      o.ring.pop_front();
-      ++misses;
-      continue;
-    }
-    const uint32_t d = w.dests.front().first;
-    w.dests.pop_front();
-    w.deficit -= cost;
-    --o.waiters;
-    if (w.dests.empty()) {
-      o.ring.pop_front();  // a tenant that stops waiting keeps no credit
-    }
-    const int64_t before = Connections(o, o.in_flight + o.granted);
-    ++o.granted;
-    total_used_ += Connections(o, o.in_flight + o.granted) - before;
-    grants_.push_back(d);
-    return true;
+  if (o.slot_queue.empty()) {
+    return false;
   }
-  return false;
+  const uint32_t tenant = o.slot_queue.begin()->tenant;
+  Share& s = o.tenants.at(tenant);
+  const uint32_t d = s.dests.front();
+  s.dests.pop_front();
+  --o.waiters;
+  ++s.held;
+  Count(o, 0, 1);
+  Requeue(o, tenant, s, false, true);
+  grants_.push_back(d);
+  return true;
 }
 
 void ConnectionBudget::Grant(uint32_t origin, bool others) {
@@ -250,8 +281,8 @@ void ConnectionBudget::Grant(uint32_t origin, bool others) {
     const uint32_t w = waiting_origins_.front();
     waiting_origins_.pop_front();
     Origin& other = origins_[w];
-    if (other.waiters == 0 || other.in_flight + other.granted >= capacity(w)) {
-      other.queued_for_total = false;  // its own connections will free it
+    if (other.waiters == 0 || other.in_flight + other.granted >= SlotCapacity(other)) {
+      other.queued_for_total = false;  // its own slots will free it
       MaybeForget(w);
       continue;
     }
@@ -270,8 +301,67 @@ std::vector<uint32_t> ConnectionBudget::TakeGrants() {
   return out;
 }
 
+bool ConnectionBudget::StartSend(uint32_t origin, uint32_t tenant, uint32_t weight,
+                                 uint64_t token) {
+  if (origin == kNoOrigin) {
+    return true;
+  }
+  Origin& o = origins_[origin];
+  Share& s = o.tenants[tenant];
+  s.weight = std::max<uint32_t>(1, weight);
+  if (o.send_waiters == 0 && o.sending < CapacityOf(o)) {
+    ++o.sending;
+    ++s.sending;
+    return true;
+  }
+  s.sends.push_back(token);
+  ++o.send_waiters;
+  if (s.sends.size() == 1) {
+    Requeue(o, tenant, s, true, false);
+  }
+  return false;
+}
+
+void ConnectionBudget::EndSend(uint32_t origin, uint32_t tenant) {
+  if (origin == kNoOrigin) {
+    return;
+  }
+  Origin& o = origins_[origin];
+  auto it = o.tenants.find(tenant);
+  EGRESS_CHECK(o.sending > 0 && it != o.tenants.end() && it->second.sending > 0);
+  --o.sending;
+  --it->second.sending;
+  if (!it->second.sends.empty()) {
+    Requeue(o, tenant, it->second, true, false);
+  }
+  GrantSends(o);
+}
+
+void ConnectionBudget::GrantSends(Origin& o) {
+  while (o.send_waiters > 0 && o.sending < CapacityOf(o)) {
+    const uint32_t tenant = o.send_queue.begin()->tenant;
+    Share& s = o.tenants.at(tenant);
+    send_grants_.push_back(s.sends.front());
+    s.sends.pop_front();
+    --o.send_waiters;
+    ++o.sending;
+    ++s.sending;
+    Requeue(o, tenant, s, true, true);
+  }
+}
+
+std::vector<uint64_t> ConnectionBudget::TakeSendGrants() {
+  std::vector<uint64_t> out;
+  out.swap(send_grants_);
+  return out;
+}
+
 int64_t ConnectionBudget::in_flight(uint32_t origin) const {
   return origin == kNoOrigin ? 0 : origins_[origin].in_flight;
+}
+
+int64_t ConnectionBudget::sending(uint32_t origin) const {
+  return origin == kNoOrigin ? 0 : origins_[origin].sending;
 }
 
 bool ConnectionBudget::multiplexed(uint32_t origin) const {
@@ -280,6 +370,10 @@ bool ConnectionBudget::multiplexed(uint32_t origin) const {
 
 size_t ConnectionBudget::waiting(uint32_t origin) const {
   return origin == kNoOrigin ? 0 : origins_[origin].waiters;
+}
+
+size_t ConnectionBudget::waiting_to_send(uint32_t origin) const {
+  return origin == kNoOrigin ? 0 : origins_[origin].send_waiters;
 }
 
 }  // namespace egress::pacing

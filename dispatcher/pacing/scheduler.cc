@@ -30,7 +30,7 @@ Scheduler::Scheduler(const Clock& clock, BudgetStore& store, Random& random,
       store_(store),
       random_(random),
       options_(std::move(options)),
-      conns_(options_.connections, options_.quantum) {
+      conns_(options_.connections) {
   scopes_.set_margin(std::clamp(options_.pacing_margin, 0.0, 0.5));
 }
 
@@ -390,7 +390,7 @@ bool Scheduler::Evaluate(uint32_t d, int64_t now_ns, Decision& decision) {
     dest.conn_first = dest.has_head && dest.state == State::kTimer &&
                       dest.reason == DeferReason::kBudget &&
                       dest.reason_budget == scopes_.name(dest.scopes[dest.leaf_index]);
-    conns_.Return(dest.origin);
+    conns_.Return(dest.origin, dest.tenant);
     ApplyGrants();
   }
   return false;
@@ -436,11 +436,10 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
       }
     }
   }
-  if (!granted && !conns_.HasRoom(dest.origin)) {
+  if (!granted && !conns_.HasRoom(dest.origin, dest.tenant)) {
     dest.state = State::kConnWait;
     dest.reason = DeferReason::kConnections;
-    conns_.Wait(dest.origin, dest.tenant, tenants_[dest.tenant].weight, d, dest.head_cost,
-                dest.conn_first);
+    conns_.Wait(dest.origin, dest.tenant, tenants_[dest.tenant].weight, d, dest.conn_first);
     dest.conn_first = false;
     ApplyGrants();
     return false;
@@ -463,7 +462,7 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
     Deny(d, *taken, now_ns);
     return false;
   }
-  conns_.Take(dest.origin, granted);
+  conns_.Take(dest.origin, dest.tenant, granted);
   dest.conn_first = false;
   if (dest.platform == Platform::kDiscord) {
     const uint32_t global = dest.scopes[dest.credential_index];
@@ -489,7 +488,7 @@ void Scheduler::ApplyGrants() {
       // Left the wait some other way meanwhile (it cannot: a waiter stays until granted); keep
       // the books straight all the same.
       dest.conn_grant = false;
-      conns_.Return(dest.origin);
+      conns_.Return(dest.origin, dest.tenant);
     }
   }
 }
@@ -741,7 +740,7 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
   if (--tenant.in_flight[platform] == 0 && tenant.ready[platform].head == kNil) {
     --platform_tenants_[platform];
   }
-  conns_.Give(dest.origin);
+  conns_.Give(dest.origin, dest.tenant);
   ApplyGrants();
   ReleaseOrdering(id.value, sequence, verdict.kind == VerdictKind::kDefer);
   if (dest.state == State::kBlocked) {
@@ -1063,6 +1062,25 @@ Status Scheduler::SetMultiplexed(DestinationId id) {
   return Status::Ok();
 }
 
+bool Scheduler::StartSend(DestinationId id, uint64_t token) {
+  Result<Dest*> found = Find(id);
+  if (!found.has_value()) {
+    return true;  // not scheduled here: nothing to count
+  }
+  const Dest& dest = **found;
+  return conns_.StartSend(dest.origin, dest.tenant, tenants_[dest.tenant].weight, token);
+}
+
+void Scheduler::EndSend(DestinationId id) {
+  Result<Dest*> found = Find(id);
+  if (!found.has_value()) {
+    return;
+  }
+  conns_.EndSend((*found)->origin, (*found)->tenant);
+}
+
+std::vector<uint64_t> Scheduler::TakeSendGrants() { return conns_.TakeSendGrants(); }
+
 Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
   Result<const Dest*> found = Find(id);
   if (!found.has_value()) {
@@ -1074,7 +1092,8 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
   view.in_flight = dest.in_flight;
   view.disabled = dest.disabled;
   if (dest.origin != ConnectionBudget::kNoOrigin) {
-    view.origin_in_flight = conns_.in_flight(dest.origin);
+    view.origin_in_flight = conns_.sending(dest.origin);
+    view.origin_waiting = static_cast<int64_t>(conns_.waiting_to_send(dest.origin));
     view.origin_capacity = std::min<int64_t>(conns_.capacity(dest.origin), INT32_MAX);
   }
   const uint32_t leaf = dest.scopes[dest.leaf_index];

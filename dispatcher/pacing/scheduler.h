@@ -43,11 +43,13 @@ struct SchedulerOptions {
   std::array<int, kPlatformCount> max_in_flight_per_destination = {1, 1, 4, 4};
   // In-flight cap per platform, so a slow receiver cannot take every connection. Default: 256.
   std::array<int, kPlatformCount> max_in_flight_per_platform = {256, 256, 256, 256};
-  // The transport's connections (per origin, total, HTTP/2 streams per connection), scheduled
-  // as a concurrency scope: a delivery leaves only when its origin has a connection for it
-  // (DestinationSpec::origin), else it waits with reason `connections`; freed ones go by deficit
-  // round robin across the tenants waiting for that origin. Default: unlimited (the service sets
-  // [transport] max_host_connections, max_total_connections and max_concurrent_streams).
+  // The transport's connections (per origin, total, HTTP/2 streams per connection, requests
+  // leased ahead), scheduled as a concurrency scope: a delivery is dispatched only when its
+  // origin has a slot for it (DestinationSpec::origin), else it waits with reason `connections`;
+  // a dispatched one takes a connection through StartSend(). Freed slots and connections go to
+  // the waiting tenant holding the smallest weighted share of the origin (ConnectionBudget).
+  // Default: unlimited (the service sets [transport] max_host_connections,
+  // max_total_connections and max_concurrent_streams, and leases as many ahead as per origin).
   ConnectionLimits connections;
   // Deficit round robin quantum in cost units, multiplied by the tenant weight. Default: 1.
   int64_t quantum = 1;
@@ -110,10 +112,12 @@ struct DestinationView {
   Deferral deferral;
   bool disabled = false;
   std::string disabled_reason;
-  // Its origin's deliveries in flight and the most it may have (connections, or HTTP/2 streams);
-  // 0 and 0 when no connection limit applies.
+  // Its origin's requests on a connection and the most it may have (connections, or HTTP/2
+  // streams), and its requests dispatched and waiting for one (StartSend); 0, 0 and 0 when no
+  // connection limit applies.
   int64_t origin_in_flight = 0;
   int64_t origin_capacity = 0;
+  int64_t origin_waiting = 0;
   // The destination's own scope (the last of its path): its budget, whether response headers
   // taught it, and the units it could take now.
   BudgetName budget_name = BudgetName::kTenantEgress;
@@ -200,6 +204,17 @@ class Scheduler {
   Status SetTenantMaxInFlight(const std::string& tenant, int max_in_flight);
   // The destination's origin answered over HTTP/2: its connections carry streams from now on.
   Status SetMultiplexed(DestinationId id);
+  // The send gate of the connection budget (ConnectionBudget::StartSend): a dispatched request
+  // of destination `id` is ready to go. True: it holds a connection of its origin now, until
+  // EndSend(id). False: it waits for one; `token` comes out of TakeSendGrants() when one is held
+  // for it (the caller keeps the request until then). An unknown `id` or one without an origin
+  // limit always goes.
+  bool StartSend(DestinationId id, uint64_t token);
+  // A request of `id` that StartSend() (or a grant) let go got its answer or failed: its
+  // connection goes to the next waiting request of the origin at once. Call before OnOutcome().
+  void EndSend(DestinationId id);
+  // The tokens granted a connection since the last call, in order: send them now.
+  std::vector<uint64_t> TakeSendGrants();
   // Replaces the deployment default of one budget (from the config); call before any
   // destination is added. kInvalidArgument for a non-positive field.
   Status SetDefaultBudget(BudgetName name, const Budget& budget) {

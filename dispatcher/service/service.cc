@@ -98,7 +98,10 @@ Result<std::unique_ptr<Service>> Service::Start(
   pacing::SchedulerOptions scheduler = o.scheduler;
   scheduler.connections = {.per_origin = o.transport.max_host_connections,
                            .total = o.transport.max_total_connections,
-                           .streams = o.transport.max_concurrent_streams};
+                           .streams = o.transport.max_concurrent_streams,
+                           // As many leased ahead as the origin has connections: a freed one
+                           // goes to a request already leased (bench/README.md, section 8).
+                           .ahead = o.transport.max_host_connections};
   s->scheduler_ = std::make_unique<pacing::Scheduler>(clock, *budgets, s->random_, scheduler);
   for (const auto& [name, budget] : o.budget_defaults) {
     if (Status st = s->scheduler_->SetDefaultBudget(name, budget); !st.ok()) {

@@ -7,90 +7,127 @@
 namespace egress::pacing {
 namespace {
 
+constexpr uint32_t kA = 0;  // tenants
+constexpr uint32_t kB = 1;
+
 // Verifies that an origin admits up to its connections and then none, and that an origin that
 // is not named (or no limit at all) is never limited.
 TEST(ConnectionBudgetTest, AdmitsUpToPerOriginLimit) {
-  ConnectionBudget budget({.per_origin = 2, .total = 0, .streams = 10}, 1);
+  ConnectionBudget budget({.per_origin = 2, .total = 0, .streams = 10});
   const uint32_t o = budget.Acquire("https://hooks.example");
-  EXPECT_TRUE(budget.HasRoom(o));
-  budget.Take(o, false);
-  budget.Take(o, false);
-  EXPECT_FALSE(budget.HasRoom(o));
+  EXPECT_TRUE(budget.HasRoom(o, kA));
+  budget.Take(o, kA, false);
+  budget.Take(o, kA, false);
+  EXPECT_FALSE(budget.HasRoom(o, kA));
   EXPECT_EQ(budget.in_flight(o), 2);
   EXPECT_EQ(budget.capacity(o), 2);
   EXPECT_EQ(budget.Acquire(""), ConnectionBudget::kNoOrigin);
-  EXPECT_TRUE(budget.HasRoom(ConnectionBudget::kNoOrigin));
-  ConnectionBudget unlimited({}, 1);
+  EXPECT_TRUE(budget.HasRoom(ConnectionBudget::kNoOrigin, kA));
+  ConnectionBudget unlimited({});
   EXPECT_EQ(unlimited.Acquire("https://hooks.example"), ConnectionBudget::kNoOrigin);
 }
 
-// Verifies that freed connections alternate between two waiting tenants, whoever queued first,
-// and that a weight-2 tenant gets two for the other's one.
-TEST(ConnectionBudgetTest, FreedConnectionsGoRoundTenantsByWeight) {
-  ConnectionBudget budget({.per_origin = 1}, 1);
+// Verifies the max-min share: a freed slot goes to the waiting tenant that holds the fewest
+// (A holds 3 of 4, B 1: B gets the one A frees), then round the tenant's destinations; a tenant
+// that holds as many as another waits its turn (ties go to who was served least recently).
+TEST(ConnectionBudgetTest, FreedSlotGoesToSmallestShare) {
+  ConnectionBudget budget({.per_origin = 4});
   const uint32_t o = budget.Acquire("https://hooks.example");
-  budget.Take(o, false);
-  for (uint32_t d = 0; d < 6; ++d) {
-    budget.Wait(o, /*tenant=*/0, /*weight=*/1, d, 1);  // tenant 0 queued first, 6 of them
+  for (int i = 0; i < 3; ++i) {
+    budget.Take(o, kA, false);
   }
-  budget.Wait(o, 1, 2, 100, 1);
-  budget.Wait(o, 1, 2, 101, 1);
-  budget.Wait(o, 1, 2, 102, 1);
-  budget.Wait(o, 1, 2, 103, 1);
-  std::vector<uint32_t> order;
-  for (int i = 0; i < 6; ++i) {
-    budget.Give(o);
-    std::vector<uint32_t> grants = budget.TakeGrants();
-    ASSERT_EQ(grants.size(), 1u);
-    order.push_back(grants[0]);
-    budget.Take(o, true);
+  budget.Take(o, kB, false);
+  for (uint32_t d = 0; d < 4; ++d) {
+    budget.Wait(o, kA, 1, d);  // A queued first
   }
-  EXPECT_EQ(order, (std::vector<uint32_t>{0, 100, 101, 1, 102, 103}));
-  EXPECT_EQ(budget.waiting(o), 4u);
+  budget.Wait(o, kB, 1, 100);
+  budget.Wait(o, kB, 1, 101);
+  budget.Give(o, kA);  // A 2, B 1: B
+  EXPECT_EQ(budget.TakeGrants(), (std::vector<uint32_t>{100}));
+  budget.Take(o, kB, true);
+  budget.Give(o, kA);  // A 1, B 2: A
+  EXPECT_EQ(budget.TakeGrants(), (std::vector<uint32_t>{0}));
+  budget.Take(o, kA, true);
+  budget.Give(o, kB);  // A 2, B 1: B
+  EXPECT_EQ(budget.TakeGrants(), (std::vector<uint32_t>{101}));
+  budget.Take(o, kB, true);
+  budget.Give(o, kB);  // B waits no more: A
+  EXPECT_EQ(budget.TakeGrants(), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(budget.waiting(o), 2u);
 }
 
-// Verifies that a head that costs more than the quantum still gets its turn (no endless loop).
-TEST(ConnectionBudgetTest, CostlyHeadsAreServed) {
-  ConnectionBudget budget({.per_origin = 1}, 1);
+// Verifies weights: a weight-3 tenant gets three slots for the other's one (shares held / weight).
+TEST(ConnectionBudgetTest, WeightScalesShare) {
+  ConnectionBudget budget({.per_origin = 4});
   const uint32_t o = budget.Acquire("https://hooks.example");
-  budget.Take(o, false);
-  budget.Wait(o, 0, 1, 7, 1'000'000);
-  budget.Wait(o, 1, 1, 8, 1);
-  budget.Give(o);
-  std::vector<uint32_t> first = budget.TakeGrants();
-  ASSERT_EQ(first.size(), 1u);
-  budget.Take(o, true);
-  budget.Give(o);
-  std::vector<uint32_t> second = budget.TakeGrants();
-  ASSERT_EQ(second.size(), 1u);
-  EXPECT_NE(first[0], second[0]);
+  constexpr uint32_t kC = 2;
+  for (int i = 0; i < 4; ++i) {
+    budget.Take(o, kC, false);
+  }
+  for (uint32_t d = 0; d < 4; ++d) {
+    budget.Wait(o, kA, 1, d);
+    budget.Wait(o, kB, 3, 100 + d);
+  }
+  for (int i = 0; i < 4; ++i) {
+    budget.Give(o, kC);
+  }
+  EXPECT_EQ(budget.TakeGrants(), (std::vector<uint32_t>{0, 100, 101, 102}));
 }
 
 // Verifies that a returned grant goes to the next waiter, and that nobody overtakes a waiter.
 TEST(ConnectionBudgetTest, ReturnedGrantPassesOn) {
-  ConnectionBudget budget({.per_origin = 1}, 1);
+  ConnectionBudget budget({.per_origin = 1});
   const uint32_t o = budget.Acquire("https://hooks.example");
-  budget.Take(o, false);
-  budget.Wait(o, 0, 1, 1, 1);
-  budget.Wait(o, 1, 1, 2, 1);
-  budget.Give(o);
-  EXPECT_EQ(budget.TakeGrants(), (std::vector<uint32_t>{1}));
-  EXPECT_FALSE(budget.HasRoom(o));  // reserved for 1
-  budget.Return(o);
-  EXPECT_EQ(budget.TakeGrants(), (std::vector<uint32_t>{2}));
-  budget.Take(o, true);
+  budget.Take(o, kA, false);
+  budget.Wait(o, kA, 1, 1);
+  budget.Wait(o, kB, 1, 2);
+  budget.Give(o, kA);
+  const std::vector<uint32_t> first = budget.TakeGrants();
+  ASSERT_EQ(first.size(), 1u);
+  budget.Return(o, first[0] == 1 ? kA : kB);
+  const std::vector<uint32_t> second = budget.TakeGrants();
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_NE(second[0], first[0]);
+  budget.Take(o, second[0] == 1 ? kA : kB, true);
   EXPECT_EQ(budget.in_flight(o), 1);
+}
+
+// Verifies the send gate: with requests leased ahead, a connection freed goes at once to a
+// waiting request, the one of the tenant with the fewest on connections, whoever waited first.
+TEST(ConnectionBudgetTest, SendGateHandsFreedConnectionBySmallestShare) {
+  ConnectionBudget budget({.per_origin = 2, .ahead = 3});
+  const uint32_t o = budget.Acquire("https://hooks.example");
+  for (int i = 0; i < 4; ++i) {
+    budget.Take(o, kA, false);
+  }
+  budget.Take(o, kB, false);
+  EXPECT_FALSE(budget.HasRoom(o, kA));  // 2 connections + 3 ahead
+  EXPECT_TRUE(budget.StartSend(o, kA, 1, 1));
+  EXPECT_TRUE(budget.StartSend(o, kA, 1, 2));
+  EXPECT_FALSE(budget.StartSend(o, kA, 1, 3));
+  EXPECT_FALSE(budget.StartSend(o, kA, 1, 4));
+  EXPECT_FALSE(budget.StartSend(o, kB, 1, 5));
+  EXPECT_EQ(budget.sending(o), 2);
+  EXPECT_EQ(budget.waiting_to_send(o), 3u);
+  budget.EndSend(o, kA);
+  budget.Give(o, kA);
+  EXPECT_EQ(budget.TakeSendGrants(), (std::vector<uint64_t>{5}));  // B holds none
+  budget.EndSend(o, kA);
+  budget.Give(o, kA);
+  EXPECT_EQ(budget.TakeSendGrants(), (std::vector<uint64_t>{3}));
+  EXPECT_EQ(budget.sending(o), 2);
+  EXPECT_EQ(budget.total_connections(), 2);
 }
 
 // Verifies that HTTP/2 counts streams: capacity becomes connections × streams, the waiters are
 // granted at once, and the total counts connections, not streams.
 TEST(ConnectionBudgetTest, MultiplexedOriginCountsStreams) {
-  ConnectionBudget budget({.per_origin = 1, .total = 2, .streams = 3}, 1);
+  ConnectionBudget budget({.per_origin = 1, .total = 2, .streams = 3});
   const uint32_t o = budget.Acquire("https://api.example");
-  budget.Take(o, false);
-  budget.Wait(o, 0, 1, 1, 1);
-  budget.Wait(o, 0, 1, 2, 1);
-  budget.Wait(o, 0, 1, 3, 1);
+  budget.Take(o, kA, false);
+  budget.Wait(o, kA, 1, 1);
+  budget.Wait(o, kA, 1, 2);
+  budget.Wait(o, kA, 1, 3);
   budget.SetMultiplexed(o);
   EXPECT_EQ(budget.capacity(o), 3);
   EXPECT_EQ(budget.TakeGrants(), (std::vector<uint32_t>{1, 2}));
@@ -100,28 +137,28 @@ TEST(ConnectionBudgetTest, MultiplexedOriginCountsStreams) {
 // Verifies the total: a second origin waits for it although its own connections are free, and
 // gets the connection another origin frees.
 TEST(ConnectionBudgetTest, TotalIsSharedAcrossOrigins) {
-  ConnectionBudget budget({.per_origin = 4, .total = 2}, 1);
+  ConnectionBudget budget({.per_origin = 4, .total = 2});
   const uint32_t a = budget.Acquire("https://a.example");
   const uint32_t b = budget.Acquire("https://b.example");
-  budget.Take(a, false);
-  budget.Take(a, false);
-  EXPECT_FALSE(budget.HasRoom(b));
-  budget.Wait(b, 1, 1, 9, 1);
+  budget.Take(a, kA, false);
+  budget.Take(a, kA, false);
+  EXPECT_FALSE(budget.HasRoom(b, kB));
+  budget.Wait(b, kB, 1, 9);
   EXPECT_TRUE(budget.TakeGrants().empty());
-  budget.Give(a);
+  budget.Give(a, kA);
   EXPECT_EQ(budget.TakeGrants(), (std::vector<uint32_t>{9}));
-  budget.Take(b, true);
+  budget.Take(b, kB, true);
   EXPECT_EQ(budget.total_connections(), 2);
 }
 
 // Verifies that an origin nobody uses any more is forgotten.
 TEST(ConnectionBudgetTest, ForgetsUnusedOrigins) {
-  ConnectionBudget budget({.per_origin = 4}, 1);
+  ConnectionBudget budget({.per_origin = 4});
   const uint32_t a = budget.Acquire("https://a.example");
-  budget.Take(a, false);
+  budget.Take(a, kA, false);
   budget.Release(a);
   EXPECT_EQ(budget.origin_count(), 1u);  // still in flight
-  budget.Give(a);
+  budget.Give(a, kA);
   EXPECT_EQ(budget.origin_count(), 0u);
 }
 

@@ -67,14 +67,36 @@ class Harness {
         return out;
       }
       out.push_back(decision);
+      // As the delivery loop does once leased: take a connection or wait for one.
+      if (!scheduler_.StartSend(decision.destination, decision.sequence)) {
+        parked_.push_back(decision);
+      }
       Offer(decision.destination);
     }
   }
   void Finish(const Decision& decision) {
     DeliveryOutcome ok;
     ok.http_status = 200;
+    scheduler_.EndSend(decision.destination);
     Result<Verdict> verdict = scheduler_.OnOutcome(decision.destination, decision.sequence, ok, {});
     EXPECT_TRUE(verdict.has_value()) << verdict.error().ToString();
+    for (const uint64_t token : scheduler_.TakeSendGrants()) {
+      auto it = std::find_if(parked_.begin(), parked_.end(),
+                             [&](const Decision& d) { return d.sequence == token; });
+      ASSERT_NE(it, parked_.end());
+      sent_.push_back(*it);
+      parked_.erase(it);
+    }
+  }
+  // Dispatched requests that waited for a connection and got one since the last call.
+  std::vector<Decision> TakeSent() {
+    std::vector<Decision> out;
+    out.swap(sent_);
+    return out;
+  }
+  bool Parked(const Decision& d) const {
+    return std::any_of(parked_.begin(), parked_.end(),
+                       [&](const Decision& p) { return p.sequence == d.sequence; });
   }
   std::string Reason(DestinationId id) { return scheduler_.Inspect(id)->deferral.ToString(); }
   Scheduler& scheduler() { return scheduler_; }
@@ -85,6 +107,8 @@ class Harness {
   FakeRandom random_;
   Scheduler scheduler_;
   uint64_t sequence_ = 0;
+  std::vector<Decision> parked_;
+  std::vector<Decision> sent_;
 };
 
 // Verifies that an origin gets at most its connections in flight, the rest wait with reason
@@ -107,62 +131,57 @@ TEST(SchedulerConnectionsTest, OriginConnectionsCapInFlight) {
   EXPECT_EQ(next[0].destination, a[2]);  // the waiter, not the one that just finished
 }
 
-// Verifies the case in miniature: tenant A holds every connection of a shared host with
-// many destinations waiting; tenant B, queued later, gets every other freed connection (not one
-// after all of A's), the host stays full, and once B is done A gets every freed connection.
-TEST(SchedulerConnectionsTest, FreedConnectionsGoRoundTenants) {
-  Harness h(WithConnections(4));
+// Verifies the case in miniature, requests leased ahead as the service does: tenant A
+// holds every connection of a shared host and every slot ahead, with many destinations waiting;
+// tenant B, queued later, holding less than its share, is dispatched at once and takes the next
+// connection freed (not one after all of A's), every time; the host's connections stay in use,
+// and once B is done A gets every freed connection.
+TEST(SchedulerConnectionsTest, FreedConnectionsGoToSmallestShare) {
+  SchedulerOptions options = WithConnections(4);
+  options.connections.ahead = 4;
+  Harness h(options);
   std::vector<DestinationId> a;
   for (int i = 0; i < 20; ++i) {
     a.push_back(h.Add(Webhook("a", "/slow/" + std::to_string(i))));
   }
-  std::deque<Decision> in_flight;
-  for (Decision& d : h.Drain()) {
-    in_flight.push_back(d);
+  std::deque<Decision> sending;
+  std::vector<Decision> dispatched = h.Drain();
+  ASSERT_EQ(dispatched.size(), 8u);  // 4 on connections, 4 leased ahead
+  for (const Decision& d : dispatched) {
+    if (!h.Parked(d)) {
+      sending.push_back(d);
+    }
   }
-  ASSERT_EQ(in_flight.size(), 4u);
+  ASSERT_EQ(sending.size(), 4u);
+  EXPECT_EQ(h.Reason(a[10]), "connections");
   const DestinationId b = h.Add(Webhook("b", "/fast"));
-  EXPECT_TRUE(h.Drain().empty());
-  EXPECT_EQ(h.Reason(b), "connections");
-  // B's answers come at once, A's slowly: finish B's request if one is out, else A's oldest.
-  auto finish_next = [&] {
-    auto it = std::find_if(in_flight.begin(), in_flight.end(),
-                           [&](const Decision& d) { return d.destination == b; });
-    if (it == in_flight.end()) {
-      it = in_flight.begin();
-    }
-    h.Finish(*it);
-    in_flight.erase(it);
-  };
   int to_b = 0;
+  std::vector<Decision> now = h.Drain();
   for (int i = 0; i < 10; ++i) {
-    finish_next();
-    std::vector<Decision> sent = h.Drain();
-    ASSERT_EQ(sent.size(), 1u) << "free " << i;  // nothing left idle
-    to_b += sent[0].destination == b;
-    in_flight.push_back(sent[0]);
-  }
-  EXPECT_EQ(to_b, 5);  // every other one, though A's 16 waited first
-  // B stops (its waiting head withdrawn): every freed connection goes to A.
-  std::vector<Decision> rest;
-  auto collect = [&] {
-    for (const Decision& d : h.Drain()) {
-      rest.push_back(d);
-      in_flight.push_back(d);
+    // B's head goes at once (it holds nothing); it waits for a connection, and the next one
+    // freed (A's oldest) is its.
+    auto mine =
+        std::find_if(now.begin(), now.end(), [&](const Decision& d) { return d.destination == b; });
+    ASSERT_NE(mine, now.end()) << i;
+    ASSERT_TRUE(h.Parked(*mine));
+    for (const Decision& d : now) {
+      if (!h.Parked(d)) {
+        sending.push_back(d);
+      }
     }
-  };
-  finish_next();
-  ASSERT_TRUE(h.scheduler().Withdraw(b).ok());
-  collect();
-  for (int i = 0; i < 4; ++i) {
-    finish_next();
-    collect();
+    h.Finish(sending.front());
+    sending.pop_front();
+    std::vector<Decision> sent = h.TakeSent();
+    ASSERT_EQ(sent.size(), 1u);
+    to_b += sent[0].destination == b;
+    h.Finish(sent[0]);  // B answers at once: its connection goes to A's next leased request
+    for (const Decision& d : h.TakeSent()) {
+      sending.push_back(d);
+    }
+    now = h.Drain();  // the slots freed: A's waiting heads, and B's next
   }
-  EXPECT_EQ(rest.size(), 5u);
-  for (const Decision& d : rest) {
-    EXPECT_NE(d.destination, b);
-  }
-  EXPECT_EQ(h.scheduler().Inspect(a[0])->origin_in_flight, 4);
+  EXPECT_EQ(to_b, 10);
+  EXPECT_EQ(h.scheduler().Inspect(a[0])->origin_in_flight, 4);  // nothing left idle
 }
 
 // Verifies that destinations on other origins are not held back by a full one.

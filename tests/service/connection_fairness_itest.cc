@@ -91,19 +91,25 @@ class ConnectionFairnessTest : public ::testing::Test {
     ASSERT_EQ(r.status, 202) << r.body;
   }
 
-  // The tenant's deliveries in flight, summed over its destinations, and the connections of the
-  // host its destinations report.
-  std::pair<int64_t, int64_t> InFlight(const std::string& tenant) {
-    json list = HttpCallAs(kAdminToken, port_, "GET", "/v1/destinations?tenant=" + tenant).Json();
+  // The tenant's deliveries in flight (dispatched: on a connection or leased ahead), summed over
+  // its destinations, and the requests on the host's connections and their capacity, as its
+  // destinations report them.
+  struct Load {
     int64_t in_flight = 0;
+    int64_t on_connections = 0;
     int64_t capacity = 0;
+  };
+  Load InFlight(const std::string& tenant) {
+    json list = HttpCallAs(kAdminToken, port_, "GET", "/v1/destinations?tenant=" + tenant).Json();
+    Load load;
     for (const json& d : list["destinations"]) {
-      in_flight += d["in_flight"].get<int64_t>();
+      load.in_flight += d["in_flight"].get<int64_t>();
       if (d.contains("connections")) {
-        capacity = d["connections"]["capacity"].get<int64_t>();
+        load.on_connections = d["connections"]["in_flight"].get<int64_t>();
+        load.capacity = d["connections"]["capacity"].get<int64_t>();
       }
     }
-    return {in_flight, capacity};
+    return load;
   }
 
   int64_t Accepted(const json& stats, const std::string& hook) {
@@ -153,10 +159,11 @@ TEST_F(ConnectionFairnessTest, SlowTenantDoesNotStarveOthersOnSharedHost) {
     }
     PostBatch(deliveries);
   }
-  // A fills the host: every connection, and no more.
-  ASSERT_TRUE(WaitFor([&] { return InFlight("acme").first == kHostConnections; },
+  // A fills the host: every connection, and no more; as many again leased ahead.
+  ASSERT_TRUE(WaitFor([&] { return InFlight("acme").on_connections == kHostConnections; },
                       std::chrono::seconds(20)));
-  EXPECT_EQ(InFlight("acme").second, kHostConnections);
+  EXPECT_EQ(InFlight("acme").capacity, kHostConnections);
+  EXPECT_LE(InFlight("acme").in_flight, 2 * kHostConnections);
 
   const json before = sim_.Stats();
   json fast = json::array();
@@ -166,10 +173,16 @@ TEST_F(ConnectionFairnessTest, SlowTenantDoesNotStarveOthersOnSharedHost) {
   const auto queued = clock_.Now();
   PostBatch(fast);
   json after;
+  int64_t idle_samples = 0;  // samples with a connection unused while B was not done
   ASSERT_TRUE(WaitFor(
       [&] {
         after = sim_.Stats();
-        return Accepted(after, "fast") == kFastDeliveries;
+        if (Accepted(after, "fast") == kFastDeliveries) {
+          return true;
+        }
+        // A keeps every connection B does not use (A has leased requests waiting for one).
+        idle_samples += InFlight("acme").on_connections < kHostConnections - 4;
+        return false;
       },
       std::chrono::seconds(30)))
       << "B delivered " << Accepted(after, "fast") << " of " << kFastDeliveries;
@@ -178,14 +191,16 @@ TEST_F(ConnectionFairnessTest, SlowTenantDoesNotStarveOthersOnSharedHost) {
   std::printf("B: %d delivered in %.2f s of being queued; A meanwhile: %lld\n", kFastDeliveries,
               seconds, static_cast<long long>(slow_meanwhile));
   // Arrival order would have put B behind A's queue (16 of 50 in 16 s before the fix, A ~53/s:
-  // thousands of A's meanwhile). Taking turns, B needs a few of A's answers per delivery: loose
-  // bounds for a noisy machine.
-  EXPECT_LT(seconds, 20.0);
-  EXPECT_LE(slow_meanwhile, 20 * kFastDeliveries);
+  // thousands of A's meanwhile). Holding less, B wins every connection it waits for; its own
+  // meter (webhook_destination, 50/s) makes ~1.05 s the floor. The issue asks for 2 s: the
+  // bound is looser for a loaded machine (the figure is printed above).
+  EXPECT_LT(seconds, 4.0);
+  EXPECT_LE(slow_meanwhile, 4 * kFastDeliveries);
+  EXPECT_LE(idle_samples, 2);
   // B is done: A takes every connection again (B never held one for long).
-  EXPECT_TRUE(WaitFor([&] { return InFlight("acme").first == kHostConnections; },
+  EXPECT_TRUE(WaitFor([&] { return InFlight("acme").on_connections == kHostConnections; },
                       std::chrono::seconds(20)));
-  EXPECT_EQ(InFlight("globex").first, 0);
+  EXPECT_EQ(InFlight("globex").in_flight, 0);
   EXPECT_EQ(after["totals"]["rate_limited"], 0);
 }
 

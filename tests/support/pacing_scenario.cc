@@ -134,6 +134,14 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
         span > 0 ? static_cast<int64_t>(latency.Next() % static_cast<uint64_t>(span)) : 0;
     return (lo + draw) / 2;
   };
+  // Requests dispatched and waiting for a connection (StartSend), by token: destination, sequence.
+  std::map<uint64_t, std::pair<size_t, uint64_t>> parked;
+  uint64_t send_token = 0;
+  auto send = [&](size_t i, uint64_t sequence) {
+    ++in_flight;
+    events.emplace(ToNanos(clock.Now()) + half_latency(),
+                   Event{Event::Kind::kArrive, i, sequence, {}});
+  };
   int64_t last_limit = -1;
   bool last_probing = false;
   const int64_t deadline_ns = start_ns + Nanos(scenario.deadline).count();
@@ -148,9 +156,13 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
       DestState& d = dests[i];
       d.held = 0;
       d.pending.erase(decision.sequence);
-      ++in_flight;
-      events.emplace(ToNanos(clock.Now()) + half_latency(),
-                     Event{Event::Kind::kArrive, i, decision.sequence, {}});
+      // As the delivery loop does (leases are instant here): a connection, or wait for one.
+      const uint64_t token = ++send_token;
+      if (scheduler.StartSend(d.id, token)) {
+        send(i, decision.sequence);
+      } else {
+        parked.emplace(token, std::make_pair(i, decision.sequence));
+      }
       OfferEarliest(scheduler, d);
       continue;
     }
@@ -196,6 +208,14 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
       }
       DestState& d = dests[event.dest];
       --in_flight;
+      scheduler.EndSend(d.id);
+      for (const uint64_t token : scheduler.TakeSendGrants()) {
+        auto it = parked.find(token);
+        if (it != parked.end()) {
+          send(it->second.first, it->second.second);
+          parked.erase(it);
+        }
+      }
       adapters::HttpHeaders headers;
       for (const auto& [name, value] : event.response.headers) {
         headers.push_back(adapters::HttpHeader{name, value});
@@ -357,7 +377,7 @@ PacingScenario FairnessScenario(int slow, int fast, uint64_t seed) {
   PacingScenario scenario;
   scenario.name = "fairness";
   scenario.seed = seed;
-  scenario.connections = {.per_origin = 16, .total = 256, .streams = 100};
+  scenario.connections = {.per_origin = 16, .total = 256, .streams = 100, .ahead = 16};
   constexpr int kSlowUrls = 50;
   for (int u = 0; u < kSlowUrls; ++u) {
     PacingScenario::Destination dest;

@@ -405,7 +405,7 @@ void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std
   }
   if (leased) {
     OnStoreOk();
-    Send(key, sequence, std::move(*leased));
+    SendWhenConnected(key, sequence, std::move(*leased));
     return;
   }
   if (Passing(leased.error())) {
@@ -422,6 +422,36 @@ void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std
   Fetch(dest);
   SchedulePump();
   CheckDrained();
+}
+
+void DeliveryLoop::SendWhenConnected(const std::string& key, uint64_t sequence, Delivery d) {
+  const uint64_t token = ++next_send_token_;
+  if (!scheduler_.StartSend(dests_.at(key).id, token)) {
+    parked_.emplace(token, Parked{key, sequence, std::move(d)});
+    return;
+  }
+  Send(key, sequence, std::move(d));
+  SendGranted();  // a Send that failed at once freed its connection
+}
+
+void DeliveryLoop::SendGranted() {
+  if (sending_granted_) {
+    return;  // the running call sends them
+  }
+  sending_granted_ = true;
+  for (std::vector<uint64_t> granted = scheduler_.TakeSendGrants(); !granted.empty();
+       granted = scheduler_.TakeSendGrants()) {
+    for (const uint64_t token : granted) {
+      auto it = parked_.find(token);
+      if (it == parked_.end()) {
+        continue;
+      }
+      Parked parked = std::move(it->second);
+      parked_.erase(it);
+      Send(parked.dest_key, parked.sequence, std::move(parked.delivery));
+    }
+  }
+  sending_granted_ = false;
 }
 
 void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
@@ -441,6 +471,7 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
     // unusable credential is the operator's to fix, so the destination is disabled and the
     // delivery waits, deferred with destination_disabled.
     const pacing::DestinationId id = dests_.at(key).id;
+    scheduler_.EndSend(id);  // its connection was never used
     pacing::DeliveryOutcome outcome{.permanent = true, .platform_error = "invalid_payload"};
     scheduler_.OnOutcome(id, sequence, outcome, {}).status().IgnoreError();
     if (request.error().code() != Status::Code::kInvalidArgument) {
@@ -469,6 +500,14 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
 void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const Delivery& d,
                               const adapters::PlatformAdapter& adapter,
                               Result<adapters::HttpResponse> r) {
+  scheduler_.EndSend(dests_.at(key).id);
+  HandleResponse(key, sequence, d, adapter, std::move(r));
+  SendGranted();
+}
+
+void DeliveryLoop::HandleResponse(const std::string& key, uint64_t sequence, const Delivery& d,
+                                  const adapters::PlatformAdapter& adapter,
+                                  Result<adapters::HttpResponse> r) {
   adapters::AttemptReport report = adapter.Interpret(d, r, clock_.WallNow());
   Dest& dest = dests_.at(key);
   dest.last_active = clock_.Now();
