@@ -58,7 +58,8 @@ struct SchedulerOptions {
   // Discord's global limit as a window (docs/pacing.md, "Discord's global limit"): at most
   // `limit` requests of a bot token in any `scale_ms` + global_window_offset, this process's
   // sends counted in a sliding window; the discord_global meter then bursts up to its limit.
-  // False: the meter alone, as configured. Default: true.
+  // False: the meter alone, as configured (the service sets it with shared budgets: the window
+  // sees one process's sends only). Default: true.
   bool discord_global_window = true;
   // Added to the window: covers this much variation of the requests' latency. Default: 25 ms.
   Millis global_window_offset{25};

@@ -102,6 +102,11 @@ Result<std::unique_ptr<Service>> Service::Start(
                            // As many leased ahead as the origin has connections: a freed one
                            // goes to a request already leased (bench/README.md, section 8).
                            .ahead = o.transport.max_host_connections};
+  // Shared budgets: Discord's global is the shared meter alone. The sliding window counts this
+  // node's sends only, so N nodes would spend a token's 50/s N times (docs/pacing.md).
+  if (o.shared_budgets.enabled) {
+    scheduler.discord_global_window = false;
+  }
   s->scheduler_ = std::make_unique<pacing::Scheduler>(clock, *budgets, s->random_, scheduler);
   for (const auto& [name, budget] : o.budget_defaults) {
     if (Status st = s->scheduler_->SetDefaultBudget(name, budget); !st.ok()) {
