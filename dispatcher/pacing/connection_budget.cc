@@ -71,7 +71,7 @@ void ConnectionBudget::MaybeForget(uint32_t origin) {
 void ConnectionBudget::MaybeForgetTenant(Origin& o, uint32_t tenant) {
   auto it = o.tenants.find(tenant);
   if (it != o.tenants.end() && it->second.held == 0 && it->second.sending == 0 &&
-      it->second.dests.empty() && it->second.sends.empty()) {
+      it->second.kept == 0 && it->second.dests.empty() && it->second.sends.empty()) {
     o.tenants.erase(it);
   }
 }
@@ -136,7 +136,7 @@ void ConnectionBudget::Requeue(Origin& o, uint32_t tenant, Share& s, bool sends,
   if (!queued) {
     return;
   }
-  key.held = sends ? s.sending : s.held;
+  key.held = sends ? s.sending + s.kept : s.held;
   key.weight = s.weight;
   key.tenant = tenant;
   if (served) {
@@ -309,6 +309,11 @@ bool ConnectionBudget::StartSend(uint32_t origin, uint32_t tenant, uint32_t weig
   Origin& o = origins_[origin];
   Share& s = o.tenants[tenant];
   s.weight = std::max<uint32_t>(1, weight);
+  if (s.kept > 0) {
+    --s.kept;  // o.sending counts it already
+    ++s.sending;
+    return true;
+  }
   if (o.send_waiters == 0 && o.sending < CapacityOf(o)) {
     ++o.sending;
     ++s.sending;
@@ -335,6 +340,55 @@ void ConnectionBudget::EndSend(uint32_t origin, uint32_t tenant) {
     Requeue(o, tenant, it->second, true, false);
   }
   GrantSends(o);
+}
+
+bool ConnectionBudget::Keep(uint32_t origin, uint32_t tenant) {
+  if (origin == kNoOrigin) {
+    return false;
+  }
+  Origin& o = origins_[origin];
+  auto it = o.tenants.find(tenant);
+  EGRESS_CHECK(o.sending > 0 && it != o.tenants.end() && it->second.sending > 0);
+  Share& s = it->second;
+  const auto tenants = static_cast<int64_t>(o.tenants.size());
+  // Nobody else waits (it would be free for the tenant's next request anyway), its own request
+  // waits and takes it at once, or it has another connection: nothing to keep. One at most.
+  if (o.send_waiters == 0 || !s.sends.empty() || s.sending != 1 || s.kept != 0 ||
+      tenants > CapacityOf(o)) {
+    EndSend(origin, tenant);
+    return false;
+  }
+  --s.sending;
+  ++s.kept;
+  return true;
+}
+
+void ConnectionBudget::Unkeep(uint32_t origin, uint32_t tenant) {
+  if (origin == kNoOrigin) {
+    return;
+  }
+  Origin& o = origins_[origin];
+  auto it = o.tenants.find(tenant);
+  if (it == o.tenants.end() || it->second.kept == 0) {
+    return;
+  }
+  o.sending -= it->second.kept;
+  it->second.kept = 0;
+  if (!it->second.sends.empty()) {
+    Requeue(o, tenant, it->second, true, false);
+  }
+  MaybeForgetTenant(o, tenant);
+  GrantSends(o);
+  MaybeForget(origin);
+}
+
+int64_t ConnectionBudget::kept(uint32_t origin, uint32_t tenant) const {
+  if (origin == kNoOrigin) {
+    return 0;
+  }
+  const Origin& o = origins_[origin];
+  auto it = o.tenants.find(tenant);
+  return it == o.tenants.end() ? 0 : it->second.kept;
 }
 
 void ConnectionBudget::GrantSends(Origin& o) {

@@ -82,10 +82,20 @@ class ConnectionBudget {
   // A sent request of `tenant` got its answer (or failed): its connection goes to the next
   // waiting request at once (TakeSendGrants()).
   void EndSend(uint32_t origin, uint32_t tenant);
+  // Instead of EndSend(): the connection of a sent request of `tenant` that got its answer stays
+  // the tenant's, for its next request (StartSend takes it first), when it was the tenant's only
+  // one at the origin, others wait for one and one connection is within the tenant's share
+  // (capacity / tenants there): a tenant sending one request after another keeps one connection
+  // instead of waiting each time for one a slow tenant frees (those come in bunches). False: not
+  // kept, EndSend() was done. Unkeep() gives it back.
+  bool Keep(uint32_t origin, uint32_t tenant);
+  // Gives back every connection `tenant` keeps at `origin` (its next request did not come).
+  void Unkeep(uint32_t origin, uint32_t tenant);
   // The tokens granted a connection since the last call, in grant order: send them now.
   std::vector<uint64_t> TakeSendGrants();
 
-  // Dispatched (slots in use) and sending (on a connection) requests of the origin.
+  // Dispatched (slots in use) and sending (on a connection, kept ones included) requests of the
+  // origin.
   int64_t in_flight(uint32_t origin) const;
   int64_t sending(uint32_t origin) const;
   // The requests the origin's connections carry at once (connections, or HTTP/2 streams).
@@ -94,6 +104,8 @@ class ConnectionBudget {
   // Destinations waiting for a slot, and requests waiting for a connection.
   size_t waiting(uint32_t origin) const;
   size_t waiting_to_send(uint32_t origin) const;
+  // The connections `tenant` keeps at `origin` for its next request (Keep).
+  int64_t kept(uint32_t origin, uint32_t tenant) const;
   int64_t total_connections() const { return total_used_; }
   size_t origin_count() const { return index_.size(); }
 
@@ -115,6 +127,7 @@ class ConnectionBudget {
     uint32_t weight = 1;
     int64_t held = 0;            // slots: dispatched or granted
     int64_t sending = 0;         // on a connection
+    int64_t kept = 0;            // connections kept for its next request (Keep)
     std::deque<uint32_t> dests;  // waiting for a slot, with their heads
     std::deque<uint64_t> sends;  // waiting for a connection
     QueueKey slot_key;           // its key in slot_queue while dests is not empty

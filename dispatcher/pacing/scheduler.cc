@@ -328,6 +328,9 @@ int Scheduler::PickPlatform(Tenant& tenant) {
 Decision Scheduler::Next() {
   const int64_t now_ns = ToNanos(clock_.Now());
   FireTimers(now_ns);
+  if (!kept_.empty()) {
+    ExpireKept(now_ns);
+  }
   Decision decision;
   size_t stalled = 0;
   while (!ring_.empty() && stalled < ring_.size()) {
@@ -369,6 +372,9 @@ Decision Scheduler::Next() {
     }
   }
   std::optional<int64_t> wake = EarliestTimer();
+  for (const KeptConnection& k : kept_) {
+    wake = std::min(wake.value_or(INT64_MAX), k.until_ns);
+  }
   if (wake.has_value()) {
     decision.kind = Decision::Kind::kWait;
     decision.wake_at = FromNanos(*wake);
@@ -1068,7 +1074,14 @@ bool Scheduler::StartSend(DestinationId id, uint64_t token) {
     return true;  // not scheduled here: nothing to count
   }
   const Dest& dest = **found;
-  return conns_.StartSend(dest.origin, dest.tenant, tenants_[dest.tenant].weight, token);
+  const bool sent = conns_.StartSend(dest.origin, dest.tenant, tenants_[dest.tenant].weight, token);
+  if (!kept_.empty()) {
+    std::erase_if(kept_, [&](const KeptConnection& k) {
+      return k.origin == dest.origin && k.tenant == dest.tenant &&
+             conns_.kept(k.origin, k.tenant) == 0;
+    });
+  }
+  return sent;
 }
 
 void Scheduler::EndSend(DestinationId id) {
@@ -1076,7 +1089,45 @@ void Scheduler::EndSend(DestinationId id) {
   if (!found.has_value()) {
     return;
   }
-  conns_.EndSend((*found)->origin, (*found)->tenant);
+  const Dest& dest = **found;
+  const int64_t keep_ns = Nanos(options_.connection_keep).count();
+  if (dest.origin == ConnectionBudget::kNoOrigin || keep_ns <= 0 || !dest.has_head) {
+    conns_.EndSend(dest.origin, dest.tenant);
+    return;
+  }
+  // When is its next head due? Ready or held by an outcome: at once; on a timer: then.
+  const int64_t now_ns = ToNanos(clock_.Now());
+  int64_t due_ns = INT64_MAX;
+  if (dest.state == State::kReady || dest.state == State::kBlocked ||
+      dest.state == State::kConnWait) {
+    due_ns = now_ns;
+  } else if (dest.state == State::kTimer || dest.state == State::kScopeWait) {
+    due_ns = std::max(now_ns, dest.until_ns);
+  }
+  if (due_ns - now_ns > keep_ns) {
+    conns_.EndSend(dest.origin, dest.tenant);
+    return;
+  }
+  if (!conns_.Keep(dest.origin, dest.tenant)) {
+    return;  // not kept: ended as by EndSend
+  }
+  for (KeptConnection& k : kept_) {
+    if (k.origin == dest.origin && k.tenant == dest.tenant) {
+      k.until_ns = std::max(k.until_ns, due_ns + keep_ns);
+      return;
+    }
+  }
+  kept_.push_back(KeptConnection{dest.origin, dest.tenant, due_ns + keep_ns});
+}
+
+void Scheduler::ExpireKept(int64_t now_ns) {
+  std::erase_if(kept_, [&](const KeptConnection& k) {
+    if (k.until_ns > now_ns && conns_.kept(k.origin, k.tenant) > 0) {
+      return false;
+    }
+    conns_.Unkeep(k.origin, k.tenant);
+    return true;
+  });
 }
 
 std::vector<uint64_t> Scheduler::TakeSendGrants() { return conns_.TakeSendGrants(); }

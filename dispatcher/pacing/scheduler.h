@@ -51,6 +51,12 @@ struct SchedulerOptions {
   // Default: unlimited (the service sets [transport] max_host_connections,
   // max_total_connections and max_concurrent_streams, and leases as many ahead as per origin).
   ConnectionLimits connections;
+  // A connection freed by a tenant under its share of the origin stays that tenant's while the
+  // destination's next head is due within this long, until this long after it is due (the
+  // lease between dispatch and StartSend), if others wait for connections
+  // (ConnectionBudget::Keep): a tenant sending one request after another keeps one connection
+  // instead of waiting for one a slow tenant frees. 0: never kept. Default: 25 ms.
+  Millis connection_keep{25};
   // Deficit round robin quantum in cost units, multiplied by the tenant weight. Default: 1.
   int64_t quantum = 1;
   // Added to every remaining == 0 reset wait (discord.js offset). Default: 50 ms.
@@ -212,9 +218,11 @@ class Scheduler {
   // limit always goes.
   bool StartSend(DestinationId id, uint64_t token);
   // A request of `id` that StartSend() (or a grant) let go got its answer or failed: its
-  // connection goes to the next waiting request of the origin at once. Call before OnOutcome().
+  // connection goes to the next waiting request of the origin at once, or stays its tenant's for
+  // the destination's next head (SchedulerOptions::connection_keep). Call before OnOutcome().
   void EndSend(DestinationId id);
-  // The tokens granted a connection since the last call, in order: send them now.
+  // The tokens granted a connection since the last call, in order: send them now. Call after
+  // EndSend() and after Next() (which gives back kept connections whose time is up).
   std::vector<uint64_t> TakeSendGrants();
   // Replaces the deployment default of one budget (from the config); call before any
   // destination is added. kInvalidArgument for a non-positive field.
@@ -361,6 +369,8 @@ class Scheduler {
   void DispatchHead(uint32_t d, Decision& decision);
   // Makes ready the destinations the connection budget granted a connection.
   void ApplyGrants();
+  // Gives back the connections kept past their time (EndSend, ConnectionBudget::Keep).
+  void ExpireKept(int64_t now_ns);
   int TenantCap(const Tenant& tenant, int platform) const;
   void ClearHeadId(uint32_t d);
   void RekeyDiscord(uint32_t d);
@@ -407,6 +417,13 @@ class Scheduler {
   // Per platform: the tenants with deliveries in flight or heads in their ready FIFO.
   std::array<int, kPlatformCount> platform_tenants_{};
   ConnectionBudget conns_;
+  // Connections a tenant keeps at an origin for its next request, until `until_ns`.
+  struct KeptConnection {
+    uint32_t origin = 0;
+    uint32_t tenant = 0;
+    int64_t until_ns = 0;
+  };
+  std::vector<KeptConnection> kept_;
   std::unordered_map<uint32_t, std::vector<HeldKey>> held_;
   std::unordered_map<uint32_t, std::string> disabled_reasons_;
   std::unordered_map<uint32_t, std::string> long_ids_;  // heads whose id packs in no other form

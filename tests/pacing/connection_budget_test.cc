@@ -119,6 +119,42 @@ TEST(ConnectionBudgetTest, SendGateHandsFreedConnectionBySmallestShare) {
   EXPECT_EQ(budget.total_connections(), 2);
 }
 
+// Verifies Keep: the only connection of a tenant under its share stays its own while others
+// wait (its next StartSend goes at once); a tenant over its share, or one nobody waits behind,
+// keeps nothing; Unkeep hands the kept one to the waiting request.
+TEST(ConnectionBudgetTest, KeepHoldsATenantsOnlyConnectionForItsNextRequest) {
+  ConnectionBudget budget({.per_origin = 2, .ahead = 2});
+  const uint32_t o = budget.Acquire("https://hooks.example");
+  budget.Take(o, kB, false);
+  ASSERT_TRUE(budget.StartSend(o, kB, 1, 1));
+  EXPECT_FALSE(budget.Keep(o, kB));  // nobody waits: simply ended
+  EXPECT_EQ(budget.sending(o), 0);
+  budget.Give(o, kB);
+  for (int i = 0; i < 3; ++i) {
+    budget.Take(o, kA, false);
+  }
+  budget.Take(o, kB, false);
+  ASSERT_TRUE(budget.StartSend(o, kA, 1, 2));
+  ASSERT_TRUE(budget.StartSend(o, kB, 1, 3));
+  ASSERT_FALSE(budget.StartSend(o, kA, 1, 4));
+  EXPECT_FALSE(budget.Keep(o, kA));  // A's own request waits: it takes it, nothing kept
+  EXPECT_EQ(budget.TakeSendGrants(), (std::vector<uint64_t>{4}));
+  budget.Give(o, kA);
+  ASSERT_FALSE(budget.StartSend(o, kA, 1, 5));
+  EXPECT_TRUE(budget.Keep(o, kB));  // B's only one, A waits: kept
+  EXPECT_TRUE(budget.TakeSendGrants().empty());
+  EXPECT_EQ(budget.kept(o, kB), 1);
+  EXPECT_EQ(budget.sending(o), 2);
+  budget.Give(o, kB);
+  budget.Take(o, kB, false);
+  EXPECT_TRUE(budget.StartSend(o, kB, 1, 6));  // its next request: on the kept connection
+  EXPECT_EQ(budget.kept(o, kB), 0);
+  EXPECT_TRUE(budget.Keep(o, kB));
+  budget.Unkeep(o, kB);
+  EXPECT_EQ(budget.TakeSendGrants(), (std::vector<uint64_t>{5}));  // A's waiting one
+  EXPECT_EQ(budget.sending(o), 2);
+}
+
 // Verifies that HTTP/2 counts streams: capacity becomes connections × streams, the waiters are
 // granted at once, and the total counts connections, not streams.
 TEST(ConnectionBudgetTest, MultiplexedOriginCountsStreams) {

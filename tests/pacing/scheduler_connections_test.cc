@@ -74,12 +74,23 @@ class Harness {
       Offer(decision.destination);
     }
   }
+  // Next() as the delivery loop calls it, then the requests granted a connection it gave back
+  // (a kept one whose time is up).
+  Decision NextAndSend() {
+    Decision decision = scheduler_.Next();
+    CollectGrants();
+    return decision;
+  }
+  void Advance(Millis by) { clock_.Advance(by); }
   void Finish(const Decision& decision) {
     DeliveryOutcome ok;
     ok.http_status = 200;
     scheduler_.EndSend(decision.destination);
     Result<Verdict> verdict = scheduler_.OnOutcome(decision.destination, decision.sequence, ok, {});
     EXPECT_TRUE(verdict.has_value()) << verdict.error().ToString();
+    CollectGrants();
+  }
+  void CollectGrants() {
     for (const uint64_t token : scheduler_.TakeSendGrants()) {
       auto it = std::find_if(parked_.begin(), parked_.end(),
                              [&](const Decision& d) { return d.sequence == token; });
@@ -139,6 +150,7 @@ TEST(SchedulerConnectionsTest, OriginConnectionsCapInFlight) {
 TEST(SchedulerConnectionsTest, FreedConnectionsGoToSmallestShare) {
   SchedulerOptions options = WithConnections(4);
   options.connections.ahead = 4;
+  options.connection_keep = Millis(0);  // each freed connection is handed on
   Harness h(options);
   std::vector<DestinationId> a;
   for (int i = 0; i < 20; ++i) {
@@ -182,6 +194,46 @@ TEST(SchedulerConnectionsTest, FreedConnectionsGoToSmallestShare) {
   }
   EXPECT_EQ(to_b, 10);
   EXPECT_EQ(h.scheduler().Inspect(a[0])->origin_in_flight, 4);  // nothing left idle
+}
+
+// Verifies connection_keep: B's request ends while its next head is due and A's requests wait
+// for connections, so B keeps its connection and its next request goes at once; a kept
+// connection whose head did not come within connection_keep goes to A's waiting request.
+TEST(SchedulerConnectionsTest, TenantUnderShareKeepsItsConnectionForItsNextHead) {
+  SchedulerOptions options = WithConnections(2);
+  options.connections.ahead = 2;
+  options.connection_keep = Millis(25);
+  Harness h(options);
+  h.Add(Webhook("a", "/slow/1"));
+  h.Add(Webhook("a", "/slow/2"));
+  h.Add(Webhook("a", "/slow/3"));
+  h.Add(Webhook("a", "/slow/4"));
+  std::vector<Decision> a = h.Drain();
+  ASSERT_EQ(a.size(), 4u);  // 2 on connections, 2 leased ahead
+  const DestinationId b = h.Add(Webhook("b", "/fast"));
+  std::vector<Decision> first = h.Drain();
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_TRUE(h.Parked(first[0]));  // B waits for the next connection A frees
+  h.Finish(a[0]);
+  ASSERT_EQ(h.TakeSent().size(), 1u);  // B's
+  h.Finish(first[0]);                  // B's head (held by its in-flight cap of 1) is due now: kept
+  EXPECT_TRUE(h.TakeSent().empty());
+  EXPECT_EQ(h.scheduler().Inspect(b)->origin_in_flight, 2);  // the kept one counts
+  std::vector<Decision> next = h.Drain();  // B's next head, and A's into the slot A freed
+  auto mine =
+      std::find_if(next.begin(), next.end(), [&](const Decision& d) { return d.destination == b; });
+  ASSERT_NE(mine, next.end());
+  EXPECT_FALSE(h.Parked(*mine));  // on its kept connection at once
+  for (const Decision& d : next) {
+    EXPECT_EQ(h.Parked(d), d.destination != b);  // A's wait for a connection
+  }
+  h.Finish(*mine);  // kept again
+  EXPECT_TRUE(h.TakeSent().empty());
+  h.Advance(Millis(26));  // B's next request did not come within connection_keep
+  h.NextAndSend();
+  std::vector<Decision> handed = h.TakeSent();
+  ASSERT_EQ(handed.size(), 1u);
+  EXPECT_NE(handed[0].destination, b);  // A's waiting request got it
 }
 
 // Verifies that destinations on other origins are not held back by a full one.

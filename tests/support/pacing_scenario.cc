@@ -93,6 +93,7 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
   SeededRandom latency(scenario.seed * 7919 + 1);
   pacing::SchedulerOptions options = ProfileOptions();
   options.connections = scenario.connections;
+  options.connection_keep = scenario.connection_keep;
   pacing::Scheduler scheduler(clock, store, random, options);
   for (const auto& [name, budget] : scenario.budgets) {
     scheduler.SetDefaultBudget(name, budget).IgnoreError();
@@ -137,10 +138,30 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
   // Requests dispatched and waiting for a connection (StartSend), by token: destination, sequence.
   std::map<uint64_t, std::pair<size_t, uint64_t>> parked;
   uint64_t send_token = 0;
+  const size_t last = dests.size() - 1;
+  result.last_timeline.resize(static_cast<size_t>(scenario.destinations[last].deliveries));
+  auto stamp = [&](size_t i, uint64_t sequence) -> PacingScenarioResult::Timeline* {
+    if (i != last || sequence == 0 || sequence > result.last_timeline.size()) {
+      return nullptr;
+    }
+    return &result.last_timeline[sequence - 1];
+  };
   auto send = [&](size_t i, uint64_t sequence) {
     ++in_flight;
+    if (auto* t = stamp(i, sequence)) {
+      t->sent_s = static_cast<double>(ToNanos(clock.Now()) - start_ns) / 1e9;
+    }
     events.emplace(ToNanos(clock.Now()) + half_latency(),
                    Event{Event::Kind::kArrive, i, sequence, {}});
+  };
+  auto send_granted = [&] {
+    for (const uint64_t token : scheduler.TakeSendGrants()) {
+      auto it = parked.find(token);
+      if (it != parked.end()) {
+        send(it->second.first, it->second.second);
+        parked.erase(it);
+      }
+    }
   };
   int64_t last_limit = -1;
   bool last_probing = false;
@@ -156,6 +177,9 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
       DestState& d = dests[i];
       d.held = 0;
       d.pending.erase(decision.sequence);
+      if (auto* t = stamp(i, decision.sequence)) {
+        t->dispatched_s = seconds();
+      }
       // As the delivery loop does (leases are instant here): a connection, or wait for one.
       const uint64_t token = ++send_token;
       if (scheduler.StartSend(d.id, token)) {
@@ -166,6 +190,7 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
       OfferEarliest(scheduler, d);
       continue;
     }
+    send_granted();  // Next() gives back kept connections whose time is up
     int64_t next_ns = deadline_ns;
     if (decision.kind == pacing::Decision::Kind::kWait) {
       next_ns = std::min(next_ns, ToNanos(decision.wake_at));
@@ -209,13 +234,7 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
       DestState& d = dests[event.dest];
       --in_flight;
       scheduler.EndSend(d.id);
-      for (const uint64_t token : scheduler.TakeSendGrants()) {
-        auto it = parked.find(token);
-        if (it != parked.end()) {
-          send(it->second.first, it->second.second);
-          parked.erase(it);
-        }
-      }
+      send_granted();
       adapters::HttpHeaders headers;
       for (const auto& [name, value] : event.response.headers) {
         headers.push_back(adapters::HttpHeader{name, value});
@@ -244,6 +263,9 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
         ++result.delivered;
         result.seconds = seconds();
         result.done_s[event.dest] = seconds();
+        if (auto* t = stamp(event.dest, event.sequence)) {
+          t->done_s = seconds();
+        }
         if (late.count() > 0 && scenario.destinations[event.dest].queued_at == late &&
             --late_left == 0 && scenario.connections.per_origin > 0) {
           const double span = seconds() - static_cast<double>(late.count()) / 1000;

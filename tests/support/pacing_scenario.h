@@ -9,6 +9,7 @@
 #include "dispatcher/base/clock.h"
 #include "dispatcher/pacing/budget.h"
 #include "dispatcher/pacing/connection_budget.h"
+#include "dispatcher/pacing/scheduler.h"
 #include "dispatcher/pacing/scope_path.h"
 #include "tests/simulator/sim_message.h"
 
@@ -43,6 +44,8 @@ struct PacingScenario {
   Millis change_at{0};
   // The transport's connections, scheduled (SchedulerOptions::connections). Default: unlimited.
   pacing::ConnectionLimits connections;
+  // SchedulerOptions::connection_keep. Default: the Scheduler's.
+  Millis connection_keep = pacing::SchedulerOptions{}.connection_keep;
   // Gives up after this much simulated time.
   Millis deadline{120'000};
 };
@@ -69,6 +72,14 @@ struct PacingScenarioResult {
     bool probing;
   };
   std::vector<Point> trajectory;
+  // The last destination's deliveries by sequence: when each was dispatched, sent (got a
+  // connection) and delivered, in seconds; -1 for what did not happen.
+  struct Timeline {
+    double dispatched_s = -1;
+    double sent_s = -1;
+    double done_s = -1;
+  };
+  std::vector<Timeline> last_timeline;
 };
 
 PacingScenarioResult RunPacingScenario(const PacingScenario& scenario);

@@ -345,6 +345,7 @@ void DeliveryLoop::Pump() {
       Dispatch(decision);
       continue;
     }
+    SendGranted();  // Next() may have given back a kept connection to a waiting request
     if (decision.kind == Decision::Kind::kWait) {
       timer_.expires_after(decision.wake_at - clock_.Now());
       timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
