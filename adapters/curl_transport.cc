@@ -11,6 +11,7 @@
 
 #include "adapters/curl_multi.h"
 #include "adapters/ip_address.h"
+#include "adapters/url_parts.h"
 
 namespace egress::adapters {
 namespace {
@@ -75,15 +76,6 @@ struct Origin {
 
 // Room reserved for response headers, enough for most answers without regrowing.
 constexpr size_t kExpectedResponseHeaders = 8;
-
-// "scheme://authority" of an absolute URL (the whole text when it is not one: curl rejects it).
-std::string_view OriginOf(std::string_view url) {
-  const size_t scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) {
-    return url;
-  }
-  return url.substr(0, url.find_first_of("/?#", scheme_end + 3));
-}
 
 long CurlHttpVersion(HttpVersion v) {
   switch (v) {
@@ -500,7 +492,7 @@ void CurlTransport::Send(HttpRequest request, HttpCallback done) {
   ++in_flight_;
   const long limit = options_.max_host_connections;
   if (limit > 0) {
-    t->origin_key.assign(OriginOf(t->request.url));
+    t->origin_key.assign(UrlOrigin(t->request.url));
     Origin& origin = origins_[t->origin_key];
     t->origin = &origin;
     if (origin.active >= Capacity(origin)) {
@@ -599,7 +591,8 @@ void CurlTransport::Finish(CURL* easy, int code) {
     t->response.remote_ip = ip != nullptr ? ip : "";
     long version = 0;
     curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version);
-    if (t->origin != nullptr && version >= CURL_HTTP_VERSION_2_0) {
+    t->response.http2 = version >= CURL_HTTP_VERSION_2_0;
+    if (t->origin != nullptr && t->response.http2) {
       t->origin->multiplexed = true;
     }
   }

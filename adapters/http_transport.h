@@ -44,6 +44,7 @@ struct HttpResponse {
   bool body_truncated = false;
   Millis elapsed{0};      // request start to completion
   std::string remote_ip;  // the address actually connected to
+  bool http2 = false;     // answered over HTTP/2 (its connection multiplexes)
 };
 
 // Called once per request, on the transport's loop thread. Errors:

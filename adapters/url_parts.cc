@@ -33,6 +33,14 @@ std::string JoinUrl(std::string_view base, std::string_view path) {
   return url;
 }
 
+std::string_view UrlOrigin(std::string_view url) {
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) {
+    return url;
+  }
+  return url.substr(0, url.find_first_of("/?#", scheme_end + 3));
+}
+
 bool IsHttpUrl(std::string_view url) {
   return HasScheme(url, "http://") || HasScheme(url, "https://");
 }

@@ -15,6 +15,10 @@ std::string JoinUrl(std::string_view base, std::string_view path);
 // SSRF guard's decision on the resolved address).
 bool IsHttpUrl(std::string_view url);
 
+// "scheme://authority" of an absolute URL, as the transport keys its connections (the whole
+// text when it has no "://").
+std::string_view UrlOrigin(std::string_view url);
+
 // True for "https://host..." only.
 bool IsHttpsUrl(std::string_view url);
 

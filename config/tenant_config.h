@@ -50,6 +50,10 @@ struct TierConfig {
 struct TenantConfig {
   // Share in the deficit round robin between tenants. Default: 1.
   uint32_t weight = 1;
+  // The most deliveries the tenant has in flight at once on one platform; 0 (unset): a fair
+  // share, the platform's max_in_flight_per_platform divided by the tenants with deliveries in
+  // flight on it, rounded up. Default: 0.
+  int max_in_flight = 0;
   // By credential name ([tenants.<tenant>.credentials.<name>]). Holds secrets: never log them.
   std::map<std::string, adapters::Credential> credentials;
   // The references of the credentials given by token_file / token_env / secret_file /

@@ -281,8 +281,8 @@ Status ReadApiKeys(const TomlFields& fields, const std::string& tenant,
 
 Status ReadTenant(const TomlFields& fields, const std::string& tenant,
                   const std::map<std::string, TenantConfig>& tenants, TenantConfig& out) {
-  Status status = fields.CheckKeys({"weight", "credentials", "api_keys", "allow_private_networks",
-                                    "allowed_cidrs", "tier", "quotas"});
+  Status status = fields.CheckKeys({"weight", "max_in_flight", "credentials", "api_keys",
+                                    "allow_private_networks", "allowed_cidrs", "tier", "quotas"});
   if (!status.ok()) {
     return status;
   }
@@ -306,6 +306,11 @@ Status ReadTenant(const TomlFields& fields, const std::string& tenant,
     return status;
   }
   out.weight = static_cast<uint32_t>(weight);
+  int64_t max_in_flight = out.max_in_flight;
+  if (status = fields.ReadInt("max_in_flight", 1, 100'000, max_in_flight); !status.ok()) {
+    return status;
+  }
+  out.max_in_flight = static_cast<int>(max_in_flight);
   if (status = ReadApiKeys(fields, tenant, tenants, out); !status.ok()) {
     return status;
   }

@@ -28,6 +28,10 @@ std::string_view DeferReasonString(DeferReason reason) {
       return "ordering";
     case DeferReason::kStoreUnavailable:
       return "budget_store_unavailable";
+    case DeferReason::kConnections:
+      return "connections";
+    case DeferReason::kTenantConcurrency:
+      return "tenant_concurrency";
   }
   return "unknown";
 }

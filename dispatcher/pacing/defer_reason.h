@@ -25,6 +25,8 @@ enum class DeferReason : uint8_t {
   kPlatformConcurrency,  // "platform_concurrency": the platform's in-flight cap is reached
   kOrdering,             // "ordering": an earlier delivery with its ordering key is unfinished
   kStoreUnavailable,     // "budget_store_unavailable": the budget store failed; retried later
+  kConnections,          // "connections": every connection of its origin is busy
+  kTenantConcurrency,    // "tenant_concurrency": the tenant's in-flight cap on the platform
 };
 
 // "scheduled", "retry_after", ...; kBudget alone gives "budget" (see Deferral::ToString).

@@ -26,7 +26,11 @@ uint32_t OrderingHash(const std::string& key) {
 
 Scheduler::Scheduler(const Clock& clock, BudgetStore& store, Random& random,
                      SchedulerOptions options)
-    : clock_(clock), store_(store), random_(random), options_(std::move(options)) {
+    : clock_(clock),
+      store_(store),
+      random_(random),
+      options_(std::move(options)),
+      conns_(options_.connections) {
   scopes_.set_margin(std::clamp(options_.pacing_margin, 0.0, 0.5));
 }
 
@@ -77,10 +81,11 @@ Result<DestinationId> Scheduler::AddDestination(const DestinationSpec& spec) {
   dest.credential_index = path->credential_index;
   dest.retry_after_index = path->retry_after_index;
   dest.leaf_index = path->leaf_index;
+  dest.origin = conns_.Acquire(spec.origin);
   for (uint8_t i = 0; i < path->size; ++i) {
     const BudgetName name = path->budgets[i];
-    dest.scopes[i] =
-        scopes_.Acquire(path->keys[i], name, tenant, budgets_.Effective(spec.tenant, name));
+    dest.scopes[i] = scopes_.Acquire(path->keys[i], name, tenant,
+                                     Shape(name, budgets_.Effective(spec.tenant, name)));
   }
   if (spec.platform == Platform::kDiscord) {
     discord_[d] = DiscordKeys{path->discord_route, path->discord_major, 0};
@@ -102,6 +107,8 @@ Status Scheduler::RemoveDestination(DestinationId id) {
   for (uint8_t i = 0; i < dest.scope_count; ++i) {
     ReleaseScope(dest.scopes[i]);
   }
+  conns_.Release(dest.origin);
+  dest.origin = ConnectionBudget::kNoOrigin;
   dest.live = false;
   ClearHeadId(id.value);
   held_.erase(id.value);
@@ -190,7 +197,11 @@ void Scheduler::MakeReady(uint32_t d) {
   dest.state = State::kReady;
   dest.reason = DeferReason::kNone;
   Tenant& tenant = tenants_[dest.tenant];
-  PushBack(tenant.ready[static_cast<size_t>(dest.platform)], d);
+  const auto p = static_cast<size_t>(dest.platform);
+  if (tenant.ready[p].head == kNil && tenant.in_flight[p] == 0) {
+    ++platform_tenants_[p];
+  }
+  PushBack(tenant.ready[p], d);
   if (!tenant.in_ring) {
     tenant.in_ring = true;
     tenant.turn = false;
@@ -282,6 +293,16 @@ std::optional<int64_t> Scheduler::EarliestTimer() {
   return std::nullopt;
 }
 
+int Scheduler::TenantCap(const Tenant& tenant, int platform) const {
+  if (tenant.max_in_flight > 0) {
+    return tenant.max_in_flight;
+  }
+  const int cap = options_.max_in_flight_per_platform[platform];
+  // Tenants with deliveries in flight or heads ready on the platform; this one is among them.
+  const int tenants = std::max(1, platform_tenants_[platform]);
+  return (cap + tenants - 1) / tenants;
+}
+
 int Scheduler::PickPlatform(Tenant& tenant) {
   bool any = false;
   for (int i = 0; i < kPlatformCount; ++i) {
@@ -291,10 +312,15 @@ int Scheduler::PickPlatform(Tenant& tenant) {
       continue;
     }
     any = true;
-    if (platform_in_flight_[p] < options_.max_in_flight_per_platform[p]) {
-      return p;
+    if (platform_in_flight_[p] >= options_.max_in_flight_per_platform[p]) {
+      dests_[fifo.head].reason = DeferReason::kPlatformConcurrency;
+      continue;
     }
-    dests_[fifo.head].reason = DeferReason::kPlatformConcurrency;
+    if (tenant.in_flight[p] >= TenantCap(tenant, p)) {
+      dests_[fifo.head].reason = DeferReason::kTenantConcurrency;
+      continue;
+    }
+    return p;
   }
   return any ? -2 : -1;
 }
@@ -302,6 +328,9 @@ int Scheduler::PickPlatform(Tenant& tenant) {
 Decision Scheduler::Next() {
   const int64_t now_ns = ToNanos(clock_.Now());
   FireTimers(now_ns);
+  if (!kept_.empty()) {
+    ExpireKept(now_ns);
+  }
   Decision decision;
   size_t stalled = 0;
   while (!ring_.empty() && stalled < ring_.size()) {
@@ -334,12 +363,18 @@ Decision Scheduler::Next() {
     stalled = 0;
     tenant.next_platform = static_cast<uint8_t>((p + 1) % kPlatformCount);
     const uint32_t d = PopFront(tenant.ready[p]);
+    if (tenant.ready[p].head == kNil && tenant.in_flight[p] == 0) {
+      --platform_tenants_[p];  // may come back at once if it dispatches
+    }
     if (Evaluate(d, now_ns, decision)) {
       tenant.deficit -= cost;
       return decision;
     }
   }
   std::optional<int64_t> wake = EarliestTimer();
+  for (const KeptConnection& k : kept_) {
+    wake = std::min(wake.value_or(INT64_MAX), k.until_ns);
+  }
   if (wake.has_value()) {
     decision.kind = Decision::Kind::kWait;
     decision.wake_at = FromNanos(*wake);
@@ -348,6 +383,26 @@ Decision Scheduler::Next() {
 }
 
 bool Scheduler::Evaluate(uint32_t d, int64_t now_ns, Decision& decision) {
+  Dest& dest = dests_[d];
+  const bool granted = dest.conn_grant;
+  dest.conn_grant = false;
+  if (EvaluateHead(d, now_ns, decision, granted)) {
+    return true;
+  }
+  if (granted) {
+    // Not sent: the reserved connection goes to the next waiter. Held by a meter for a moment,
+    // the destination comes back first, so pacing does not cost it its turn.
+    // Only its own meter: a tenant-wide one holding it must not win its tenant extra turns.
+    dest.conn_first = dest.has_head && dest.state == State::kTimer &&
+                      dest.reason == DeferReason::kBudget &&
+                      dest.reason_budget == scopes_.name(dest.scopes[dest.leaf_index]);
+    conns_.Return(dest.origin, dest.tenant);
+    ApplyGrants();
+  }
+  return false;
+}
+
+bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, bool granted) {
   Dest& dest = dests_[d];
   dest.state = State::kEmpty;
   if (!dest.has_head) {
@@ -373,6 +428,28 @@ bool Scheduler::Evaluate(uint32_t d, int64_t now_ns, Decision& decision) {
     dest.reason = DeferReason::kOrdering;
     return false;
   }
+  if (dest.platform == Platform::kDiscord && !windows_.empty()) {
+    const uint32_t global = dest.scopes[dest.credential_index];
+    auto it = windows_.find(scopes_.at(global).key);
+    if (it != windows_.end()) {
+      const int64_t next_ns = it->second.NextAllowed(now_ns);
+      if (next_ns > now_ns) {
+        TakeResult full;
+        full.denied_index = dest.credential_index;
+        full.retry_after = Nanos(next_ns - now_ns);
+        Deny(d, full, now_ns);
+        return false;
+      }
+    }
+  }
+  if (!granted && !conns_.HasRoom(dest.origin, dest.tenant)) {
+    dest.state = State::kConnWait;
+    dest.reason = DeferReason::kConnections;
+    conns_.Wait(dest.origin, dest.tenant, tenants_[dest.tenant].weight, d, dest.conn_first);
+    dest.conn_first = false;
+    ApplyGrants();
+    return false;
+  }
   if (discord_epoch_ != 0 && dest.platform == Platform::kDiscord) {
     RekeyDiscord(d);
   }
@@ -390,6 +467,18 @@ bool Scheduler::Evaluate(uint32_t d, int64_t now_ns, Decision& decision) {
   if (!taken->allowed) {
     Deny(d, *taken, now_ns);
     return false;
+  }
+  conns_.Take(dest.origin, dest.tenant, granted);
+  dest.conn_first = false;
+  if (dest.platform == Platform::kDiscord) {
+    const uint32_t global = dest.scopes[dest.credential_index];
+    if (Windowed(global)) {
+      const Budget& budget = scopes_.budget(global);
+      windows_
+          .try_emplace(scopes_.at(global).key, budget.limit,
+                       budget.scale_ms * 1'000'000 + Nanos(options_.global_window_offset).count())
+          .first->second.Record(now_ns);
+    }
   }
   DispatchHead(d, decision);
   return true;
@@ -443,7 +532,12 @@ void Scheduler::Deny(uint32_t d, const TakeResult& result, int64_t now_ns) {
 void Scheduler::DispatchHead(uint32_t d, Decision& decision) {
   Dest& dest = dests_[d];
   ++dest.in_flight;
-  ++platform_in_flight_[static_cast<size_t>(dest.platform)];
+  const auto platform = static_cast<size_t>(dest.platform);
+  ++platform_in_flight_[platform];
+  Tenant& tenant = tenants_[dest.tenant];
+  if (tenant.in_flight[platform]++ == 0 && tenant.ready[platform].head == kNil) {
+    ++platform_tenants_[platform];
+  }
   if (dest.head_ordering != 0) {
     std::vector<HeldKey>& held = held_[d];
     auto it = std::find_if(held.begin(), held.end(),
@@ -633,153 +727,17 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
   }
   --dest.in_flight;
   --platform_in_flight_[platform];
+  Tenant& tenant = tenants_[dest.tenant];
+  if (--tenant.in_flight[platform] == 0 && tenant.ready[platform].head == kNil) {
+    --platform_tenants_[platform];
+  }
+  conns_.Give(dest.origin, dest.tenant);
+  ApplyGrants();
   ReleaseOrdering(id.value, sequence, verdict.kind == VerdictKind::kDefer);
   if (dest.state == State::kBlocked) {
     MakeReady(id.value);
   }
   return verdict;
-}
-
-Verdict Scheduler::AdaptToThrottle(const Dest& dest, Verdict verdict, Millis throttle_wait) {
-  const uint32_t leaf = dest.scopes[dest.leaf_index];
-  const ScopeKey key = scopes_.at(leaf).key;
-  auto it = adaptive_.find(key);
-  if (it == adaptive_.end()) {
-    it = adaptive_.try_emplace(key, options_.adaptive, scopes_.budget(leaf), scopes_.learned(leaf))
-             .first;
-  }
-  AdaptivePace& pace = it->second;
-  const SteadyTime now = clock_.Now();
-  if (pace.OnThrottle(ToNanos(now), Recent(key, ToNanos(now)))) {
-    const Millis park = pace.Park(throttle_wait, random_.Next(), ToNanos(now));
-    ParkScope(dest, dest.retry_after_index, park, ParkKind::kRetryAfter);
-  }
-  scopes_.SetBudget(leaf, pace.Current(), true);
-  // A 429 held off by the park waits for that park, not a new one from now.
-  verdict.next_attempt = FromNanos(pace.hold_until_ns());
-  verdict.deferral.until = verdict.next_attempt;
-  return verdict;
-}
-
-void Scheduler::AdaptToSuccess(const Dest& dest) {
-  if (adaptive_.empty()) {
-    return;
-  }
-  const uint32_t leaf = dest.scopes[dest.leaf_index];
-  const ScopeKey key = scopes_.at(leaf).key;
-  auto it = adaptive_.find(key);
-  if (it == adaptive_.end()) {
-    return;
-  }
-  const int64_t now_ns = ToNanos(clock_.Now());
-  if (!it->second.OnSuccess(now_ns, Recent(key, now_ns))) {
-    return;
-  }
-  if (it->second.at_ceiling()) {
-    scopes_.SetBudget(leaf, it->second.ceiling(), it->second.ceiling_learned());
-    adaptive_.erase(it);
-    return;
-  }
-  scopes_.SetBudget(leaf, it->second.Current(), true);
-}
-
-RecentWindow Scheduler::Recent(ScopeKey key, int64_t now_ns) const {
-  auto it = recent_.find(key);
-  if (it == recent_.end()) {
-    return {};
-  }
-  const RecentCounts& c = it->second;
-  const int64_t age = now_ns - c.start_ns;
-  if (age >= 2 * c.window_ns) {
-    return RecentWindow{0, 0};
-  }
-  if (age >= c.window_ns) {
-    // The current bucket is the one before now; weigh it by the part still in the window.
-    const double share = 1.0 - static_cast<double>(age - c.window_ns) / c.window_ns;
-    return RecentWindow{static_cast<int64_t>(std::ceil(c.sent * share)),
-                        static_cast<int64_t>(std::floor(c.delivered * share))};
-  }
-  // Sliding estimate: the current bucket and the part of the one before still in the window.
-  const double before = 1.0 - static_cast<double>(age) / c.window_ns;
-  return RecentWindow{c.sent + static_cast<int64_t>(std::ceil(c.sent_before * before)),
-                      c.delivered + static_cast<int64_t>(std::floor(c.delivered_before * before)),
-                      now_ns - c.since_ns < c.window_ns};
-}
-
-void Scheduler::CountRecent(const Dest& dest, bool delivered, int64_t now_ns) {
-  const uint32_t leaf = dest.scopes[dest.leaf_index];
-  const ScopeKey key = scopes_.at(leaf).key;
-  if (dest.platform != Platform::kLine && !adaptive_.contains(key)) {
-    return;
-  }
-  RecentCounts& c = recent_[key];
-  const int64_t window_ns = std::max<int64_t>(1, scopes_.budget(leaf).scale_ms) * 1'000'000;
-  if (c.window_ns != window_ns || now_ns - c.start_ns >= 2 * window_ns) {
-    c = RecentCounts{now_ns, window_ns, now_ns};
-  } else if (now_ns - c.start_ns >= window_ns) {
-    c.sent_before = c.sent;
-    c.delivered_before = c.delivered;
-    c.sent = 0;
-    c.delivered = 0;
-    c.start_ns += window_ns;
-  }
-  if (delivered) {
-    c.delivered = std::min(c.delivered + 1, INT32_MAX - 1);
-  } else {
-    c.sent = std::min(c.sent + 1, INT32_MAX - 1);
-  }
-}
-
-void Scheduler::LearnBurst(const Dest& dest) {
-  const uint32_t leaf = dest.scopes[dest.leaf_index];
-  const ScopeKey key = scopes_.at(leaf).key;
-  Budget budget = scopes_.budget(leaf);
-  if (budget.burst <= 1 || stated_.contains(key)) {
-    return;
-  }
-  // The platform refused a request the burst allowed: its burst is smaller, and its bucket is
-  // empty now. A learned budget: overrides of the configured one no longer apply to this key.
-  budget.burst -= 1;
-  scopes_.SetBudget(leaf, budget, true);
-  if (auto it = adaptive_.find(key); it != adaptive_.end()) {
-    Budget ceiling = it->second.ceiling();
-    ceiling.burst = std::min(ceiling.burst, budget.burst);
-    it->second.SetCeiling(ceiling);
-  }
-  store_.Sync(key, scopes_.params(leaf), 0, clock_.Now()).IgnoreError();
-}
-
-void Scheduler::FollowStatedWindow(Dest& dest, const RateLimitObservation& observation) {
-  const uint32_t leaf = dest.scopes[dest.leaf_index];
-  const ScopeKey key = scopes_.at(leaf).key;
-  const bool stated = observation.limit.has_value() && *observation.limit > 0 &&
-                      observation.remaining.has_value() && observation.reset_after.has_value();
-  if (!stated) {
-    if (stated_.empty()) {
-      return;
-    }
-    auto it = stated_.find(key);
-    if (it == stated_.end() || observation.retry_after.has_value()) {
-      return;
-    }
-    // The headers went away: back to the leaky bucket (burst 1) at the learned rate.
-    Budget budget = scopes_.budget(leaf);
-    budget.burst = 1;
-    stated_.erase(it);
-    scopes_.SetBudget(leaf, budget, true);
-    return;
-  }
-  if (observation.retry_after.has_value()) {
-    return;  // a 429: its park decides
-  }
-  // The stated window: burst up to the limit, and exactly `remaining` units left now; the
-  // meter refills at limit per window, and remaining 0 parks the key until the reset (Observe).
-  Budget budget = scopes_.budget(leaf);
-  budget.burst = std::clamp<int64_t>(budget.limit, 1, kMaxBudgetBurst);
-  scopes_.SetBudget(leaf, budget, true);
-  stated_[key] = budget;
-  store_.Sync(key, scopes_.params(leaf), std::max<int64_t>(0, *observation.remaining), clock_.Now())
-      .IgnoreError();
 }
 
 void Scheduler::ReleaseScope(uint32_t scope) {
@@ -789,222 +747,8 @@ void Scheduler::ReleaseScope(uint32_t scope) {
     adaptive_.erase(key);
     recent_.erase(key);
     stated_.erase(key);
+    windows_.erase(key);
   }
-}
-
-Status Scheduler::Disable(DestinationId id, std::string reason) {
-  Result<Dest*> found = Find(id);
-  if (!found.has_value()) {
-    return found.error();
-  }
-  Dest& dest = **found;
-  dest.disabled = true;
-  disabled_reasons_[id.value] = std::move(reason);
-  if (dest.state == State::kTimer || dest.state == State::kBlocked) {
-    ++dest.generation;
-    dest.state = State::kDisabled;
-    dest.reason = DeferReason::kDestinationDisabled;
-  }
-  return Status::Ok();
-}
-
-Status Scheduler::Enable(DestinationId id) {
-  Result<Dest*> found = Find(id);
-  if (!found.has_value()) {
-    return found.error();
-  }
-  Dest& dest = **found;
-  dest.disabled = false;
-  disabled_reasons_.erase(id.value);
-  if (dest.state == State::kDisabled) {
-    if (dest.has_head) {
-      MakeReady(id.value);
-    } else {
-      dest.state = State::kEmpty;
-    }
-  }
-  return Status::Ok();
-}
-
-Status Scheduler::SetTenantBudgets(const std::string& tenant,
-                                   const std::vector<std::pair<BudgetName, Budget>>& overrides) {
-  Status status = budgets_.SetOverrides(tenant, overrides);
-  if (!status.ok()) {
-    return status;
-  }
-  ApplyBudgets(TenantIndex(tenant));
-  return Status::Ok();
-}
-
-Status Scheduler::SetDefaultBudgets(const std::vector<std::pair<BudgetName, Budget>>& defaults) {
-  for (const auto& [name, budget] : defaults) {
-    if (budget.limit <= 0 || budget.scale_ms <= 0 || budget.burst <= 0) {
-      return Status::InvalidArgument(fmt::format(
-          "budget {}: limit, scale_ms and burst must be positive", BudgetNameString(name)));
-    }
-  }
-  for (const auto& [name, budget] : defaults) {
-    if (Status status = budgets_.SetDefault(name, budget); !status.ok()) {
-      return status;
-    }
-  }
-  ApplyBudgets(std::nullopt);
-  return Status::Ok();
-}
-
-void Scheduler::ApplyBudgets(std::optional<uint32_t> tenant) {
-  const SteadyTime now = clock_.Now();
-  std::vector<bool> repaced(scopes_.slot_limit(), false);
-  for (uint32_t i = 0; i < scopes_.slot_limit(); ++i) {
-    const ScopeTable::Slot& slot = scopes_.at(i);
-    if (slot.refs == 0 || (tenant.has_value() && slot.tenant != *tenant)) {
-      continue;
-    }
-    const Budget effective = budgets_.Effective(tenants_[slot.tenant].name, scopes_.name(i));
-    if (slot.learned == 0) {
-      const GcraParams before = scopes_.params(i);
-      scopes_.SetBudget(i, effective, false);
-      repaced[i] = RepaceScope(i, before, now);
-      continue;
-    }
-    // A pace lowered under a configured budget follows the new one as its ceiling.
-    auto it = adaptive_.find(slot.key);
-    if (it != adaptive_.end() && !it->second.ceiling_learned()) {
-      it->second.SetCeiling(effective);
-      const GcraParams before = scopes_.params(i);
-      if (it->second.at_ceiling()) {
-        scopes_.SetBudget(i, effective, false);
-        adaptive_.erase(it);
-      } else {
-        scopes_.SetBudget(i, it->second.Current(), true);
-      }
-      repaced[i] = RepaceScope(i, before, now);
-    }
-  }
-  // A scope with one destination holds it on that destination's own timer, not a wait list.
-  for (uint32_t d = 0; d < dests_.size(); ++d) {
-    const Dest& dest = dests_[d];
-    if ((tenant.has_value() && dest.tenant != *tenant) || dest.state != State::kTimer ||
-        dest.reason != DeferReason::kBudget) {
-      continue;
-    }
-    for (uint8_t k = 0; k < dest.scope_count; ++k) {
-      if (repaced[dest.scopes[k]]) {
-        MakeReady(d);
-        break;
-      }
-    }
-  }
-}
-
-bool Scheduler::RepaceScope(uint32_t scope, const GcraParams& before, SteadyTime now) {
-  const GcraParams& after = scopes_.params(scope);
-  if (after == before) {
-    return false;
-  }
-  // A store that cannot be reached keeps the old debt; the next charge paces at the new rate.
-  store_.Rescale(scopes_.at(scope).key, before, after, now).IgnoreError();
-  if (scopes_.at(scope).wait_head != kNil) {
-    ArmScope(scope, ToNanos(now));  // its waiters are looked at again on the next Next()
-  }
-  return true;
-}
-
-Status Scheduler::SetTenantWeight(const std::string& tenant, uint32_t weight) {
-  if (weight == 0) {
-    return Status::InvalidArgument("tenant weight must be > 0");
-  }
-  tenants_[TenantIndex(tenant)].weight = weight;
-  return Status::Ok();
-}
-
-Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
-  Result<const Dest*> found = Find(id);
-  if (!found.has_value()) {
-    return found.error();
-  }
-  const Dest& dest = **found;
-  DestinationView view;
-  view.has_head = dest.has_head;
-  view.in_flight = dest.in_flight;
-  view.disabled = dest.disabled;
-  const uint32_t leaf = dest.scopes[dest.leaf_index];
-  view.budget_name = scopes_.name(leaf);
-  view.budget = scopes_.budget(leaf);
-  view.budget_learned = scopes_.learned(leaf);
-  if (auto meter = store_.Inspect(scopes_.at(leaf).key, scopes_.params(leaf), clock_.Now())) {
-    view.remaining = meter->remaining;
-  }
-  if (auto it = disabled_reasons_.find(id.value); it != disabled_reasons_.end()) {
-    view.disabled_reason = it->second;
-  }
-  if (!adaptive_.empty()) {
-    const uint32_t leaf = dest.scopes[dest.leaf_index];
-    if (auto it = adaptive_.find(scopes_.at(leaf).key); it != adaptive_.end()) {
-      view.adaptive = scopes_.budget(leaf);
-      view.adaptive_probing = it->second.probing();
-    }
-  }
-  view.stated_window = !stated_.empty() && stated_.contains(scopes_.at(leaf).key);
-  if (!dest.has_head || dest.state == State::kEmpty) {
-    return view;
-  }
-  if (dest.state == State::kReady) {
-    if (dest.reason == DeferReason::kPlatformConcurrency) {
-      view.deferral.reason = dest.reason;
-    }
-    return view;
-  }
-  view.deferral.reason = dest.reason;
-  if (dest.reason == DeferReason::kBudget || dest.reason == DeferReason::kRetryAfter ||
-      dest.reason == DeferReason::kRemainingZero) {
-    view.deferral.budget = dest.reason_budget;
-  }
-  if (dest.state == State::kTimer || dest.state == State::kScopeWait) {
-    view.deferral.until = FromNanos(dest.until_ns);
-  }
-  if (dest.state == State::kDisabled) {
-    view.deferral.detail = view.disabled_reason;
-  }
-  return view;
-}
-
-Result<Budget> Scheduler::EffectiveBudget(DestinationId id, BudgetName budget) const {
-  Result<const Dest*> found = Find(id);
-  if (!found.has_value()) {
-    return found.error();
-  }
-  const Dest& dest = **found;
-  for (uint8_t i = 0; i < dest.scope_count; ++i) {
-    if (scopes_.name(dest.scopes[i]) == budget) {
-      return scopes_.budget(dest.scopes[i]);
-    }
-  }
-  return Status::NotFound(std::string(BudgetNameString(budget)) + " is not on the path");
-}
-
-Result<PathScopes> Scheduler::ScopesOf(DestinationId id) const {
-  Result<const Dest*> found = Find(id);
-  if (!found.has_value()) {
-    return found.error();
-  }
-  const Dest& dest = **found;
-  PathScopes out;
-  for (uint8_t i = 0; i < dest.scope_count; ++i) {
-    out.scopes[i] = {.name = scopes_.name(dest.scopes[i]),
-                     .key = scopes_.at(dest.scopes[i]).key,
-                     .budget = scopes_.budget(dest.scopes[i])};
-  }
-  out.size = dest.scope_count;
-  return out;
-}
-
-size_t Scheduler::Sweep() {
-  const int64_t now_ns = ToNanos(clock_.Now());
-  std::erase_if(recent_, [&](const auto& entry) {
-    return now_ns - entry.second.start_ns >= 2 * entry.second.window_ns;
-  });
-  return store_.Sweep(clock_.Now());
 }
 
 }  // namespace egress::pacing

@@ -17,6 +17,7 @@
 #include "dispatcher/pacing/adaptive_pace.h"
 #include "dispatcher/pacing/budget_store.h"
 #include "dispatcher/pacing/budget_table.h"
+#include "dispatcher/pacing/connection_budget.h"
 #include "dispatcher/pacing/defer_reason.h"
 #include "dispatcher/pacing/delivery_outcome.h"
 #include "dispatcher/pacing/packed_id.h"
@@ -24,6 +25,7 @@
 #include "dispatcher/pacing/retry_policy.h"
 #include "dispatcher/pacing/scope_path.h"
 #include "dispatcher/pacing/scope_table.h"
+#include "dispatcher/pacing/sliding_window.h"
 #include "dispatcher/pacing/timer_heap.h"
 #include "dispatcher/pacing/work_item.h"
 
@@ -41,10 +43,32 @@ struct SchedulerOptions {
   std::array<int, kPlatformCount> max_in_flight_per_destination = {1, 1, 4, 4};
   // In-flight cap per platform, so a slow receiver cannot take every connection. Default: 256.
   std::array<int, kPlatformCount> max_in_flight_per_platform = {256, 256, 256, 256};
+  // The transport's connections (per origin, total, HTTP/2 streams per connection, requests
+  // leased ahead), scheduled as a concurrency scope: a delivery is dispatched only when its
+  // origin has a slot for it (DestinationSpec::origin), else it waits with reason `connections`;
+  // a dispatched one takes a connection through StartSend(). Freed slots and connections go to
+  // the waiting tenant holding the smallest weighted share of the origin (ConnectionBudget).
+  // Default: unlimited (the service sets [transport] max_host_connections,
+  // max_total_connections and max_concurrent_streams, and leases as many ahead as per origin).
+  ConnectionLimits connections;
+  // A connection freed by a tenant under its share of the origin stays that tenant's while the
+  // destination's next head is due within this long, until this long after it is due (the
+  // lease between dispatch and StartSend), if others wait for connections
+  // (ConnectionBudget::Keep): a tenant sending one request after another keeps one connection
+  // instead of waiting for one a slow tenant frees. 0: never kept. Default: 25 ms.
+  Millis connection_keep{25};
   // Deficit round robin quantum in cost units, multiplied by the tenant weight. Default: 1.
   int64_t quantum = 1;
   // Added to every remaining == 0 reset wait (discord.js offset). Default: 50 ms.
   Millis reset_offset{50};
+  // Discord's global limit as a window (docs/pacing.md, "Discord's global limit"): at most
+  // `limit` requests of a bot token in any `scale_ms` + global_window_offset, this process's
+  // sends counted in a sliding window; the discord_global meter then bursts up to its limit.
+  // False: the meter alone, as configured (the service sets it with shared budgets: the window
+  // sees one process's sends only). Default: true.
+  bool discord_global_window = true;
+  // Added to the window: covers this much variation of the requests' latency. Default: 25 ms.
+  Millis global_window_offset{25};
   // Every meter paces this fraction under its budget (the emission interval grows by it), so
   // jitter on the way cannot land a send on the wrong side of a platform's own meter. Budgets
   // shown and learned stay as they are. 0 to 0.5. Default: 0 (the service configures it:
@@ -95,6 +119,12 @@ struct DestinationView {
   Deferral deferral;
   bool disabled = false;
   std::string disabled_reason;
+  // Its origin's requests on a connection and the most it may have (connections, or HTTP/2
+  // streams), and its requests dispatched and waiting for one (StartSend); 0, 0 and 0 when no
+  // connection limit applies.
+  int64_t origin_in_flight = 0;
+  int64_t origin_capacity = 0;
+  int64_t origin_waiting = 0;
   // The destination's own scope (the last of its path): its budget, whether response headers
   // taught it, and the units it could take now.
   BudgetName budget_name = BudgetName::kTenantEgress;
@@ -174,6 +204,26 @@ class Scheduler {
                           const std::vector<std::pair<BudgetName, Budget>>& overrides);
   // The tenant's share in deficit round robin. Default: 1. kInvalidArgument for 0.
   Status SetTenantWeight(const std::string& tenant, uint32_t weight);
+  // The most deliveries the tenant may have in flight on one platform; 0 for the default, a fair
+  // share: the platform's cap divided by the number of tenants with deliveries in flight or due
+  // on it (this one included), rounded up. Heads beyond it wait with reason tenant_concurrency.
+  // kInvalidArgument for a negative value.
+  Status SetTenantMaxInFlight(const std::string& tenant, int max_in_flight);
+  // The destination's origin answered over HTTP/2: its connections carry streams from now on.
+  Status SetMultiplexed(DestinationId id);
+  // The send gate of the connection budget (ConnectionBudget::StartSend): a dispatched request
+  // of destination `id` is ready to go. True: it holds a connection of its origin now, until
+  // EndSend(id). False: it waits for one; `token` comes out of TakeSendGrants() when one is held
+  // for it (the caller keeps the request until then). An unknown `id` or one without an origin
+  // limit always goes.
+  bool StartSend(DestinationId id, uint64_t token);
+  // A request of `id` that StartSend() (or a grant) let go got its answer or failed: its
+  // connection goes to the next waiting request of the origin at once, or stays its tenant's for
+  // the destination's next head (SchedulerOptions::connection_keep). Call before OnOutcome().
+  void EndSend(DestinationId id);
+  // The tokens granted a connection since the last call, in order: send them now. Call after
+  // EndSend() and after Next() (which gives back kept connections whose time is up).
+  std::vector<uint64_t> TakeSendGrants();
   // Replaces the deployment default of one budget (from the config); call before any
   // destination is added. kInvalidArgument for a non-positive field.
   Status SetDefaultBudget(BudgetName name, const Budget& budget) {
@@ -211,6 +261,7 @@ class Scheduler {
     kTimer,      // in the heap under `generation`
     kScopeWait,  // in a scope's FIFO
     kBlocked,    // waits for an outcome (concurrency or ordering)
+    kConnWait,   // waits for a connection of its origin (ConnectionBudget)
     kDisabled,   // waits for Enable()
   };
 
@@ -225,6 +276,7 @@ class Scheduler {
     uint32_t generation = 0;
     uint32_t link = ScopeTable::kNil;  // next in whichever FIFO holds it
     uint32_t head_cost = 1;
+    uint32_t origin = ConnectionBudget::kNoOrigin;
     // 32-bit hash of the ordering key, 0 for none. Two keys of one destination that collide
     // are serialized together: stricter, never looser.
     uint32_t head_ordering = 0;
@@ -244,8 +296,12 @@ class Scheduler {
     bool live : 1 = false;
     // The last Observe() carried rate-limit headers; read and cleared by OnOutcome().
     bool headers_seen : 1 = false;
+    // A connection of its origin is reserved for it (ConnectionBudget grant).
+    bool conn_grant : 1 = false;
+    // It gave a grant back because a meter held it: it waits first for the next connection.
+    bool conn_first : 1 = false;
   };
-  static_assert(sizeof(Dest) <= 88);
+  static_assert(sizeof(Dest) <= 96);
 
   struct Fifo {
     uint32_t head = ScopeTable::kNil;
@@ -259,6 +315,8 @@ class Scheduler {
     uint8_t next_platform = 0;
     int64_t deficit = 0;
     uint32_t weight = 1;
+    int max_in_flight = 0;  // 0: the fair share
+    std::array<int, kPlatformCount> in_flight{};
     bool in_ring = false;
     bool turn = false;
   };
@@ -287,7 +345,7 @@ class Scheduler {
 
   void MakeReady(uint32_t d);
   // The platform whose ready FIFO `tenant` serves next: -1 when all are empty, -2 when every
-  // non-empty one is at its platform's in-flight cap.
+  // non-empty one is at its platform's or the tenant's in-flight cap.
   int PickPlatform(Tenant& tenant);
   void ArmTimer(uint32_t d, int64_t at_ns, DeferReason reason);
   // After the budget of `scope` was set, `before` being the old one: when it changed, rescales
@@ -304,9 +362,16 @@ class Scheduler {
   // Takes `d` (popped from its FIFO) and either dispatches its head into `decision` (true) or
   // moves it to the structure it must wait in (false).
   bool Evaluate(uint32_t d, int64_t now_ns, Decision& decision);
+  // Evaluate() without the grant's bookkeeping; `granted`: a connection is reserved for it.
+  bool EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, bool granted);
   bool OrderingHeld(uint32_t d) const;
   void Deny(uint32_t d, const TakeResult& result, int64_t now_ns);
   void DispatchHead(uint32_t d, Decision& decision);
+  // Makes ready the destinations the connection budget granted a connection.
+  void ApplyGrants();
+  // Gives back the connections kept past their time (EndSend, ConnectionBudget::Keep).
+  void ExpireKept(int64_t now_ns);
+  int TenantCap(const Tenant& tenant, int platform) const;
   void ClearHeadId(uint32_t d);
   void RekeyDiscord(uint32_t d);
   void ReleaseOrdering(uint32_t d, uint64_t sequence, bool retrying);
@@ -328,6 +393,10 @@ class Scheduler {
   // Observe() of a response that states the key's window (limit, remaining, reset after): the
   // key bursts up to the stated remaining; a response without them returns it to burst 1.
   void FollowStatedWindow(Dest& dest, const RateLimitObservation& observation);
+  // The budget a scope's meter paces to: `budget`, with the burst raised to the limit for a
+  // Discord global key counted in a window (Windowed()).
+  Budget Shape(BudgetName name, Budget budget) const;
+  bool Windowed(uint32_t scope) const;
   // Drops one reference to a scope; forgets its adaptive pace with the last one.
   void ReleaseScope(uint32_t scope);
 
@@ -345,6 +414,16 @@ class Scheduler {
   std::unordered_map<std::string, uint32_t> tenant_index_;
   std::deque<uint32_t> ring_;
   std::array<int, kPlatformCount> platform_in_flight_{};
+  // Per platform: the tenants with deliveries in flight or heads in their ready FIFO.
+  std::array<int, kPlatformCount> platform_tenants_{};
+  ConnectionBudget conns_;
+  // Connections a tenant keeps at an origin for its next request, until `until_ns`.
+  struct KeptConnection {
+    uint32_t origin = 0;
+    uint32_t tenant = 0;
+    int64_t until_ns = 0;
+  };
+  std::vector<KeptConnection> kept_;
   std::unordered_map<uint32_t, std::vector<HeldKey>> held_;
   std::unordered_map<uint32_t, std::string> disabled_reasons_;
   std::unordered_map<uint32_t, std::string> long_ids_;  // heads whose id packs in no other form
@@ -366,6 +445,8 @@ class Scheduler {
   std::unordered_map<ScopeKey, RecentCounts> recent_;
   // Keys pacing to a window their headers stated (their budget's burst is the stated limit).
   std::unordered_map<ScopeKey, Budget> stated_;
+  // The sends of Discord global keys in their last window (Windowed() scopes), by scope key.
+  std::unordered_map<ScopeKey, SlidingWindow> windows_;
   int64_t retry_tat_ns_ = 0;
   WaitObserver wait_observer_;
 };

@@ -29,6 +29,10 @@ struct DestinationSpec {
   std::string route;
   // LINE only: the endpoint, e.g. "POST /v2/bot/message/push". Default: push.
   std::string endpoint;
+  // The "scheme://host:port" its requests go to, as the transport keys connections; deliveries
+  // to one origin share its connections (SchedulerOptions::connections). Empty: no connection
+  // limit applies.
+  std::string origin;
 };
 
 // The scope keys of a destination, outermost first (tenant egress first, the destination's own

@@ -94,7 +94,20 @@ Result<std::unique_ptr<Service>> Service::Start(
   if (o.shared_budgets.enabled) {
     budgets = s->StartSharedBudgets();
   }
-  s->scheduler_ = std::make_unique<pacing::Scheduler>(clock, *budgets, s->random_, o.scheduler);
+  // The transport's connections are the Scheduler's to hand out: it sends only what fits.
+  pacing::SchedulerOptions scheduler = o.scheduler;
+  scheduler.connections = {.per_origin = o.transport.max_host_connections,
+                           .total = o.transport.max_total_connections,
+                           .streams = o.transport.max_concurrent_streams,
+                           // As many leased ahead as the origin has connections: a freed one
+                           // goes to a request already leased (bench/README.md, section 8).
+                           .ahead = o.transport.max_host_connections};
+  // Shared budgets: Discord's global is the shared meter alone. The sliding window counts this
+  // node's sends only, so N nodes would spend a token's 50/s N times (docs/pacing.md).
+  if (o.shared_budgets.enabled) {
+    scheduler.discord_global_window = false;
+  }
+  s->scheduler_ = std::make_unique<pacing::Scheduler>(clock, *budgets, s->random_, scheduler);
   for (const auto& [name, budget] : o.budget_defaults) {
     if (Status st = s->scheduler_->SetDefaultBudget(name, budget); !st.ok()) {
       return st;
@@ -102,6 +115,11 @@ Result<std::unique_ptr<Service>> Service::Start(
   }
   for (const auto& [tenant, weight] : o.tenant_weights) {
     if (Status st = s->scheduler_->SetTenantWeight(tenant, weight); !st.ok()) {
+      return st;
+    }
+  }
+  for (const auto& [tenant, cap] : o.tenant_max_in_flight) {
+    if (Status st = s->scheduler_->SetTenantMaxInFlight(tenant, cap); !st.ok()) {
       return st;
     }
   }
@@ -172,10 +190,14 @@ Result<std::unique_ptr<Service>> Service::Start(
   s->timed_adapters_ =
       std::make_unique<adapters::TimedAdapters>(*s->adapters_, o.timeouts, o.trust);
   const adapters::TimedAdapters* timed = s->timed_adapters_.get();
+  DeliveryLoop::Options loop = o.loop;
+  loop.base_urls[static_cast<size_t>(Platform::kSlack)] = o.endpoints.slack_base_url;
+  loop.base_urls[static_cast<size_t>(Platform::kDiscord)] = o.endpoints.discord_base_url;
+  loop.base_urls[static_cast<size_t>(Platform::kLine)] = o.endpoints.line_base_url;
   s->loop_ = std::make_unique<DeliveryLoop>(
       io, s->loop_pool_->get_executor(), *s->store_, *s->scheduler_, *s->transport_,
       [timed](std::string_view p) { return timed->Find(p); }, s->credentials_, clock, s->metrics_,
-      o.loop);
+      std::move(loop));
   if (s->redis_) {
     s->shared_invalid_ = std::make_unique<adapters::RedisInvalidRequests>(
         *s->redis_, o.shared_budgets.key_prefix, o.loop.discord_invalid_requests.window);

@@ -99,6 +99,8 @@ struct ServiceOptions {
   std::vector<CredentialRefEntry> credential_refs;
   std::vector<std::pair<std::string, uint32_t>> tenant_weights;
   SharedBudgetOptions shared_budgets;
+  // [tenants.<t>] max_in_flight of the tenants that set one (pacing::Scheduler).
+  std::vector<std::pair<std::string, int>> tenant_max_in_flight;
   // Threads for the API's blocking store calls (intake, reads, steering); several let
   // concurrent intakes share one fsync. The delivery loop has one thread of its own
   // (Service::loop_pool_). Default: 4.

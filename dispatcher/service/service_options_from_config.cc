@@ -39,6 +39,9 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   o.shared_budgets = ToSharedBudgetOptions(config);
   for (const auto& [tenant, t] : config.tenants) {
     o.tenant_weights.emplace_back(tenant, t.weight);
+    if (t.max_in_flight > 0) {
+      o.tenant_max_in_flight.emplace_back(tenant, t.max_in_flight);
+    }
     for (const std::string& digest : t.api_key_digests) {
       o.auth.api_keys.emplace_back(tenant, digest);
     }

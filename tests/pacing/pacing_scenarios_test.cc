@@ -44,15 +44,31 @@ TEST(PacingScenariosTest, LineConvergesAfterDrop) {
   }
 }
 
-// Verifies that Discord's stated bucket is used without a 429 or an early request: 500
-// messages over 50 channels.
+// Verifies that Discord's stated bucket and the global window are used without a 429 or an
+// early request: 500 messages over 50 channels within the issue's 9.5 s (the bound is 9.0 s).
 TEST(PacingScenariosTest, DiscordSpendsStatedBucket) {
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     PacingScenarioResult r = RunPacingScenario(DiscordScenario(50, 10, seed));
     ASSERT_TRUE(r.finished) << "seed " << seed;
     EXPECT_EQ(r.throttled, 0) << "seed " << seed;
     EXPECT_EQ(r.early, 0) << "seed " << seed;
-    EXPECT_LE(r.seconds, 12.0) << "seed " << seed;
+    EXPECT_LE(r.seconds, 9.5) << "seed " << seed;
+  }
+}
+
+// Verifies issue 15's fairness case in simulated time: A's 3,000 slow webhooks hold the shared
+// host's 16 connections; B's 50, queued 2 s later, are all delivered within the issue's 2 s of
+// being queued in every seed (1.16-1.20 s: B wins the first connection A frees and keeps it, its
+// own meter at 50/s less the margin is the floor; ~50 s behind A's queue before), and A keeps
+// the host's other connections in use meanwhile (bench/README.md section 8).
+TEST(PacingScenariosTest, SharedHostConnectionsGoRoundTenants) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    PacingScenarioResult r = RunPacingScenario(FairnessScenario(3000, 50, seed));
+    ASSERT_TRUE(r.finished) << "seed " << seed;
+    EXPECT_LE(r.done_s.back() - 2.0, 2.0) << "seed " << seed;
+    // Requests on connections: all but B's one between its requests (kept, ~1 %).
+    EXPECT_GE(r.late_busy_share, 0.97) << "seed " << seed;
+    EXPECT_EQ(r.throttled, 0) << "seed " << seed;
   }
 }
 

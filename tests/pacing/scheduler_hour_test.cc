@@ -73,7 +73,9 @@ std::string Target(Platform platform, const std::string& tenant, int i) {
 
 class HourSimulation {
  public:
-  HourSimulation() : scheduler_(clock_, store_, random_, SchedulerOptions{}) {
+  // No pacing margin and no window offset: the budgets themselves are checked, exactly.
+  HourSimulation()
+      : scheduler_(clock_, store_, random_, SchedulerOptions{.global_window_offset = Millis(0)}) {
     for (const TenantPlan& plan : Plans()) {
       EXPECT_TRUE(scheduler_.SetTenantBudgets(plan.tenant, plan.overrides).ok());
       for (int i = 0; i < 100; ++i) {

@@ -37,7 +37,7 @@ class SeededRandom final : public Random {
 };
 
 struct Event {
-  enum class Kind { kArrive, kComplete, kChange } kind;
+  enum class Kind { kArrive, kComplete, kChange, kQueue } kind;
   size_t dest = 0;
   uint64_t sequence = 0;
   sim::SimResponse response;
@@ -91,7 +91,10 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
   pacing::MemoryBudgetStore store;
   SeededRandom random(scenario.seed);
   SeededRandom latency(scenario.seed * 7919 + 1);
-  pacing::Scheduler scheduler(clock, store, random, ProfileOptions());
+  pacing::SchedulerOptions options = ProfileOptions();
+  options.connections = scenario.connections;
+  options.connection_keep = scenario.connection_keep;
+  pacing::Scheduler scheduler(clock, store, random, options);
   for (const auto& [name, budget] : scenario.budgets) {
     scheduler.SetDefaultBudget(name, budget).IgnoreError();
   }
@@ -103,15 +106,25 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
       return result;
     }
     dests[i].id = *id;
-    for (int k = 1; k <= scenario.destinations[i].deliveries; ++k) {
-      dests[i].pending.emplace(static_cast<uint64_t>(k), SteadyTime{});
-    }
     total += scenario.destinations[i].deliveries;
-    OfferEarliest(scheduler, dests[i]);
   }
-  std::vector<size_t> by_id(dests.size() * 2 + 1, 0);
   std::multimap<int64_t, Event> events;
   const int64_t start_ns = ToNanos(clock.Now());
+  Millis late{0};
+  for (size_t i = 0; i < dests.size(); ++i) {
+    late = std::max(late, scenario.destinations[i].queued_at);
+    events.emplace(start_ns + Nanos(scenario.destinations[i].queued_at).count(),
+                   Event{Event::Kind::kQueue, i});
+  }
+  result.done_s.assign(dests.size(), -1);
+  int64_t late_left = 0;  // deliveries of the destinations queued at `late` not yet delivered
+  for (size_t i = 0; i < dests.size(); ++i) {
+    if (late.count() > 0 && scenario.destinations[i].queued_at == late) {
+      late_left += scenario.destinations[i].deliveries;
+    }
+  }
+  int64_t in_flight = 0;
+  double busy_area = 0;  // connection-seconds in use since `late`
   if (!scenario.change_patch.empty()) {
     events.emplace(start_ns + Nanos(scenario.change_at).count(), Event{Event::Kind::kChange});
   }
@@ -121,6 +134,34 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
     const int64_t draw =
         span > 0 ? static_cast<int64_t>(latency.Next() % static_cast<uint64_t>(span)) : 0;
     return (lo + draw) / 2;
+  };
+  // Requests dispatched and waiting for a connection (StartSend), by token: destination, sequence.
+  std::map<uint64_t, std::pair<size_t, uint64_t>> parked;
+  uint64_t send_token = 0;
+  const size_t last = dests.size() - 1;
+  result.last_timeline.resize(static_cast<size_t>(scenario.destinations[last].deliveries));
+  auto stamp = [&](size_t i, uint64_t sequence) -> PacingScenarioResult::Timeline* {
+    if (i != last || sequence == 0 || sequence > result.last_timeline.size()) {
+      return nullptr;
+    }
+    return &result.last_timeline[sequence - 1];
+  };
+  auto send = [&](size_t i, uint64_t sequence) {
+    ++in_flight;
+    if (auto* t = stamp(i, sequence)) {
+      t->sent_s = static_cast<double>(ToNanos(clock.Now()) - start_ns) / 1e9;
+    }
+    events.emplace(ToNanos(clock.Now()) + half_latency(),
+                   Event{Event::Kind::kArrive, i, sequence, {}});
+  };
+  auto send_granted = [&] {
+    for (const uint64_t token : scheduler.TakeSendGrants()) {
+      auto it = parked.find(token);
+      if (it != parked.end()) {
+        send(it->second.first, it->second.second);
+        parked.erase(it);
+      }
+    }
   };
   int64_t last_limit = -1;
   bool last_probing = false;
@@ -136,11 +177,20 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
       DestState& d = dests[i];
       d.held = 0;
       d.pending.erase(decision.sequence);
-      events.emplace(ToNanos(clock.Now()) + half_latency(),
-                     Event{Event::Kind::kArrive, i, decision.sequence, {}});
+      if (auto* t = stamp(i, decision.sequence)) {
+        t->dispatched_s = seconds();
+      }
+      // As the delivery loop does (leases are instant here): a connection, or wait for one.
+      const uint64_t token = ++send_token;
+      if (scheduler.StartSend(d.id, token)) {
+        send(i, decision.sequence);
+      } else {
+        parked.emplace(token, std::make_pair(i, decision.sequence));
+      }
       OfferEarliest(scheduler, d);
       continue;
     }
+    send_granted();  // Next() gives back kept connections whose time is up
     int64_t next_ns = deadline_ns;
     if (decision.kind == pacing::Decision::Kind::kWait) {
       next_ns = std::min(next_ns, ToNanos(decision.wake_at));
@@ -149,6 +199,10 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
       next_ns = std::min(next_ns, events.begin()->first);
     }
     next_ns = std::max(next_ns, ToNanos(clock.Now()));
+    if (late.count() > 0 && ToNanos(clock.Now()) >= start_ns + Nanos(late).count()) {
+      busy_area += static_cast<double>(in_flight) *
+                   static_cast<double>(next_ns - ToNanos(clock.Now())) / 1e9;
+    }
     clock.Advance(Nanos(next_ns - ToNanos(clock.Now())));
     while (!events.empty() && events.begin()->first <= ToNanos(clock.Now())) {
       Event event = std::move(events.begin()->second);
@@ -161,14 +215,26 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
         simulator.Handle(patch);
         continue;
       }
+      if (event.kind == Event::Kind::kQueue) {
+        DestState& d = dests[event.dest];
+        for (int k = 1; k <= scenario.destinations[event.dest].deliveries; ++k) {
+          d.pending.emplace(static_cast<uint64_t>(k), SteadyTime{});
+        }
+        OfferEarliest(scheduler, d);
+        continue;
+      }
       if (event.kind == Event::Kind::kArrive) {
         sim::SimResponse response = simulator.Handle(scenario.destinations[event.dest].request);
         events.emplace(
-            ToNanos(clock.Now()) + half_latency(),
+            ToNanos(clock.Now()) + half_latency() +
+                Nanos(scenario.destinations[event.dest].answer_delay).count(),
             Event{Event::Kind::kComplete, event.dest, event.sequence, std::move(response)});
         continue;
       }
       DestState& d = dests[event.dest];
+      --in_flight;
+      scheduler.EndSend(d.id);
+      send_granted();
       adapters::HttpHeaders headers;
       for (const auto& [name, value] : event.response.headers) {
         headers.push_back(adapters::HttpHeader{name, value});
@@ -196,6 +262,17 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
       } else {
         ++result.delivered;
         result.seconds = seconds();
+        result.done_s[event.dest] = seconds();
+        if (auto* t = stamp(event.dest, event.sequence)) {
+          t->done_s = seconds();
+        }
+        if (late.count() > 0 && scenario.destinations[event.dest].queued_at == late &&
+            --late_left == 0 && scenario.connections.per_origin > 0) {
+          const double span = seconds() - static_cast<double>(late.count()) / 1000;
+          result.late_busy_share =
+              span > 0 ? busy_area / (static_cast<double>(scenario.connections.per_origin) * span)
+                       : 1.0;
+        }
       }
       {
         // The first destination's key, after every response (the key may be shared: a 429 to
@@ -311,6 +388,39 @@ PacingScenario SlackScenario(int channels, int per_channel, uint64_t seed) {
     dest.deliveries = per_channel;
     scenario.destinations.push_back(std::move(dest));
   }
+  return scenario;
+}
+
+}  // namespace egress
+
+namespace egress {
+
+PacingScenario FairnessScenario(int slow, int fast, uint64_t seed) {
+  PacingScenario scenario;
+  scenario.name = "fairness";
+  scenario.seed = seed;
+  scenario.connections = {.per_origin = 16, .total = 256, .streams = 100, .ahead = 16};
+  constexpr int kSlowUrls = 50;
+  for (int u = 0; u < kSlowUrls; ++u) {
+    PacingScenario::Destination dest;
+    dest.spec.tenant = "a";
+    dest.spec.platform = Platform::kWebhook;
+    dest.spec.target = "https://hooks.example/hooks/slow" + std::to_string(u);
+    dest.spec.origin = "https://hooks.example";
+    dest.request = Post("/hooks/slow" + std::to_string(u), "", R"({"n":1})");
+    dest.deliveries = slow / kSlowUrls + (u < slow % kSlowUrls ? 1 : 0);
+    dest.answer_delay = Millis(300);
+    scenario.destinations.push_back(std::move(dest));
+  }
+  PacingScenario::Destination b;
+  b.spec.tenant = "b";
+  b.spec.platform = Platform::kWebhook;
+  b.spec.target = "https://hooks.example/hooks/fast";
+  b.spec.origin = "https://hooks.example";
+  b.request = Post("/hooks/fast", "", R"({"n":1})");
+  b.deliveries = fast;
+  b.queued_at = Millis(2000);
+  scenario.destinations.push_back(std::move(b));
   return scenario;
 }
 

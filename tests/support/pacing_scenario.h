@@ -8,6 +8,8 @@
 
 #include "dispatcher/base/clock.h"
 #include "dispatcher/pacing/budget.h"
+#include "dispatcher/pacing/connection_budget.h"
+#include "dispatcher/pacing/scheduler.h"
 #include "dispatcher/pacing/scope_path.h"
 #include "tests/simulator/sim_message.h"
 
@@ -27,6 +29,10 @@ struct PacingScenario {
     pacing::DestinationSpec spec;
     sim::SimRequest request;  // what each of its deliveries sends
     int deliveries = 0;
+    // Added to each of its requests' latency (a slow receiver). Default: 0.
+    Millis answer_delay{0};
+    // Its deliveries are queued this long after the start. Default: at the start.
+    Millis queued_at{0};
   };
   std::vector<Destination> destinations;
   // Request latency: uniform in [min, max] per request (the simulator answers half way).
@@ -36,6 +42,10 @@ struct PacingScenario {
   // A merge patch POSTed to /_sim/config at `change_at` (e.g. a limit that drops); none if empty.
   std::string change_patch;
   Millis change_at{0};
+  // The transport's connections, scheduled (SchedulerOptions::connections). Default: unlimited.
+  pacing::ConnectionLimits connections;
+  // SchedulerOptions::connection_keep. Default: the Scheduler's.
+  Millis connection_keep = pacing::SchedulerOptions{}.connection_keep;
   // Gives up after this much simulated time.
   Millis deadline{120'000};
 };
@@ -48,6 +58,12 @@ struct PacingScenarioResult {
   int64_t max_throttled_per_destination = 0;
   int64_t early = 0;  // the simulator's count of requests sent inside a time it had stated
   double last_throttle_s = -1;
+  // Per destination: the time of its last delivery, -1 when it did not finish.
+  std::vector<double> done_s;
+  // From the latest queued_at to the last delivery of the destinations queued then: the share of
+  // the connection limit (connections.per_origin) that was in use, 0 to 1; -1 when no
+  // destination was queued late.
+  double late_busy_share = -1;
   // The first destination's adaptive limit over time: (seconds, limit, probing); limit -1 when
   // the key is at full pace again.
   struct Point {
@@ -56,6 +72,14 @@ struct PacingScenarioResult {
     bool probing;
   };
   std::vector<Point> trajectory;
+  // The last destination's deliveries by sequence: when each was dispatched, sent (got a
+  // connection) and delivered, in seconds; -1 for what did not happen.
+  struct Timeline {
+    double dispatched_s = -1;
+    double sent_s = -1;
+    double done_s = -1;
+  };
+  std::vector<Timeline> last_timeline;
 };
 
 PacingScenarioResult RunPacingScenario(const PacingScenario& scenario);
@@ -70,5 +94,9 @@ PacingScenario DiscordScenario(int channels, int per_channel, uint64_t seed);
 // Slack: `channels` x `per_channel` messages, 1/s burst 2 per channel, the profile's burst 3,
 // the workspace cap raised.
 PacingScenario SlackScenario(int channels, int per_channel, uint64_t seed);
+// Fairness on a shared host: tenant A's `slow` webhooks over 50 URLs answering in 300 ms, then
+// at 2 s tenant B's `fast` to one URL of the same host; 16 connections to the host. The last
+// destination is B's.
+PacingScenario FairnessScenario(int slow, int fast, uint64_t seed);
 
 }  // namespace egress

@@ -159,6 +159,13 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q,
                        {"burst", d.view.adaptive->burst},
                        {"probing", d.view.adaptive_probing}};
     }
+    if (d.view.origin_capacity > 0) {
+      // The connections of the origin it sends to, shared with every destination there: requests
+      // on them, the most they carry, and requests leased and waiting for one.
+      j["connections"] = {{"in_flight", d.view.origin_in_flight},
+                          {"capacity", d.view.origin_capacity},
+                          {"waiting", d.view.origin_waiting}};
+    }
     if (d.view.disabled) {
       j["disabled_reason"] = d.view.disabled_reason;
     }

@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include "adapters/url_parts.h"
 #include "dispatcher/service/delivery/delivery_mapping.h"
 #include "dispatcher/service/event_log.h"
 #include "storage/delivery_id.h"
@@ -201,10 +202,15 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   if (!storage::SplitDestinationKey(key, parts) || !(platform = ParsePlatform(parts.platform))) {
     return nullptr;  // intake validates platforms; an old record of a removed one waits
   }
+  // Customer webhooks and Slack incoming webhooks are URLs; the rest go to the platform's API.
+  const std::string& url = adapters::IsHttpUrl(parts.destination)
+                               ? parts.destination
+                               : options_.base_urls[static_cast<size_t>(*platform)];
   auto id = scheduler_.AddDestination({.tenant = parts.tenant,
                                        .platform = *platform,
                                        .credential = parts.tenant + "/" + parts.credential,
-                                       .target = parts.destination});
+                                       .target = parts.destination,
+                                       .origin = std::string(adapters::UrlOrigin(url))});
   if (!id) {
     return nullptr;
   }
@@ -339,6 +345,7 @@ void DeliveryLoop::Pump() {
       Dispatch(decision);
       continue;
     }
+    SendGranted();  // Next() may have given back a kept connection to a waiting request
     if (decision.kind == Decision::Kind::kWait) {
       timer_.expires_after(decision.wake_at - clock_.Now());
       timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
@@ -399,7 +406,7 @@ void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std
   }
   if (leased) {
     OnStoreOk();
-    Send(key, sequence, std::move(*leased));
+    SendWhenConnected(key, sequence, std::move(*leased));
     return;
   }
   if (Passing(leased.error())) {
@@ -416,6 +423,36 @@ void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std
   Fetch(dest);
   SchedulePump();
   CheckDrained();
+}
+
+void DeliveryLoop::SendWhenConnected(const std::string& key, uint64_t sequence, Delivery d) {
+  const uint64_t token = ++next_send_token_;
+  if (!scheduler_.StartSend(dests_.at(key).id, token)) {
+    parked_.emplace(token, Parked{key, sequence, std::move(d)});
+    return;
+  }
+  Send(key, sequence, std::move(d));
+  SendGranted();  // a Send that failed at once freed its connection
+}
+
+void DeliveryLoop::SendGranted() {
+  if (sending_granted_) {
+    return;  // the running call sends them
+  }
+  sending_granted_ = true;
+  for (std::vector<uint64_t> granted = scheduler_.TakeSendGrants(); !granted.empty();
+       granted = scheduler_.TakeSendGrants()) {
+    for (const uint64_t token : granted) {
+      auto it = parked_.find(token);
+      if (it == parked_.end()) {
+        continue;
+      }
+      Parked parked = std::move(it->second);
+      parked_.erase(it);
+      Send(parked.dest_key, parked.sequence, std::move(parked.delivery));
+    }
+  }
+  sending_granted_ = false;
 }
 
 void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
@@ -435,6 +472,7 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
     // unusable credential is the operator's to fix, so the destination is disabled and the
     // delivery waits, deferred with destination_disabled.
     const pacing::DestinationId id = dests_.at(key).id;
+    scheduler_.EndSend(id);  // its connection was never used
     pacing::DeliveryOutcome outcome{.permanent = true, .platform_error = "invalid_payload"};
     scheduler_.OnOutcome(id, sequence, outcome, {}).status().IgnoreError();
     if (request.error().code() != Status::Code::kInvalidArgument) {
@@ -463,9 +501,20 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
 void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const Delivery& d,
                               const adapters::PlatformAdapter& adapter,
                               Result<adapters::HttpResponse> r) {
+  scheduler_.EndSend(dests_.at(key).id);
+  HandleResponse(key, sequence, d, adapter, std::move(r));
+  SendGranted();
+}
+
+void DeliveryLoop::HandleResponse(const std::string& key, uint64_t sequence, const Delivery& d,
+                                  const adapters::PlatformAdapter& adapter,
+                                  Result<adapters::HttpResponse> r) {
   adapters::AttemptReport report = adapter.Interpret(d, r, clock_.WallNow());
   Dest& dest = dests_.at(key);
   dest.last_active = clock_.Now();
+  if (r && r->http2) {
+    scheduler_.SetMultiplexed(dest.id).IgnoreError();  // a known destination: cannot fail
+  }
   scheduler_.Observe(dest.id, report.observation).IgnoreError();  // bad observations are dropped
   if (dest.discord) {
     GuardDiscordToken(dest, report);

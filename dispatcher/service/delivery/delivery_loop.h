@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -89,6 +90,11 @@ class DeliveryLoop {
     // 200 ms up to 5 s.
     Millis first_store_retry{200};
     Millis max_store_retry{5000};
+    // Each platform's API root (slack, discord, line, webhook): a destination that is no URL of
+    // its own sends to this origin, which its connections are counted against
+    // (pacing::DestinationSpec::origin). Empty: no connection limit for that platform's
+    // destinations unless the destination is a URL. Service sets them from its endpoints.
+    std::array<std::string, kPlatformCount> base_urls;
   };
 
   DeliveryLoop(boost::asio::io_context& io, boost::asio::any_io_executor storage,
@@ -169,6 +175,12 @@ class DeliveryLoop {
     std::string dest_key;
     uint64_t sequence = 0;
   };
+  // A leased delivery waiting for a connection of its origin.
+  struct Parked {
+    std::string dest_key;
+    uint64_t sequence = 0;
+    storage::Delivery delivery;
+  };
 
   Dest* Ensure(const std::string& key);
   // Counts `cost` units against every scope on the destination's path (budget_use_).
@@ -182,9 +194,18 @@ class DeliveryLoop {
   void Dispatch(const pacing::Decision& decision);
   void OnLeased(const std::string& key, uint64_t sequence, const std::string& id,
                 Result<storage::Delivery> leased);
+  // A leased delivery takes a connection of its origin (Scheduler::StartSend) and is sent, or
+  // waits in parked_ until one is granted to it (SendGranted).
+  void SendWhenConnected(const std::string& key, uint64_t sequence, storage::Delivery d);
+  // Sends the parked deliveries the Scheduler granted a connection (after an EndSend).
+  void SendGranted();
   void Send(const std::string& key, uint64_t sequence, storage::Delivery d);
+  // Ends the attempt's hold on its connection (Scheduler::EndSend), then HandleResponse(), then
+  // sends what the freed connection was granted to.
   void OnResponse(const std::string& key, uint64_t sequence, const storage::Delivery& d,
                   const adapters::PlatformAdapter& adapter, Result<adapters::HttpResponse> r);
+  void HandleResponse(const std::string& key, uint64_t sequence, const storage::Delivery& d,
+                      const adapters::PlatformAdapter& adapter, Result<adapters::HttpResponse> r);
   // The Scheduler holds a head back (budget, park): counts the deferral and, when it is long,
   // writes it to the store.
   void OnPacingWait(pacing::DestinationId id, const pacing::Deferral& wait);
@@ -238,6 +259,9 @@ class DeliveryLoop {
   std::unordered_map<std::string, Dest> dests_;
   std::unordered_map<uint32_t, std::string> keys_by_id_;
   std::unordered_map<std::string, InFlight> in_flight_;  // delivery id ->
+  std::unordered_map<uint64_t, Parked> parked_;          // send token ->
+  uint64_t next_send_token_ = 0;
+  bool sending_granted_ = false;  // SendGranted() is running (re-entered by a failed Send)
   BudgetUse budget_use_;
 };
 

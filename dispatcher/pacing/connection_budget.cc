@@ -1,0 +1,433 @@
+#include "dispatcher/pacing/connection_budget.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "dispatcher/base/check.h"
+
+namespace egress::pacing {
+
+bool ConnectionBudget::ByShare::operator()(const QueueKey& a, const QueueKey& b) const {
+  // held / weight compared without division; both sides stay far below 2^63.
+  const int64_t left = a.held * static_cast<int64_t>(b.weight);
+  const int64_t right = b.held * static_cast<int64_t>(a.weight);
+  if (left != right) {
+    return left < right;
+  }
+  if (a.stamp != b.stamp) {
+    return a.stamp < b.stamp;
+  }
+  return a.tenant < b.tenant;
+}
+
+ConnectionBudget::ConnectionBudget(ConnectionLimits limits) : limits_(limits) {
+  limits_.streams = std::max<int64_t>(1, limits_.streams);
+  limits_.ahead = std::max<int64_t>(0, limits_.ahead);
+}
+
+uint32_t ConnectionBudget::Acquire(std::string_view origin) {
+  if (origin.empty() || (limits_.per_origin <= 0 && limits_.total <= 0)) {
+    return kNoOrigin;
+  }
+  auto it = index_.find(std::string(origin));
+  if (it == index_.end()) {
+    uint32_t o;
+    if (free_.empty()) {
+      o = static_cast<uint32_t>(origins_.size());
+      origins_.emplace_back();
+    } else {
+      o = free_.back();
+      free_.pop_back();
+    }
+    origins_[o] = Origin{};
+    origins_[o].name = std::string(origin);
+    it = index_.emplace(origins_[o].name, o).first;
+  }
+  ++origins_[it->second].refs;
+  return it->second;
+}
+
+void ConnectionBudget::Release(uint32_t origin) {
+  if (origin == kNoOrigin) {
+    return;
+  }
+  Origin& o = origins_[origin];
+  EGRESS_CHECK(o.refs > 0);
+  --o.refs;
+  MaybeForget(origin);
+}
+
+void ConnectionBudget::MaybeForget(uint32_t origin) {
+  Origin& o = origins_[origin];
+  if (o.refs != 0 || o.in_flight != 0 || o.granted != 0 || o.sending != 0 || o.waiters != 0 ||
+      o.send_waiters != 0 || o.queued_for_total) {
+    return;
+  }
+  index_.erase(o.name);
+  o = Origin{};
+  free_.push_back(origin);
+}
+
+void ConnectionBudget::MaybeForgetTenant(Origin& o, uint32_t tenant) {
+  auto it = o.tenants.find(tenant);
+  if (it != o.tenants.end() && it->second.held == 0 && it->second.sending == 0 &&
+      it->second.kept == 0 && it->second.dests.empty() && it->second.sends.empty()) {
+    o.tenants.erase(it);
+  }
+}
+
+int64_t ConnectionBudget::CapacityOf(const Origin& o) const {
+  if (limits_.per_origin <= 0) {
+    return INT64_MAX / 4;
+  }
+  return o.multiplexed ? limits_.per_origin * limits_.streams : limits_.per_origin;
+}
+
+int64_t ConnectionBudget::SlotCapacity(const Origin& o) const {
+  return CapacityOf(o) + limits_.ahead;
+}
+
+int64_t ConnectionBudget::capacity(uint32_t origin) const {
+  return origin == kNoOrigin ? INT64_MAX / 4 : CapacityOf(origins_[origin]);
+}
+
+int64_t ConnectionBudget::Connections(const Origin& o, int64_t requests) const {
+  requests = std::min(requests, CapacityOf(o));
+  if (!o.multiplexed) {
+    return requests;
+  }
+  return (requests + limits_.streams - 1) / limits_.streams;
+}
+
+bool ConnectionBudget::Fits(const Origin& o) const {
+  return o.in_flight + o.granted < SlotCapacity(o) && FitsTotal(o);
+}
+
+bool ConnectionBudget::FitsTotal(const Origin& o) const {
+  if (limits_.total <= 0) {
+    return true;
+  }
+  const int64_t used = o.in_flight + o.granted;
+  return total_used_ - Connections(o, used) + Connections(o, used + 1) <= limits_.total;
+}
+
+bool ConnectionBudget::UnderShare(const Origin& o, uint32_t tenant) const {
+  auto it = o.tenants.find(tenant);
+  const int64_t held = it == o.tenants.end() ? 0 : it->second.held;
+  const auto tenants = static_cast<int64_t>(o.tenants.size() + (it == o.tenants.end() ? 1 : 0));
+  return held * tenants < CapacityOf(o);
+}
+
+void ConnectionBudget::Count(Origin& o, int64_t in_flight_delta, int64_t granted_delta) {
+  const int64_t before = Connections(o, o.in_flight + o.granted);
+  o.in_flight += in_flight_delta;
+  o.granted += granted_delta;
+  EGRESS_CHECK(o.in_flight >= 0 && o.granted >= 0);
+  total_used_ += Connections(o, o.in_flight + o.granted) - before;
+}
+
+void ConnectionBudget::Requeue(Origin& o, uint32_t tenant, Share& s, bool sends, bool served) {
+  Queue& queue = sends ? o.send_queue : o.slot_queue;
+  QueueKey& key = sends ? s.send_key : s.slot_key;
+  const bool queued = sends ? !s.sends.empty() : !s.dests.empty();
+  if (queue.erase(key) == 0 && !served) {
+    key.stamp = ++stamp_;  // joins the queue: behind those waiting at its share
+  }
+  if (!queued) {
+    return;
+  }
+  key.held = sends ? s.sending + s.kept : s.held;
+  key.weight = s.weight;
+  key.tenant = tenant;
+  if (served) {
+    key.stamp = ++stamp_;
+  }
+  queue.insert(key);
+}
+
+bool ConnectionBudget::HasRoom(uint32_t origin, uint32_t tenant) const {
+  if (origin == kNoOrigin) {
+    return true;
+  }
+  const Origin& o = origins_[origin];
+  if (UnderShare(o, tenant) && FitsTotal(o)) {
+    return true;
+  }
+  if (o.waiters != 0 || !Fits(o)) {
+    return false;
+  }
+  // Others waiting for the total come first when this request would open a connection.
+  const int64_t used = o.in_flight + o.granted;
+  return waiting_origins_.empty() || Connections(o, used + 1) == Connections(o, used);
+}
+
+void ConnectionBudget::Take(uint32_t origin, uint32_t tenant, bool granted) {
+  if (origin == kNoOrigin) {
+    return;
+  }
+  Origin& o = origins_[origin];
+  if (granted) {
+    Count(o, 1, -1);  // the same slot: no connection more or less
+    return;
+  }
+  Count(o, 1, 0);
+  Share& s = o.tenants[tenant];
+  ++s.held;
+  if (!s.dests.empty()) {
+    Requeue(o, tenant, s, false, false);
+  }
+}
+
+void ConnectionBudget::Give(uint32_t origin, uint32_t tenant) {
+  if (origin == kNoOrigin) {
+    return;
+  }
+  Origin& o = origins_[origin];
+  Count(o, -1, 0);
+  auto it = o.tenants.find(tenant);
+  EGRESS_CHECK(it != o.tenants.end() && it->second.held > 0);
+  --it->second.held;
+  if (!it->second.dests.empty()) {
+    Requeue(o, tenant, it->second, false, false);
+  }
+  MaybeForgetTenant(o, tenant);
+  Grant(origin, true);
+  MaybeForget(origin);
+}
+
+void ConnectionBudget::Return(uint32_t origin, uint32_t tenant) {
+  if (origin == kNoOrigin) {
+    return;
+  }
+  Origin& o = origins_[origin];
+  Count(o, 0, -1);
+  auto it = o.tenants.find(tenant);
+  EGRESS_CHECK(it != o.tenants.end() && it->second.held > 0);
+  --it->second.held;
+  if (!it->second.dests.empty()) {
+    Requeue(o, tenant, it->second, false, false);
+  }
+  MaybeForgetTenant(o, tenant);
+  Grant(origin, true);
+  MaybeForget(origin);
+}
+
+void ConnectionBudget::Wait(uint32_t origin, uint32_t tenant, uint32_t weight, uint32_t d,
+                            bool first) {
+  EGRESS_CHECK(origin != kNoOrigin);
+  Origin& o = origins_[origin];
+  Share& s = o.tenants[tenant];
+  s.weight = std::max<uint32_t>(1, weight);
+  const bool joins = s.dests.empty();
+  if (first) {
+    s.dests.push_front(d);
+  } else {
+    s.dests.push_back(d);
+  }
+  if (joins || first) {
+    o.slot_queue.erase(s.slot_key);
+    s.slot_key = {
+        .held = s.held, .weight = s.weight, .stamp = first ? 0 : ++stamp_, .tenant = tenant};
+    o.slot_queue.insert(s.slot_key);
+  }
+  ++o.waiters;
+  if (!o.queued_for_total && o.in_flight + o.granted < SlotCapacity(o)) {
+    // Held back by the total, not by the origin's own slots.
+    o.queued_for_total = true;
+    waiting_origins_.push_back(origin);
+  }
+  // Room may have been left by a grant returned while nobody waited.
+  Grant(origin, false);
+}
+
+void ConnectionBudget::SetMultiplexed(uint32_t origin) {
+  if (origin == kNoOrigin || origins_[origin].multiplexed) {
+    return;
+  }
+  Origin& o = origins_[origin];
+  const int64_t before = Connections(o, o.in_flight + o.granted);
+  o.multiplexed = true;
+  total_used_ += Connections(o, o.in_flight + o.granted) - before;
+  GrantSends(o);
+  Grant(origin, true);
+}
+
+bool ConnectionBudget::GrantOne(Origin& o) {
+  if (o.slot_queue.empty()) {
+    return false;
+  }
+  const uint32_t tenant = o.slot_queue.begin()->tenant;
+  Share& s = o.tenants.at(tenant);
+  const uint32_t d = s.dests.front();
+  s.dests.pop_front();
+  --o.waiters;
+  ++s.held;
+  Count(o, 0, 1);
+  Requeue(o, tenant, s, false, true);
+  grants_.push_back(d);
+  return true;
+}
+
+void ConnectionBudget::Grant(uint32_t origin, bool others) {
+  Origin& o = origins_[origin];
+  while (o.waiters > 0 && Fits(o) && GrantOne(o)) {
+  }
+  if (!others || limits_.total <= 0) {
+    return;
+  }
+  // Connections freed in the total go round the origins waiting for it.
+  size_t visits = waiting_origins_.size();
+  while (!waiting_origins_.empty() && visits-- > 0) {
+    const uint32_t w = waiting_origins_.front();
+    waiting_origins_.pop_front();
+    Origin& other = origins_[w];
+    if (other.waiters == 0 || other.in_flight + other.granted >= SlotCapacity(other)) {
+      other.queued_for_total = false;  // its own slots will free it
+      MaybeForget(w);
+      continue;
+    }
+    if (!Fits(other)) {
+      waiting_origins_.push_front(w);
+      return;  // the total is full
+    }
+    GrantOne(other);
+    waiting_origins_.push_back(w);
+  }
+}
+
+std::vector<uint32_t> ConnectionBudget::TakeGrants() {
+  std::vector<uint32_t> out;
+  out.swap(grants_);
+  return out;
+}
+
+bool ConnectionBudget::StartSend(uint32_t origin, uint32_t tenant, uint32_t weight,
+                                 uint64_t token) {
+  if (origin == kNoOrigin) {
+    return true;
+  }
+  Origin& o = origins_[origin];
+  Share& s = o.tenants[tenant];
+  s.weight = std::max<uint32_t>(1, weight);
+  if (s.kept > 0) {
+    --s.kept;  // o.sending counts it already
+    ++s.sending;
+    return true;
+  }
+  if (o.send_waiters == 0 && o.sending < CapacityOf(o)) {
+    ++o.sending;
+    ++s.sending;
+    return true;
+  }
+  s.sends.push_back(token);
+  ++o.send_waiters;
+  if (s.sends.size() == 1) {
+    Requeue(o, tenant, s, true, false);
+  }
+  return false;
+}
+
+void ConnectionBudget::EndSend(uint32_t origin, uint32_t tenant) {
+  if (origin == kNoOrigin) {
+    return;
+  }
+  Origin& o = origins_[origin];
+  auto it = o.tenants.find(tenant);
+  EGRESS_CHECK(o.sending > 0 && it != o.tenants.end() && it->second.sending > 0);
+  --o.sending;
+  --it->second.sending;
+  if (!it->second.sends.empty()) {
+    Requeue(o, tenant, it->second, true, false);
+  }
+  GrantSends(o);
+}
+
+bool ConnectionBudget::Keep(uint32_t origin, uint32_t tenant) {
+  if (origin == kNoOrigin) {
+    return false;
+  }
+  Origin& o = origins_[origin];
+  auto it = o.tenants.find(tenant);
+  EGRESS_CHECK(o.sending > 0 && it != o.tenants.end() && it->second.sending > 0);
+  Share& s = it->second;
+  const auto tenants = static_cast<int64_t>(o.tenants.size());
+  // Nobody else waits (it would be free for the tenant's next request anyway), its own request
+  // waits and takes it at once, or it has another connection: nothing to keep. One at most.
+  if (o.send_waiters == 0 || !s.sends.empty() || s.sending != 1 || s.kept != 0 ||
+      tenants > CapacityOf(o)) {
+    EndSend(origin, tenant);
+    return false;
+  }
+  --s.sending;
+  ++s.kept;
+  return true;
+}
+
+void ConnectionBudget::Unkeep(uint32_t origin, uint32_t tenant) {
+  if (origin == kNoOrigin) {
+    return;
+  }
+  Origin& o = origins_[origin];
+  auto it = o.tenants.find(tenant);
+  if (it == o.tenants.end() || it->second.kept == 0) {
+    return;
+  }
+  o.sending -= it->second.kept;
+  it->second.kept = 0;
+  if (!it->second.sends.empty()) {
+    Requeue(o, tenant, it->second, true, false);
+  }
+  MaybeForgetTenant(o, tenant);
+  GrantSends(o);
+  MaybeForget(origin);
+}
+
+int64_t ConnectionBudget::kept(uint32_t origin, uint32_t tenant) const {
+  if (origin == kNoOrigin) {
+    return 0;
+  }
+  const Origin& o = origins_[origin];
+  auto it = o.tenants.find(tenant);
+  return it == o.tenants.end() ? 0 : it->second.kept;
+}
+
+void ConnectionBudget::GrantSends(Origin& o) {
+  while (o.send_waiters > 0 && o.sending < CapacityOf(o)) {
+    const uint32_t tenant = o.send_queue.begin()->tenant;
+    Share& s = o.tenants.at(tenant);
+    send_grants_.push_back(s.sends.front());
+    s.sends.pop_front();
+    --o.send_waiters;
+    ++o.sending;
+    ++s.sending;
+    Requeue(o, tenant, s, true, true);
+  }
+}
+
+std::vector<uint64_t> ConnectionBudget::TakeSendGrants() {
+  std::vector<uint64_t> out;
+  out.swap(send_grants_);
+  return out;
+}
+
+int64_t ConnectionBudget::in_flight(uint32_t origin) const {
+  return origin == kNoOrigin ? 0 : origins_[origin].in_flight;
+}
+
+int64_t ConnectionBudget::sending(uint32_t origin) const {
+  return origin == kNoOrigin ? 0 : origins_[origin].sending;
+}
+
+bool ConnectionBudget::multiplexed(uint32_t origin) const {
+  return origin != kNoOrigin && origins_[origin].multiplexed;
+}
+
+size_t ConnectionBudget::waiting(uint32_t origin) const {
+  return origin == kNoOrigin ? 0 : origins_[origin].waiters;
+}
+
+size_t ConnectionBudget::waiting_to_send(uint32_t origin) const {
+  return origin == kNoOrigin ? 0 : origins_[origin].send_waiters;
+}
+
+}  // namespace egress::pacing

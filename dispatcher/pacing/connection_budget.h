@@ -1,0 +1,179 @@
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace egress::pacing {
+
+// The outbound connections, as the transport will open them: at most `per_origin` per origin
+// (scheme://host:port) and `total` in all. An origin seen answering over HTTP/2 carries
+// `streams` requests on each connection. Zero for `per_origin` or `total`: unlimited. `ahead`:
+// requests an origin may have dispatched beyond what its connections carry; they wait, leased,
+// in the send gate (ConnectionBudget::StartSend) and take a freed connection the moment it is
+// free, instead of after a dispatch and a store write. Default: 0 (the service sets it).
+struct ConnectionLimits {
+  int64_t per_origin = 0;
+  int64_t total = 0;
+  int64_t streams = 1;
+  int64_t ahead = 0;
+};
+
+// The connection budget as a concurrency scope of the Scheduler, in two steps:
+//  - slots: how many deliveries each origin has dispatched (its connections' capacity plus
+//    `ahead`); a head that finds none waits (Wait) and is granted a freed slot (TakeGrants);
+//  - the send gate: a dispatched request takes a connection (StartSend) or waits for one, and is
+//    granted the next freed one at once, when the transfer that held it ends (EndSend,
+//    TakeSendGrants): the transport itself never queues a request behind others.
+// Both hand what is freed to the waiting tenant with the smallest weighted share of what it holds
+// at that origin (max-min fair share of concurrency: held / weight; ties by who was served
+// least recently), then round the tenant's destinations (a destination waits with its head only,
+// so its next head queues behind the tenant's other destinations). A tenant whose requests hold
+// a connection long (a slow receiver) thus never starves one whose requests are quick: the quick
+// one holds little, so it wins every slot it frees, and the slow one uses all the rest.
+//
+// A granted slot is reserved for the destination it went to until Take() (it is dispatched) or
+// Return() (it is not, e.g. a budget holds it back): nobody overtakes a waiter. Local state of
+// one Scheduler (not in a BudgetStore): connections belong to this process's transport.
+// Not thread-safe (the dispatcher loop).
+class ConnectionBudget {
+ public:
+  static constexpr uint32_t kNoOrigin = UINT32_MAX;
+
+  explicit ConnectionBudget(ConnectionLimits limits);
+
+  // The origin's index, counting one more destination on it. kNoOrigin for an empty origin (no
+  // connection limit applies) or when no limit is configured.
+  uint32_t Acquire(std::string_view origin);
+  // Drops one destination's reference; forgets the origin when it is unused and idle.
+  void Release(uint32_t origin);
+
+  // Whether a destination of `tenant` that holds no grant may take a slot of `origin` now: there
+  // is room and nobody waits for one; or the tenant holds less than its share of the origin's
+  // connections (capacity / tenants there), so a tenant that holds little never waits behind
+  // the slots another leased ahead: it waits for a connection in the send gate only, where it
+  // wins the next freed one. The total is respected either way.
+  bool HasRoom(uint32_t origin, uint32_t tenant) const;
+  // One more delivery of `tenant` dispatched to `origin`; `granted` when it used a grant.
+  void Take(uint32_t origin, uint32_t tenant, bool granted);
+  // One delivery of `tenant` to `origin` finished (after EndSend() when it had been sent).
+  void Give(uint32_t origin, uint32_t tenant);
+  // A grant given to a destination of `tenant` that did not dispatch.
+  void Return(uint32_t origin, uint32_t tenant);
+  // Queues destination `d` of `tenant` (weight) for a slot of `origin`. With `first`, `d` had a
+  // grant and gave it back (a meter held it a moment): it is served before its tenant's other
+  // destinations and, at an equal share, before the other tenants.
+  void Wait(uint32_t origin, uint32_t tenant, uint32_t weight, uint32_t d, bool first = false);
+  // The origin multiplexes (HTTP/2): its capacity becomes per_origin × streams.
+  void SetMultiplexed(uint32_t origin);
+
+  // Destinations granted a slot since the last call (each once), to be made ready.
+  std::vector<uint32_t> TakeGrants();
+
+  // A dispatched request of `tenant` (weight) is about to be sent: true when it holds a
+  // connection of `origin` now (until EndSend()); false when it waits for one, `token` then
+  // comes out of TakeSendGrants() when a connection is held for it.
+  bool StartSend(uint32_t origin, uint32_t tenant, uint32_t weight, uint64_t token);
+  // A sent request of `tenant` got its answer (or failed): its connection goes to the next
+  // waiting request at once (TakeSendGrants()).
+  void EndSend(uint32_t origin, uint32_t tenant);
+  // Instead of EndSend(): the connection of a sent request of `tenant` that got its answer stays
+  // the tenant's, for its next request (StartSend takes it first), when it was the tenant's only
+  // one at the origin, others wait for one and one connection is within the tenant's share
+  // (capacity / tenants there): a tenant sending one request after another keeps one connection
+  // instead of waiting each time for one a slow tenant frees (those come in bunches). False: not
+  // kept, EndSend() was done. Unkeep() gives it back.
+  bool Keep(uint32_t origin, uint32_t tenant);
+  // Gives back every connection `tenant` keeps at `origin` (its next request did not come).
+  void Unkeep(uint32_t origin, uint32_t tenant);
+  // The tokens granted a connection since the last call, in grant order: send them now.
+  std::vector<uint64_t> TakeSendGrants();
+
+  // Dispatched (slots in use) and sending (on a connection, kept ones included) requests of the
+  // origin.
+  int64_t in_flight(uint32_t origin) const;
+  int64_t sending(uint32_t origin) const;
+  // The requests the origin's connections carry at once (connections, or HTTP/2 streams).
+  int64_t capacity(uint32_t origin) const;
+  bool multiplexed(uint32_t origin) const;
+  // Destinations waiting for a slot, and requests waiting for a connection.
+  size_t waiting(uint32_t origin) const;
+  size_t waiting_to_send(uint32_t origin) const;
+  // The connections `tenant` keeps at `origin` for its next request (Keep).
+  int64_t kept(uint32_t origin, uint32_t tenant) const;
+  int64_t total_connections() const { return total_used_; }
+  size_t origin_count() const { return index_.size(); }
+
+ private:
+  // A waiting tenant's place in a queue: smallest held / weight first, then least recently
+  // served (stamp), then tenant index.
+  struct QueueKey {
+    int64_t held = 0;
+    uint32_t weight = 1;
+    uint64_t stamp = 0;
+    uint32_t tenant = 0;
+  };
+  struct ByShare {
+    bool operator()(const QueueKey& a, const QueueKey& b) const;
+  };
+  using Queue = std::set<QueueKey, ByShare>;
+  // One tenant at one origin.
+  struct Share {
+    uint32_t weight = 1;
+    int64_t held = 0;            // slots: dispatched or granted
+    int64_t sending = 0;         // on a connection
+    int64_t kept = 0;            // connections kept for its next request (Keep)
+    std::deque<uint32_t> dests;  // waiting for a slot, with their heads
+    std::deque<uint64_t> sends;  // waiting for a connection
+    QueueKey slot_key;           // its key in slot_queue while dests is not empty
+    QueueKey send_key;           // its key in send_queue while sends is not empty
+  };
+  struct Origin {
+    std::string name;
+    int64_t in_flight = 0;
+    int64_t granted = 0;
+    int64_t sending = 0;
+    uint32_t refs = 0;
+    bool multiplexed = false;
+    bool queued_for_total = false;  // in waiting_origins_
+    size_t waiters = 0;
+    size_t send_waiters = 0;
+    std::unordered_map<uint32_t, Share> tenants;
+    Queue slot_queue;
+    Queue send_queue;
+  };
+
+  int64_t SlotCapacity(const Origin& o) const;
+  int64_t CapacityOf(const Origin& o) const;
+  // The connections `requests` dispatched to `o` may open (those beyond its capacity wait).
+  int64_t Connections(const Origin& o, int64_t requests) const;
+  bool Fits(const Origin& o) const;  // one more slot fits the origin and the total
+  bool FitsTotal(const Origin& o) const;
+  bool UnderShare(const Origin& o, uint32_t tenant) const;
+  void Count(Origin& o, int64_t in_flight_delta, int64_t granted_delta);
+  // Re-sorts `s` in `queue` after its held count changed (`sends`: the send queue).
+  void Requeue(Origin& o, uint32_t tenant, Share& s, bool sends, bool served);
+  // Grants freed slots of `o` to its waiters; with `others`, then to other origins' waiters.
+  void Grant(uint32_t o, bool others);
+  bool GrantOne(Origin& o);
+  void GrantSends(Origin& o);
+  void MaybeForgetTenant(Origin& o, uint32_t tenant);
+  void MaybeForget(uint32_t o);
+
+  ConnectionLimits limits_;
+  std::vector<Origin> origins_;
+  std::vector<uint32_t> free_;
+  std::unordered_map<std::string, uint32_t> index_;
+  int64_t total_used_ = 0;  // connections (HTTP/2: ceil(requests / streams) per origin)
+  std::deque<uint32_t> waiting_origins_;  // origins with waiters held back by the total
+  std::vector<uint32_t> grants_;
+  std::vector<uint64_t> send_grants_;
+  uint64_t stamp_ = 0;
+};
+
+}  // namespace egress::pacing
