@@ -76,6 +76,9 @@ Result<TakeResult> LeasedBudgetStore::TakeAll(std::span<const Charge> charges, S
   result.allowed = true;
   bool missing = false;
   size_t missing_index = 0;
+  int64_t valid_wait = 0;  // until every reserved slice of the path may go
+  size_t valid_index = 0;
+  bool pending = false;  // a slice for a scope of the path is on its way
   for (size_t i = 0; i < charges.size(); ++i) {
     auto it = leases_.find(charges[i].key);
     if (it == leases_.end()) {
@@ -100,19 +103,36 @@ Result<TakeResult> LeasedBudgetStore::TakeAll(std::span<const Charge> charges, S
         result.retry_after = wait;
       }
       result.allowed = false;
-    } else if (Usable(lease, now_ns) < charges[i].cost && !missing) {
-      missing = true;
-      missing_index = i;
+    } else if (Usable(lease, now_ns) < charges[i].cost) {
+      if (!missing) {
+        missing = true;
+        missing_index = i;
+      }
+      pending = pending || lease.pending;
+    } else if (lease.valid_from_ns - now_ns > valid_wait) {
+      valid_wait = lease.valid_from_ns - now_ns;
+      valid_index = i;
     }
   }
   if (!result.allowed) {
     return result;
   }
   if (missing) {
-    RequestLeases(charges, now_ns);
+    // The slices a path lacks are asked together, and only when none of its scopes waits for
+    // one: a slice of one scope taken while another keeps the path waiting would often expire
+    // unspent (a channel's 1-per-second unit lost while the global budget is queued for).
+    if (!pending && valid_wait == 0) {
+      RequestLeases(charges, now_ns);
+    }
     result.allowed = false;
-    result.denied_index = missing_index;
-    result.retry_after = options_.lease_wait;
+    result.denied_index = valid_wait > 0 ? valid_index : missing_index;
+    result.retry_after = valid_wait > 0 ? Nanos(valid_wait) : options_.lease_wait;
+    return result;
+  }
+  if (valid_wait > 0) {
+    result.allowed = false;
+    result.denied_index = valid_index;
+    result.retry_after = Nanos(valid_wait);
     return result;
   }
   result.remaining = INT64_MAX;
@@ -143,7 +163,7 @@ void LeasedBudgetStore::RequestLeases(std::span<const Charge> charges, int64_t n
   ++lease_requests_;
   std::weak_ptr<bool> alive = alive_;
   std::vector<Charge> asked = ask;
-  backend_.TakeAll(std::move(ask),
+  backend_.TakeAll(std::move(ask), options_.reserve_ahead,
                    [this, alive, asked = std::move(asked)](Result<TakeResult> answer) {
                      if (alive.expired()) {
                        return;
@@ -178,7 +198,13 @@ void LeasedBudgetStore::OnLeaseAnswer(const std::vector<Charge>& asked,
         // Units left from an earlier lease are dropped: every unit goes within lease_ttl.
         units_expired_ += static_cast<uint64_t>(std::max<int64_t>(0, lease.units));
         lease.units = charge.cost;
-        lease.expires_ns = now_ns + options_.lease_ttl.count();
+        // A reservation goes when it conforms, and no later than max_late after that.
+        lease.valid_from_ns = SatAdd(now_ns, answer->retry_after.count());
+        const int64_t late = std::min(
+            options_.lease_ttl.count(),
+            std::max(options_.max_late.count(),
+                     SatMul(charge.cost, std::max<int64_t>(1, charge.params.interval_ns))));
+        lease.expires_ns = SatAdd(lease.valid_from_ns, late);
       }
     }
     return;
@@ -186,6 +212,7 @@ void LeasedBudgetStore::OnLeaseAnswer(const std::vector<Charge>& asked,
   if (answer->denied_index >= asked.size()) {
     return;
   }
+  ++leases_denied_;
   const Charge& denied = asked[answer->denied_index];
   Lease& lease = leases_[denied.key];
   // Redis holds what other nodes (or anyone who can reach it) wrote: a wait is believed up to
@@ -280,6 +307,8 @@ Result<MeterView> LeasedBudgetStore::Inspect(ScopeKey key, const GcraParams& par
   view.remaining = Usable(lease, now_ns);
   if (lease.denied_until_ns > now_ns) {
     view.reset_after = Nanos(lease.denied_until_ns - now_ns);
+  } else if (view.remaining > 0 && lease.valid_from_ns > now_ns) {
+    view.reset_after = Nanos(lease.valid_from_ns - now_ns);
   } else if (view.remaining == 0 && lease.pending) {
     // A slice is on its way: let that many waiters look again.
     view.remaining = std::max<int64_t>(1, std::min(params.depth, options_.max_slice));

@@ -41,7 +41,7 @@ TEST(DiscordSimTest, BucketHeadersAndUser429) {
   nlohmann::json stats = StatsOf(*sim, "discord:channel:111");
   EXPECT_EQ(stats["rate_limited"], 1);
   EXPECT_EQ(stats["rate_limited_global"], 0);  // the route's bucket
-  EXPECT_EQ(stats["early"], 1);  // Remaining 0 on the second answer told it to wait
+  EXPECT_EQ(stats["early"], 1);                // Remaining 0 on the second answer told it to wait
 }
 
 // Verifies the per-bot global limit: global 429 shape, and all channels of the token stop.
