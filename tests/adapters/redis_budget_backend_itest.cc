@@ -247,9 +247,10 @@ TEST_F(RedisFixture, ReservesUnitsThatConformSoon) {
   EXPECT_EQ(plain.retry_after, Nanos(0));
 }
 
-// Verifies that a reservation charges every meter of the path at the time its units go: a
-// global unit free now, reserved with a route unit free only in 30 ms, is counted at +30 ms (the
-// next global unit conforms at +50 ms, not +20 ms), so no meter counts a unit before it is sent.
+// Verifies that a reservation charges every meter of the path no earlier than one slice-time
+// before its units go: a global unit (20 ms) free now, reserved with a route unit free only in
+// 30 ms, is counted at +10 ms (the next global unit conforms at +30 ms, not +20 ms), so it is
+// never counted more than 20 ms before it is sent.
 TEST_F(RedisFixture, ReservationChargesEveryMeterWhenTheUnitsGo) {
   GcraParams global{.interval_ns = 20'000'000, .depth = 1};
   GcraParams route{.interval_ns = 1'000'000'000, .depth = 1};
@@ -267,7 +268,7 @@ TEST_F(RedisFixture, ReservationChargesEveryMeterWhenTheUnitsGo) {
   EXPECT_EQ(both.retry_after, Nanos(30'000'000));
   TakeResult next = take({Charge{4, global, 1}}, t0, Nanos(0));
   EXPECT_FALSE(next.allowed);
-  EXPECT_EQ(next.retry_after, Nanos(50'000'000));
+  EXPECT_EQ(next.retry_after, Nanos(30'000'000));
 }
 
 // Verifies that parks are shared: a Retry-After and a remaining-0 park one node applies hold the

@@ -220,6 +220,22 @@ TEST(LeasedBudgetStoreTest, UnitsGoWithinMaxLateOfTheirMeterTime) {
   EXPECT_EQ(store.units_expired(), 21u);
 }
 
+// Verifies that a path's slices are no larger than its slowest scope's: beside a 50/s scope
+// (a slice of 1), a 1,000/s scope is leased one unit at a time, not 20 that would expire unspent.
+TEST(LeasedBudgetStoreTest, SlicesFollowThePathsSlowestScope) {
+  FakeClock clock;
+  FakeBackend backend(clock);
+  LeasedBudgetStore store(clock, backend, LeasedBudgetStoreOptions{});
+  const Charge path[] = {Charge{1, PerSecond(1000), 1}, Charge{2, PerSecond(50), 1}};
+  EXPECT_FALSE(store.TakeAll(path, clock.Now())->allowed);
+  backend.AnswerAll();
+  EXPECT_TRUE(store.TakeAll(path, clock.Now())->allowed);
+  EXPECT_EQ(store.Inspect(1, PerSecond(1000), clock.Now())->remaining, 0);
+  clock.Advance(milliseconds(100));
+  EXPECT_FALSE(store.TakeAll(path, clock.Now())->allowed);
+  EXPECT_EQ(store.units_expired(), 0u);
+}
+
 // Verifies that a shared denial and a shared park are mirrored with their exact waits, and that a
 // local Park reaches the backend (so other nodes see it).
 TEST(LeasedBudgetStoreTest, MirrorsDenialsAndParks) {
