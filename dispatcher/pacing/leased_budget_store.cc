@@ -207,10 +207,13 @@ void LeasedBudgetStore::OnLeaseAnswer(const std::vector<Charge>& asked,
         lease.units = charge.cost;
         // A reservation goes when it conforms, and no later than max_late after that.
         lease.valid_from_ns = SatAdd(now_ns, answer->retry_after.count());
-        const int64_t late = std::min(
-            options_.lease_ttl.count(),
-            std::max(options_.max_late.count(),
-                     SatMul(charge.cost, std::max<int64_t>(1, charge.params.interval_ns))));
+        // A slice of several units (a budget faster than one unit per lease_window) is spent
+        // over lease_ttl, as it always was: spent by the unit it would cost a round trip each.
+        const int64_t late =
+            charge.cost > 1
+                ? options_.lease_ttl.count()
+                : std::min(options_.lease_ttl.count(),
+                           std::max(options_.max_late.count(), charge.params.interval_ns));
         lease.expires_ns = SatAdd(lease.valid_from_ns, late);
       }
     }

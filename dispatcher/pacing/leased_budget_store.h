@@ -31,13 +31,13 @@ struct LeasedBudgetStoreOptions {
   // Leased units not spent within this time of when they may go are dropped (never given back),
   // whatever max_late allows. Default: 100 ms.
   Nanos lease_ttl{100'000'000};
-  // A unit goes at most this long after the time the shared meter counts it at (for a slice of
-  // several units, at most the slice's own time, cost × interval, when that is longer; never
-  // beyond lease_ttl); units not spent by then are dropped. A platform measures windows: units
-  // counted T apart but sent late by different amounts land closer than T, and a budget paced
-  // with a margin m (server.pacing_margin_percent) absorbs a spread of only about m × its window
-  // (5 % of the Discord global's 1 s: 50 ms), of which the node's own lateness must stay a part.
-  // Default: 20 ms.
+  // A unit of a one-unit slice goes at most this long after it may go (its budget's interval
+  // when longer; never beyond lease_ttl); unspent by then it is dropped. A platform measures
+  // windows: units counted T apart but sent late by different amounts land closer than T, and
+  // a budget paced with a margin m (server.pacing_margin_percent) absorbs a spread of only about
+  // m × its window (5 % of the Discord global's 1 s: 50 ms), of which the node's own lateness
+  // must stay a part. Slices of several units (budgets faster than one unit per lease_window)
+  // keep lease_ttl. Default: 20 ms.
   Nanos max_late{20'000'000};
   // A lease request may reserve units that conform within this time: the shared meter hands
   // them out now, to go when they conform (SharedBudgetBackend::TakeAll). Nodes then queue for a
