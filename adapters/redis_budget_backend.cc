@@ -113,7 +113,8 @@ void RedisBudgetBackend::EvalStatus(const RedisScript& script, std::vector<std::
        });
 }
 
-void RedisBudgetBackend::Take(std::vector<Charge> charges, std::string now_us, TakeCallback done) {
+void RedisBudgetBackend::Take(std::vector<Charge> charges, std::string now_us, Nanos reserve_ahead,
+                              TakeCallback done) {
   if (charges.size() > kMaxCharges) {
     done(Status::InvalidArgument("too many scopes in one charge"));
     return;
@@ -129,6 +130,7 @@ void RedisBudgetBackend::Take(std::vector<Charge> charges, std::string now_us, T
   }
   args.push_back(std::to_string(charges.size()));
   args.push_back(std::move(now_us));
+  args.push_back(std::to_string(reserve_ahead.count() / 1000));  // never ahead by more
   for (const Charge& charge : charges) {
     args.push_back(std::to_string(IntervalMicros(charge.params)));
     args.push_back(std::to_string(charge.params.depth));
@@ -158,6 +160,7 @@ void RedisBudgetBackend::Take(std::vector<Charge> charges, std::string now_us, T
            result.retry_after = Nanos(SatMul(std::max<int64_t>(0, a[2]), 1000));
            result.park = KindOf(a[3]);
          } else {
+           result.retry_after = Nanos(SatMul(std::max<int64_t>(0, a[2]), 1000));
            result.remaining = std::max<int64_t>(0, a[4]);
            result.reset_after = Nanos(SatMul(std::max<int64_t>(0, a[5]), 1000));
          }
@@ -165,13 +168,14 @@ void RedisBudgetBackend::Take(std::vector<Charge> charges, std::string now_us, T
        });
 }
 
-void RedisBudgetBackend::TakeAll(std::vector<Charge> charges, TakeCallback done) {
-  Take(std::move(charges), "", std::move(done));
+void RedisBudgetBackend::TakeAll(std::vector<Charge> charges, Nanos reserve_ahead,
+                                 TakeCallback done) {
+  Take(std::move(charges), "", reserve_ahead, std::move(done));
 }
 
 void RedisBudgetBackend::TakeAllAtForTest(std::vector<Charge> charges, int64_t now_us,
-                                          TakeCallback done) {
-  Take(std::move(charges), std::to_string(now_us), std::move(done));
+                                          TakeCallback done, Nanos reserve_ahead) {
+  Take(std::move(charges), std::to_string(now_us), reserve_ahead, std::move(done));
 }
 
 void RedisBudgetBackend::Park(ScopeKey key, Nanos wait, ParkKind kind) {

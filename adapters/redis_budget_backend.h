@@ -27,7 +27,8 @@ class RedisBudgetBackend final : public pacing::SharedBudgetBackend {
  public:
   RedisBudgetBackend(RedisConnection& connection, std::string key_prefix);
 
-  void TakeAll(std::vector<pacing::Charge> charges, TakeCallback done) override;
+  void TakeAll(std::vector<pacing::Charge> charges, pacing::Nanos reserve_ahead,
+               TakeCallback done) override;
   void Park(pacing::ScopeKey key, pacing::Nanos wait, pacing::ParkKind kind) override;
   void Unpark(pacing::ScopeKey key) override;
   void Rescale(pacing::ScopeKey key, const pacing::GcraParams& from,
@@ -39,7 +40,8 @@ class RedisBudgetBackend final : public pacing::SharedBudgetBackend {
   // scripts with MemoryBudgetStore on one fake clock). `done` gets the script's status.
   using StatusCallback = std::function<void(Status)>;
   using InspectCallback = std::function<void(Result<pacing::MeterView>)>;
-  void TakeAllAtForTest(std::vector<pacing::Charge> charges, int64_t now_us, TakeCallback done);
+  void TakeAllAtForTest(std::vector<pacing::Charge> charges, int64_t now_us, TakeCallback done,
+                        pacing::Nanos reserve_ahead = pacing::Nanos(0));
   void ParkAtForTest(pacing::ScopeKey key, pacing::Nanos wait, pacing::ParkKind kind,
                      int64_t now_us, StatusCallback done);
   void UnparkForTest(pacing::ScopeKey key, StatusCallback done);
@@ -56,7 +58,8 @@ class RedisBudgetBackend final : public pacing::SharedBudgetBackend {
   uint64_t failures() const { return failures_; }
 
  private:
-  void Take(std::vector<pacing::Charge> charges, std::string now_us, TakeCallback done);
+  void Take(std::vector<pacing::Charge> charges, std::string now_us, pacing::Nanos reserve_ahead,
+            TakeCallback done);
   void Eval(const RedisScript& script, std::vector<std::string> keys, std::vector<std::string> args,
             RedisConnection::Done done);
   void EvalStatus(const RedisScript& script, std::vector<std::string> keys,

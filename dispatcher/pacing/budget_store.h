@@ -37,6 +37,7 @@ struct TakeResult {
   Nanos retry_after{0};
   ParkKind park = ParkKind::kNone;
   // On acceptance: the least `remaining` over all scopes, and the longest `reset_after`.
+  // (A SharedBudgetBackend reservation also sets `retry_after`: when the units may go.)
   int64_t remaining = 0;
   Nanos reset_after{0};
 };

@@ -28,9 +28,23 @@ struct LeasedBudgetStoreOptions {
   Nanos lease_window{20'000'000};
   // Most units leased from one scope at once. Default: 64.
   int64_t max_slice = 64;
-  // Leased units not spent within this time are dropped (never given back). Bounds how late a
-  // unit may be spent after the shared meter gave it out. Default: 100 ms.
+  // Leased units not spent within this time of when they may go are dropped (never given back),
+  // whatever max_late allows. Default: 100 ms.
   Nanos lease_ttl{100'000'000};
+  // A unit of a one-unit slice goes at most this long after it may go (its budget's interval
+  // when longer; never beyond lease_ttl); unspent by then it is dropped. A platform measures
+  // windows: units counted T apart but sent late by different amounts land closer than T, and
+  // a budget paced with a margin m (server.pacing_margin_percent) absorbs a spread of only about
+  // m × its window (5 % of the Discord global's 1 s: 50 ms), of which the node's own lateness
+  // must stay a part. Slices of several units (budgets faster than one unit per lease_window)
+  // keep lease_ttl. Default: 20 ms.
+  Nanos max_late{20'000'000};
+  // A lease request may reserve units that conform within this time: the shared meter hands
+  // them out now, to go when they conform (SharedBudgetBackend::TakeAll). Nodes then queue for a
+  // busy budget in the shared meter instead of each asking again when it frees, which would
+  // lose a round trip and a wake-up of the budget's time per unit. 0 asks only for units that
+  // conform at once. Default: 100 ms.
+  Nanos reserve_ahead{100'000'000};
   // The wait TakeAll answers while a lease is on its way. Default: 1 ms.
   Nanos lease_wait{1'000'000};
   // How long a scope whose lease request failed waits before asking again. Default: 100 ms.
@@ -44,9 +58,12 @@ struct LeasedBudgetStoreOptions {
 // (docs/pacing.md, "Shared budgets"). Each scope holds a local lease: units taken from the shared
 // meter ahead, spent locally, dropped after lease_ttl. TakeAll spends leases when every scope of
 // the path holds enough; otherwise it asks the backend for a slice of each scope that lacks one
-// (one atomic call over the whole path, all or none) and denies for lease_wait. A shared denial or
-// park is mirrored locally until it ends. Since every unit sent came out of the shared meter, the
-// nodes together never exceed a budget; a unit is sent at most lease_ttl after the meter gave it.
+// (one atomic call over the whole path, all or none) and denies for lease_wait. A slice may be
+// reserved up to reserve_ahead before it conforms (every meter of the path counts it at the time
+// it may go); TakeAll then waits until it does. A shared denial or park is mirrored locally until
+// it ends. Since every unit sent came out of the shared meter, the nodes together never exceed a
+// budget's meter; a unit is sent at most max_late (or its slice's own time) after the time the
+// meter counts it at, so the spread of lateness stays within what the pacing margin absorbs.
 //
 // While the backend is down, kLocalShare answers from an in-memory store at 1/expected_nodes of
 // every budget (parks are mirrored there too) and kHold fails TakeAll with kUnavailable. When it
@@ -78,10 +95,13 @@ class LeasedBudgetStore final : public BudgetStore {
   uint64_t lease_requests() const { return lease_requests_; }
   // Units dropped unspent at the end of their lease.
   uint64_t units_expired() const { return units_expired_; }
+  // Lease requests the shared meter denied (a wait, not a park).
+  uint64_t leases_denied() const { return leases_denied_; }
 
  private:
   struct Lease {
     int64_t units = 0;
+    int64_t valid_from_ns = 0;  // a reserved slice goes from then on
     int64_t expires_ns = 0;
     int64_t denied_until_ns = 0;  // the shared meter said no until then
     int64_t parked_until_ns = 0;
@@ -107,6 +127,7 @@ class LeasedBudgetStore final : public BudgetStore {
   bool share_writes_ = true;
   uint64_t lease_requests_ = 0;
   uint64_t units_expired_ = 0;
+  uint64_t leases_denied_ = 0;
   std::shared_ptr<bool> alive_;
 };
 

@@ -20,9 +20,14 @@ class SharedBudgetBackend {
   virtual ~SharedBudgetBackend() = default;
 
   // As BudgetStore::TakeAll, atomically at the backend's now: takes `cost` units from every
-  // charge or none, parks first. A charge of cost 0 only checks its park. `done` runs exactly
-  // once, also when the backend cannot be reached (kUnavailable).
-  virtual void TakeAll(std::vector<Charge> charges, TakeCallback done) = 0;
+  // charge or none, parks first. A charge of cost 0 only checks its park. `reserve_ahead` lets
+  // the take reserve: when every meter conforms within that time (and none is parked), all are
+  // taken now and the answer is allowed with `retry_after` the wait until the last of them
+  // conforms, when the units may go (0 when they may go at once). Each meter is charged as if
+  // taken when it conforms, so a reservation wastes none of the budget's time. With 0 it is
+  // BudgetStore::TakeAll. `done` runs exactly once, also when the backend cannot be reached
+  // (kUnavailable).
+  virtual void TakeAll(std::vector<Charge> charges, Nanos reserve_ahead, TakeCallback done) = 0;
   // As BudgetStore::Park, for `wait` from the backend's now. Fire and forget.
   virtual void Park(ScopeKey key, Nanos wait, ParkKind kind) = 0;
   virtual void Unpark(ScopeKey key) = 0;

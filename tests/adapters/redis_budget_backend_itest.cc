@@ -201,7 +201,8 @@ TEST_F(RedisFixture, ReconnectsAfterAnOutage) {
   ASSERT_TRUE(RunUntil([&] { return !connection_->up(); }));
   EXPECT_FALSE(backend_->up());
   std::optional<Result<TakeResult>> answer;
-  backend_->TakeAll({Charge{1, GcraParams{}, 1}}, [&](Result<TakeResult> r) { answer = r; });
+  backend_->TakeAll({Charge{1, GcraParams{}, 1}}, Nanos(0),
+                    [&](Result<TakeResult> r) { answer = r; });
   ASSERT_TRUE(RunUntil([&] { return answer.has_value(); }));
   ASSERT_FALSE(answer->has_value());
   EXPECT_EQ(answer->error().code(), Status::Code::kUnavailable);
@@ -214,6 +215,60 @@ TEST_F(RedisFixture, ReconnectsAfterAnOutage) {
   ASSERT_GE(states.size(), 2u);
   EXPECT_FALSE(states.front());
   EXPECT_TRUE(states.back());
+}
+
+// Verifies reservations: a take that conforms within reserve_ahead is taken now and answered
+// with the wait until it may go, charged as if taken then (the next one queues behind it, no
+// time of the meter is lost); one further out is denied with its wait, and nothing is taken.
+TEST_F(RedisFixture, ReservesUnitsThatConformSoon) {
+  GcraParams global{.interval_ns = 20'000'000, .depth = 1};  // 50/s
+  const int64_t t0 = 7'000'000'000;
+  auto reserve = [&](int64_t now_us, Nanos ahead) {
+    std::optional<Result<TakeResult>> answer;
+    backend_->TakeAllAtForTest(
+        {Charge{3, global, 1}}, now_us, [&](Result<TakeResult> r) { answer = r; }, ahead);
+    EXPECT_TRUE(RunUntil([&] { return answer.has_value(); }));
+    return answer.has_value() && answer->has_value() ? **answer : TakeResult{};
+  };
+  TakeResult first = reserve(t0, Nanos(100'000'000));
+  EXPECT_TRUE(first.allowed);
+  EXPECT_EQ(first.retry_after, Nanos(0));
+  TakeResult second = reserve(t0 + 5'000, Nanos(100'000'000));
+  EXPECT_TRUE(second.allowed);
+  EXPECT_EQ(second.retry_after, Nanos(15'000'000));  // at t0 + 20 ms
+  TakeResult third = reserve(t0 + 5'000, Nanos(100'000'000));
+  EXPECT_TRUE(third.allowed);
+  EXPECT_EQ(third.retry_after, Nanos(35'000'000));  // at t0 + 40 ms
+  TakeResult far = reserve(t0 + 5'000, Nanos(30'000'000));
+  EXPECT_FALSE(far.allowed);
+  EXPECT_EQ(far.retry_after, Nanos(55'000'000));  // nothing taken: still t0 + 60 ms
+  TakeResult plain = reserve(t0 + 60'000, Nanos(0));
+  EXPECT_TRUE(plain.allowed);
+  EXPECT_EQ(plain.retry_after, Nanos(0));
+}
+
+// Verifies that a reservation charges every meter of the path no earlier than one slice-time
+// before its units go: a global unit (20 ms) free now, reserved with a route unit free only in
+// 30 ms, is counted at +10 ms (the next global unit conforms at +30 ms, not +20 ms), so it is
+// never counted more than 20 ms before it is sent.
+TEST_F(RedisFixture, ReservationChargesEveryMeterWhenTheUnitsGo) {
+  GcraParams global{.interval_ns = 20'000'000, .depth = 1};
+  GcraParams route{.interval_ns = 1'000'000'000, .depth = 1};
+  const int64_t t0 = 9'000'000'000;
+  auto take = [&](std::vector<Charge> charges, int64_t now_us, Nanos ahead) {
+    std::optional<Result<TakeResult>> answer;
+    backend_->TakeAllAtForTest(
+        std::move(charges), now_us, [&](Result<TakeResult> r) { answer = r; }, ahead);
+    EXPECT_TRUE(RunUntil([&] { return answer.has_value(); }));
+    return answer.has_value() && answer->has_value() ? **answer : TakeResult{};
+  };
+  EXPECT_TRUE(take({Charge{5, route, 1}}, t0 - 970'000, Nanos(0)).allowed);  // free at t0 + 30 ms
+  TakeResult both = take({Charge{4, global, 1}, Charge{5, route, 1}}, t0, Nanos(100'000'000));
+  EXPECT_TRUE(both.allowed);
+  EXPECT_EQ(both.retry_after, Nanos(30'000'000));
+  TakeResult next = take({Charge{4, global, 1}}, t0, Nanos(0));
+  EXPECT_FALSE(next.allowed);
+  EXPECT_EQ(next.retry_after, Nanos(30'000'000));
 }
 
 // Verifies that parks are shared: a Retry-After and a remaining-0 park one node applies hold the

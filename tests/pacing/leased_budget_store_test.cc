@@ -22,13 +22,13 @@ class FakeBackend final : public SharedBudgetBackend {
  public:
   explicit FakeBackend(const Clock& clock) : clock_(clock) {}
 
-  void TakeAll(std::vector<Charge> charges, TakeCallback done) override {
+  void TakeAll(std::vector<Charge> charges, Nanos reserve_ahead, TakeCallback done) override {
     ++calls;
     if (!is_up) {
       done(Status::Unavailable("down"));
       return;
     }
-    queued_.push_back([this, charges = std::move(charges), done = std::move(done)] {
+    queued_.push_back([this, charges = std::move(charges), reserve_ahead, done = std::move(done)] {
       // Cost 0 only checks the scope's park.
       std::vector<Charge> real;
       for (size_t i = 0; i < charges.size(); ++i) {
@@ -47,6 +47,16 @@ class FakeBackend final : public SharedBudgetBackend {
         }
       }
       Result<TakeResult> result = store.TakeAll(real, clock_.Now());
+      if (result.has_value() && !result->allowed && result->park == ParkKind::kNone &&
+          result->retry_after <= reserve_ahead) {
+        // A reservation: taken as at the time every meter conforms (stricter than Redis for
+        // the scopes that conform earlier, which is all a fake needs).
+        const Nanos wait = result->retry_after;
+        result = store.TakeAll(real, clock_.Now() + wait);
+        if (result.has_value() && result->allowed) {
+          result->retry_after = wait;
+        }
+      }
       if (result.has_value() && !result->allowed) {
         result->denied_index = index_[result->denied_index];
       }
@@ -184,6 +194,41 @@ TEST(LeasedBudgetStoreTest, LeasesSlicesAndExpiresThem) {
   EXPECT_EQ(store.units_expired(), 20u);
 }
 
+// Verifies that a unit goes at most max_late after it may go (its interval when longer): a 50/s
+// unit held 21 ms is dropped, so units counted 20 ms apart never go closer than 20 ms less
+// max_late. (A slice of several units keeps lease_ttl: LeasesSlicesAndExpiresThem.)
+TEST(LeasedBudgetStoreTest, UnitsGoWithinMaxLateOfTheirMeterTime) {
+  FakeClock clock;
+  FakeBackend backend(clock);
+  LeasedBudgetStore store(clock, backend, LeasedBudgetStoreOptions{});
+  const Charge global[] = {Charge{1, PerSecond(50), 1}};
+  EXPECT_FALSE(store.TakeAll(global, clock.Now())->allowed);
+  backend.AnswerAll();
+  clock.Advance(milliseconds(19));
+  EXPECT_TRUE(store.TakeAll(global, clock.Now())->allowed);   // 19 ms late: goes
+  EXPECT_FALSE(store.TakeAll(global, clock.Now())->allowed);  // asks for the next
+  backend.AnswerAll();                                        // reserved for 20 ms after the first
+  clock.Advance(milliseconds(1 + 21));
+  EXPECT_FALSE(store.TakeAll(global, clock.Now())->allowed);  // 21 ms after it conformed
+  EXPECT_EQ(store.units_expired(), 1u);
+}
+
+// Verifies that a path's slices are no larger than its slowest scope's: beside a 50/s scope
+// (a slice of 1), a 1,000/s scope is leased one unit at a time, not 20 that would expire unspent.
+TEST(LeasedBudgetStoreTest, SlicesFollowThePathsSlowestScope) {
+  FakeClock clock;
+  FakeBackend backend(clock);
+  LeasedBudgetStore store(clock, backend, LeasedBudgetStoreOptions{});
+  const Charge path[] = {Charge{1, PerSecond(1000), 1}, Charge{2, PerSecond(50), 1}};
+  EXPECT_FALSE(store.TakeAll(path, clock.Now())->allowed);
+  backend.AnswerAll();
+  EXPECT_TRUE(store.TakeAll(path, clock.Now())->allowed);
+  EXPECT_EQ(store.Inspect(1, PerSecond(1000), clock.Now())->remaining, 0);
+  clock.Advance(milliseconds(100));
+  EXPECT_FALSE(store.TakeAll(path, clock.Now())->allowed);
+  EXPECT_EQ(store.units_expired(), 0u);
+}
+
 // Verifies that a shared denial and a shared park are mirrored with their exact waits, and that a
 // local Park reaches the backend (so other nodes see it).
 TEST(LeasedBudgetStoreTest, MirrorsDenialsAndParks) {
@@ -248,6 +293,61 @@ TEST(LeasedBudgetStoreTest, HoldWhileDown) {
   static_cast<void>(store.TakeAll(path, clock.Now()));
   backend.AnswerAll();
   EXPECT_TRUE(store.TakeAll(path, clock.Now())->allowed);
+}
+
+// Three nodes that look again only when TakeAll says (as the Scheduler's timers do), over a
+// backend answering 1 ms later: how many of `seconds` of a 50/s burst-1 budget they send.
+int SendWithWakeUps(const LeasedBudgetStoreOptions& options, int seconds) {
+  FakeClock clock;
+  FakeBackend backend(clock);
+  std::vector<std::unique_ptr<LeasedBudgetStore>> nodes;
+  for (int i = 0; i < 3; ++i) {
+    nodes.push_back(std::make_unique<LeasedBudgetStore>(clock, backend, options));
+  }
+  const Charge global{42, PerSecond(50), 1};
+  std::vector<SteadyTime> next_look(3, clock.Now());
+  std::vector<SteadyTime> sends;
+  const SteadyTime end = clock.Now() + std::chrono::seconds(seconds);
+  while (clock.Now() < end) {
+    for (int n = 0; n < 3; ++n) {
+      if (clock.Now() < next_look[n]) {
+        continue;
+      }
+      const Charge path[] = {global};
+      Result<TakeResult> r = nodes[n]->TakeAll(path, clock.Now());
+      if (!r.has_value()) {
+        ADD_FAILURE() << r.error().message();
+        return 0;
+      }
+      if (r->allowed) {
+        sends.push_back(clock.Now());
+        next_look[n] = clock.Now();  // its next head looks at once
+      } else {
+        next_look[n] = clock.Now() + r->retry_after;
+      }
+    }
+    clock.Advance(milliseconds(1));
+    backend.AnswerAll();
+  }
+  // Never closer than the budget allows (burst 1: one per 20 ms).
+  for (size_t i = 1; i < sends.size(); ++i) {
+    EXPECT_GE(sends[i] - sends[i - 1], milliseconds(20)) << i;
+  }
+  return static_cast<int>(sends.size());
+}
+
+// Verifies that reserving ahead keeps a busy shared budget at its full rate: without it, every
+// unit costs the nodes a wake-up and a round trip after it frees (the meter's time is lost);
+// with it, the nodes queue in the shared meter and each unit goes when it conforms.
+TEST(LeasedBudgetStoreTest, ReservationsKeepABusyBudgetAtItsRate) {
+  LeasedBudgetStoreOptions reserving;
+  LeasedBudgetStoreOptions asking;
+  asking.reserve_ahead = Nanos(0);
+  const int reserved = SendWithWakeUps(reserving, 10);
+  const int asked = SendWithWakeUps(asking, 10);
+  EXPECT_GE(reserved, 495);  // 50/s for 10 s, less the first round trip
+  EXPECT_LE(reserved, 501);
+  EXPECT_LT(asked, reserved - 10);  // each unit lost its wake-up and round trip
 }
 
 }  // namespace

@@ -21,6 +21,7 @@ nlohmann::json ToJsonObject(const DestinationCounters& c) {
   return {{"requests", c.requests},
           {"accepted", c.accepted},
           {"rate_limited", c.rate_limited},
+          {"rate_limited_global", c.rate_limited_global},
           {"early", c.early},
           {"duplicates", c.duplicates},
           {"duplicates_prevented", c.duplicates_prevented},
@@ -37,6 +38,7 @@ void DestinationCounters::Add(const DestinationCounters& o) {
   requests += o.requests;
   accepted += o.accepted;
   rate_limited += o.rate_limited;
+  rate_limited_global += o.rate_limited_global;
   early += o.early;
   duplicates += o.duplicates;
   duplicates_prevented += o.duplicates_prevented;

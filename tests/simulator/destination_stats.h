@@ -19,6 +19,7 @@ struct DestinationCounters {
   int64_t requests = 0;              // every request routed to the destination
   int64_t accepted = 0;              // requests the platform processed (message created)
   int64_t rate_limited = 0;          // 429s sent (including ok:false rate_limited)
+  int64_t rate_limited_global = 0;   // of those, for a wider scope (a Discord bot's global limit)
   int64_t early = 0;                 // arrived before a previously given Retry-After/reset
   int64_t duplicates = 0;            // an idempotency identity accepted a second time
   int64_t duplicates_prevented = 0;  // a repeat the platform deduplicated (nonce, retry key)

@@ -121,7 +121,9 @@ std::optional<SimResponse> DiscordSim::CheckGlobal(SimContext& ctx, const Route&
   if (g.allowed) {
     return std::nullopt;
   }
-  ++ctx.stats.Counters(route.dest).rate_limited;
+  DestinationCounters& c = ctx.stats.Counters(route.dest);
+  ++c.rate_limited;
+  ++c.rate_limited_global;
   ctx.stats.SetNotBefore("discord:bot:" + route.author, now + g.reset_after);
   SimResponse r = RateLimitBody("You are being rate limited.", g.reset_after, true);
   r.SetHeader("X-RateLimit-Global", "true");

@@ -40,7 +40,8 @@ TEST(DiscordSimTest, BucketHeadersAndUser429) {
   EXPECT_EQ(sim->Handle(CreateMessage("222")).status, 200);  // another channel, another bucket
   nlohmann::json stats = StatsOf(*sim, "discord:channel:111");
   EXPECT_EQ(stats["rate_limited"], 1);
-  EXPECT_EQ(stats["early"], 1);  // Remaining 0 on the second answer told it to wait
+  EXPECT_EQ(stats["rate_limited_global"], 0);  // the route's bucket
+  EXPECT_EQ(stats["early"], 1);                // Remaining 0 on the second answer told it to wait
 }
 
 // Verifies the per-bot global limit: global 429 shape, and all channels of the token stop.
@@ -59,6 +60,7 @@ TEST(DiscordSimTest, GlobalLimitStopsTheToken) {
   EXPECT_EQ(BodyOf(global)["message"], "You are being rate limited.");
   EXPECT_EQ(sim->Handle(CreateMessage("8")).status, 429);
   EXPECT_EQ(StatsOf(*sim, "discord:channel:8")["early"], 1);
+  EXPECT_EQ(StatsOf(*sim, "discord:channel:8")["rate_limited_global"], 1);
   EXPECT_EQ(sim->Handle(CreateMessage("8", R"({"content":"x"})", "bot2")).status, 200);
   clock.Advance(milliseconds(1000));
   EXPECT_EQ(sim->Handle(CreateMessage("8")).status, 200);
