@@ -50,9 +50,8 @@ void RedisInvalidRequests::Add(const std::string& token_key, Done done) {
         // At most one pair per slot, of integers: anything else is not this script's answer.
         if (reply->type != RedisReply::Type::kArray || e.size() % 2 != 0 ||
             e.size() > 2 * static_cast<size_t>(InvalidRequestCounter::kSlots) ||
-            std::any_of(e.begin(), e.end(), [](const RedisReply& r) {
-              return r.type != RedisReply::Type::kInteger;
-            })) {
+            std::any_of(e.begin(), e.end(),
+                        [](const RedisReply& r) { return r.type != RedisReply::Type::kInteger; })) {
           done(Status::Unavailable("redis answered the invalid-request count wrongly"));
           return;
         }

@@ -1,5 +1,3 @@
-#include "adapters/redis_invalid_requests.h"
-
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -9,6 +7,7 @@
 
 #include "adapters/invalid_request_counter.h"
 #include "adapters/redis_connection.h"
+#include "adapters/redis_invalid_requests.h"
 #include "dispatcher/base/clock.h"
 #include "tests/support/redis_server.h"
 
