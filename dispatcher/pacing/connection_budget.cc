@@ -178,29 +178,19 @@ void ConnectionBudget::Take(uint32_t origin, uint32_t tenant, bool granted) {
   }
 }
 
-void ConnectionBudget::Give(uint32_t origin, uint32_t tenant) {
-  if (origin == kNoOrigin) {
-    return;
-  }
-  Origin& o = origins_[origin];
-  Count(o, -1, 0);
-  auto it = o.tenants.find(tenant);
-  EGRESS_CHECK(it != o.tenants.end() && it->second.held > 0);
-  --it->second.held;
-  if (!it->second.dests.empty()) {
-    Requeue(o, tenant, it->second, false, false);
-  }
-  MaybeForgetTenant(o, tenant);
-  Grant(origin, true);
-  MaybeForget(origin);
-}
+void ConnectionBudget::Give(uint32_t origin, uint32_t tenant) { Free(origin, tenant, -1, 0); }
 
-void ConnectionBudget::Return(uint32_t origin, uint32_t tenant) {
+void ConnectionBudget::Return(uint32_t origin, uint32_t tenant) { Free(origin, tenant, 0, -1); }
+
+// Ends one of `tenant`'s holds at `origin` (a delivery in flight or a grant) and hands the room
+// on.
+void ConnectionBudget::Free(uint32_t origin, uint32_t tenant, int64_t in_flight_delta,
+                            int64_t granted_delta) {
   if (origin == kNoOrigin) {
     return;
   }
   Origin& o = origins_[origin];
-  Count(o, 0, -1);
+  Count(o, in_flight_delta, granted_delta);
   auto it = o.tenants.find(tenant);
   EGRESS_CHECK(it != o.tenants.end() && it->second.held > 0);
   --it->second.held;

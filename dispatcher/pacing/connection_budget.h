@@ -155,6 +155,7 @@ class ConnectionBudget {
   bool Fits(const Origin& o) const;  // one more slot fits the origin and the total
   bool FitsTotal(const Origin& o) const;
   bool UnderShare(const Origin& o, uint32_t tenant) const;
+  void Free(uint32_t origin, uint32_t tenant, int64_t in_flight_delta, int64_t granted_delta);
   void Count(Origin& o, int64_t in_flight_delta, int64_t granted_delta);
   // Re-sorts `s` in `queue` after its held count changed (`sends`: the send queue).
   void Requeue(Origin& o, uint32_t tenant, Share& s, bool sends, bool served);

@@ -11,7 +11,7 @@
 #include "dispatcher/base/clock.h"
 #include "dispatcher/pacing/leased_budget_store.h"
 #include "dispatcher/pacing/memory_budget_store.h"
-#include "tests/support/redis_server.h"
+#include "tests/support/redis_test.h"
 
 namespace egress::adapters {
 namespace {
@@ -23,30 +23,17 @@ using pacing::Nanos;
 using pacing::ParkKind;
 using pacing::TakeResult;
 
-// A connection to a fresh redis-server, driven by running the loop on the test thread.
-class RedisFixture : public ::testing::Test {
+// A connection to a fresh redis-server and a backend on it (RedisTest drives the loop).
+class RedisFixture : public RedisTest {
  protected:
   void SetUp() override {
-    if (RedisServer::Binary().empty()) {
-      GTEST_SKIP() << "no redis-server";
+    RedisTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
     }
-    ASSERT_NE(redis_.port(), 0) << redis_.error();
-    RedisConnectionOptions options;
-    options.port = static_cast<uint16_t>(redis_.port());
-    connection_ = std::make_unique<RedisConnection>(io_, clock_, options);
-    connection_->Start();
-    ASSERT_TRUE(RunUntil([&] { return connection_->up(); }));
+    connection_ = Connect();
+    ASSERT_NE(connection_, nullptr);
     backend_ = std::make_unique<RedisBudgetBackend>(*connection_, "test:");
-  }
-
-  // Runs the loop until `done()` or a generous deadline (liveness only).
-  template <typename Done>
-  bool RunUntil(Done done) {
-    for (int i = 0; i < 20'000 && !done(); ++i) {
-      io_.run_for(std::chrono::milliseconds(1));
-      io_.restart();
-    }
-    return done();
   }
 
   TakeResult Take(const std::vector<Charge>& charges, int64_t now_us) {
@@ -65,9 +52,6 @@ class RedisFixture : public ::testing::Test {
     ASSERT_TRUE(status->ok()) << status->message();
   }
 
-  SystemClock clock_;
-  RedisServer redis_;
-  boost::asio::io_context io_;
   std::unique_ptr<RedisConnection> connection_;
   std::unique_ptr<RedisBudgetBackend> backend_;
 };
@@ -274,12 +258,9 @@ TEST_F(RedisFixture, ReservationChargesEveryMeterWhenTheUnitsGo) {
 // Verifies that parks are shared: a Retry-After and a remaining-0 park one node applies hold the
 // other node's next take on those keys, with the wait that is left.
 TEST_F(RedisFixture, ParksReachEveryNode) {
-  RedisConnectionOptions options;
-  options.port = static_cast<uint16_t>(redis_.port());
-  RedisConnection other_connection(io_, clock_, options);
-  other_connection.Start();
-  ASSERT_TRUE(RunUntil([&] { return other_connection.up(); }));
-  RedisBudgetBackend other_backend(other_connection, "test:");
+  std::unique_ptr<RedisConnection> other_connection = Connect();
+  ASSERT_NE(other_connection, nullptr);
+  RedisBudgetBackend other_backend(*other_connection, "test:");
   pacing::LeasedBudgetStore a(clock_, *backend_, pacing::LeasedBudgetStoreOptions{});
   pacing::LeasedBudgetStore b(clock_, other_backend, pacing::LeasedBudgetStoreOptions{});
   const GcraParams params{.interval_ns = 1'000'000, .depth = 10};

@@ -9,38 +9,25 @@
 #include "adapters/redis_connection.h"
 #include "adapters/redis_invalid_requests.h"
 #include "dispatcher/base/clock.h"
-#include "tests/support/redis_server.h"
+#include "tests/support/redis_test.h"
 
 namespace egress::adapters {
 namespace {
 
 using SlotCounts = RedisInvalidRequests::SlotCounts;
 
-// Two nodes' connections to one fresh redis-server, driven by the loop on the test thread.
-class RedisInvalidRequestsTest : public ::testing::Test {
+// Two nodes' connections to one fresh redis-server (RedisTest drives the loop).
+class RedisInvalidRequestsTest : public RedisTest {
  protected:
   void SetUp() override {
-    if (RedisServer::Binary().empty()) {
-      GTEST_SKIP() << "no redis-server";
+    RedisTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
     }
-    ASSERT_NE(redis_.port(), 0) << redis_.error();
-    RedisConnectionOptions options;
-    options.port = static_cast<uint16_t>(redis_.port());
     for (auto& connection : connections_) {
-      connection = std::make_unique<RedisConnection>(io_, clock_, options);
-      connection->Start();
+      connection = Connect();
+      ASSERT_NE(connection, nullptr);
     }
-    ASSERT_TRUE(RunUntil([&] { return connections_[0]->up() && connections_[1]->up(); }));
-  }
-
-  // Runs the loop until `done()` or a generous deadline (liveness only).
-  template <typename Done>
-  bool RunUntil(Done done) {
-    for (int i = 0; i < 20'000 && !done(); ++i) {
-      io_.run_for(std::chrono::milliseconds(1));
-      io_.restart();
-    }
-    return done();
   }
 
   Result<SlotCounts> Add(RedisInvalidRequests& node, const std::string& token) {
@@ -60,9 +47,6 @@ class RedisInvalidRequestsTest : public ::testing::Test {
     return total;
   }
 
-  SystemClock clock_;
-  RedisServer redis_;
-  boost::asio::io_context io_;
   std::unique_ptr<RedisConnection> connections_[2];
 };
 
