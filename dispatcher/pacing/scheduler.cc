@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -181,6 +182,14 @@ void Scheduler::PushBack(Fifo& fifo, uint32_t d) {
   fifo.tail = d;
 }
 
+void Scheduler::PushFront(Fifo& fifo, uint32_t d) {
+  dests_[d].link = fifo.head;
+  fifo.head = d;
+  if (fifo.tail == kNil) {
+    fifo.tail = d;
+  }
+}
+
 uint32_t Scheduler::PopFront(Fifo& fifo) {
   const uint32_t d = fifo.head;
   EGRESS_CHECK(d != kNil);
@@ -265,7 +274,14 @@ void Scheduler::ReleaseScopeWaiters(uint32_t scope, int64_t now_ns) {
   }
   Fifo fifo{slot.wait_head, slot.wait_tail};
   while (release-- > 0 && fifo.head != kNil) {
-    MakeReady(PopFront(fifo));
+    const uint32_t d = PopFront(fifo);
+    Dest& dest = dests_[d];
+    for (uint8_t i = 0; i < dest.scope_count; ++i) {
+      if (dest.scopes[i] == scope) {
+        dest.released_index = i;
+      }
+    }
+    MakeReady(d);
   }
   slot.wait_head = fifo.head;
   slot.wait_tail = fifo.tail;
@@ -405,6 +421,7 @@ bool Scheduler::Evaluate(uint32_t d, int64_t now_ns, Decision& decision) {
 bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, bool granted) {
   Dest& dest = dests_[d];
   dest.state = State::kEmpty;
+  const uint8_t released = std::exchange(dest.released_index, kNotReleased);
   if (!dest.has_head) {
     return false;
   }
@@ -437,7 +454,7 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
         TakeResult full;
         full.denied_index = dest.credential_index;
         full.retry_after = Nanos(next_ns - now_ns);
-        Deny(d, full, now_ns);
+        Deny(d, full, now_ns, released);
         return false;
       }
     }
@@ -453,6 +470,20 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
   if (discord_epoch_ != 0 && dest.platform == Platform::kDiscord) {
     RekeyDiscord(d);
   }
+  // Waiters first: while destinations wait in a shared scope's FIFO, a head no scope just
+  // released queues behind them rather than taking the unit the first of them is due, so the
+  // scope serves its destinations oldest first (one token's channels evenly, to the last). A
+  // released head goes on to the meters, so two saturated scopes cannot pass it back and forth.
+  for (uint8_t i = 0; released == kNotReleased && i < dest.scope_count; ++i) {
+    const uint32_t scope = dest.scopes[i];
+    if (scopes_.at(scope).wait_head != kNil) {
+      TakeResult behind;
+      behind.denied_index = i;
+      behind.retry_after = Nanos(std::max<int64_t>(1, scopes_.params(scope).interval_ns));
+      Deny(d, behind, now_ns);
+      return false;
+    }
+  }
   std::array<Charge, kMaxScopes> charges;
   for (uint8_t i = 0; i < dest.scope_count; ++i) {
     const uint32_t scope = dest.scopes[i];
@@ -465,7 +496,7 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
     return false;
   }
   if (!taken->allowed) {
-    Deny(d, *taken, now_ns);
+    Deny(d, *taken, now_ns, released);
     return false;
   }
   conns_.Take(dest.origin, dest.tenant, granted);
@@ -498,7 +529,7 @@ bool Scheduler::OrderingHeld(uint32_t d) const {
   return false;
 }
 
-void Scheduler::Deny(uint32_t d, const TakeResult& result, int64_t now_ns) {
+void Scheduler::Deny(uint32_t d, const TakeResult& result, int64_t now_ns, uint8_t released) {
   Dest& dest = dests_[d];
   const uint32_t scope = dest.scopes[result.denied_index];
   ScopeTable::Slot& slot = scopes_.at(scope);
@@ -523,7 +554,11 @@ void Scheduler::Deny(uint32_t d, const TakeResult& result, int64_t now_ns) {
   dest.reason = reason;
   dest.until_ns = at_ns;
   Fifo fifo{slot.wait_head, slot.wait_tail};
-  PushBack(fifo, d);
+  if (released == result.denied_index) {
+    PushFront(fifo, d);  // its turn: a lease on its way, or a unit taken meanwhile
+  } else {
+    PushBack(fifo, d);
+  }
   slot.wait_head = fifo.head;
   slot.wait_tail = fifo.tail;
   ArmScope(scope, at_ns);

@@ -285,6 +285,9 @@ class Scheduler {
     uint8_t credential_index = 0;
     uint8_t retry_after_index = 0;
     uint8_t leaf_index = 0;
+    // Which scope of the path (index) just released it from its wait FIFO, kNotReleased else:
+    // such a head goes before the newer ones and keeps its place if that scope holds it again.
+    uint8_t released_index = kNotReleased;
     Platform platform = Platform::kWebhook;
     State state = State::kEmpty;
     DeferReason reason = DeferReason::kNone;
@@ -335,12 +338,14 @@ class Scheduler {
   };
 
   static constexpr uint32_t kScopeTimerBit = 0x80000000u;
+  static constexpr uint8_t kNotReleased = 0xFF;
 
   Result<Dest*> Find(DestinationId id);
   Result<const Dest*> Find(DestinationId id) const;
   uint32_t TenantIndex(const std::string& name);
 
   void PushBack(Fifo& fifo, uint32_t d);
+  void PushFront(Fifo& fifo, uint32_t d);
   uint32_t PopFront(Fifo& fifo);
 
   void MakeReady(uint32_t d);
@@ -365,7 +370,9 @@ class Scheduler {
   // Evaluate() without the grant's bookkeeping; `granted`: a connection is reserved for it.
   bool EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, bool granted);
   bool OrderingHeld(uint32_t d) const;
-  void Deny(uint32_t d, const TakeResult& result, int64_t now_ns);
+  // Defers `d` on the scope that denied; `released`: the path index of the scope that released
+  // it from its FIFO for this evaluation (it goes back to that FIFO's front, not its back).
+  void Deny(uint32_t d, const TakeResult& result, int64_t now_ns, uint8_t released = kNotReleased);
   void DispatchHead(uint32_t d, Decision& decision);
   // Makes ready the destinations the connection budget granted a connection.
   void ApplyGrants();
