@@ -103,6 +103,39 @@ TEST_F(SchedulerTest, NestedScopesAreAllOrNothing) {
   EXPECT_EQ(next.destination, b);
 }
 
+// Verifies waiters first on a shared scope: a head that arrives while destinations wait in the
+// tenant scope's FIFO queues behind them instead of taking the unit the first of them is due, so
+// the scope serves its destinations in the order they came to wait (b, c, then a again).
+TEST_F(SchedulerTest, SharedScopeServesItsWaitersBeforeANewHead) {
+  ASSERT_TRUE(
+      scheduler_.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1, 1000, 1}}}).ok());
+  DestinationId a = Add(Webhook("https://a.example/hook"));
+  DestinationId b = Add(Webhook("https://b.example/hook"));
+  DestinationId c = Add(Webhook("https://c.example/hook"));
+  for (DestinationId d : {a, b, c}) {
+    ASSERT_TRUE(scheduler_.Offer(d, Item(1)).ok());
+  }
+  ASSERT_EQ(scheduler_.Next().destination, a);
+  ASSERT_EQ(scheduler_.Next().kind, Decision::Kind::kWait);  // b, then c, wait on the tenant
+  Finish(a, 1, 200);
+  clock_.Advance(milliseconds(1000));
+  ASSERT_TRUE(scheduler_.Offer(a, Item(2)).ok());  // a's next head, ready before b is released
+  Decision first = scheduler_.Next();
+  ASSERT_EQ(first.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(first.destination, b);
+  EXPECT_EQ(Reason(a), "budget:tenant_egress");
+  ASSERT_EQ(scheduler_.Next().kind, Decision::Kind::kWait);
+  clock_.Advance(milliseconds(1000));
+  Decision second = scheduler_.Next();
+  ASSERT_EQ(second.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(second.destination, c);
+  ASSERT_EQ(scheduler_.Next().kind, Decision::Kind::kWait);
+  clock_.Advance(milliseconds(1000));
+  Decision third = scheduler_.Next();
+  ASSERT_EQ(third.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(third.destination, a);
+}
+
 // Verifies that new deployment defaults (a config reload) apply at once to live scopes: a
 // destination held by the old tenant_egress budget goes now, a tenant's override stays, and an
 // invalid budget changes nothing.
