@@ -21,6 +21,7 @@ bool AdaptivePace::OnThrottle(int64_t now_ns, const RecentWindow& recent) {
     Refine();
     return false;
   }
+  adopted_hold_ = false;
   before_ = limit_;
   recent_ = recent;
   cohort_ok_ = 0;
@@ -47,7 +48,7 @@ bool AdaptivePace::OnThrottle(int64_t now_ns, const RecentWindow& recent) {
 }
 
 void AdaptivePace::Refine() {
-  if (probe_failed_) {
+  if (probe_failed_ || adopted_hold_) {
     return;
   }
   const double share = static_cast<double>(cohort_ok_ + 1) /
@@ -136,6 +137,37 @@ bool AdaptivePace::OnSuccess(int64_t now_ns, const RecentWindow& recent) {
 
 Budget AdaptivePace::Current() const {
   return Budget{limit_, ceiling_.scale_ms, std::min(ceiling_.burst, limit_)};
+}
+
+void AdaptivePace::Adopt(int64_t limit, bool probing, int64_t hold_until_ns, int64_t now_ns) {
+  const int64_t adopted = std::clamp(
+      limit, std::min(std::max<int64_t>(1, options_.min_limit), ceiling_.limit), ceiling_.limit);
+  const bool held_here = now_ns < hold_until_ns_;
+  if (hold_until_ns > hold_until_ns_) {
+    hold_until_ns_ = hold_until_ns;
+  }
+  if (held_here && adopted > limit_) {
+    // A decrease is on here: a higher limit is a node that had not seen it yet (or counted
+    // fewer refusals). The lower one stands until the hold ends.
+    adopted_hold_ = true;
+    return;
+  }
+  if (now_ns < hold_until_ns_) {
+    adopted_hold_ = true;
+  }
+  if (probing && adopted > limit_) {
+    last_good_ = limit_;  // the level the other node stepped up from
+  }
+  probing_ = probing && (adopted > limit_ || probing_);
+  if (!held_here) {
+    probe_failed_ = false;  // a failed probe of this node's own keeps its hold's rules
+  }
+  slow_start_ = false;
+  limit_ = adopted;
+  before_ = limit_;
+  step_ = std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
+  successes_ = 0;
+  windows_ = 0;
 }
 
 void AdaptivePace::SetCeiling(const Budget& ceiling) {

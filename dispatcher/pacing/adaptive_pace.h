@@ -97,6 +97,16 @@ class AdaptivePace {
   // The deadline before which a 429 is held off.
   int64_t hold_until_ns() const { return hold_until_ns_; }
 
+  // Another node's pace for this key (Scheduler::ApplyLearned): its limit (held to
+  // [min_limit, ceiling]), whether it is probing, and until when it holds 429s off (its park,
+  // which the shared store applies to this node as well). 429s and successes here during that
+  // hold belong to the other node's decrease and change nothing; after it, windows count afresh
+  // at the adopted level, and a 429 within the first one after an adopted step up fails that
+  // probe (back to the level before it).
+  // A hold of this node's own that is still on stays, and is then the other node's as well: its
+  // cohort is not refined here either, so the two nodes never trade estimates of one decrease;
+  // and a higher limit than this node's during it changes nothing (the lower estimate stands).
+  void Adopt(int64_t limit, bool probing, int64_t hold_until_ns, int64_t now_ns);
   // A new ceiling (the operator changed the configured budget); the limit is clamped to it.
   void SetCeiling(const Budget& ceiling);
 
@@ -120,7 +130,8 @@ class AdaptivePace {
   bool probe_failed_ = false;
   bool slow_start_ = false;  // the last decrease came from a partial window: double per window
   bool doubling_failed_ = false;
-  int windows_ = 0;  // whole windows since the last increase
+  bool adopted_hold_ = false;  // the hold is another node's: its cohort is not refined here
+  int windows_ = 0;            // whole windows since the last increase
   int windows_per_increase_ = 1;
   int throttles_ = 0;  // consecutive 429s without a success in between
   int64_t hold_until_ns_ = INT64_MIN;

@@ -92,6 +92,7 @@ Result<DestinationId> Scheduler::AddDestination(const DestinationSpec& spec) {
     discord_[d] = DiscordKeys{path->discord_route, path->discord_major, 0};
     RekeyDiscord(d);
   }
+  AdoptPendingShared(dest.scopes[dest.leaf_index]);
   ++live_count_;
   return DestinationId{d};
 }
@@ -637,6 +638,7 @@ void Scheduler::RekeyDiscord(uint32_t d) {
   }
   ReleaseScope(old_scope);
   dest.scopes[dest.leaf_index] = new_scope;
+  AdoptPendingShared(new_scope);
 }
 
 void Scheduler::ReleaseOrdering(uint32_t d, uint64_t sequence, bool retrying) {
@@ -679,17 +681,27 @@ Status Scheduler::Observe(DestinationId id, const RateLimitObservation& observat
   if (dest.platform == Platform::kDiscord && !observation.bucket.empty()) {
     const ScopeKey credential = scopes_.at(dest.scopes[dest.credential_index]).key;
     const ScopeKey bucket = DiscordBucketKey(credential, observation.bucket);
-    ScopeKey& mapped = discord_buckets_[discord_[id.value].route];
+    const ScopeKey route = discord_[id.value].route;
+    ScopeKey& mapped = discord_buckets_[route];
     if (mapped != bucket) {
       mapped = bucket;
       ++discord_epoch_;
+      if (share_ != nullptr) {
+        LearnedUpdate update;
+        update.kind = LearnedUpdate::Kind::kDiscordBucket;
+        update.key = route;
+        update.bucket = bucket;
+        share_->Publish(update);
+      }
     }
     if (dest.state != State::kScopeWait) {
       RekeyDiscord(id.value);
     }
   }
+  const uint32_t leaf = dest.scopes[dest.leaf_index];
+  const Budget budget_before = scopes_.budget(leaf);
+  const bool learned_before = scopes_.learned(leaf);
   if (observation.limit.has_value() && *observation.limit > 0) {
-    const uint32_t leaf = dest.scopes[dest.leaf_index];
     Budget learned = scopes_.budget(leaf);
     // What a platform sends is hostile too: held to a budget's range (kMaxBudget*).
     learned.limit = std::min(*observation.limit, kMaxBudgetLimit);
@@ -701,6 +713,9 @@ Status Scheduler::Observe(DestinationId id, const RateLimitObservation& observat
     adaptive_.erase(scopes_.at(leaf).key);  // the platform said what the limit is
   }
   FollowStatedWindow(dest, observation);
+  if (scopes_.learned(leaf) != learned_before || !(scopes_.budget(leaf) == budget_before)) {
+    ShareLeaf(leaf);
+  }
   const bool global = observation.global || observation.scope == RateLimitScope::kGlobal;
   if (observation.retry_after.has_value()) {
     const uint8_t index = global ? dest.credential_index : dest.retry_after_index;

@@ -20,6 +20,7 @@
 #include "dispatcher/pacing/connection_budget.h"
 #include "dispatcher/pacing/defer_reason.h"
 #include "dispatcher/pacing/delivery_outcome.h"
+#include "dispatcher/pacing/learned_share.h"
 #include "dispatcher/pacing/packed_id.h"
 #include "dispatcher/pacing/rate_limit_observation.h"
 #include "dispatcher/pacing/retry_policy.h"
@@ -235,6 +236,20 @@ class Scheduler {
   // non-positive field; nothing changes then.
   Status SetDefaultBudgets(const std::vector<std::pair<BudgetName, Budget>>& defaults);
 
+  // Shares what responses teach (learned limits and bursts, stated windows, adaptive paces,
+  // Discord bucket ids) with the other nodes through `share` (nullptr: none; must outlive the
+  // Scheduler). Each change of a destination's own key is published once.
+  void SetLearnedShare(LearnedShare* share) { share_ = share; }
+  // Applies what another node learned `age` ago: to the key at once when a destination here
+  // uses it, and to a destination added later (its key new here) within kSharedLearnedTtl of
+  // the update. A key that is not a destination's own key (the only ones learning changes) is
+  // ignored, and so is an update older than kSharedLearnedTtl. kInvalidArgument for a budget out
+  // of range, a negative age or an unknown kind; kBusy when kMaxSharedLearned keys are already
+  // held for later (a key in use here has taken the update all the same).
+  Status ApplyLearned(const LearnedUpdate& update, Millis age = Millis(0));
+  static constexpr size_t kMaxSharedLearned = 65'536;
+  static constexpr Millis kSharedLearnedTtl{10 * 60 * 1000};
+
   Result<DestinationView> Inspect(DestinationId id) const;
   // The effective budget of scope `budget` on the destination's path; kNotFound if not on it.
   Result<Budget> EffectiveBudget(DestinationId id, BudgetName budget) const;
@@ -404,6 +419,13 @@ class Scheduler {
   // Discord global key counted in a window (Windowed()).
   Budget Shape(BudgetName name, Budget budget) const;
   bool Windowed(uint32_t scope) const;
+  // Publishes the state of a destination's own key (share_): its adaptive pace, its learned
+  // budget, or kForget when it is back at the configured one.
+  void ShareLeaf(uint32_t leaf);
+  // Applies a shared update to a scope in use here.
+  void AdoptShared(uint32_t scope, const LearnedUpdate& update, int64_t now_ns);
+  // A destination's own key just acquired: takes what another node learned about it, if any.
+  void AdoptPendingShared(uint32_t scope);
   // Drops one reference to a scope; forgets its adaptive pace with the last one.
   void ReleaseScope(uint32_t scope);
 
@@ -456,6 +478,13 @@ class Scheduler {
   std::unordered_map<ScopeKey, SlidingWindow> windows_;
   int64_t retry_tat_ns_ = 0;
   WaitObserver wait_observer_;
+  LearnedShare* share_ = nullptr;
+  // What other nodes learned, by scope key, for destinations added here later.
+  struct SharedLearned {
+    LearnedUpdate update;
+    int64_t received_ns = 0;
+  };
+  std::unordered_map<ScopeKey, SharedLearned> shared_learned_;
 };
 
 }  // namespace egress::pacing

@@ -17,11 +17,16 @@ Verdict Scheduler::AdaptToThrottle(const Dest& dest, Verdict verdict, Millis thr
   }
   AdaptivePace& pace = it->second;
   const SteadyTime now = clock_.Now();
-  if (pace.OnThrottle(ToNanos(now), Recent(key, ToNanos(now)))) {
+  const Budget before = scopes_.budget(leaf);
+  const bool lowered = pace.OnThrottle(ToNanos(now), Recent(key, ToNanos(now)));
+  if (lowered) {
     const Millis park = pace.Park(throttle_wait, random_.Next(), ToNanos(now));
     ParkScope(dest, dest.retry_after_index, park, ParkKind::kRetryAfter);
   }
   scopes_.SetBudget(leaf, pace.Current(), true);
+  if (lowered || !(pace.Current() == before)) {
+    ShareLeaf(leaf);
+  }
   // A 429 held off by the park waits for that park, not a new one from now.
   verdict.next_attempt = FromNanos(pace.hold_until_ns());
   verdict.deferral.until = verdict.next_attempt;
@@ -45,9 +50,10 @@ void Scheduler::AdaptToSuccess(const Dest& dest) {
   if (it->second.at_ceiling()) {
     scopes_.SetBudget(leaf, it->second.ceiling(), it->second.ceiling_learned());
     adaptive_.erase(it);
-    return;
+  } else {
+    scopes_.SetBudget(leaf, it->second.Current(), true);
   }
-  scopes_.SetBudget(leaf, it->second.Current(), true);
+  ShareLeaf(leaf);
 }
 
 RecentWindow Scheduler::Recent(ScopeKey key, int64_t now_ns) const {
@@ -114,6 +120,7 @@ void Scheduler::LearnBurst(const Dest& dest) {
     it->second.SetCeiling(ceiling);
   }
   store_.Sync(key, scopes_.params(leaf), 0, clock_.Now()).IgnoreError();
+  ShareLeaf(leaf);
 }
 
 void Scheduler::FollowStatedWindow(Dest& dest, const RateLimitObservation& observation) {

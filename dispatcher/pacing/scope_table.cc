@@ -113,6 +113,10 @@ uint32_t ScopeTable::Acquire(ScopeKey key, BudgetName name, uint32_t tenant, con
   return index;
 }
 
+uint32_t ScopeTable::Find(ScopeKey key) const {
+  return index_.empty() ? kNil : index_[FindBucket(key)];
+}
+
 void ScopeTable::Release(uint32_t index) {
   Slot& slot = slots_[index];
   EGRESS_CHECK(slot.refs > 0);

@@ -38,6 +38,8 @@ class ScopeTable {
 
   // The slot of `key`, created with `budget` when new; adds one reference.
   uint32_t Acquire(ScopeKey key, BudgetName name, uint32_t tenant, const Budget& budget);
+  // The slot of `key` when one is in use, else kNil. Adds no reference.
+  uint32_t Find(ScopeKey key) const;
   // Drops one reference; the slot is freed with the last one.
   void Release(uint32_t index);
   // Sets the effective budget (learned from headers when `learned`).

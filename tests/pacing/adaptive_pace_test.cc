@@ -149,5 +149,67 @@ TEST(AdaptivePaceTest, SetCeilingClamps) {
   EXPECT_FALSE(pace.ceiling_learned());
 }
 
+// Verifies Adopt (another node's decrease): 429s and successes here during its hold change
+// nothing (they are that decrease's cohort), and a 429 after it decreases from the adopted level.
+TEST(AdaptivePaceTest, AdoptedDecreaseHoldsOffItsCohort) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
+  pace.Adopt(100, false, kSecond, 0);
+  EXPECT_EQ(pace.Current().limit, 100);
+  EXPECT_FALSE(pace.OnThrottle(kSecond / 2));
+  EXPECT_FALSE(pace.OnThrottle(kSecond / 2));
+  EXPECT_FALSE(pace.OnSuccess(kSecond / 2));
+  EXPECT_EQ(pace.Current().limit, 100);
+  EXPECT_TRUE(pace.OnThrottle(kSecond));
+  EXPECT_EQ(pace.Current().limit, 50);
+}
+
+// Verifies Adopt (another node's step up): the limit is held to [min_limit, ceiling], and a 429
+// within the first window of an adopted probe goes back to the level before it.
+TEST(AdaptivePaceTest, AdoptedProbeThatFailsGoesBack) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{1000, 1000, 1}, false);
+  ASSERT_TRUE(pace.OnThrottle(0));
+  pace.Park(Millis(1000), 0, 0);
+  ASSERT_EQ(pace.Current().limit, 500);
+  pace.Adopt(5000, true, 0, 2 * kSecond);
+  EXPECT_EQ(pace.Current().limit, 1000) << "never above the ceiling";
+  pace.Adopt(0, false, 0, 2 * kSecond);
+  EXPECT_EQ(pace.Current().limit, 1) << "never below min_limit";
+  pace.Adopt(500, false, 0, 2 * kSecond);
+  pace.Adopt(550, true, 0, 2 * kSecond);
+  EXPECT_TRUE(pace.probing());
+  EXPECT_TRUE(pace.OnThrottle(2 * kSecond));
+  EXPECT_EQ(pace.Current().limit, 500);
+}
+
+// Verifies Adopt during a hold of this node's own: the adopted limit stands, and the rest of
+// this node's cohort does not refine it (the two nodes would otherwise trade estimates).
+TEST(AdaptivePaceTest, AdoptDuringOwnHoldKeepsTheAdoptedLimit) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
+  ASSERT_TRUE(pace.OnThrottle(0));
+  pace.Park(Millis(1000), 0, 0);
+  ASSERT_EQ(pace.Current().limit, 1000);
+  pace.Adopt(900, false, 0, kSecond / 2);
+  EXPECT_FALSE(pace.OnThrottle(kSecond / 2 + 1));
+  EXPECT_FALSE(pace.OnSuccess(kSecond / 2 + 2));
+  EXPECT_EQ(pace.Current().limit, 900);
+  EXPECT_EQ(pace.hold_until_ns(), kSecond);
+}
+
+// Verifies that during a decrease's hold a higher limit from another node changes nothing (that
+// node had not seen the decrease) and a lower one is taken; after the hold, any limit is.
+TEST(AdaptivePaceTest, AHigherLimitDuringAHoldChangesNothing) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
+  ASSERT_TRUE(pace.OnThrottle(0));
+  pace.Park(Millis(1000), 0, 0);
+  ASSERT_EQ(pace.Current().limit, 1000);
+  pace.Adopt(1800, false, 0, kSecond / 2);
+  EXPECT_EQ(pace.Current().limit, 1000);
+  pace.Adopt(20, false, 0, kSecond / 2);
+  EXPECT_EQ(pace.Current().limit, 20);
+  pace.Adopt(40, true, 0, 2 * kSecond);
+  EXPECT_EQ(pace.Current().limit, 40);
+  EXPECT_TRUE(pace.probing());
+}
+
 }  // namespace
 }  // namespace egress::pacing
