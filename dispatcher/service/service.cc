@@ -1,10 +1,13 @@
 #include "dispatcher/service/service.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <random>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <fmt/format.h>
 
 #include "adapters/api_key.h"
 #include "adapters/trust_files.h"
@@ -154,6 +157,20 @@ Result<std::unique_ptr<Service>> Service::Start(
   }
   if (s->shared_settings_) {
     s->shared_settings_->Start();  // after the local settings: the shared ones go over them
+    // What other nodes' responses taught (docs/pacing.md, "Shared learning"). The instance id
+    // is unique per start, so a node never applies its own updates again.
+    const std::string instance =
+        fmt::format("{}/{:x}{:x}", o.shared_budgets.node_id, static_cast<uint64_t>(::getpid()),
+                    static_cast<uint64_t>(clock.WallNow().time_since_epoch().count()));
+    s->shared_learned_ = std::make_unique<adapters::RedisLearnedBudgets>(
+        io, *s->redis_, o.shared_budgets.key_prefix, instance, o.shared_budgets.settings_poll,
+        [self = s.get()](const pacing::LearnedUpdate& update, Millis age) {
+          // A refused update (hostile or out of range) changes nothing; the node paces as it
+          // would without the share.
+          self->scheduler_->ApplyLearned(update, age).IgnoreError();
+        });
+    s->scheduler_->SetLearnedShare(s->shared_learned_.get());
+    s->shared_learned_->Start();
   }
   if (!s->admin_token_digest_.empty() && s->api_keys_.TenantOf(s->admin_token_digest_)) {
     return Status::InvalidArgument(

@@ -18,6 +18,7 @@
 #include "adapters/redis_budget_backend.h"
 #include "adapters/redis_connection.h"
 #include "adapters/redis_invalid_requests.h"
+#include "adapters/redis_learned_budgets.h"
 #include "adapters/redis_shared_settings.h"
 #include "adapters/request_timeouts.h"
 #include "dispatcher/base/random.h"
@@ -240,6 +241,7 @@ class Service {
   std::unique_ptr<pacing::LeasedBudgetStore> leased_budgets_;
   std::unique_ptr<adapters::RedisSharedSettings> shared_settings_;
   std::unique_ptr<adapters::RedisInvalidRequests> shared_invalid_;  // Discord's, per token
+  std::unique_ptr<adapters::RedisLearnedBudgets> shared_learned_;   // what responses taught
   SplitMixRandom random_;
   std::unique_ptr<pacing::Scheduler> scheduler_;
   std::unique_ptr<adapters::HttpTransport> transport_;
