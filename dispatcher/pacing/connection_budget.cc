@@ -381,6 +381,17 @@ int64_t ConnectionBudget::kept(uint32_t origin, uint32_t tenant) const {
   return it == o.tenants.end() ? 0 : it->second.kept;
 }
 
+int64_t ConnectionBudget::kept(uint32_t origin) const {
+  if (origin == kNoOrigin) {
+    return 0;
+  }
+  int64_t total = 0;
+  for (const auto& [tenant, share] : origins_[origin].tenants) {
+    total += share.kept;
+  }
+  return total;
+}
+
 void ConnectionBudget::GrantSends(Origin& o) {
   while (o.send_waiters > 0 && o.sending < CapacityOf(o)) {
     const uint32_t tenant = o.send_queue.begin()->tenant;

@@ -104,8 +104,9 @@ class ConnectionBudget {
   // Destinations waiting for a slot, and requests waiting for a connection.
   size_t waiting(uint32_t origin) const;
   size_t waiting_to_send(uint32_t origin) const;
-  // The connections `tenant` keeps at `origin` for its next request (Keep).
+  // The connections `tenant` keeps at `origin` for its next request (Keep), and all tenants'.
   int64_t kept(uint32_t origin, uint32_t tenant) const;
+  int64_t kept(uint32_t origin) const;
   int64_t total_connections() const { return total_used_; }
   size_t origin_count() const { return index_.size(); }
 

@@ -124,6 +124,7 @@ struct DestinationView {
   // streams), and its requests dispatched and waiting for one (StartSend); 0, 0 and 0 when no
   // connection limit applies.
   int64_t origin_in_flight = 0;
+  int64_t origin_kept = 0;  // connections held idle for a tenant's next request (connection_keep)
   int64_t origin_capacity = 0;
   int64_t origin_waiting = 0;
   // The destination's own scope (the last of its path): its budget, whether response headers

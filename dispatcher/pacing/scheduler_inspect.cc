@@ -16,7 +16,8 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
   view.in_flight = dest.in_flight;
   view.disabled = dest.disabled;
   if (dest.origin != ConnectionBudget::kNoOrigin) {
-    view.origin_in_flight = conns_.sending(dest.origin);
+    view.origin_kept = conns_.kept(dest.origin);
+    view.origin_in_flight = conns_.sending(dest.origin) - view.origin_kept;
     view.origin_waiting = static_cast<int64_t>(conns_.waiting_to_send(dest.origin));
     view.origin_capacity = std::min<int64_t>(conns_.capacity(dest.origin), INT32_MAX);
   }

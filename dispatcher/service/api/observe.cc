@@ -164,7 +164,8 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q,
       // on them, the most they carry, and requests leased and waiting for one.
       j["connections"] = {{"in_flight", d.view.origin_in_flight},
                           {"capacity", d.view.origin_capacity},
-                          {"waiting", d.view.origin_waiting}};
+                          {"waiting", d.view.origin_waiting},
+                          {"kept", d.view.origin_kept}};
     }
     if (d.view.disabled) {
       j["disabled_reason"] = d.view.disabled_reason;
