@@ -17,19 +17,8 @@ namespace {
 using SlotCounts = RedisInvalidRequests::SlotCounts;
 
 // Two nodes' connections to one fresh redis-server (RedisTest drives the loop).
-class RedisInvalidRequestsTest : public RedisTest {
+class RedisInvalidRequestsTest : public RedisTwoNodesTest {
  protected:
-  void SetUp() override {
-    RedisTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) {
-      return;
-    }
-    for (auto& connection : connections_) {
-      connection = Connect();
-      ASSERT_NE(connection, nullptr);
-    }
-  }
-
   Result<SlotCounts> Add(RedisInvalidRequests& node, const std::string& token) {
     std::optional<Result<SlotCounts>> answer;
     node.Add(token, [&](Result<SlotCounts> r) { answer = std::move(r); });
@@ -46,8 +35,6 @@ class RedisInvalidRequestsTest : public RedisTest {
     }
     return total;
   }
-
-  std::unique_ptr<RedisConnection> connections_[2];
 };
 
 // Verifies that two nodes count one token's invalid requests together, tokens apart, and that a

@@ -56,19 +56,8 @@ TEST(RedisLearnedBudgetsCodecTest, EncodesAndRefusesWhatIsNotAnUpdate) {
 }
 
 // Two nodes' shares on one fresh redis-server (RedisTest drives the loop).
-class RedisLearnedBudgetsTest : public RedisTest {
+class RedisLearnedBudgetsTest : public RedisTwoNodesTest {
  protected:
-  void SetUp() override {
-    RedisTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) {
-      return;
-    }
-    for (auto& connection : connections_) {
-      connection = Connect();
-      ASSERT_NE(connection, nullptr);
-    }
-  }
-
   std::unique_ptr<RedisLearnedBudgets> Share(int node, const std::string& instance) {
     auto share = std::make_unique<RedisLearnedBudgets>(
         io_, *connections_[node], "test:", instance, Millis(20),
@@ -87,7 +76,6 @@ class RedisLearnedBudgetsTest : public RedisTest {
     ASSERT_TRUE(RunUntil([&] { return done; }));
   }
 
-  std::unique_ptr<RedisConnection> connections_[2];
   std::vector<LearnedUpdate> got_[2];
 };
 

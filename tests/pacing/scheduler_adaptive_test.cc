@@ -9,6 +9,7 @@
 #include "dispatcher/pacing/scheduler.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/fake_random.h"
+#include "tests/support/scheduler_driver.h"
 
 namespace egress::pacing {
 namespace {
@@ -16,49 +17,21 @@ namespace {
 using std::chrono::milliseconds;
 
 DestinationSpec Spec(Platform platform, std::string target) {
-  DestinationSpec spec;
-  spec.tenant = "acme";
-  spec.platform = platform;
-  spec.credential = "channel-1";
-  spec.target = std::move(target);
-  return spec;
+  return AcmeSpec(platform, std::move(target));
 }
 
-DeliveryOutcome Http(int status) {
-  DeliveryOutcome outcome;
-  outcome.http_status = status;
-  return outcome;
-}
+DeliveryOutcome Http(int status) { return HttpOutcome(status); }
 
 class SchedulerAdaptiveTest : public ::testing::Test {
  protected:
   SchedulerAdaptiveTest() : scheduler_(clock_, store_, random_, SchedulerOptions{}) {}
 
   DestinationId Add(const DestinationSpec& spec) { return *scheduler_.AddDestination(spec); }
-  // Offers one delivery and waits (on the fake clock) until it is dispatched.
-  uint64_t Dispatch(DestinationId id) {
-    WorkItem item;
-    item.id = "d" + std::to_string(++sequence_);
-    item.sequence = sequence_;
-    EXPECT_TRUE(scheduler_.Offer(id, std::move(item)).ok());
-    for (;;) {
-      Decision decision = scheduler_.Next();
-      if (decision.kind == Decision::Kind::kDispatch) {
-        EXPECT_EQ(decision.destination, id);
-        return decision.sequence;
-      }
-      EXPECT_EQ(decision.kind, Decision::Kind::kWait);
-      clock_.Advance(decision.wake_at - clock_.Now());
-    }
-  }
+  uint64_t Dispatch(DestinationId id) { return driver_.Dispatch(id); }
   Verdict Complete(DestinationId id, uint64_t sequence, const DeliveryOutcome& outcome) {
-    return *scheduler_.OnOutcome(id, sequence, outcome, {0, clock_.WallNow()});
+    return driver_.Complete(id, sequence, outcome);
   }
-  void SendOk(DestinationId id, int n) {
-    for (int i = 0; i < n; ++i) {
-      Complete(id, Dispatch(id), Http(200));
-    }
-  }
+  void SendOk(DestinationId id, int n) { driver_.SendOk(id, n); }
   int64_t Limit(DestinationId id, BudgetName name) {
     return scheduler_.EffectiveBudget(id, name)->limit;
   }
@@ -67,7 +40,7 @@ class SchedulerAdaptiveTest : public ::testing::Test {
   MemoryBudgetStore store_;
   FakeRandom random_;
   Scheduler scheduler_;
-  uint64_t sequence_ = 0;
+  SchedulerDriver driver_{clock_, scheduler_};
 };
 
 // Verifies that a LINE 429 without headers halves the channel's pace, parks it for
@@ -87,7 +60,7 @@ TEST_F(SchedulerAdaptiveTest, HeaderlessThrottleLowersOwnKey) {
   EXPECT_EQ(scheduler_.Inspect(other)->adaptive, (Budget{1000, 1000, 1}));
   WorkItem item;
   item.id = "x";
-  item.sequence = ++sequence_;
+  item.sequence = driver_.next_sequence();
   ASSERT_TRUE(scheduler_.Offer(other, std::move(item)).ok());
   Decision wait = scheduler_.Next();
   ASSERT_EQ(wait.kind, Decision::Kind::kWait);

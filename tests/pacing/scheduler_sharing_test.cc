@@ -12,6 +12,7 @@
 #include "dispatcher/pacing/scheduler.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/fake_random.h"
+#include "tests/support/scheduler_driver.h"
 
 namespace egress::pacing {
 namespace {
@@ -19,19 +20,10 @@ namespace {
 using std::chrono::milliseconds;
 
 DestinationSpec Spec(Platform platform, std::string target, std::string credential = "cred-1") {
-  DestinationSpec spec;
-  spec.tenant = "acme";
-  spec.platform = platform;
-  spec.credential = std::move(credential);
-  spec.target = std::move(target);
-  return spec;
+  return AcmeSpec(platform, std::move(target), std::move(credential));
 }
 
-DeliveryOutcome Http(int status) {
-  DeliveryOutcome outcome;
-  outcome.http_status = status;
-  return outcome;
-}
+DeliveryOutcome Http(int status) { return HttpOutcome(status); }
 
 // What a node published, kept until the test hands it to the other node.
 class RecordingShare : public LearnedShare {
@@ -48,28 +40,11 @@ class Node {
   }
 
   DestinationId Add(const DestinationSpec& spec) { return *scheduler_.AddDestination(spec); }
-  uint64_t Dispatch(DestinationId id) {
-    WorkItem item;
-    item.id = "d" + std::to_string(++sequence_);
-    item.sequence = sequence_;
-    EXPECT_TRUE(scheduler_.Offer(id, std::move(item)).ok());
-    for (;;) {
-      Decision decision = scheduler_.Next();
-      if (decision.kind == Decision::Kind::kDispatch) {
-        return decision.sequence;
-      }
-      EXPECT_EQ(decision.kind, Decision::Kind::kWait);
-      clock_.Advance(decision.wake_at - clock_.Now());
-    }
-  }
+  uint64_t Dispatch(DestinationId id) { return driver_.Dispatch(id); }
   Verdict Complete(DestinationId id, uint64_t sequence, const DeliveryOutcome& outcome) {
-    return *scheduler_.OnOutcome(id, sequence, outcome, {0, clock_.WallNow()});
+    return driver_.Complete(id, sequence, outcome);
   }
-  void SendOk(DestinationId id, int n) {
-    for (int i = 0; i < n; ++i) {
-      Complete(id, Dispatch(id), Http(200));
-    }
-  }
+  void SendOk(DestinationId id, int n) { driver_.SendOk(id, n); }
   // Hands everything this node published to `other`, as the share would; returns how many.
   size_t DeliverTo(Node& other) {
     const size_t n = share_.updates.size();
@@ -86,7 +61,7 @@ class Node {
   FakeRandom random_;
   Scheduler scheduler_;
   RecordingShare share_;
-  uint64_t sequence_ = 0;
+  SchedulerDriver driver_{clock_, scheduler_};
 };
 
 class SchedulerSharingTest : public ::testing::Test {

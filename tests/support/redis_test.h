@@ -37,4 +37,21 @@ class RedisTest : public ::testing::Test {
   boost::asio::io_context io_;
 };
 
+// Two nodes' connections to the one server (connections_[0] and [1]), up after SetUp.
+class RedisTwoNodesTest : public RedisTest {
+ protected:
+  void SetUp() override {
+    RedisTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
+    }
+    for (auto& connection : connections_) {
+      connection = Connect();
+      ASSERT_NE(connection, nullptr);
+    }
+  }
+
+  std::unique_ptr<adapters::RedisConnection> connections_[2];
+};
+
 }  // namespace egress
