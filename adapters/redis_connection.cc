@@ -12,10 +12,6 @@ namespace {
 
 namespace asio = boost::asio;
 
-constexpr int kMaxReplyDepth = 8;
-constexpr size_t kMaxReplyElements = 65'536;
-constexpr size_t kMaxReplyString = 16 << 20;
-
 Result<RedisReply> Copy(const redisReply* r, int depth) {
   if (depth > kMaxReplyDepth) {
     return Status::Corruption("redis reply nested too deep");
@@ -135,6 +131,10 @@ void RedisConnection::Connect(const std::string& ip) {
   ++generation_;
   ctx_ = ctx;
   ctx->data = this;
+  // Replies are bounded while they are parsed (redis_reply_limits.h), not after.
+  reply_budget_ = RedisReplyBudget{};
+  ctx->c.reader->fn = BoundedReplyFunctions();
+  ctx->c.reader->privdata = &reply_budget_;
   boost::system::error_code ec;
   socket_ = std::make_unique<asio::posix::stream_descriptor>(io_);
   socket_->assign(ctx->c.fd, ec);
@@ -193,9 +193,12 @@ void RedisConnection::OnDisconnect(const redisAsyncContext* ac, int /*status*/) 
   // hiredis frees the context after this callback.
   self->ctx_ = nullptr;
   std::weak_ptr<bool> alive = self->alive_;
-  asio::post(self->io_, [self, alive] {
+  const std::string why = self->reply_budget_.refused != nullptr
+                              ? std::string("refused: ") + self->reply_budget_.refused
+                              : std::string("redis connection lost");
+  asio::post(self->io_, [self, alive, why] {
     if (!alive.expired()) {
-      self->Drop("redis connection lost");
+      self->Drop(why);
     }
   });
 }
@@ -362,7 +365,16 @@ void RedisConnection::ArmRead() {
                           return;
                         }
                         redisAsyncHandleRead(ctx_);
-                        if (generation == generation_ && reading_) {
+                        if (generation != generation_ || ctx_ == nullptr) {
+                          return;
+                        }
+                        // A string is parsed only once all of it is in: bound what waits.
+                        const redisReader* reader = ctx_->c.reader;
+                        if (reader != nullptr && reader->len - reader->pos > kMaxUnparsedReply) {
+                          Drop("refused: redis reply over 32 MiB");
+                          return;
+                        }
+                        if (reading_) {
                           ArmRead();
                         }
                       });

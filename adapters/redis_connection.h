@@ -12,6 +12,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "adapters/redis_reply_limits.h"
 #include "dispatcher/base/clock.h"
 #include "dispatcher/base/result.h"
 
@@ -122,6 +123,7 @@ class RedisConnection {
   boost::asio::steady_timer reconnect_timer_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> socket_;
   redisAsyncContext* ctx_ = nullptr;
+  RedisReplyBudget reply_budget_;  // of the reply being parsed on ctx_ (its reader's privdata)
   State state_ = State::kIdle;
   bool reading_ = false;
   bool writing_ = false;
