@@ -2,16 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/scheduler_driver.h"
+
 namespace egress::pacing {
 namespace {
 
 DestinationSpec Spec(Platform platform, std::string target, std::string credential = "bot") {
-  DestinationSpec spec;
-  spec.tenant = "acme";
-  spec.platform = platform;
-  spec.credential = std::move(credential);
-  spec.target = std::move(target);
-  return spec;
+  return AcmeSpec(platform, std::move(target), std::move(credential));
 }
 
 // Verifies the Discord path: tenant egress, global per token, then route bucket + major.
