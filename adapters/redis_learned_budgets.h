@@ -45,7 +45,7 @@ class RedisLearnedBudgets final : public pacing::LearnedShare {
   static constexpr int64_t kMaxEntries = 10'000;
   static constexpr int64_t kReadCount = 200;
   static constexpr size_t kMaxPending = 4'096;
-  static constexpr Millis kTtl{10 * 60 * 1000};
+  static constexpr Millis kTtl = pacing::kLearnedTtl;
   using Apply = std::function<void(const pacing::LearnedUpdate&, Millis age)>;
 
   // `instance` names this process among the nodes (unique per start: its own entries are not

@@ -30,6 +30,10 @@ struct LearnedUpdate {
   bool operator==(const LearnedUpdate&) const = default;
 };
 
+// How long what one node learned holds for the others: a node applies an update at most this
+// long after it was written, and the share keeps updates no longer (docs/pacing.md).
+inline constexpr Millis kLearnedTtl{10 * 60 * 1000};
+
 // Carries LearnedUpdates to the other nodes (adapters::RedisLearnedBudgets). Publish never
 // blocks and may lose an update (the share is down): the other nodes then learn from their own
 // responses, as without a share.

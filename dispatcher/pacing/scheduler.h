@@ -249,7 +249,7 @@ class Scheduler {
   // held for later (a key in use here has taken the update all the same).
   Status ApplyLearned(const LearnedUpdate& update, Millis age = Millis(0));
   static constexpr size_t kMaxSharedLearned = 65'536;
-  static constexpr Millis kSharedLearnedTtl{10 * 60 * 1000};
+  static constexpr Millis kSharedLearnedTtl = kLearnedTtl;
 
   Result<DestinationView> Inspect(DestinationId id) const;
   // The effective budget of scope `budget` on the destination's path; kNotFound if not on it.
