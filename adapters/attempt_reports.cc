@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "adapters/ssrf_guard.h"
 #include "dispatcher/base/redact.h"
 
 namespace egress::adapters {
@@ -14,8 +15,6 @@ constexpr size_t kMaxHeadersKept = 32;
 constexpr size_t kMaxHeaderValue = 256;
 // A header name kept in the history is as untrusted as its value: printable and bounded.
 constexpr size_t kMaxHeaderName = 64;
-// CheckDestination's wording for a refused address (ssrf_guard.cc).
-constexpr std::string_view kSsrfRefusalPrefix = "destination_not_allowed";
 
 bool StartsWithIgnoreCase(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() && EqualsIgnoreCase(text.substr(0, prefix.size()), prefix);
@@ -74,7 +73,7 @@ AttemptReport ReportTransportError(const Status& error, WallTime received_at) {
       break;
     case Status::Code::kRejected:
       report.outcome.transport = TransportResult::kConnectError;
-      if (StartsWithIgnoreCase(error.message(), kSsrfRefusalPrefix)) {
+      if (IsSsrfRefusal(error)) {
         // The tenant is told the class only: "destination_not_allowed: <class> address".
         report.attempt.detail = Utf8Prefix(RedactText(error.message()), 300);
         MarkPermanent(report, "destination_not_allowed");

@@ -8,6 +8,10 @@
 #include <netinet/in.h>
 
 namespace egress::adapters {
+
+// The first words of every refusal (CheckDestination), which IsSsrfRefusal looks for.
+constexpr std::string_view kRefusalPrefix = "destination_not_allowed";
+
 namespace {
 
 struct V4Range {
@@ -167,7 +171,7 @@ bool RefusedEndpointMatches(const RefusedEndpoint& e, const IpAddress& address, 
 }
 
 Status Refusal(std::string_view what) {
-  return Status::Rejected(fmt::format("destination_not_allowed: {} address", what));
+  return Status::Rejected(fmt::format("{}: {} address", kRefusalPrefix, what));
 }
 
 bool Allowed(AddressClass c, const SsrfPolicy& policy) {
@@ -298,6 +302,10 @@ Status CheckDestination(const sockaddr* addr, socklen_t len, const SsrfPolicy& p
     port = ntohs(in6.sin6_port);
   }
   return CheckDestination(*address, port, policy);
+}
+
+bool IsSsrfRefusal(const Status& status) {
+  return status.code() == Status::Code::kRejected && status.message().starts_with(kRefusalPrefix);
 }
 
 }  // namespace egress::adapters

@@ -81,4 +81,8 @@ Status CheckDestination(std::string_view address_text, const SsrfPolicy& policy)
 // As above for a resolver's or curl's socket address; other families are InvalidArgument.
 Status CheckDestination(const sockaddr* addr, socklen_t len, const SsrfPolicy& policy);
 
+// True for a refusal CheckDestination wrote (Rejected, "destination_not_allowed: ..."), which
+// reaches the tenant as it is, unlike a certificate the peer got wrong (also Rejected).
+bool IsSsrfRefusal(const Status& status);
+
 }  // namespace egress::adapters

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "adapters/api_key.h"
+#include "adapters/h2_transport.h"
 #include "adapters/trust_files.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/intake.h"
@@ -52,7 +53,7 @@ Service::Service(asio::io_context& io, const Clock& clock, ServiceOptions option
 
 Result<std::unique_ptr<Service>> Service::Start(asio::io_context& io, const Clock& clock,
                                                 ServiceOptions options) {
-  auto transport = adapters::NewCurlTransport(io, clock, options.transport);
+  auto transport = adapters::NewHttpTransport(io, clock, options.transport);
   return Start(io, clock, std::move(options), std::move(transport));
 }
 

@@ -123,7 +123,8 @@ struct ServiceOptions {
 class Service {
  public:
   // Opens the store (recovering in-flight work), binds the listener and starts pacing. Sends
-  // through libcurl (adapters::NewCurlTransport with options.transport).
+  // through adapters::NewHttpTransport with options.transport: HTTP/2 over TLS on nghttp2,
+  // everything else through libcurl.
   static Result<std::unique_ptr<Service>> Start(boost::asio::io_context& io, const Clock& clock,
                                                 ServiceOptions options);
   // As above, sending every attempt through `transport` instead, which must run on `io` (tests

@@ -1,6 +1,8 @@
-// CurlTransport over TLS against Debian's nginx on 127.0.0.1 (HTTP/2 by ALPN and HTTP/1.1):
+// The transports over TLS against Debian's nginx on 127.0.0.1 (HTTP/2 by ALPN and HTTP/1.1):
 // the HTTP version setting, connection reuse, the minimum TLS version, client certificates, a
-// request's own trust.
+// request's own trust. Each case runs twice: through libcurl alone (NewCurlTransport: its HTTP/2
+// too), and through the service's transport (NewHttpTransport: HTTP/2 on nghttp2, HTTP/1.1 on
+// libcurl); the H2Transport cases below are the nghttp2 client's own.
 // Skipped, saying so, when nginx is not installed (`./dev test` installs nginx-light).
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "adapters/curl_transport.h"
+#include "adapters/h2_transport.h"
 #include "tests/support/nginx_server.h"
 #include "tests/support/temp_dir.h"
 
@@ -27,9 +30,15 @@ SsrfPolicy AllowLoopback() { return SsrfPolicy{.allow_private_networks = true}; 
                     "./dev test installs it";                                \
   }
 
-class CurlTransportTlsTest : public ::testing::Test {
+// Which transport a case runs through.
+enum class Stack { kCurl, kService };
+
+class TransportTlsTest : public ::testing::TestWithParam<Stack> {
  protected:
-  void Use(TransportOptions options) { transport_ = NewCurlTransport(io_, clock_, options); }
+  void Use(TransportOptions options) {
+    transport_ = GetParam() == Stack::kCurl ? NewCurlTransport(io_, clock_, options)
+                                            : NewHttpTransport(io_, clock_, options);
+  }
 
   // Sends every request and runs the loop until all have completed.
   std::vector<Result<HttpResponse>> SendAll(std::vector<HttpRequest> requests) {
@@ -67,7 +76,7 @@ class CurlTransportTlsTest : public ::testing::Test {
 
 // Verifies that http_version "1.1" speaks HTTP/1.1 and "2" and "auto" speak HTTP/2 to a server
 // offering both (as nginx saw them: $server_protocol), and that a TLS 1.2 client reaches it.
-TEST_F(CurlTransportTlsTest, HttpVersionSettingChoosesTheProtocol) {
+TEST_P(TransportTlsTest, HttpVersionSettingChoosesTheProtocol) {
   SKIP_WITHOUT_NGINX();
   NginxServer nginx;
   ASSERT_NE(nginx.port(), 0) << nginx.error();
@@ -88,7 +97,7 @@ TEST_F(CurlTransportTlsTest, HttpVersionSettingChoosesTheProtocol) {
 // before the origin is known to speak HTTP/2, may each open one), the second 300 open none, and
 // 50 sequential ones open none either; over HTTP/1.1 the same load stays within the per-host
 // cap. ConnectionsOpened counts the sockets curl opened.
-TEST_F(CurlTransportTlsTest, ConnectionsAreReused) {
+TEST_P(TransportTlsTest, ConnectionsAreReused) {
   SKIP_WITHOUT_NGINX();
   NginxServer nginx;
   ASSERT_NE(nginx.port(), 0) << nginx.error();
@@ -123,7 +132,7 @@ TEST_F(CurlTransportTlsTest, ConnectionsAreReused) {
 
 // Verifies that min_tls_version "1.3" refuses a server that speaks only TLS 1.2 (no handshake,
 // so no request), while the default (1.2) reaches it.
-TEST_F(CurlTransportTlsTest, MinimumTlsVersionRefusesAnOlderServer) {
+TEST_P(TransportTlsTest, MinimumTlsVersionRefusesAnOlderServer) {
   SKIP_WITHOUT_NGINX();
   NginxServer nginx({.tls_protocols = "TLSv1.2"});
   ASSERT_NE(nginx.port(), 0) << nginx.error();
@@ -139,7 +148,7 @@ TEST_F(CurlTransportTlsTest, MinimumTlsVersionRefusesAnOlderServer) {
 
 // Verifies client certificates: a server requiring one signed by its client CA answers a
 // request that presents it, and refuses (nginx: 400) one that presents none or another.
-TEST_F(CurlTransportTlsTest, ClientCertificateIsPresentedWhenRequired) {
+TEST_P(TransportTlsTest, ClientCertificateIsPresentedWhenRequired) {
   SKIP_WITHOUT_NGINX();
   const TestCertificate client = MakeTestCertificate("relay-egress client");
   const TestCertificate stranger = MakeTestCertificate("stranger");
@@ -179,7 +188,7 @@ TEST_F(CurlTransportTlsTest, ClientCertificateIsPresentedWhenRequired) {
 // whole answer arrived for most of them (without the rescue about one in ten succeeded here, with
 // it 43 to 120 of 200 on the 2-core machine). Those it failed before any answer reached the
 // transfer stay errors (retried).
-TEST_F(CurlTransportTlsTest, EarlyAnswerBeforeTheBodyIsAResponse) {
+TEST_P(TransportTlsTest, EarlyAnswerBeforeTheBodyIsAResponse) {
   SKIP_WITHOUT_NGINX();
   NginxServer nginx;
   ASSERT_NE(nginx.port(), 0) << nginx.error();
@@ -204,6 +213,11 @@ TEST_F(CurlTransportTlsTest, EarlyAnswerBeforeTheBodyIsAResponse) {
       EXPECT_EQ(r->body, "early");
     }
     best = std::max(best, answered);
+    if (GetParam() == Stack::kService) {
+      // The nghttp2 client keeps every whole answer a reset follows.
+      EXPECT_EQ(answered, 200);
+      break;
+    }
   }
   EXPECT_GE(best, 30);
 }
@@ -214,7 +228,7 @@ TEST_F(CurlTransportTlsTest, EarlyAnswerBeforeTheBodyIsAResponse) {
 // (Rejected, what the adapters report as tls_rejected), also right after a request with the
 // transport's trust left a live connection to the first (no reuse across trusts); a request whose
 // own trust is an empty directory is refused by both (the transport's bundle no longer counts).
-TEST_F(CurlTransportTlsTest, RequestTrustReplacesTheTransports) {
+TEST_P(TransportTlsTest, RequestTrustReplacesTheTransports) {
   SKIP_WITHOUT_NGINX();
   NginxServer first;
   ASSERT_NE(first.port(), 0) << first.error();
@@ -262,7 +276,7 @@ TEST_F(CurlTransportTlsTest, RequestTrustReplacesTheTransports) {
 // subject of the certificate its connection presented and the connection's number: every
 // request's subject is its own certificate's, the two certificates' connections are disjoint,
 // and each request without one is refused (nginx: 400, on a connection that presented none).
-TEST_F(CurlTransportTlsTest, ClientCertificatesNeverShareAConnection) {
+TEST_P(TransportTlsTest, ClientCertificatesNeverShareAConnection) {
   SKIP_WITHOUT_NGINX();
   const TestCertificate a = MakeTestCertificate("tenant-a");
   const TestCertificate b = MakeTestCertificate("tenant-b");
@@ -309,6 +323,11 @@ TEST_F(CurlTransportTlsTest, ClientCertificatesNeverShareAConnection) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Stacks, TransportTlsTest, ::testing::Values(Stack::kCurl, Stack::kService),
+                         [](const ::testing::TestParamInfo<Stack>& info) {
+                           return info.param == Stack::kCurl ? "Curl" : "Service";
+                         });
 
 }  // namespace
 }  // namespace egress::adapters

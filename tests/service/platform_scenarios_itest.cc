@@ -62,9 +62,9 @@ class PlatformScenariosTest : public ::testing::Test {
                           << "[tenants.acme.credentials.lchan]\nplatform = \"line\"\n"
                           << "token = \"line-acme\"\n";
     node_ = std::make_unique<ChildProcess>();
-    port_ = node_->Start(BuildDir() + "/relay-egress",
-                         {"serve", "--config", config, "--profiles-dir",
-                          SourceDir() + "/config/profiles"});
+    port_ = node_->Start(
+        BuildDir() + "/relay-egress",
+        {"serve", "--config", config, "--profiles-dir", SourceDir() + "/config/profiles"});
     ASSERT_NE(port_, 0) << node_->error();
   }
 
@@ -190,9 +190,10 @@ TEST_F(PlatformScenariosTest, LineConvergesAfterTheLimitDrops) {
       }
     });
     const int throttled = stats["totals"]["rate_limited"].get<int>();
-    std::printf("LINE, 200 pushes at 20/s dropping to 5/s at %.1f s: adaptive limit <= 5 after "
-                "%.2f s; %.1f s in all, %d 429s (%d after the drop)\n",
-                dropped_at, converged_at, Seconds(start), throttled, throttled - throttled_at_drop);
+    std::printf(
+        "LINE, 200 pushes at 20/s dropping to 5/s at %.1f s: adaptive limit <= 5 after "
+        "%.2f s; %.1f s in all, %d 429s (%d after the drop)\n",
+        dropped_at, converged_at, Seconds(start), throttled, throttled - throttled_at_drop);
     EXPECT_GE(converged_at, 0.0) << "the adaptive limit never reached 5";
     EXPECT_LE(converged_at, 7.0);
     EXPECT_LE(throttled, 40) << stats["totals"].dump();
@@ -205,16 +206,16 @@ TEST_F(PlatformScenariosTest, LineConvergesAfterTheLimitDrops) {
 // @discordjs/rest took 9.54 s; before, 10.6 s.
 TEST_F(PlatformScenariosTest, DiscordSpendsTheStatedBucket) {
   for (int run = 0; run < Runs(); ++run) {
-    StartRun({{"discord", {{"global_per_s", 50}, {"bucket_limit", 5}, {"bucket_window_ms", 5000}}}});
+    StartRun(
+        {{"discord", {{"global_per_s", 50}, {"bucket_limit", 5}, {"bucket_window_ms", 5000}}}});
     if (HasFatalFailure()) {
       return;
     }
     json deliveries = json::array();
     for (int i = 0; i < 500; ++i) {
-      deliveries.push_back(
-          Delivery("discord", "dbot",
-                   "channels/" + std::to_string(100000000000000000LL + i % 50),
-                   {{"content", "hi"}, {"seq", i}}));
+      deliveries.push_back(Delivery("discord", "dbot",
+                                    "channels/" + std::to_string(100000000000000000LL + i % 50),
+                                    {{"content", "hi"}, {"seq", i}}));
     }
     const SteadyTime start = Post(deliveries);
     const json stats = WaitAccepted(500, start, 60'000);

@@ -1,0 +1,232 @@
+// The HTTP/2 client on nghttp2 (adapters/h2_transport.h) against the platform simulator over TLS
+// and Debian's nginx on 127.0.0.1: what it must do that the shared TLS cases
+// (transport_tls_itest.cc) do not show. HTTP/1.1 by ALPN goes to libcurl; a GOAWAY loses no
+// request; the SSRF policy holds on a reused connection; a timeout ends only its stream; bodies
+// are capped; CancelAll ends everything.
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <gtest/gtest.h>
+
+#include "adapters/h2_transport.h"
+#include "adapters/ssrf_guard.h"
+#include "tests/support/nginx_server.h"
+#include "tests/support/sim_process.h"
+
+namespace egress::adapters {
+namespace {
+
+using nlohmann::json;
+
+SsrfPolicy AllowLoopback() { return SsrfPolicy{.allow_private_networks = true}; }
+
+class H2TransportTest : public ::testing::Test {
+ protected:
+  void Use(TransportOptions options) { transport_ = NewHttpTransport(io_, clock_, options); }
+
+  // Sends every request and runs the loop until all have completed.
+  std::vector<Result<HttpResponse>> SendAll(std::vector<HttpRequest> requests) {
+    std::vector<Result<HttpResponse>> out(requests.size(), Status::Unavailable("not completed"));
+    size_t pending = requests.size();
+    for (size_t i = 0; i < requests.size(); ++i) {
+      transport_->Send(std::move(requests[i]), [&, i](Result<HttpResponse> r) {
+        out[i] = std::move(r);
+        if (--pending == 0) {
+          io_.stop();
+        }
+      });
+    }
+    io_.restart();
+    io_.run();
+    return out;
+  }
+
+  Result<HttpResponse> SendOne(HttpRequest r) { return std::move(SendAll({std::move(r)})[0]); }
+
+  HttpRequest Post(const std::string& url, std::string body = "{}") {
+    return {.url = url, .body = std::move(body), .timeout = Millis(10'000), .ssrf = AllowLoopback()};
+  }
+
+  boost::asio::io_context io_;
+  SystemClock clock_;
+  std::unique_ptr<HttpTransport> transport_;
+};
+
+// Verifies that an origin whose ALPN answer is HTTP/1.1 is reached over HTTP/1.1 (through
+// libcurl), every request answered, the later ones too.
+TEST_F(H2TransportTest, AnOriginChoosingHttp11ByAlpnGetsHttp11) {
+  SimProcess sim;
+  ASSERT_TRUE(sim.Start(SimWire::kHttps1).ok());
+  Use({.ca_file = sim.ca_file()});
+  for (int round = 0; round < 2; ++round) {
+    std::vector<HttpRequest> requests;
+    for (int i = 0; i < 20; ++i) {
+      requests.push_back(Post(sim.BaseUrl() + "/hooks/h1"));
+    }
+    for (const auto& r : SendAll(std::move(requests))) {
+      ASSERT_TRUE(r.has_value()) << r.error().ToString();
+      EXPECT_EQ(r->status, 200);
+      EXPECT_FALSE(r->http2);
+    }
+  }
+  const json stats = sim.Stats();
+  EXPECT_EQ(stats["protocols"][SimProtocolKey(SimWire::kHttps1)], 40) << stats["protocols"];
+}
+
+// Verifies HTTP/2 to the simulator: answers arrive with their status, headers and body; 200
+// requests at once ride two connections (max_concurrent_streams 100 each).
+TEST_F(H2TransportTest, RequestsShareOneConnection) {
+  SimProcess sim;
+  ASSERT_TRUE(sim.Start(SimWire::kHttps2).ok());
+  Use({.ca_file = sim.ca_file()});
+  std::vector<HttpRequest> requests;
+  for (int i = 0; i < 200; ++i) {
+    requests.push_back(Post(sim.BaseUrl() + "/hooks/h2-" + std::to_string(i % 10)));
+  }
+  for (const auto& r : SendAll(std::move(requests))) {
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    EXPECT_EQ(r->status, 200);
+    EXPECT_TRUE(r->http2);
+    EXPECT_EQ(r->remote_ip, "127.0.0.1");
+  }
+  EXPECT_EQ(transport_->ConnectionsOpened(), 2u);
+  const json stats = sim.Stats();
+  EXPECT_EQ(stats["protocols"][SimProtocolKey(SimWire::kHttps2)], 200) << stats["protocols"];
+}
+
+// Verifies that nginx's GOAWAY after 1,000 requests on a connection (keepalive_requests) loses
+// nothing: streams it did not take are sent again on a new connection.
+TEST_F(H2TransportTest, GoawayLosesNoRequest) {
+  NginxServer nginx;
+  if (NginxServer::Binary().empty()) {
+    GTEST_SKIP() << "nginx is not installed (apt-get install nginx-light)";
+  }
+  ASSERT_NE(nginx.port(), 0) << nginx.error();
+  Use({.max_host_connections = 2, .ca_file = nginx.ca_file()});
+  int answered = 0;
+  for (int round = 0; round < 10; ++round) {
+    std::vector<HttpRequest> requests;
+    for (int i = 0; i < 300; ++i) {
+      requests.push_back(Post(nginx.Url("/hooks/g"), std::string(200, 'x')));
+    }
+    for (const auto& r : SendAll(std::move(requests))) {
+      ASSERT_TRUE(r.has_value()) << r.error().ToString();
+      EXPECT_EQ(r->status, 200);
+      EXPECT_EQ(r->body, "ok");
+      answered += r.has_value() && r->status == 200;
+    }
+  }
+  EXPECT_EQ(answered, 3000);
+  EXPECT_GE(transport_->ConnectionsOpened(), 3u);  // 1,000 requests a connection at most
+  EXPECT_LE(transport_->ConnectionsOpened(), 8u);
+}
+
+// Verifies the SSRF policy: a request whose policy refuses loopback never connects, and is
+// refused on a connection another request's policy opened (no reuse past the policy).
+TEST_F(H2TransportTest, SsrfPolicyHoldsOnAReusedConnection) {
+  SimProcess sim;
+  ASSERT_TRUE(sim.Start(SimWire::kHttps2).ok());
+  Use({.ca_file = sim.ca_file()});
+  HttpRequest strict = Post(sim.BaseUrl() + "/hooks/s");
+  strict.ssrf = SsrfPolicy{};
+  auto refused = SendOne(strict);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_TRUE(IsSsrfRefusal(refused.error())) << refused.error().ToString();
+  EXPECT_EQ(refused.error().message(), "destination_not_allowed: loopback address");
+  EXPECT_EQ(transport_->ConnectionsOpened(), 0u);
+  auto allowed = SendOne(Post(sim.BaseUrl() + "/hooks/s"));
+  ASSERT_TRUE(allowed.has_value()) << allowed.error().ToString();
+  EXPECT_EQ(transport_->ConnectionsOpened(), 1u);
+  auto again = SendOne(strict);
+  ASSERT_FALSE(again.has_value());
+  EXPECT_TRUE(IsSsrfRefusal(again.error())) << again.error().ToString();
+  EXPECT_EQ(sim.Stats()["totals"]["requests"], 1);
+}
+
+// Verifies timeouts: a request to a receiver that answers in 3 s with a 300 ms timeout fails
+// TimedOut well before the answer, while requests on the same connection are answered, and the
+// connection stays usable.
+TEST_F(H2TransportTest, ATimeoutEndsOnlyItsStream) {
+  SimProcess sim;
+  ASSERT_TRUE(sim.Start(SimWire::kHttps2).ok());
+  sim.Configure({{"hooks", {{"slow", {{"faults", {{"delay_ms", 3000}}}}}}}});
+  Use({.ca_file = sim.ca_file()});
+  std::vector<HttpRequest> requests;
+  HttpRequest slow = Post(sim.BaseUrl() + "/hooks/slow");
+  slow.timeout = Millis(300);
+  requests.push_back(slow);
+  for (int i = 0; i < 10; ++i) {
+    requests.push_back(Post(sim.BaseUrl() + "/hooks/fast"));
+  }
+  const SteadyTime start = clock_.Now();
+  auto results = SendAll(std::move(requests));
+  const auto took = std::chrono::duration_cast<Millis>(clock_.Now() - start);
+  ASSERT_FALSE(results[0].has_value());
+  EXPECT_EQ(results[0].error().code(), Status::Code::kTimedOut) << results[0].error().ToString();
+  for (size_t i = 1; i < results.size(); ++i) {
+    ASSERT_TRUE(results[i].has_value()) << results[i].error().ToString();
+    EXPECT_EQ(results[i]->status, 200);
+  }
+  EXPECT_LT(took.count(), 2500);
+  auto after = SendOne(Post(sim.BaseUrl() + "/hooks/fast"));
+  ASSERT_TRUE(after.has_value()) << after.error().ToString();
+  EXPECT_EQ(transport_->ConnectionsOpened(), 1u);
+}
+
+// Verifies that a response body is kept up to max_response_body and the rest read and dropped
+// (body_truncated), the connection still usable.
+TEST_F(H2TransportTest, ResponseBodiesAreCapped) {
+  SimProcess sim;
+  ASSERT_TRUE(sim.Start(SimWire::kHttps2).ok());
+  sim.Configure(
+      {{"hooks", {{"big", {{"faults", {{"status", 200}, {"body", std::string(200'000, 'b')}}}}}}}});
+  Use({.max_response_body = 1000, .ca_file = sim.ca_file()});
+  auto r = SendOne(Post(sim.BaseUrl() + "/hooks/big"));
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body.size(), 1000u);
+  EXPECT_TRUE(r->body_truncated);
+  auto next = SendOne(Post(sim.BaseUrl() + "/hooks/small"));
+  ASSERT_TRUE(next.has_value()) << next.error().ToString();
+  EXPECT_FALSE(next->body_truncated);
+  EXPECT_EQ(transport_->ConnectionsOpened(), 1u);
+}
+
+// Verifies that CancelAll ends every request in flight with Cancelled (callbacks posted).
+TEST_F(H2TransportTest, CancelAllEndsEveryRequest) {
+  SimProcess sim;
+  ASSERT_TRUE(sim.Start(SimWire::kHttps2).ok());
+  sim.Configure({{"hooks", {{"slow", {{"faults", {{"delay_ms", 3000}}}}}}}});
+  Use({.ca_file = sim.ca_file()});
+  boost::asio::steady_timer cancel(io_, std::chrono::milliseconds(300));
+  cancel.async_wait([&](const boost::system::error_code&) { transport_->CancelAll(); });
+  std::vector<HttpRequest> requests;
+  for (int i = 0; i < 5; ++i) {
+    requests.push_back(Post(sim.BaseUrl() + "/hooks/slow"));
+  }
+  for (const auto& r : SendAll(std::move(requests))) {
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().code(), Status::Code::kCancelled) << r.error().ToString();
+  }
+  EXPECT_EQ(transport_->InFlight(), 0u);
+}
+
+// Verifies that URLs the HTTP/2 client does not take (malformed ports and IPv6 literals, spaces)
+// go to libcurl, whose parser refuses them as before: InvalidArgument, no connection.
+TEST_F(H2TransportTest, UrlsItDoesNotParseGoToLibcurl) {
+  Use({});
+  for (const std::string url :
+       {"https://127.0.0.1:99999/x", "https://[::1/x", "https://exa mple.com/"}) {
+    auto r = SendOne({.url = url, .body = "b"});
+    ASSERT_FALSE(r.has_value()) << url;
+    EXPECT_EQ(r.error().code(), Status::Code::kInvalidArgument) << r.error().ToString();
+  }
+  EXPECT_EQ(transport_->ConnectionsOpened(), 0u);
+}
+
+}  // namespace
+}  // namespace egress::adapters
