@@ -1,5 +1,7 @@
 #include "adapters/tls_client_context.h"
 
+#include <sys/stat.h>
+
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
@@ -43,6 +45,21 @@ std::string OpenSslError() {
   return text;
 }
 
+// What the files of `identity` are now: modification time and size of each ("-" when absent).
+std::string Stamp(const TlsIdentity& identity) {
+  std::string out;
+  for (const std::string* path : {&identity.ca_file, &identity.ca_path, &identity.client_cert_file,
+                                  &identity.client_key_file}) {
+    struct stat st {};
+    if (path->empty() || stat(path->c_str(), &st) != 0) {
+      out += "-;";
+      continue;
+    }
+    out += fmt::format("{}.{}:{};", st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size);
+  }
+  return out;
+}
+
 }  // namespace
 
 TlsClientContexts::~TlsClientContexts() {
@@ -52,8 +69,12 @@ TlsClientContexts::~TlsClientContexts() {
 }
 
 Result<ssl::context*> TlsClientContexts::For(const TlsIdentity& identity) {
+  std::string stamp = Stamp(identity);
   if (auto it = contexts_.find(identity); it != contexts_.end()) {
-    return it->second.get();
+    if (it->second.stamp == stamp) {
+      return it->second.context.get();
+    }
+    contexts_.erase(it);  // live connections keep the old one (OpenSSL counts its references)
   }
   auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
   SSL_CTX* native = ctx->native_handle();
@@ -89,7 +110,7 @@ Result<ssl::context*> TlsClientContexts::For(const TlsIdentity& identity) {
     }
   }
   ssl::context* out = ctx.get();
-  contexts_.emplace(identity, std::move(ctx));
+  contexts_.emplace(identity, Made{std::move(stamp), std::move(ctx)});
   return out;
 }
 

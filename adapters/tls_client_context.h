@@ -41,7 +41,10 @@ class TlsClientContexts {
 
   // The context for `identity`. Rejected naming the file when a CA bundle or directory cannot be
   // loaded (as libcurl's CURLE_SSL_CACERT_BADFILE), Unavailable when the client certificate or
-  // key cannot be used; never the key's bytes. A failed identity is tried again next time.
+  // key cannot be used; never the key's bytes. A failed identity is tried again next time. A
+  // context is made again when one of its files changed (modification time or size), so a
+  // replaced certificate, key or CA bundle is used from the next connection on, without a reload,
+  // as libcurl reads them for each new connection.
   Result<boost::asio::ssl::context*> For(const TlsIdentity& identity);
 
   // Prepares `ssl` (not yet connected) for `host` (a DNS name or an IP literal without
@@ -58,7 +61,11 @@ class TlsClientContexts {
   static int OnNewSession(SSL* ssl, SSL_SESSION* session);
 
   const bool tls13_only_;
-  std::map<TlsIdentity, std::unique_ptr<boost::asio::ssl::context>> contexts_;
+  struct Made {
+    std::string stamp;  // the files' modification times and sizes when it was made
+    std::unique_ptr<boost::asio::ssl::context> context;
+  };
+  std::map<TlsIdentity, Made> contexts_;
   std::map<std::string, SSL_SESSION*> sessions_;  // owned references
 };
 

@@ -5,6 +5,8 @@
 // are capped; CancelAll ends everything.
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "adapters/ssrf_guard.h"
 #include "tests/support/nginx_server.h"
 #include "tests/support/sim_process.h"
+#include "tests/support/temp_dir.h"
 
 namespace egress::adapters {
 namespace {
@@ -213,6 +216,30 @@ TEST_F(H2TransportTest, CancelAllEndsEveryRequest) {
     EXPECT_EQ(r.error().code(), Status::Code::kCancelled) << r.error().ToString();
   }
   EXPECT_EQ(transport_->InFlight(), 0u);
+}
+
+// Verifies that a replaced CA file is used from the next connection on, without a reload: the
+// file first holds a stranger's certificate (the server is refused, Rejected), then the server's
+// (answered), at the same path.
+TEST_F(H2TransportTest, AReplacedCaFileCountsFromTheNextConnection) {
+  if (NginxServer::Binary().empty()) {
+    GTEST_SKIP() << "nginx is not installed (apt-get install nginx-light)";
+  }
+  NginxServer nginx;
+  ASSERT_NE(nginx.port(), 0) << nginx.error();
+  TempDir dir;
+  const std::string ca = dir.Sub("ca.pem");
+  std::ofstream(ca) << MakeTestCertificate("a stranger, and longer than the server's name").cert_pem;
+  Use({.ca_file = ca});
+  auto refused = SendOne(Post(nginx.Url("/hooks/r")));
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code(), Status::Code::kRejected) << refused.error().ToString();
+  std::ostringstream server;
+  server << std::ifstream(nginx.ca_file()).rdbuf();
+  std::ofstream(ca, std::ios::trunc) << server.str();
+  auto answered = SendOne(Post(nginx.Url("/hooks/r")));
+  ASSERT_TRUE(answered.has_value()) << answered.error().ToString();
+  EXPECT_EQ(answered->status, 200);
 }
 
 // Verifies that URLs the HTTP/2 client does not take (malformed ports and IPv6 literals, spaces)
