@@ -1,9 +1,6 @@
 #include "adapters/h2_transport.h"
 
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <openssl/x509.h>
 
 #include <algorithm>
 #include <array>
@@ -26,7 +23,10 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <nghttp2/nghttp2.h>
+#include <openssl/x509.h>
 
 #include "adapters/ip_address.h"
 #include "adapters/tls_client_context.h"
@@ -69,9 +69,9 @@ constexpr Millis kSweepIdle{1'000};
 
 // An https:// URL split for a request: where to connect and what to ask for.
 struct Target {
-  std::string origin;     // "https://authority", lower-case: the pool's key
-  std::string host;       // name or IP literal, without brackets
-  std::string port;       // decimal
+  std::string origin;  // "https://authority", lower-case: the pool's key
+  std::string host;    // name or IP literal, without brackets
+  std::string port;    // decimal
   uint16_t port_number = 443;
   std::string authority;  // as sent in :authority
   std::string path;       // path and query, "/" when empty
@@ -393,8 +393,8 @@ class H2Transport final : public HttpTransport {
 size_t Connection::Capacity() const {
   auto cap = static_cast<size_t>(std::max(1L, transport_->options().max_concurrent_streams));
   if (session_ != nullptr) {
-    cap = std::min<size_t>(
-        cap, nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
+    cap = std::min<size_t>(cap, nghttp2_session_get_remote_settings(
+                                    session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
   }
   return cap;
 }
@@ -441,15 +441,16 @@ void Connection::OnResolved(const ErrorCode& ec, const std::vector<tcp::endpoint
     return;
   }
   if (ec) {
-    Close(Status::Unavailable(
-        fmt::format("{}: could not resolve host {}: {}", Where(), pool_->target.host, ec.message())));
+    Close(Status::Unavailable(fmt::format("{}: could not resolve host {}: {}", Where(),
+                                          pool_->target.host, ec.message())));
     return;
   }
   // Only addresses the policy allows are tried (the connection itself may be the harm).
   std::vector<tcp::endpoint> allowed;
   Status refused;
   for (const tcp::endpoint& ep : results) {
-    Result<IpAddress> address = IpAddress::FromSockaddr(ep.data(), static_cast<socklen_t>(ep.size()));
+    Result<IpAddress> address =
+        IpAddress::FromSockaddr(ep.data(), static_cast<socklen_t>(ep.size()));
     if (!address.has_value()) {
       continue;
     }
@@ -463,8 +464,9 @@ void Connection::OnResolved(const ErrorCode& ec, const std::vector<tcp::endpoint
     allowed.push_back(ep);
   }
   if (allowed.empty()) {
-    Close(!refused.ok() ? refused
-                        : Status::Unavailable(fmt::format("{}: no address to connect to", Where())));
+    Close(!refused.ok()
+              ? refused
+              : Status::Unavailable(fmt::format("{}: no address to connect to", Where())));
     return;
   }
   asio::async_connect(stream_.lowest_layer(), allowed,
@@ -490,10 +492,10 @@ void Connection::OnConnected(const ErrorCode& ec, const tcp::endpoint& endpoint)
     remote_ = *address;
   }
   remote_port_ = endpoint.port();
-  transport_->contexts().PrepareConnection(stream_.native_handle(), pool_->target.host,
-                                           pool_->key);
-  stream_.async_handshake(ssl::stream_base::client,
-                          [self = shared_from_this()](const ErrorCode& e) { self->OnHandshake(e); });
+  transport_->contexts().PrepareConnection(stream_.native_handle(), pool_->target.host, pool_->key);
+  stream_.async_handshake(
+      ssl::stream_base::client,
+      [self = shared_from_this()](const ErrorCode& e) { self->OnHandshake(e); });
 }
 
 void Connection::OnHandshake(const ErrorCode& ec) {
@@ -506,7 +508,8 @@ void Connection::OnHandshake(const ErrorCode& ec) {
       Close(Status::Rejected(fmt::format("{}: SSL peer certificate was not OK: {}", Where(),
                                          X509_verify_cert_error_string(verify))));
     } else {
-      Close(Status::Unavailable(fmt::format("{}: TLS handshake failed: {}", Where(), ec.message())));
+      Close(
+          Status::Unavailable(fmt::format("{}: TLS handshake failed: {}", Where(), ec.message())));
     }
     return;
   }
@@ -589,7 +592,8 @@ void Connection::Submit(Stream& s) {
     if (SkippedRequestHeader(name, h.value)) {
       continue;
     }
-    if (nghttp2_check_header_name(reinterpret_cast<const uint8_t*>(name.data()), name.size()) == 0 ||
+    if (nghttp2_check_header_name(reinterpret_cast<const uint8_t*>(name.data()), name.size()) ==
+            0 ||
         nghttp2_check_header_value(reinterpret_cast<const uint8_t*>(h.value.data()),
                                    h.value.size()) == 0) {
       transport_->Fail(s, Status::InvalidArgument(fmt::format("{} {}: header {} cannot be sent",
@@ -643,10 +647,9 @@ void Connection::Abandon(Stream& s) {
 }
 
 void Connection::Read() {
-  stream_.async_read_some(asio::buffer(in_), [self = shared_from_this()](const ErrorCode& ec,
-                                                                          size_t n) {
-    self->OnRead(ec, n);
-  });
+  stream_.async_read_some(
+      asio::buffer(in_),
+      [self = shared_from_this()](const ErrorCode& ec, size_t n) { self->OnRead(ec, n); });
 }
 
 void Connection::OnRead(const ErrorCode& ec, size_t n) {
@@ -721,8 +724,8 @@ void Connection::Flush() {
                         return;
                       }
                       if (ec) {
-                        self->Close(Status::Unavailable(fmt::format(
-                            "{}: write failed: {}", self->Where(), ec.message())));
+                        self->Close(Status::Unavailable(
+                            fmt::format("{}: write failed: {}", self->Where(), ec.message())));
                         return;
                       }
                       self->Flush();
@@ -805,21 +808,22 @@ void Connection::DeleteSession() {
   }
 }
 
-int Connection::OnHeader(nghttp2_session* session, const nghttp2_frame* frame,
-                         const uint8_t* name, size_t namelen, const uint8_t* value,
-                         size_t valuelen, uint8_t /*flags*/, void* /*user*/) {
+int Connection::OnHeader(nghttp2_session* session, const nghttp2_frame* frame, const uint8_t* name,
+                         size_t namelen, const uint8_t* value, size_t valuelen, uint8_t /*flags*/,
+                         void* /*user*/) {
   if (frame->hd.type != NGHTTP2_HEADERS) {
     return 0;
   }
-  auto* s = static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
+  auto* s =
+      static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
   if (s == nullptr || (s->final_status && frame->headers.cat == NGHTTP2_HCAT_HEADERS)) {
     return 0;  // an abandoned stream, or trailers (not kept, as with libcurl)
   }
   s->header_bytes += namelen + valuelen;
   if (++s->fields > kMaxResponseFields || s->header_bytes > kMaxResponseHeaderBytes) {
-    s->error = Status::Unavailable(fmt::format("{} {}: response headers over {} bytes",
+    s->error = Status::Unavailable(fmt::format("{} {}: response headers over {} fields or {} bytes",
                                                s->request.method, s->request.url,
-                                               kMaxResponseHeaderBytes));
+                                               kMaxResponseFields, kMaxResponseHeaderBytes));
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // nghttp2 resets the stream
   }
   std::string_view n(reinterpret_cast<const char*>(name), namelen);
@@ -846,8 +850,8 @@ int Connection::OnFrame(nghttp2_session* session, const nghttp2_frame* frame, vo
     case NGHTTP2_HEADERS:
     case NGHTTP2_DATA:
       if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
-        auto* s =
-            static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
+        auto* s = static_cast<Stream*>(
+            nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
         if (s != nullptr && s->final_status) {
           s->complete = true;
         }
@@ -875,8 +879,8 @@ int Connection::OnFrameSent(nghttp2_session* session, const nghttp2_frame* frame
   return 0;
 }
 
-int Connection::OnData(nghttp2_session* session, uint8_t /*flags*/, int32_t id,
-                       const uint8_t* data, size_t len, void* /*user*/) {
+int Connection::OnData(nghttp2_session* session, uint8_t /*flags*/, int32_t id, const uint8_t* data,
+                       size_t len, void* /*user*/) {
   auto* s = static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, id));
   if (s == nullptr) {
     return 0;
@@ -973,9 +977,9 @@ void H2Transport::Send(HttpRequest request, HttpCallback done) {
     identity.client_cert_file = stream.request.client_cert_file;
     identity.client_key_file = stream.request.client_key_file;
   }
-  std::string key = fmt::format("{}\n{}\n{}\n{}\n{}", stream.target.origin, identity.ca_file,
-                                identity.ca_path, identity.client_cert_file,
-                                identity.client_key_file);
+  std::string key =
+      fmt::format("{}\n{}\n{}\n{}\n{}", stream.target.origin, identity.ca_file, identity.ca_path,
+                  identity.client_cert_file, identity.client_key_file);
   std::unique_ptr<Pool>& pool = pools_[key];
   if (pool == nullptr) {
     pool = std::make_unique<Pool>();
@@ -1017,7 +1021,8 @@ void H2Transport::Pump(Pool& pool) {
     }
     // Requests wait for connections being opened rather than each opening one (as PIPEWAIT).
     if (pool.waiting.size() <= opening_room ||
-        pool.connections.size() >= static_cast<size_t>(std::max(1L, options_.max_host_connections))) {
+        pool.connections.size() >=
+            static_cast<size_t>(std::max(1L, options_.max_host_connections))) {
       return;
     }
     if (connections_ >= static_cast<size_t>(std::max(1L, options_.max_total_connections)) &&
@@ -1119,8 +1124,8 @@ void H2Transport::Closed(Connection& c, const Status& why, bool before_ready) {
       if (!others && IsSsrfRefusal(why)) {
         allowed_elsewhere = !s->request.ssrf;  // no policy: any address will do
         for (const IpAddress& a : c.resolved()) {
-          allowed_elsewhere =
-              allowed_elsewhere || CheckDestination(a, pool.target.port_number, *s->request.ssrf).ok();
+          allowed_elsewhere = allowed_elsewhere ||
+                              CheckDestination(a, pool.target.port_number, *s->request.ssrf).ok();
         }
       }
       if (allowed_elsewhere) {
@@ -1239,8 +1244,9 @@ void H2Transport::Sweep() {
     for (Stream* s : pool->waiting) {
       if (now >= s->deadline) {
         const auto waited = std::chrono::duration_cast<Millis>(now - s->started);
-        Fail(*s, Status::TimedOut(fmt::format("{} {}: timed out after {} ms waiting for a connection",
-                                              s->request.method, s->request.url, waited.count())));
+        Fail(*s,
+             Status::TimedOut(fmt::format("{} {}: timed out after {} ms waiting for a connection",
+                                          s->request.method, s->request.url, waited.count())));
       } else {
         still.push_back(s);
       }

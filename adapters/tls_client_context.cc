@@ -1,11 +1,9 @@
 #include "adapters/tls_client_context.h"
 
-#include <sys/stat.h>
-
+#include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
-
-#include <fmt/format.h>
+#include <sys/stat.h>
 
 #include "adapters/ip_address.h"
 
@@ -104,9 +102,8 @@ Result<ssl::context*> TlsClientContexts::For(const TlsIdentity& identity) {
             1 ||
         SSL_CTX_check_private_key(native) != 1) {
       ERR_clear_error();  // the key's error text is not repeated: it could quote the file
-      return Status::Unavailable(
-          fmt::format("client key {} cannot be used with {}", identity.client_key_file,
-                      identity.client_cert_file));
+      return Status::Unavailable(fmt::format("client key {} cannot be used with {}",
+                                             identity.client_key_file, identity.client_cert_file));
     }
   }
   ssl::context* out = ctx.get();

@@ -16,6 +16,7 @@
 
 #include "adapters/h2_transport.h"
 #include "adapters/ssrf_guard.h"
+#include "tests/support/loopback_tls_server.h"
 #include "tests/support/nginx_server.h"
 #include "tests/support/sim_process.h"
 #include "tests/support/temp_dir.h"
@@ -51,7 +52,8 @@ class H2TransportTest : public ::testing::Test {
   Result<HttpResponse> SendOne(HttpRequest r) { return std::move(SendAll({std::move(r)})[0]); }
 
   HttpRequest Post(const std::string& url, std::string body = "{}") {
-    return {.url = url, .body = std::move(body), .timeout = Millis(10'000), .ssrf = AllowLoopback()};
+    return {
+        .url = url, .body = std::move(body), .timeout = Millis(10'000), .ssrf = AllowLoopback()};
   }
 
   boost::asio::io_context io_;
@@ -199,6 +201,62 @@ TEST_F(H2TransportTest, ResponseBodiesAreCapped) {
   EXPECT_EQ(transport_->ConnectionsOpened(), 1u);
 }
 
+// Verifies the response header cap: an answer with 600 header fields (over 512) fails its
+// request as Unavailable, and the connection goes on serving the next.
+TEST_F(H2TransportTest, ResponseHeadersAreCapped) {
+  SimProcess sim;
+  ASSERT_TRUE(sim.Start(SimWire::kHttps2).ok());
+  json headers = json::object();
+  for (int i = 0; i < 600; ++i) {
+    headers["x-many-" + std::to_string(i)] = "v";
+  }
+  sim.Configure({{"hooks", {{"many", {{"faults", {{"status", 200}, {"headers", headers}}}}}}}});
+  Use({.ca_file = sim.ca_file()});
+  auto r = SendOne(Post(sim.BaseUrl() + "/hooks/many"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), Status::Code::kUnavailable) << r.error().ToString();
+  EXPECT_NE(r.error().message().find("response headers over 512 fields"), std::string::npos)
+      << r.error().ToString();
+  auto next = SendOne(Post(sim.BaseUrl() + "/hooks/few"));
+  ASSERT_TRUE(next.has_value()) << next.error().ToString();
+  EXPECT_EQ(next->status, 200);
+  EXPECT_EQ(transport_->ConnectionsOpened(), 1u);
+}
+
+// Verifies that a hostile HTTP/2 server ends only its own requests, as Unavailable, never the
+// process: bytes that are not HTTP/2 at all; a frame far over the maximum frame size; a SETTINGS
+// frame of a length no SETTINGS can have; a flood of PINGs.
+TEST_F(H2TransportTest, AHostileServerEndsOnlyItsRequests) {
+  const std::string settings("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);
+  std::string pings;
+  for (int i = 0; i < 20'000; ++i) {
+    pings += std::string("\x00\x00\x08\x06\x00\x00\x00\x00\x00", 9) + std::string(8, 'p');
+  }
+  const std::string replies[] = {
+      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+      settings + std::string("\xff\xff\xff\x00\x00\x00\x00\x00\x01", 9) + std::string(4096, 'x'),
+      std::string("\x00\x00\x05\x04\x00\x00\x00\x00\x00", 9) + std::string(5, '\0'),
+      settings + pings,
+  };
+  for (const std::string& reply : replies) {
+    LoopbackTlsServer server({.h2_reply = reply});
+    TempDir dir;
+    std::ofstream(dir.Sub("ca.pem")) << server.cert_pem();
+    Use({.ca_file = dir.Sub("ca.pem")});
+    std::vector<HttpRequest> requests;
+    for (int i = 0; i < 3; ++i) {
+      HttpRequest r = Post(server.Url("/x"));
+      r.timeout = Millis(3'000);
+      requests.push_back(std::move(r));
+    }
+    for (const auto& r : SendAll(std::move(requests))) {
+      ASSERT_FALSE(r.has_value());
+      EXPECT_EQ(r.error().code(), Status::Code::kUnavailable) << r.error().ToString();
+    }
+    EXPECT_EQ(transport_->InFlight(), 0u);
+  }
+}
+
 // Verifies that CancelAll ends every request in flight with Cancelled (callbacks posted).
 TEST_F(H2TransportTest, CancelAllEndsEveryRequest) {
   SimProcess sim;
@@ -229,7 +287,8 @@ TEST_F(H2TransportTest, AReplacedCaFileCountsFromTheNextConnection) {
   ASSERT_NE(nginx.port(), 0) << nginx.error();
   TempDir dir;
   const std::string ca = dir.Sub("ca.pem");
-  std::ofstream(ca) << MakeTestCertificate("a stranger, and longer than the server's name").cert_pem;
+  std::ofstream(ca)
+      << MakeTestCertificate("a stranger, and longer than the server's name").cert_pem;
   Use({.ca_file = ca});
   auto refused = SendOne(Post(nginx.Url("/hooks/r")));
   ASSERT_FALSE(refused.has_value());

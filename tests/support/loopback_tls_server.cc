@@ -33,7 +33,21 @@ void Check(bool ok, const char* what) {
 
 }  // namespace
 
-LoopbackTlsServer::LoopbackTlsServer() : state_(new State) {
+namespace {
+
+// Selects h2 whatever the client offers (it must offer it: the tests' client does).
+int SelectH2(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* /*in*/,
+             unsigned int /*inlen*/, void*) {
+  static const unsigned char kH2[] = {'h', '2'};
+  *out = kH2;
+  *outlen = sizeof(kH2);
+  return SSL_TLSEXT_ERR_OK;
+}
+
+}  // namespace
+
+LoopbackTlsServer::LoopbackTlsServer(const Options& options)
+    : state_(new State), options_(options) {
   // A CA made for this server alone, and a leaf it signed for 127.0.0.1 and localhost.
   Result<TestPki> pki = MakeTestPki({.names = {"127.0.0.1", "localhost"}});
   Check(pki.has_value(), "certificates");
@@ -53,6 +67,9 @@ LoopbackTlsServer::LoopbackTlsServer() : state_(new State) {
   X509_free(cert);
   EVP_PKEY_free(key);
   Check(ok, "context");
+  if (!options_.h2_reply.empty()) {
+    SSL_CTX_set_alpn_select_cb(state_->ctx, &SelectH2, nullptr);
+  }
 
   listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   Check(listen_fd_ >= 0, "socket");
@@ -93,7 +110,14 @@ void LoopbackTlsServer::Serve() {
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     SSL* ssl = SSL_new(state_->ctx);
     SSL_set_fd(ssl, fd);
-    if (SSL_accept(ssl) == 1) {
+    const bool accepted = SSL_accept(ssl) == 1;
+    if (accepted && !options_.h2_reply.empty()) {
+      ++handshakes_;
+      SSL_write(ssl, options_.h2_reply.data(), static_cast<int>(options_.h2_reply.size()));
+      char buf[4096];
+      while (SSL_read(ssl, buf, sizeof(buf)) > 0) {
+      }
+    } else if (accepted) {
       ++handshakes_;
       std::string request;
       char buf[4096];

@@ -11,9 +11,17 @@ namespace egress {
 // (HTTP/1.1), one connection at a time on its own thread; each request (read up to the end of its
 // header) gets 200 "ok". A client that does not trust the certificate fails its handshake; one
 // given cert_pem() as its CA file succeeds. Test-only: no keep-alive, bodies ignored.
+//
+// With Options::h2_reply the server is a hostile HTTP/2 peer instead: it selects h2 by ALPN,
+// writes those bytes as soon as the handshake is done, whatever the client sends, and then reads
+// (and drops) until the client closes or 5 s pass.
 class LoopbackTlsServer {
  public:
-  LoopbackTlsServer();
+  struct Options {
+    std::string h2_reply;  // empty: the HTTP/1.1 server above
+  };
+  LoopbackTlsServer() : LoopbackTlsServer(Options{}) {}
+  explicit LoopbackTlsServer(const Options& options);
   ~LoopbackTlsServer();
   LoopbackTlsServer(const LoopbackTlsServer&) = delete;
   LoopbackTlsServer& operator=(const LoopbackTlsServer&) = delete;
@@ -33,6 +41,7 @@ class LoopbackTlsServer {
   int listen_fd_ = -1;
   int port_ = 0;
   std::string cert_pem_;
+  Options options_;
   std::atomic<bool> stop_{false};
   std::atomic<int> handshakes_{0};
   std::thread thread_;
