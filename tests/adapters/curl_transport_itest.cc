@@ -14,6 +14,7 @@
 #include "tests/support/loopback_http_server.h"
 #include "tests/support/loopback_tls_server.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/transport_runner.h"
 
 namespace egress::adapters {
 namespace {
@@ -22,30 +23,9 @@ using Server = LoopbackHttpServer;
 
 SsrfPolicy AllowLoopback() { return SsrfPolicy{.allow_private_networks = true}; }
 
-class CurlTransportTest : public ::testing::Test {
+class CurlTransportTest : public ::testing::Test, public TransportRunner {
  protected:
-  // Sends every request and runs the loop until all have completed.
-  std::vector<Result<HttpResponse>> SendAll(std::vector<HttpRequest> requests) {
-    std::vector<Result<HttpResponse>> out(requests.size(), Status::Unavailable("not completed"));
-    size_t pending = requests.size();
-    for (size_t i = 0; i < requests.size(); ++i) {
-      transport_->Send(std::move(requests[i]), [&, i](Result<HttpResponse> r) {
-        out[i] = std::move(r);
-        if (--pending == 0) {
-          io_.stop();
-        }
-      });
-    }
-    io_.restart();
-    io_.run();
-    return out;
-  }
-
-  Result<HttpResponse> SendOne(HttpRequest r) { return std::move(SendAll({std::move(r)})[0]); }
-
-  boost::asio::io_context io_;
-  SystemClock clock_;
-  std::unique_ptr<HttpTransport> transport_ = NewCurlTransport(io_, clock_, TransportOptions{});
+  CurlTransportTest() { transport_ = NewCurlTransport(io_, clock_, TransportOptions{}); }
 };
 
 // Verifies a POST round trip: method, body and headers reach the server, and the status,

@@ -20,6 +20,7 @@
 #include "tests/support/nginx_server.h"
 #include "tests/support/sim_process.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/transport_runner.h"
 
 namespace egress::adapters {
 namespace {
@@ -28,37 +29,14 @@ using nlohmann::json;
 
 SsrfPolicy AllowLoopback() { return SsrfPolicy{.allow_private_networks = true}; }
 
-class H2TransportTest : public ::testing::Test {
+class H2TransportTest : public ::testing::Test, public TransportRunner {
  protected:
   void Use(TransportOptions options) { transport_ = NewHttpTransport(io_, clock_, options); }
-
-  // Sends every request and runs the loop until all have completed.
-  std::vector<Result<HttpResponse>> SendAll(std::vector<HttpRequest> requests) {
-    std::vector<Result<HttpResponse>> out(requests.size(), Status::Unavailable("not completed"));
-    size_t pending = requests.size();
-    for (size_t i = 0; i < requests.size(); ++i) {
-      transport_->Send(std::move(requests[i]), [&, i](Result<HttpResponse> r) {
-        out[i] = std::move(r);
-        if (--pending == 0) {
-          io_.stop();
-        }
-      });
-    }
-    io_.restart();
-    io_.run();
-    return out;
-  }
-
-  Result<HttpResponse> SendOne(HttpRequest r) { return std::move(SendAll({std::move(r)})[0]); }
 
   HttpRequest Post(const std::string& url, std::string body = "{}") {
     return {
         .url = url, .body = std::move(body), .timeout = Millis(10'000), .ssrf = AllowLoopback()};
   }
-
-  boost::asio::io_context io_;
-  SystemClock clock_;
-  std::unique_ptr<HttpTransport> transport_;
 };
 
 // Verifies that an origin whose ALPN answer is HTTP/1.1 is reached over HTTP/1.1 (through

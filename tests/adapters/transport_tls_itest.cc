@@ -18,6 +18,7 @@
 #include "adapters/h2_transport.h"
 #include "tests/support/nginx_server.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/transport_runner.h"
 
 namespace egress::adapters {
 namespace {
@@ -33,31 +34,12 @@ SsrfPolicy AllowLoopback() { return SsrfPolicy{.allow_private_networks = true}; 
 // Which transport a case runs through.
 enum class Stack { kCurl, kService };
 
-class TransportTlsTest : public ::testing::TestWithParam<Stack> {
+class TransportTlsTest : public ::testing::TestWithParam<Stack>, public TransportRunner {
  protected:
   void Use(TransportOptions options) {
     transport_ = GetParam() == Stack::kCurl ? NewCurlTransport(io_, clock_, options)
                                             : NewHttpTransport(io_, clock_, options);
   }
-
-  // Sends every request and runs the loop until all have completed.
-  std::vector<Result<HttpResponse>> SendAll(std::vector<HttpRequest> requests) {
-    std::vector<Result<HttpResponse>> out(requests.size(), Status::Unavailable("not completed"));
-    size_t pending = requests.size();
-    for (size_t i = 0; i < requests.size(); ++i) {
-      transport_->Send(std::move(requests[i]), [&, i](Result<HttpResponse> r) {
-        out[i] = std::move(r);
-        if (--pending == 0) {
-          io_.stop();
-        }
-      });
-    }
-    io_.restart();
-    io_.run();
-    return out;
-  }
-
-  Result<HttpResponse> SendOne(HttpRequest r) { return std::move(SendAll({std::move(r)})[0]); }
 
   // `n` POSTs of `body` to `url`, all at once.
   std::vector<Result<HttpResponse>> Post(const std::string& url, int n, const std::string& body) {
@@ -68,10 +50,6 @@ class TransportTlsTest : public ::testing::TestWithParam<Stack> {
     }
     return SendAll(std::move(requests));
   }
-
-  boost::asio::io_context io_;
-  SystemClock clock_;
-  std::unique_ptr<HttpTransport> transport_;
 };
 
 // Verifies that http_version "1.1" speaks HTTP/1.1 and "2" and "auto" speak HTTP/2 to a server
