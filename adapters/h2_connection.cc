@@ -1,8 +1,6 @@
 #include "adapters/h2_connection.h"
 
 #include <netdb.h>
-#include <netinet/in.h>
-#include <openssl/x509.h>
 
 #include <algorithm>
 #include <array>
@@ -13,6 +11,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <openssl/x509.h>
 
 namespace egress::adapters::h2 {
 namespace {
@@ -94,7 +94,7 @@ void H2Connection::Start(const std::optional<SsrfPolicy>& policy, SteadyTime con
 }
 
 void H2Connection::OnResolved(const ErrorCode& ec, const std::vector<tcp::endpoint>& results,
-                            const std::optional<SsrfPolicy>& policy) {
+                              const std::optional<SsrfPolicy>& policy) {
   if (transport_ == nullptr || closed()) {
     return;
   }
@@ -466,9 +466,9 @@ void H2Connection::DeleteSession() {
   }
 }
 
-int H2Connection::OnHeader(nghttp2_session* session, const nghttp2_frame* frame, const uint8_t* name,
-                         size_t namelen, const uint8_t* value, size_t valuelen, uint8_t /*flags*/,
-                         void* /*user*/) {
+int H2Connection::OnHeader(nghttp2_session* session, const nghttp2_frame* frame,
+                           const uint8_t* name, size_t namelen, const uint8_t* value,
+                           size_t valuelen, uint8_t /*flags*/, void* /*user*/) {
   if (frame->hd.type != NGHTTP2_HEADERS) {
     return 0;
   }
@@ -537,8 +537,8 @@ int H2Connection::OnFrameSent(nghttp2_session* session, const nghttp2_frame* fra
   return 0;
 }
 
-int H2Connection::OnData(nghttp2_session* session, uint8_t /*flags*/, int32_t id, const uint8_t* data,
-                       size_t len, void* /*user*/) {
+int H2Connection::OnData(nghttp2_session* session, uint8_t /*flags*/, int32_t id,
+                         const uint8_t* data, size_t len, void* /*user*/) {
   auto* s = static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, id));
   if (s == nullptr) {
     return 0;
@@ -550,7 +550,7 @@ int H2Connection::OnData(nghttp2_session* session, uint8_t /*flags*/, int32_t id
 }
 
 int H2Connection::OnStreamClose(nghttp2_session* session, int32_t id, uint32_t error_code,
-                              void* user) {
+                                void* user) {
   H2Connection& self = Self(user);
   auto* s = static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, id));
   if (s == nullptr) {
@@ -581,7 +581,7 @@ int H2Connection::OnStreamClose(nghttp2_session* session, int32_t id, uint32_t e
 }
 
 ssize_t H2Connection::ReadBody(nghttp2_session* session, int32_t id, uint8_t* buf, size_t length,
-                             uint32_t* flags, nghttp2_data_source*, void*) {
+                               uint32_t* flags, nghttp2_data_source*, void*) {
   auto* s = static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, id));
   if (s == nullptr) {
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;

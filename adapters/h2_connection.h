@@ -93,9 +93,11 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
  private:
   enum class State { kConnecting, kReady, kClosed };
 
-  void OnResolved(const boost::system::error_code& ec, const std::vector<boost::asio::ip::tcp::endpoint>& results,
+  void OnResolved(const boost::system::error_code& ec,
+                  const std::vector<boost::asio::ip::tcp::endpoint>& results,
                   const std::optional<SsrfPolicy>& policy);
-  void OnConnected(const boost::system::error_code& ec, const boost::asio::ip::tcp::endpoint& endpoint);
+  void OnConnected(const boost::system::error_code& ec,
+                   const boost::asio::ip::tcp::endpoint& endpoint);
   void OnHandshake(const boost::system::error_code& ec);
   Status StartSession();
   void Read();

@@ -82,7 +82,8 @@ TEST_F(H2TransportTest, RequestsShareOneConnection) {
 }
 
 // Verifies that nginx's GOAWAY after 1,000 requests on a connection (keepalive_requests) loses
-// nothing: streams it did not take are sent again on a new connection.
+// nothing: streams it did not take are sent again on a new connection, which resumes the TLS
+// session.
 TEST_F(H2TransportTest, GoawayLosesNoRequest) {
   NginxServer nginx;
   if (NginxServer::Binary().empty()) {
@@ -106,6 +107,11 @@ TEST_F(H2TransportTest, GoawayLosesNoRequest) {
   EXPECT_EQ(answered, 3000);
   EXPECT_GE(transport_->ConnectionsOpened(), 3u);  // 1,000 requests a connection at most
   EXPECT_LE(transport_->ConnectionsOpened(), 8u);
+  // The connections opened after a GOAWAY resumed the TLS session of an earlier one (nginx:
+  // $ssl_session_reused is "r"), rather than a full handshake each.
+  auto resumed = SendOne({.method = "GET", .url = nginx.Url("/reused/"), .ssrf = AllowLoopback()});
+  ASSERT_TRUE(resumed.has_value()) << resumed.error().ToString();
+  EXPECT_EQ(resumed->body, "r");
 }
 
 // Verifies the SSRF policy: a request whose policy refuses loopback never connects, and is

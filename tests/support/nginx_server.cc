@@ -148,6 +148,7 @@ NginxServer::NginxServer(const Options& options) : tls_(options.tls) {
          << (have_echo ? "echo_read_request_body; echo -n ok;" : "return 200 ok;") << " }\n"
          << "    location /proto/ { default_type text/plain; return 200 $server_protocol; }\n"
          << "    location /early/ { default_type text/plain; return 200 early; }\n"
+         << "    location /reused/ { default_type text/plain; return 200 $ssl_session_reused; }\n"
          << "    location /whoami/ { default_type text/plain; "
          << "return 200 \"$ssl_client_s_dn $connection\"; }\n"
          << "    location / { return 404; }\n  }\n}\n";
