@@ -20,14 +20,6 @@ bool StartsWithIgnoreCase(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() && EqualsIgnoreCase(text.substr(0, prefix.size()), prefix);
 }
 
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) {
-    return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  });
-  return out;
-}
-
 RateLimitScope ScopeOf(std::optional<RateLimitHeaders::Scope> scope) {
   if (!scope.has_value()) {
     return RateLimitScope::kUnknown;
@@ -153,7 +145,7 @@ std::vector<std::pair<std::string, std::string>> RateLimitHeadersSeen(const Http
       break;
     }
     if (IsRateLimitHeaderName(h.name)) {
-      seen.emplace_back(Printable(Lower(h.name), kMaxHeaderName),
+      seen.emplace_back(Printable(ToLowerAscii(h.name), kMaxHeaderName),
                         Printable(TrimOws(h.value), kMaxHeaderValue));
     }
   }

@@ -245,7 +245,7 @@ void H2Connection::Submit(Stream& s) {
   bool user_agent = false;
   bool accept = false;
   for (const HttpHeader& h : r.headers) {
-    names_.push_back(LowerAscii(h.name));
+    names_.push_back(ToLowerAscii(h.name));
     const std::string& name = names_.back();
     if (SkippedRequestHeader(name, h.value)) {
       continue;
@@ -425,6 +425,9 @@ void H2Connection::Close(const Status& why) {
     return;
   }
   const bool before_ready = state_ == State::kConnecting;
+  if (!before_ready) {
+    KeepSessionResumable();
+  }
   state_ = State::kClosed;
   ErrorCode ignored;
   stream_.lowest_layer().close(ignored);
@@ -449,7 +452,19 @@ void H2Connection::Close(const Status& why) {
   }
 }
 
+// Closing the socket without a TLS shutdown makes OpenSSL drop the connection's session as
+// "bad" when the SSL is freed (ssl_clear_bad_session: not resumable from then on), and the
+// session kept for the origin may be that one (a resumed connection holds the session it
+// resumed). The connection is done with TLS either way: mark it shut down so its session stays
+// resumable. No close_notify is sent (the socket closes at once).
+void H2Connection::KeepSessionResumable() {
+  SSL_set_shutdown(stream_.native_handle(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+}
+
 void H2Connection::Detach() {
+  if (state_ == State::kReady) {
+    KeepSessionResumable();
+  }
   state_ = State::kClosed;
   transport_ = nullptr;
   ErrorCode ignored;

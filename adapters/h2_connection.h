@@ -106,6 +106,7 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   void Flush();
   void Settle();
   void DeleteSession();
+  void KeepSessionResumable();
   std::string Where() const { return pool_->target.origin; }
 
   static H2Connection& Self(void* user) { return *static_cast<H2Connection*>(user); }

@@ -17,16 +17,6 @@ bool IsHostChar(char c) {
 
 }  // namespace
 
-std::string LowerAscii(std::string_view in) {
-  std::string out(in);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-  }
-  return out;
-}
-
 Result<Target> ParseHttpsTarget(std::string_view url) {
   constexpr std::string_view kScheme = "https://";
   if (!IsHttpsUrl(url) || !IsHttpUrl(url)) {
@@ -34,7 +24,7 @@ Result<Target> ParseHttpsTarget(std::string_view url) {
   }
   std::string_view rest = url.substr(kScheme.size());
   const size_t end = rest.find_first_of("/?#");
-  const std::string authority = LowerAscii(rest.substr(0, end));
+  const std::string authority = ToLowerAscii(rest.substr(0, end));
   std::string_view path = end == std::string_view::npos ? "" : rest.substr(end);
   path = path.substr(0, path.find('#'));
   if (authority.find('@') != std::string::npos) {

@@ -37,9 +37,6 @@ struct Target {
 // port (such URLs go to libcurl, whose parser decides).
 Result<Target> ParseHttpsTarget(std::string_view url);
 
-// ASCII letters lower-cased.
-std::string LowerAscii(std::string_view in);
-
 class H2Connection;
 struct Pool;
 

@@ -29,7 +29,6 @@ namespace ssl = boost::asio::ssl;
 using ErrorCode = boost::system::error_code;
 using h2::H2Connection;
 using h2::H2ConnectionOwner;
-using h2::LowerAscii;
 using h2::ParseHttpsTarget;
 using h2::Pool;
 using h2::Stream;
@@ -138,7 +137,7 @@ class H2Transport final : public HttpTransport, public H2ConnectionOwner {
 void H2Transport::Send(HttpRequest request, HttpCallback done) {
   const std::string_view origin = UrlOrigin(request.url);
   if (options_.http_version == HttpVersion::kHttp11 || !IsHttpsUrl(request.url) ||
-      http1_origins_.contains(LowerAscii(origin))) {
+      http1_origins_.contains(ToLowerAscii(origin))) {
     http1_->Send(std::move(request), std::move(done));
     return;
   }
@@ -220,9 +219,11 @@ void H2Transport::Pump(Pool& pool) {
             static_cast<size_t>(std::max(1L, options_.max_host_connections))) {
       return;
     }
-    if (connections_ >= static_cast<size_t>(std::max(1L, options_.max_total_connections)) &&
-        !CloseOldestIdle()) {
-      return;  // every connection is busy: a slot freed pumps every pool (Closed)
+    if (connections_ >= static_cast<size_t>(std::max(1L, options_.max_total_connections))) {
+      if (!CloseOldestIdle()) {
+        return;  // every connection is busy: a slot freed pumps every pool (Closed)
+      }
+      continue;  // closing pumped the pools (this one too): look again
     }
     Result<ssl::context*> ctx = contexts_.For(pool.identity);
     if (!ctx.has_value()) {

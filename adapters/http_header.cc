@@ -9,6 +9,14 @@ bool IsOws(char c) { return c == ' ' || c == '\t'; }
 
 }  // namespace
 
+std::string ToLowerAscii(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    c = LowerAscii(c);
+  }
+  return out;
+}
+
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) {
     return false;

@@ -13,6 +13,8 @@
 #include <boost/beast/core/error.hpp>
 #include <nghttp2/nghttp2.h>
 
+#include "adapters/http_header.h"
+
 namespace egress::sim {
 
 namespace asio = boost::asio;
@@ -37,16 +39,6 @@ bool IsConnectionSpecific(std::string_view name) {
   return name == "connection" || name == "keep-alive" || name == "proxy-connection" ||
          name == "transfer-encoding" || name == "upgrade" || name == "content-length" ||
          name == "content-type";  // the last two: sent once, from the response itself
-}
-
-std::string Lower(std::string_view in) {
-  std::string out(in);
-  for (char& ch : out) {
-    if (ch >= 'A' && ch <= 'Z') {
-      ch = static_cast<char>(ch - 'A' + 'a');
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -245,7 +237,7 @@ class H2Session : public std::enable_shared_from_this<H2Session> {
     nva.reserve(r.headers.size() + 3);
     nva.push_back(Nv(":status", status));
     for (const auto& [name, value] : r.headers) {
-      names.push_back(Lower(name));
+      names.push_back(adapters::ToLowerAscii(name));
       if (!IsConnectionSpecific(names.back())) {
         nva.push_back(Nv(names.back(), value));
       }
