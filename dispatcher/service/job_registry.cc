@@ -66,6 +66,13 @@ Result<std::string> JobRegistry::Start(std::string kind, nlohmann::json params, 
   if (running_ >= limits_.max_running) {
     return Status::Busy(fmt::format("{} jobs are running; wait for one to finish", running_));
   }
+  if (!tenant.empty()) {
+    auto held = running_by_tenant_.find(tenant);
+    if (held != running_by_tenant_.end() && held->second >= limits_.max_running_per_tenant) {
+      return Status::Busy(
+          fmt::format("this tenant runs {} job(s), its most at once; wait for it", held->second));
+    }
+  }
   std::string id;
   do {
     auto drawn = DrawId();
@@ -79,6 +86,9 @@ Result<std::string> JobRegistry::Start(std::string kind, nlohmann::json params, 
           .started_ms = now_ms,
           .params = std::move(params),
           .tenant = std::move(tenant)};
+  if (!job.tenant.empty()) {
+    ++running_by_tenant_[job.tenant];
+  }
   jobs_.emplace(id, std::move(job));
   ++running_;
   return id;
@@ -108,6 +118,11 @@ void JobRegistry::Finish(const std::string& id, const Status& status, int64_t no
   job.error = status.ok() ? "" : status.message();
   job.finished_ms = now_ms;
   --running_;
+  if (auto held = running_by_tenant_.find(job.tenant); held != running_by_tenant_.end()) {
+    if (--held->second == 0) {
+      running_by_tenant_.erase(held);
+    }
+  }
   finished_.push_back(id);
   while (finished_.size() > limits_.max_finished) {
     jobs_.erase(finished_.front());

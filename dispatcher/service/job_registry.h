@@ -42,7 +42,10 @@ nlohmann::json JobToJson(const Job& job);
 bool IsJobId(std::string_view text);
 
 struct JobLimits {
-  size_t max_running = 4;     // more are refused (the API answers 429)
+  size_t max_running = 4;  // more are refused (the API answers 429)
+  // Jobs one tenant's key may run at once, so that one tenant cannot take every slot; the
+  // admin's jobs (tenant "") are bounded by max_running only.
+  size_t max_running_per_tenant = 1;
   size_t max_finished = 100;  // the oldest finished job is forgotten past this
 };
 
@@ -52,8 +55,8 @@ class JobRegistry {
  public:
   explicit JobRegistry(JobLimits limits = {}) : limits_(limits) {}
 
-  // Registers a running job and returns its id. Busy when max_running jobs are running;
-  // Unavailable when no random id could be drawn.
+  // Registers a running job and returns its id. Busy when max_running jobs are running, or
+  // max_running_per_tenant of `tenant`'s; Unavailable when no random id could be drawn.
   // `tenant`: the scope it was started in (Job::tenant).
   Result<std::string> Start(std::string kind, nlohmann::json params, int64_t now_ms,
                             std::string tenant = "");
@@ -73,6 +76,7 @@ class JobRegistry {
   std::map<std::string, Job, std::less<>> jobs_;
   std::deque<std::string> finished_;  // ids of finished jobs, oldest first
   size_t running_ = 0;
+  std::map<std::string, size_t, std::less<>> running_by_tenant_;  // tenants' keys only
 };
 
 }  // namespace egress::service

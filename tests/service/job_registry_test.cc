@@ -74,6 +74,22 @@ TEST(JobRegistryTest, BoundsRunningAndFinished) {
   EXPECT_EQ(jobs.Find(ids[7])->state, Job::State::kRunning);
 }
 
+// Verifies the per-tenant cap: one tenant's key runs max_running_per_tenant jobs at once, and
+// the other slots stay for other tenants and the admin; its slot comes back when its job ends.
+TEST(JobRegistryTest, OneTenantCannotTakeEverySlot) {
+  JobRegistry jobs({.max_running = 3, .max_running_per_tenant = 1});
+  auto acme = jobs.Start("replay", json::object(), 1, "acme");
+  ASSERT_TRUE(acme.has_value());
+  auto again = jobs.Start("replay", json::object(), 2, "acme");
+  ASSERT_FALSE(again.has_value());
+  EXPECT_EQ(again.error().code(), Status::Code::kBusy);
+  EXPECT_TRUE(jobs.Start("replay", json::object(), 3, "beta").has_value());
+  EXPECT_TRUE(jobs.Start("replay", json::object(), 4).has_value());  // the admin
+  EXPECT_EQ(jobs.running(), 3u);
+  jobs.Finish(*acme, Status::Ok(), 5);
+  EXPECT_TRUE(jobs.Start("replay", json::object(), 6, "acme").has_value());
+}
+
 // Verifies the id shape check: 16 lowercase hex characters and nothing else.
 TEST(JobRegistryTest, ChecksIdShape) {
   EXPECT_TRUE(IsJobId("0123456789abcdef"));
