@@ -24,9 +24,14 @@ void AddConnection(CLI::App* cmd, CommandFlags& f, bool with_json) {
                   "CA certificates (PEM) to verify an https --server with (default: the "
                   "system's)")
       ->check(CLI::ExistingFile);
+  auto* token_file = cmd->add_option("--token-file", f.connection.token_file,
+                                     "File holding the API key or admin token (its first line)")
+                         ->check(CLI::ExistingFile);
   cmd->add_option("--token", f.connection.token,
-                  "API key or admin token (default: $RELAY_EGRESS_TOKEN, else the config's "
-                  "admin_token)");
+                  "API key or admin token; every user of this host can read it in the process "
+                  "list: prefer --token-file or $RELAY_EGRESS_TOKEN (default: --token-file, "
+                  "else $RELAY_EGRESS_TOKEN, else the config's admin_token)")
+      ->excludes(token_file);
   cmd->add_option("--data-dir", f.connection.data_dir,
                   "Store to open when no service answers (default: the config's data_dir)");
   if (with_json) {
@@ -43,6 +48,29 @@ void AddFilters(CLI::App* cmd, DeliveryFilter& f) {
 
 const std::vector<std::string> kStates = {"queued",    "in_flight", "deferred",
                                           "delivered", "dead",      "cancelled"};
+
+// The token in `path`: its first line without the line end and surrounding blanks. The file
+// may hold at most 4 KiB; its content is never printed.
+Result<std::string> ReadTokenFile(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return Status::InvalidArgument("--token-file " + path + ": cannot be read");
+  }
+  std::string text(4097, '\0');
+  const size_t n = std::fread(text.data(), 1, text.size(), file);
+  std::fclose(file);
+  if (n > 4096) {
+    return Status::InvalidArgument("--token-file " + path + ": over 4 KiB; not a token");
+  }
+  text.resize(n);
+  text = text.substr(0, text.find_first_of("\r\n"));
+  const size_t first = text.find_first_not_of(" \t");
+  const size_t last = text.find_last_not_of(" \t");
+  if (first == std::string::npos) {
+    return Status::InvalidArgument("--token-file " + path + ": its first line is empty");
+  }
+  return text.substr(first, last - first + 1);
+}
 
 }  // namespace
 
@@ -206,8 +234,22 @@ Result<std::unique_ptr<Backend>> Connect(const ConnectionFlags& flags, StoreAcce
     }
     cfg = std::move(*loaded);
   }
-  // --token, then RELAY_EGRESS_TOKEN, then the admin token of the config or its variable.
+  // --token or --token-file, then RELAY_EGRESS_TOKEN, then the admin token of the config or its
+  // variable.
   std::string token = flags.token;
+  if (!token.empty()) {
+    std::fprintf(stderr,
+                 "relay-egress: warning: --token shows the key to every user of this host (ps, "
+                 "/proc); use --token-file or %s\n",
+                 std::string(kTokenEnv).c_str());
+  }
+  if (!flags.token_file.empty()) {
+    Result<std::string> read = ReadTokenFile(flags.token_file);
+    if (!read) {
+      return read.error();
+    }
+    token = std::move(*read);
+  }
   if (const char* env = std::getenv(std::string(kTokenEnv).c_str());
       token.empty() && env != nullptr) {
     token = env;

@@ -25,9 +25,13 @@ struct ConnectionFlags {
   std::string profiles_dir;
   std::string server;
   std::string data_dir;
-  // --token: a tenant's API key or the admin token, sent as Authorization: Bearer. Default:
-  // RELAY_EGRESS_TOKEN, else the config's admin_token (or RELAY_EGRESS_ADMIN_TOKEN).
+  // --token: a tenant's API key or the admin token, sent as Authorization: Bearer. Every user of
+  // the host sees it in the process list, so it is warned about: prefer --token-file or
+  // RELAY_EGRESS_TOKEN. Default: the file, else RELAY_EGRESS_TOKEN, else the config's
+  // admin_token (or RELAY_EGRESS_ADMIN_TOKEN).
   std::string token;
+  // --token-file: a file holding the token (its first line; at most 4 KiB).
+  std::string token_file;
   // --cacert: the CA certificates (PEM) an https --server is verified with. Default: the
   // system's.
   std::string cacert;

@@ -110,7 +110,7 @@ inline constexpr char kCliAdminToken[] = "operator-secret-token-0123456789";
 inline constexpr char kBetaApiKey[] = "beta-cli-api-key-0123456789";
 
 // The CLI against a running `relay-egress serve` (a child process) on the filled store, reached
-// with the admin token (--token).
+// with the admin token (--token-file, as an operator should).
 class CliServiceTest : public CliTest {
  protected:
   // Fills the store, then starts the service on it. Only dead and deferred-for-an-hour
@@ -130,7 +130,9 @@ class CliServiceTest : public CliTest {
         BuildDir() + "/relay-egress",
         {"serve", "--config", config_, "--profiles-dir", SourceDir() + "/config/profiles"});
     ASSERT_NE(port_, 0) << service_.error();
-    connection_ = {"--server", ServerUrl(), "--token", kCliAdminToken};
+    const std::string token_file = dir_.Sub("admin.token");
+    std::ofstream(token_file) << kCliAdminToken << "\n";
+    connection_ = {"--server", ServerUrl(), "--token-file", token_file};
   }
 
   std::string ServerUrl() const { return "http://127.0.0.1:" + std::to_string(port_); }

@@ -153,6 +153,40 @@ TEST_F(CliServiceTest, TokenFlagAndEnvironment) {
   unsetenv("RELAY_EGRESS_TOKEN");
   EXPECT_EQ(env.exit_code, 0) << env.err;
   EXPECT_EQ(JsonLines(env).size(), 2u);
+  EXPECT_EQ(env.err.find("warning"), std::string::npos) << env.err;
+}
+
+// Verifies the token's safer ways in: --token warns that the process list shows it;
+// --token-file reads the file's first line (blanks and line end dropped) without a warning; an
+// empty file is refused without echoing anything; --token and --token-file together are a
+// usage error.
+TEST_F(CliServiceTest, TokenFileIsPreferredAndTokenIsWarnedAbout) {
+  Start(3, 2);
+  const std::vector<std::string> list = {"deliveries", "list", "--json", "--server", ServerUrl()};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = list;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunCommand(BuildDir() + "/relay-egress", args);
+  };
+  auto flag = with({"--token", kBetaApiKey});
+  EXPECT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_NE(flag.err.find("warning: --token shows the key"), std::string::npos) << flag.err;
+  EXPECT_EQ(flag.err.find(kBetaApiKey), std::string::npos) << flag.err;
+
+  const std::string file = dir_.Sub("beta.token");
+  std::ofstream(file) << "  " << kBetaApiKey << " \r\nsecond line\n";
+  auto from_file = with({"--token-file", file});
+  EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
+  EXPECT_EQ(JsonLines(from_file).size(), 2u);
+  EXPECT_EQ(from_file.err.find("warning"), std::string::npos) << from_file.err;
+
+  const std::string empty = dir_.Sub("empty.token");
+  std::ofstream(empty) << "\nsecret-on-line-two-0123456789\n";
+  auto refused = with({"--token-file", empty});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("first line is empty"), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.err.find("secret-on-line-two"), std::string::npos) << refused.err;
+  EXPECT_EQ(with({"--token", kBetaApiKey, "--token-file", file}).exit_code, 2);
 }
 
 }  // namespace egress
