@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dispatcher/base/clock.h"
 #include "dispatcher/base/host_port.h"
@@ -71,12 +72,30 @@ struct ServerOptions {
   // Largest body of a POST /v1/deliveries/batch (413 beyond); every other request's body may be
   // max_payload_bytes + kDeliveryBodyAllowance. At least that; at most 1 GiB. Default: 16 MiB.
   size_t max_batch_bytes = 16 << 20;
-  // HTTP connections open at once; more are closed as they arrive. 1 to 1,000,000. Default: 4096.
+  // HTTP connections open at once; more are closed as they arrive (a few health slots beyond it
+  // answer GET /healthz and /readyz only). 1 to 1,000,000. Default: 4096.
   size_t max_connections = 4096;
-  // A connection must send its next request within this (from its accept or its last answer),
-  // and take at most write_timeout to read each answer; else it is closed. Default: 60 s, 30 s.
+  // HTTP connections one client address (an IPv6 one by its /64) may hold open at once; more
+  // are closed as they arrive. Peers in trusted_proxies are not counted. 0 (no cap) to
+  // 1,000,000. Default: 64.
+  size_t max_connections_per_address = 64;
+  // A connection must send a request's whole header within header_timeout (from its accept, or
+  // from the first byte of a later request), may stay idle between requests for idle_timeout,
+  // must send a body within read_timeout from the end of its header, and take at most
+  // write_timeout to read each answer; else it is closed. Default: 10 s, 60 s, 60 s, 30 s.
+  Millis header_timeout{10'000};
+  Millis idle_timeout{60'000};
   Millis read_timeout{60'000};
   Millis write_timeout{30'000};
+  // Bytes of request bodies the API holds at once, read or being read and not yet answered;
+  // one tenant (or one unauthenticated address) may hold half. Over it a request is answered
+  // 503 server_busy with Retry-After. At least 2 x max_batch_bytes; at most 64 GiB.
+  // Default: 256 MiB (or 2 x max_batch_bytes when that is more).
+  size_t max_body_bytes_in_flight = 256 << 20;
+  // The proxies (CIDRs) whose Forwarded / X-Forwarded-For name a request's client: per-address
+  // limits and the failed-authentication budget then count the client, not the proxy.
+  // Default: none (every peer is the client).
+  std::vector<std::string> trusted_proxies;
   // Intake requests of one tenant waiting for their write at once; more get 429. 1 to 100,000.
   // Default: 256.
   size_t tenant_max_requests_in_flight = 256;
@@ -97,6 +116,11 @@ struct ServerOptions {
   LogFormat log_format = LogFormat::kText;
   // "debug", "info", "warn" or "error". Default: "info".
   LogLevel log_level = LogLevel::kInfo;
+  // Whether `serve` may write a core dump. Off, it sets RLIMIT_CORE to 0 and PR_SET_DUMPABLE to
+  // 0 at start (DisableCoreDumps): a dump holds the admin token, API keys and credentials in
+  // plain text. Turn on only to debug a crash, on a host whose dumps only you can read.
+  // Default: false.
+  bool core_dumps = false;
   RetentionConfig retention;
 };
 

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "adapters/ip_network.h"
 #include "config/toml_sections.h"
 #include "dispatcher/base/host_port.h"
 
@@ -49,6 +50,33 @@ Status ReadRetentionSection(const TomlFields& retention, RetentionConfig& out) {
   return Status::Ok();
 }
 
+// trusted_proxies: a list of CIDRs, each checked as IpNetwork reads it.
+Status ReadTrustedProxies(const TomlFields& server, std::vector<std::string>& out) {
+  if (!server.Has("trusted_proxies")) {
+    return Status::Ok();
+  }
+  const toml::node& node = *server.table().get("trusted_proxies");
+  const toml::array* list = node.as_array();
+  if (list == nullptr) {
+    return server.Error(node, server.Field("trusted_proxies"),
+                        "must be a list of CIDR strings, e.g. [\"10.0.0.0/8\"]");
+  }
+  out.clear();
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string field = fmt::format("{}[{}]", server.Field("trusted_proxies"), i);
+    const toml::node& item = *list->get(i);
+    const auto* text = item.as_string();
+    if (text == nullptr) {
+      return server.Error(item, field, "must be a string such as \"10.0.0.0/8\"");
+    }
+    if (Result<adapters::IpNetwork> network = adapters::IpNetwork::Parse(text->get()); !network) {
+      return server.Error(item, field, network.error().message());
+    }
+    out.push_back(text->get());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
@@ -65,7 +93,13 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
                                     "pacing_margin_percent",
                                     "max_batch_bytes",
                                     "max_connections",
+                                    "max_connections_per_address",
+                                    "header_timeout",
+                                    "idle_timeout",
                                     "read_timeout",
+                                    "max_body_bytes_in_flight",
+                                    "trusted_proxies",
+                                    "core_dumps",
                                     "write_timeout",
                                     "tenant_max_requests_in_flight",
                                     "destination_idle",
@@ -126,6 +160,9 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
   if (status = server.ReadBool("metrics_auth", out.metrics_auth); !status.ok()) {
     return status;
   }
+  if (status = server.ReadBool("core_dumps", out.core_dumps); !status.ok()) {
+    return status;
+  }
   if (status = server.ReadInt("auth_failure_budget", 1, 1'000'000, out.auth_failure_budget);
       !status.ok()) {
     return status;
@@ -176,7 +213,36 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
     return status;
   }
   out.max_connections = static_cast<size_t>(connections);
+  int64_t per_address = static_cast<int64_t>(out.max_connections_per_address);
+  if (status = server.ReadInt("max_connections_per_address", 0, 1'000'000, per_address);
+      !status.ok()) {
+    return status;
+  }
+  out.max_connections_per_address = static_cast<size_t>(per_address);
+  if (status = server.ReadDuration("header_timeout", false, out.header_timeout); !status.ok()) {
+    return status;
+  }
+  if (status = server.ReadDuration("idle_timeout", false, out.idle_timeout); !status.ok()) {
+    return status;
+  }
   if (status = server.ReadDuration("read_timeout", false, out.read_timeout); !status.ok()) {
+    return status;
+  }
+  // One tenant may hold half of it, and must be able to send its largest batch.
+  int64_t in_flight_bytes = static_cast<int64_t>(out.max_body_bytes_in_flight);
+  if (status = server.ReadInt("max_body_bytes_in_flight", 1, int64_t{64} << 30, in_flight_bytes);
+      !status.ok()) {
+    return status;
+  }
+  if (!server.Has("max_body_bytes_in_flight")) {
+    in_flight_bytes = std::max(in_flight_bytes, 2 * batch_bytes);
+  } else if (in_flight_bytes < 2 * batch_bytes) {
+    return server.Error(*server.table().get("max_body_bytes_in_flight"),
+                        server.Field("max_body_bytes_in_flight"),
+                        fmt::format("must be at least 2 x max_batch_bytes ({})", 2 * batch_bytes));
+  }
+  out.max_body_bytes_in_flight = static_cast<size_t>(in_flight_bytes);
+  if (status = ReadTrustedProxies(server, out.trusted_proxies); !status.ok()) {
     return status;
   }
   if (status = server.ReadDuration("write_timeout", false, out.write_timeout); !status.ok()) {

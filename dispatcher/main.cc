@@ -13,6 +13,7 @@
 #include "adapters/trust_files.h"
 #include "config/load_config.h"
 #include "dispatcher/base/host_port.h"
+#include "dispatcher/base/process_memory.h"
 #include "dispatcher/base/version.h"
 #include "dispatcher/cli/cli.h"
 #include "dispatcher/service/api/http_server.h"
@@ -128,6 +129,10 @@ int main(int argc, char** argv) {
   // An open API only where no other host reaches it; --listen may have moved it.
   if (egress::Status open = egress::config::CheckAuthListen(config->server); !open.ok()) {
     std::fprintf(stderr, "%s\n", open.message().c_str());
+    return kExitUsage;
+  }
+  if (!check_config && !config->server.core_dumps && !egress::DisableCoreDumps()) {
+    std::fprintf(stderr, "cannot turn core dumps off (server.core_dumps = false)\n");
     return kExitUsage;
   }
   if (check_config) {

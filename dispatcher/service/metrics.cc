@@ -118,13 +118,17 @@ constexpr Definition kDefinitions[] = {
     GaugeRow(GaugeId::kBuildInfo, "relay_egress_build_info",
              "Always 1; the version of the running build is its label."),
     CounterRow(CounterId::kHttpConnectionsRefused, "relay_egress_http_connections_refused_total",
-               "Connections closed as they arrived, over server.max_connections."),
+               "Connections closed as they arrived, by reason (max_connections: every slot and "
+               "health slot taken; per_address: over server.max_connections_per_address)."),
     CounterRow(CounterId::kHttpAcceptFailures, "relay_egress_http_accept_failures_total",
                "Times accept() failed (out of file descriptors or memory); the server waits "
                "and tries again."),
     CounterRow(CounterId::kHttpTimeouts, "relay_egress_http_timeouts_total",
-               "Connections closed by a deadline, by direction (read: stalled within a request; "
-               "write: not reading its answer)."),
+               "Connections closed by a deadline, by direction (header: stalled within a "
+               "request's header; read: within its body; write: not reading its answer)."),
+    CounterRow(CounterId::kHttpBusy, "relay_egress_http_busy_total",
+               "Requests answered 503 server_busy: the bytes of request bodies (in all, or of "
+               "one tenant or address) or of headers held at once were at their budget."),
     CounterRow(CounterId::kConnectionsOpened, "relay_egress_connections_opened_total",
                "Outbound connections opened to platforms and webhook receivers (each with its "
                "TLS handshake for https); small next to the attempts while connections are "

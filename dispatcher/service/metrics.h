@@ -27,14 +27,15 @@ enum class CounterId : uint8_t {
   kDiscordInvalidRequestStops,  // relay_egress_discord_invalid_request_stops_total{credential}
   kPurged,                      // relay_egress_purged_total{state}
   kIdempotencyKeysExpired,      // relay_egress_idempotency_keys_expired_total
-  kHttpConnectionsRefused,      // relay_egress_http_connections_refused_total
+  kHttpConnectionsRefused,      // relay_egress_http_connections_refused_total{reason}
   kHttpAcceptFailures,          // relay_egress_http_accept_failures_total
   kHttpTimeouts,                // relay_egress_http_timeouts_total{direction}
   kCorruptRecords,              // relay_egress_corrupt_records_total
   kAuthFailures,                // relay_egress_auth_failures_total{reason}
   kConnectionsOpened,           // relay_egress_connections_opened_total
   kQuotaRejections,             // relay_egress_quota_rejections_total{tenant,quota}
-  kMaxValue = kQuotaRejections,
+  kHttpBusy,                    // relay_egress_http_busy_total
+  kMaxValue = kHttpBusy,
 };
 enum class GaugeId : uint8_t {
   kQueueDepth,         // relay_egress_queue_depth{state}

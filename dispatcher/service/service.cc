@@ -183,15 +183,14 @@ Result<std::unique_ptr<Service>> Service::Start(
   // address (port 0 is only known now). No request is served before Start returns: the handlers
   // run on `io`, which runs this.
   HttpServerOptions http = o.http;
-  if (!http.body_limit) {
-    http.body_limit = [limits = o.intake](boost::beast::http::verb method,
-                                          std::string_view target) {
-      return RequestBodyLimit(limits, method, target);
+  if (!http.gate) {
+    http.gate = [self](const HttpRequestHeader& header, const boost::asio::ip::address& peer) {
+      return Admit(*self, header, peer);
     };
   }
   auto server = HttpServer::Start(
-      io, http, [self](HttpRequest&& req, const boost::asio::ip::address& peer, Respond respond) {
-        Route(*self, std::move(req), peer, std::move(respond));
+      io, http, [self](HttpRequest&& req, const Admission& admission, Respond respond) {
+        Route(*self, std::move(req), admission, std::move(respond));
       });
   if (!server) {
     return server.error();
@@ -378,7 +377,14 @@ void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
 
 Status Service::LoadApiKeys() {
   if (!options_.admin_token.empty()) {
-    admin_token_digest_ = adapters::ApiKeyDigest(options_.admin_token);
+    // As a tenant key: 16 to 256 visible ASCII bytes, or "sha256:" and its digest's hex, so
+    // that a short token cannot be guessed and the config need not hold the token itself.
+    Result<std::string> digest = adapters::ParseApiKeyEntry(options_.admin_token);
+    if (!digest) {
+      return Status::InvalidArgument("server.admin_token (or RELAY_EGRESS_ADMIN_TOKEN): " +
+                                     digest.error().message());
+    }
+    admin_token_digest_ = std::move(*digest);
   }
   std::map<std::string, std::vector<std::string>> by_tenant;
   for (const auto& [tenant, digest] : options_.auth.api_keys) {

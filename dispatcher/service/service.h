@@ -61,8 +61,9 @@ struct SharedBudgetOptions {
 // fills it from a loaded config (relay-egress serve), tests fill it by hand. Holds secrets (admin
 // token, credentials): never log it as a whole.
 struct ServiceOptions {
-  // The HTTP API: an already-parsed listen address (HostPort), connection cap, deadlines. Its
-  // body limit, when not set, follows `intake` (RequestBodyLimit).
+  // The HTTP API: an already-parsed listen address (HostPort), connection caps, deadlines. Its
+  // gate, when not set, is Admit (handlers.h): authentication on the header, the body limit
+  // from `intake` (RequestBodyLimit).
   HttpServerOptions http;
   std::string admin_token;  // required by /api/admin; empty refuses every admin call
   // Where the key sealing secret settings comes from when store.secrets_key is unset

@@ -1,12 +1,23 @@
 #include "dispatcher/service/service_options_from_config.h"
 
+#include "dispatcher/base/process_memory.h"
+
 namespace egress::service {
 
 ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   ServiceOptions o;
   o.http.listen = config.server.listen;
   o.http.max_connections = config.server.max_connections;
+  o.http.max_connections_per_address = config.server.max_connections_per_address;
+  o.http.header_timeout = config.server.header_timeout;
+  o.http.idle_timeout = config.server.idle_timeout;
   o.http.read_timeout = config.server.read_timeout;
+  o.http.max_body_bytes_in_flight = config.server.max_body_bytes_in_flight;
+  o.http.release_free_memory = ReleaseFreeMemory;
+  // Checked as the config was read (ReadTrustedProxies): it parses.
+  if (Result<TrustedProxies> proxies = TrustedProxies::Parse(config.server.trusted_proxies)) {
+    o.http.trusted_proxies = std::move(*proxies);
+  }
   o.http.write_timeout = config.server.write_timeout;
   o.admin_token = config.server.admin_token;
   o.secrets_key_file = config.server.secrets_key_file;

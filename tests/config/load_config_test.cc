@@ -43,6 +43,12 @@ TEST(LoadConfigTest, EmptyFilesGiveDefaults) {
   EXPECT_EQ(config->server.retention.interval, Millis(60'000));
   EXPECT_EQ(config->server.max_batch_bytes, 16u << 20);
   EXPECT_EQ(config->server.max_connections, 4096u);
+  EXPECT_EQ(config->server.max_connections_per_address, 64u);
+  EXPECT_EQ(config->server.header_timeout, Millis(10'000));
+  EXPECT_EQ(config->server.idle_timeout, Millis(60'000));
+  EXPECT_EQ(config->server.max_body_bytes_in_flight, 256u << 20);
+  EXPECT_TRUE(config->server.trusted_proxies.empty());
+  EXPECT_FALSE(config->server.core_dumps);
   EXPECT_EQ(config->server.read_timeout, Millis(60'000));
   EXPECT_EQ(config->server.write_timeout, Millis(30'000));
   EXPECT_EQ(config->server.tenant_max_requests_in_flight, 256u);
@@ -164,6 +170,12 @@ TEST(LoadConfigTest, ReadsEveryScalarKey) {
       "tenant_backlog_watermark = 5\n"
       "max_batch_bytes = 100000\n"
       "max_connections = 12\n"
+      "max_connections_per_address = 0\n"
+      "header_timeout = \"2s\"\n"
+      "idle_timeout = \"30s\"\n"
+      "max_body_bytes_in_flight = 300000\n"
+      "trusted_proxies = [\"10.0.0.0/8\", \"::1/128\"]\n"
+      "core_dumps = true\n"
       "read_timeout = \"5s\"\n"
       "write_timeout = \"7s\"\n"
       "tenant_max_requests_in_flight = 3\n"
@@ -194,6 +206,12 @@ TEST(LoadConfigTest, ReadsEveryScalarKey) {
   EXPECT_EQ(config->server.listen.ToString(), "0.0.0.0:9000");
   EXPECT_EQ(config->server.data_dir, "/srv/egress");
   EXPECT_EQ(config->server.admin_token, "file-token");
+  EXPECT_EQ(config->server.max_connections_per_address, 0u);
+  EXPECT_EQ(config->server.header_timeout, Millis(2'000));
+  EXPECT_EQ(config->server.idle_timeout, Millis(30'000));
+  EXPECT_EQ(config->server.max_body_bytes_in_flight, 300000u);
+  EXPECT_EQ(config->server.trusted_proxies, (std::vector<std::string>{"10.0.0.0/8", "::1/128"}));
+  EXPECT_TRUE(config->server.core_dumps);
   EXPECT_EQ(config->server.max_payload_bytes, 2048u);
   EXPECT_EQ(config->server.batch_max_items, 10u);
   EXPECT_EQ(config->server.max_json_depth, 8u);

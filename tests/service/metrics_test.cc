@@ -123,14 +123,16 @@ relay_egress_http_connections 3
 # HELP relay_egress_build_info Always 1; the version of the running build is its label.
 # TYPE relay_egress_build_info gauge
 relay_egress_build_info{version="@VERSION@"} 1
-# HELP relay_egress_http_connections_refused_total Connections closed as they arrived, over server.max_connections.
+# HELP relay_egress_http_connections_refused_total Connections closed as they arrived, by reason (max_connections: every slot and health slot taken; per_address: over server.max_connections_per_address).
 # TYPE relay_egress_http_connections_refused_total counter
-relay_egress_http_connections_refused_total 5
+relay_egress_http_connections_refused_total{reason="per_address"} 5
 # HELP relay_egress_http_accept_failures_total Times accept() failed (out of file descriptors or memory); the server waits and tries again.
 # TYPE relay_egress_http_accept_failures_total counter
-# HELP relay_egress_http_timeouts_total Connections closed by a deadline, by direction (read: stalled within a request; write: not reading its answer).
+# HELP relay_egress_http_timeouts_total Connections closed by a deadline, by direction (header: stalled within a request's header; read: within its body; write: not reading its answer).
 # TYPE relay_egress_http_timeouts_total counter
 relay_egress_http_timeouts_total{direction="read"} 2
+# HELP relay_egress_http_busy_total Requests answered 503 server_busy: the bytes of request bodies (in all, or of one tenant or address) or of headers held at once were at their budget.
+# TYPE relay_egress_http_busy_total counter
 # HELP relay_egress_connections_opened_total Outbound connections opened to platforms and webhook receivers (each with its TLS handshake for https); small next to the attempts while connections are reused.
 # TYPE relay_egress_connections_opened_total counter
 relay_egress_connections_opened_total 4
@@ -162,8 +164,9 @@ void Record(Metrics& m) {
   m.Set(GaugeId::kDestinations, {}, 7);
   m.Set(GaugeId::kQueueDepth, {{"state", "queued"}}, 12);
   m.Set(GaugeId::kHttpConnections, {}, 3);
-  m.SetTotal(CounterId::kHttpConnectionsRefused, {}, 4);
-  m.SetTotal(CounterId::kHttpConnectionsRefused, {}, 5);  // a mirrored count replaces, not adds
+  m.SetTotal(CounterId::kHttpConnectionsRefused, {{"reason", "per_address"}}, 4);
+  // A mirrored count replaces, not adds.
+  m.SetTotal(CounterId::kHttpConnectionsRefused, {{"reason", "per_address"}}, 5);
   m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "read"}}, 2);
   m.Observe(HistogramId::kBucketFillRatio, {{"platform", "slack"}}, 0.8);
   m.Observe(HistogramId::kAttemptDuration, {{"platform", "webhook"}}, 0.03);
@@ -249,7 +252,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 33u);
+  EXPECT_EQ(names.size(), 34u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

@@ -27,10 +27,26 @@ std::string TestResponse::Header(const std::string& name) const {
 TestResponse HttpCall(int port, const std::string& method, const std::string& target,
                       const std::string& body,
                       const std::vector<std::pair<std::string, std::string>>& headers) {
+  return HttpCallFrom("", port, method, target, body, headers);
+}
+
+TestResponse HttpCallFrom(const std::string& from, int port, const std::string& method,
+                          const std::string& target, const std::string& body,
+                          const std::vector<std::pair<std::string, std::string>>& headers) {
   TestResponse out;
   asio::io_context io;
   asio::ip::tcp::socket sock(io);
   boost::system::error_code ec;
+  if (!from.empty()) {
+    sock.open(asio::ip::tcp::v4(), ec);
+    if (!ec) {
+      sock.bind({asio::ip::make_address(from, ec), 0}, ec);
+    }
+    if (ec) {
+      out.body = "bind " + from + ": " + ec.message();
+      return out;
+    }
+  }
   sock.connect({asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)}, ec);
   if (ec) {
     out.body = "connect: " + ec.message();

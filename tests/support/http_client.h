@@ -21,6 +21,12 @@ TestResponse HttpCall(int port, const std::string& method, const std::string& ta
                       const std::string& body = "",
                       const std::vector<std::pair<std::string, std::string>>& headers = {});
 
+// As HttpCall, from the loopback address `from` ("127.0.0.2", ...; empty: the system's choice),
+// so that a test can be several clients.
+TestResponse HttpCallFrom(const std::string& from, int port, const std::string& method,
+                          const std::string& target, const std::string& body = "",
+                          const std::vector<std::pair<std::string, std::string>>& headers = {});
+
 // As HttpCall, presenting `token` (a tenant's API key or the admin token) as
 // "Authorization: Bearer <token>" unless `headers` bring an Authorization or X-Admin-Token of
 // their own.

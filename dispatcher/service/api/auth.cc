@@ -30,7 +30,7 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 
 // The credential of "Authorization: Bearer <credential>" (the scheme in any case, RFC 7235);
 // nullopt when the header is absent or of another scheme.
-std::optional<std::string_view> BearerOf(const HttpRequest& request) {
+std::optional<std::string_view> BearerOf(const HttpRequestHeader& request) {
   auto it = request.find(http::field::authorization);
   if (it == request.end()) {
     return std::nullopt;
@@ -77,8 +77,8 @@ std::optional<ApiError> ConfineTenantFilter(const TenantScope& scope, std::strin
   return std::nullopt;
 }
 
-std::variant<Principal, HttpResponse> Authenticate(Service& s, const HttpRequest& request,
-                                                   const boost::asio::ip::address& peer,
+std::variant<Principal, HttpResponse> Authenticate(Service& s, const HttpRequestHeader& request,
+                                                   const boost::asio::ip::address& client,
                                                    Access access) {
   const AuthOptions& options = s.options().auth;
   if (access == Access::kOpen ||
@@ -96,7 +96,7 @@ std::variant<Principal, HttpResponse> Authenticate(Service& s, const HttpRequest
                             ? "the admin token is required (X-Admin-Token or Authorization: Bearer)"
                             : "an API key is required (Authorization: Bearer <key>)");
   }
-  if (const Millis wait = s.auth_failures().Blocked(peer); wait.count() > 0) {
+  if (const Millis wait = s.auth_failures().Blocked(client); wait.count() > 0) {
     s.metrics().Inc(CounterId::kAuthFailures, {{"reason", "over_budget"}});
     const int64_t seconds = std::max<int64_t>(1, (wait.count() + 999) / 1000);
     HttpResponse res = ErrorResponse(
@@ -118,7 +118,7 @@ std::variant<Principal, HttpResponse> Authenticate(Service& s, const HttpRequest
   }
   if (!tenant) {
     s.metrics().Inc(CounterId::kAuthFailures, {{"reason", "unknown"}});
-    s.auth_failures().Fail(peer);
+    s.auth_failures().Fail(client);
     return Unauthorized(x_admin != request.end() ? "X-Admin-Token: not the admin token"
                                                  : "unknown API key or token");
   }

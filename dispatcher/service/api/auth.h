@@ -16,6 +16,7 @@
 #include "dispatcher/pacing/budget.h"
 #include "dispatcher/service/api/error.h"
 #include "dispatcher/service/api/http_server.h"
+#include "dispatcher/service/api/principal.h"
 
 namespace egress::service {
 
@@ -37,24 +38,6 @@ struct AuthOptions {
   std::vector<std::pair<std::string, std::string>> api_keys;
 };
 
-// The tenant a request is confined to; nullopt: every tenant (the admin token, or auth off).
-using TenantScope = std::optional<std::string>;
-
-// Who a request acts as.
-struct Principal {
-  enum class Kind {
-    kAdmin,   // the admin token: every tenant, every route
-    kTenant,  // a tenant's API key: that tenant's work only, no admin route, no /metrics
-    kAnyone,  // no credential while auth is off: every tenant, no admin route
-  };
-  Kind kind = Kind::kAnyone;
-  std::string tenant;  // kTenant only
-
-  bool admin() const { return kind == Kind::kAdmin; }
-  // The tenant the request is confined to; nullopt: every tenant.
-  TenantScope scope() const { return kind == Kind::kTenant ? TenantScope(tenant) : std::nullopt; }
-};
-
 // What a route asks of its caller.
 enum class Access {
   kOpen,     // /healthz, /readyz: anyone, nothing is checked
@@ -63,16 +46,18 @@ enum class Access {
   kAdmin,    // /api/admin/...: the admin token only
 };
 
-// Authenticates `request` from `peer` for a route of `access`: the principal, or the answer to
-// send instead: 429 too_many_auth_failures with Retry-After while the peer is over its failure
-// budget (checked before any key), 401 unauthorized with WWW-Authenticate: Bearer for a missing
-// or unknown key or token, 403 forbidden for a tenant key on an admin-only route. The admin
+// Authenticates a request from its header alone (its body is not read yet), for a route of
+// `access`, from `client` (the peer, or the client a trusted proxy named): the principal, or the
+// answer to send instead: 429 too_many_auth_failures with Retry-After while the client is over its
+// failure budget (checked before any key), 401 unauthorized with WWW-Authenticate: Bearer for a
+// missing or unknown key or token, 403 forbidden for a tenant key on an admin-only route. The admin
 // token comes in X-Admin-Token or as Authorization: Bearer; a tenant key as Bearer. Every
 // comparison is constant in time (SHA-256 first, then CRYPTO_memcmp). Counts failures in
 // relay_egress_auth_failures_total{reason} (missing, unknown, over_budget) and, for a wrong key
-// or token, in the peer's failure budget. Never logs or echoes what was presented. Loop thread.
-std::variant<Principal, HttpResponse> Authenticate(Service& service, const HttpRequest& request,
-                                                   const boost::asio::ip::address& peer,
+// or token, in the client's failure budget. Never logs or echoes what was presented. Loop thread.
+std::variant<Principal, HttpResponse> Authenticate(Service& service,
+                                                   const HttpRequestHeader& request,
+                                                   const boost::asio::ip::address& client,
                                                    Access access);
 
 // 403 {"error":"forbidden"}: a tenant key asked for another tenant's work or an admin route.

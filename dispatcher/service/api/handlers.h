@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
@@ -31,10 +32,18 @@ void OnStore(Service& s, Work work, Done done) {
 // The HTTP API (docs/api.md); intake's two routes are declared in intake.h. Every handler runs on
 // the loop, does its store work on the storage pool and answers through `respond` on the loop.
 // `service` outlives every handler (Service joins its storage pool before it is destroyed).
-// Route authenticates the request from `peer` first (auth.h); the handlers of /v1 then act
-// within `scope`: a tenant key's tenant, or every tenant (nullopt). Within a scope another
-// tenant's delivery or job is answered 404 as if it did not exist, and a filter or body naming
-// another tenant 403 forbidden.
+// The server's gate (HttpGate) runs Admit on a request's header before any of its body is
+// read: it finds the client (server.trusted_proxies), authenticates the header for the route
+// (auth.h) and sets the route's body limit (RequestBodyLimit), counting a tenant key's body
+// bytes against its tenant; a refusal (401, 403, 429) is the answer, and the body is never read.
+std::variant<Admission, HttpResponse> Admit(Service& service, const HttpRequestHeader& header,
+                                            const boost::asio::ip::address& peer);
+// Serves an admitted request. The handlers of /v1 act within the principal's scope: a tenant
+// key's tenant, or every tenant (nullopt). Within a scope another tenant's delivery or job is
+// answered 404 as if it did not exist, and a filter or body naming another tenant 403 forbidden.
+void Route(Service& service, HttpRequest&& request, const Admission& admission, Respond respond);
+// Admit and Route in one, for a whole request from `peer` (the fuzzer, tests): a body over the
+// route's limit is 413 payload_too_large, as the server answers it.
 void Route(Service& service, HttpRequest&& request, const boost::asio::ip::address& peer,
            Respond respond);
 

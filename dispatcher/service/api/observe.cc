@@ -32,7 +32,13 @@ void RefreshScrapeMetrics(Service& s) {
   const HttpServerStats& http = s.http_stats();
   Metrics& m = s.metrics();
   m.Set(GaugeId::kHttpConnections, {}, static_cast<double>(http.open));
-  m.SetTotal(CounterId::kHttpConnectionsRefused, {}, static_cast<double>(http.refused));
+  m.SetTotal(CounterId::kHttpConnectionsRefused, {{"reason", "max_connections"}},
+             static_cast<double>(http.refused));
+  m.SetTotal(CounterId::kHttpConnectionsRefused, {{"reason", "per_address"}},
+             static_cast<double>(http.refused_per_address));
+  m.SetTotal(CounterId::kHttpBusy, {}, static_cast<double>(http.busy));
+  m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "header"}},
+             static_cast<double>(http.header_timeouts));
   m.SetTotal(CounterId::kHttpAcceptFailures, {}, static_cast<double>(http.accept_failures));
   m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "read"}},
              static_cast<double>(http.read_timeouts));

@@ -4,6 +4,7 @@
 #include "dispatcher/service/api/console.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
+#include "dispatcher/service/api/intake.h"
 #include "dispatcher/service/service.h"
 
 namespace egress::service {
@@ -149,13 +150,38 @@ constexpr RouteInfo kRoutes[] = {
 
 std::span<const RouteInfo> RouteTable() { return kRoutes; }
 
-void Route(Service& s, HttpRequest&& req, const boost::asio::ip::address& peer, Respond respond) {
-  const std::vector<std::string> p = PathSegments(View(req.target()));
-  auto who = Authenticate(s, req, peer, AccessOf(p));
+std::variant<Admission, HttpResponse> Admit(Service& s, const HttpRequestHeader& header,
+                                            const boost::asio::ip::address& peer) {
+  const boost::asio::ip::address client = s.options().http.trusted_proxies.ClientOf(peer, header);
+  auto who = Authenticate(s, header, client, AccessOf(PathSegments(View(header.target()))));
   if (auto* refused = std::get_if<HttpResponse>(&who)) {
+    return std::move(*refused);
+  }
+  Admission admission{.principal = std::move(std::get<Principal>(who)), .client = client};
+  admission.body_limit =
+      RequestBodyLimit(s.options().intake, header.method(), View(header.target()));
+  if (admission.principal.kind == Principal::Kind::kTenant) {
+    admission.body_owner = "tenant:" + admission.principal.tenant;
+  }
+  return admission;
+}
+
+void Route(Service& s, HttpRequest&& req, const boost::asio::ip::address& peer, Respond respond) {
+  auto admitted = Admit(s, req, peer);
+  if (auto* refused = std::get_if<HttpResponse>(&admitted)) {
     return respond(std::move(*refused));
   }
-  const TenantScope scope = std::get<Principal>(who).scope();
+  const Admission& admission = std::get<Admission>(admitted);
+  if (req.body().size() > admission.body_limit) {
+    return respond(
+        ErrorResponse({413, "payload_too_large", "request body is over the server's limit"}));
+  }
+  Route(s, std::move(req), admission, std::move(respond));
+}
+
+void Route(Service& s, HttpRequest&& req, const Admission& admission, Respond respond) {
+  const std::vector<std::string> p = PathSegments(View(req.target()));
+  const TenantScope scope = admission.principal.scope();
   // The probes and the scrape are reads: GET only, as docs/openapi.yaml lists them.
   if (p.size() == 1 && (p[0] == "healthz" || p[0] == "readyz" || p[0] == "metrics") &&
       req.method() != verb::get) {

@@ -308,6 +308,35 @@ TEST_F(AuthTest, FailureBudgetAnswers429) {
             std::string::npos);
 }
 
+// Verifies server.trusted_proxies: behind a trusted proxy (here: loopback) the failure budget
+// counts the client X-Forwarded-For names, so one client's failures do not shut out another
+// behind the same proxy; a hop the client wrote itself left of the real one changes nothing.
+// Without the trust, the header is ignored and the proxy is the one client.
+TEST_F(AuthTest, FailureBudgetCountsTheClientATrustedProxyNames) {
+  options_.auth.failure_budget = {3, 60'000, 3};
+  options_.http.trusted_proxies = *TrustedProxies::Parse({"127.0.0.0/8"});
+  StartService();
+  const auto as = [&](const char* key, const std::string& forwarded_for) {
+    return HttpCall(
+        port_, "GET", "/v1/stats", "",
+        {{"Authorization", std::string("Bearer ") + key}, {"X-Forwarded-For", forwarded_for}});
+  };
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(as(kWrongKey, "198.51.100.7, 203.0.113.5").status, 401) << i;
+  }
+  EXPECT_EQ(as(kKeyA, "203.0.113.5").status, 429);
+  EXPECT_EQ(as(kKeyA, "6.6.6.6, 203.0.113.5").status, 429) << "a hop the client wrote";
+  EXPECT_EQ(as(kKeyA, "203.0.113.6").status, 200) << "another client behind the proxy";
+  StopService();
+
+  options_.http.trusted_proxies = {};
+  StartService();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(as(kWrongKey, "203.0.113." + std::to_string(10 + i)).status, 401) << i;
+  }
+  EXPECT_EQ(as(kKeyA, "203.0.113.99").status, 429) << "untrusted: the header is ignored";
+}
+
 // Verifies the admin token works as X-Admin-Token and as a Bearer, a tenant key never as
 // X-Admin-Token, and a service whose admin token is also a tenant's key does not start.
 TEST_F(AuthTest, AdminTokenBothWaysAndNeverATenantKey) {
@@ -326,6 +355,21 @@ TEST_F(AuthTest, AdminTokenBothWaysAndNeverATenantKey) {
   Status refused = svc_.Start(options_);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.message().find(kAdminToken), std::string::npos);
+}
+
+// Verifies the admin token's shape: one under 16 bytes is refused at start without being
+// echoed; its "sha256:" digest works as the token itself does, so a config file need not hold
+// the token.
+TEST_F(AuthTest, AdminTokenIsLongOrGivenAsItsDigest) {
+  options_.admin_token = "short-token";
+  Status refused = svc_.Start(options_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("server.admin_token"), std::string::npos) << refused.message();
+  EXPECT_EQ(refused.message().find("short-token"), std::string::npos) << refused.message();
+  options_.admin_token = adapters::ApiKeyDigestText(adapters::ApiKeyDigest(kAdminToken));
+  StartService();
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/metrics").status, 200);
+  EXPECT_EQ(HttpCallAs(options_.admin_token, port_, "GET", "/metrics").status, 401);
 }
 
 // Verifies server.auth = "off": without a key every tenant's work is open (the API of old), the

@@ -6,12 +6,14 @@
 #include <future>
 #include <stdexcept>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -37,18 +39,18 @@ HttpResponse Ok(const HttpRequest& request) {
 TEST(HttpServerTest, HandlerThatThrowsGetsA500AndServerLives) {
   boost::asio::io_context io;
   Respond late;
-  auto server = HttpServer::Start(
-      io, {.listen = {.host = "127.0.0.1", .port = 0}},
-      [&late](HttpRequest&& request, const boost::asio::ip::address&, Respond respond) {
-        if (request.target() == "/throw") {
-          throw std::runtime_error("bug in a handler");
-        }
-        if (request.target() == "/throw-after-keeping") {
-          late = respond;  // kept, and called after the throw
-          throw 42;
-        }
-        respond(Ok(request));
-      });
+  auto server =
+      HttpServer::Start(io, {.listen = {.host = "127.0.0.1", .port = 0}},
+                        [&late](HttpRequest&& request, const Admission&, Respond respond) {
+                          if (request.target() == "/throw") {
+                            throw std::runtime_error("bug in a handler");
+                          }
+                          if (request.target() == "/throw-after-keeping") {
+                            late = respond;  // kept, and called after the throw
+                            throw 42;
+                          }
+                          respond(Ok(request));
+                        });
   ASSERT_TRUE(server.has_value()) << server.error().ToString();
   const int port = (*server)->endpoint().port();
   std::thread loop([&io] {
@@ -82,7 +84,7 @@ class RunningServer {
   explicit RunningServer(HttpServerOptions options, HttpHandler handler = nullptr) {
     options.listen = {.host = "127.0.0.1", .port = 0};
     if (!handler) {
-      handler = [](HttpRequest&& request, const boost::asio::ip::address&, Respond respond) {
+      handler = [](HttpRequest&& request, const Admission&, Respond respond) {
         respond(Ok(request));
       };
     }
@@ -109,6 +111,15 @@ class RunningServer {
     std::promise<HttpServerStats> got;
     boost::asio::post(io_, [&] { got.set_value(server_->stats()); });
     return got.get_future().get();
+  }
+  // Runs `fn` on the loop thread and waits for it.
+  void OnLoop(const std::function<void()>& fn) {
+    std::promise<void> done;
+    boost::asio::post(io_, [&] {
+      fn();
+      done.set_value();
+    });
+    done.get_future().get();
   }
   // Polls the counters until `done` holds or `limit` passes (liveness, not speed).
   bool WaitFor(const std::function<bool(const HttpServerStats&)>& done,
@@ -177,10 +188,11 @@ rlim_t RaiseFileLimit(rlim_t want) {
   return limit.rlim_cur;
 }
 
-// Verifies server.max_connections: a connection over the cap is closed at once (counted as
-// refused) and the ones under it are served; once one closes, a new one is served again.
+// Verifies server.max_connections: without health slots, a connection over the cap is closed at
+// once (counted as refused) and the ones under it are served; once one closes, a new one is
+// served again.
 TEST(HttpServerTest, ConnectionOverTheCapIsClosedAtOnce) {
-  RunningServer server({.max_connections = 3});
+  RunningServer server({.max_connections = 3, .health_connections = 0});
   std::vector<std::unique_ptr<RawClient>> held;
   for (int i = 0; i < 3; ++i) {
     held.push_back(std::make_unique<RawClient>(server.port()));
@@ -204,7 +216,7 @@ TEST(HttpServerTest, StalledConnectionsDoNotDelayOthers) {
   if (RaiseFileLimit(2 * kStalled + 256) < 2 * kStalled + 256) {
     GTEST_SKIP() << "the open-file hard limit is under " << 2 * kStalled + 256;
   }
-  RunningServer server({.max_connections = 4096});
+  RunningServer server({.max_connections = 4096, .max_connections_per_address = 0});
   std::vector<std::unique_ptr<RawClient>> stalled;
   for (int i = 0; i < kStalled; ++i) {
     stalled.push_back(std::make_unique<RawClient>(server.port()));
@@ -223,28 +235,50 @@ TEST(HttpServerTest, StalledConnectionsDoNotDelayOthers) {
   EXPECT_LT(best.count(), 100);
 }
 
-// Verifies the read deadline: a request stalled half-way is closed when read_timeout passes,
-// and counted.
-TEST(HttpServerTest, StalledRequestIsClosedAtTheReadDeadline) {
-  RunningServer server({.read_timeout = Millis(200)});
+// Verifies the header deadline: a header stalled half-way is closed when header_timeout
+// passes (long before read_timeout), and counted.
+TEST(HttpServerTest, StalledHeaderIsClosedAtTheHeaderDeadline) {
+  RunningServer server({.header_timeout = Millis(200), .read_timeout = Millis(60'000)});
   RawClient client(server.port());
   ASSERT_TRUE(client.connected());
   client.Send("GET /healthz HTTP/1.1\r\nHost:");
   EXPECT_TRUE(client.ReadsEof());
+  EXPECT_TRUE(server.WaitFor([](const HttpServerStats& s) { return s.header_timeouts == 1; }));
+  EXPECT_EQ(server.Stats().read_timeouts, 0u);
+}
+
+// Verifies the header deadline of a new connection: one that sends nothing at all is closed when
+// header_timeout passes, not after idle_timeout.
+TEST(HttpServerTest, SilentNewConnectionIsClosedAtTheHeaderDeadline) {
+  RunningServer server({.header_timeout = Millis(200), .idle_timeout = Millis(60'000)});
+  RawClient client(server.port());
+  ASSERT_TRUE(client.connected());
+  EXPECT_TRUE(client.ReadsEof());
+  EXPECT_TRUE(server.WaitFor([](const HttpServerStats& s) { return s.open == 0; }));
+}
+
+// Verifies the body deadline: a body stalled half-way is closed when read_timeout passes, and
+// counted as a read timeout.
+TEST(HttpServerTest, StalledBodyIsClosedAtTheReadDeadline) {
+  RunningServer server({.header_timeout = Millis(60'000), .read_timeout = Millis(200)});
+  RawClient client(server.port());
+  ASSERT_TRUE(client.connected());
+  client.Send("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");
+  EXPECT_TRUE(client.ReadsEof());
   EXPECT_TRUE(server.WaitFor([](const HttpServerStats& s) { return s.read_timeouts == 1; }));
+  EXPECT_EQ(server.Stats().header_timeouts, 0u);
 }
 
 // Verifies the write deadline: a client that asks for a large answer and never reads it is
 // closed when write_timeout passes; the server's connection count returns to zero.
 TEST(HttpServerTest, ClientThatStopsReadingIsClosedAtTheWriteDeadline) {
-  RunningServer server({.write_timeout = Millis(300)},
-                       [](HttpRequest&& request, const boost::asio::ip::address&, Respond respond) {
-                         HttpResponse res{http::status::ok, request.version()};
-                         res.body().assign(
-                             64 << 20, 'x');  // far more than the socket buffers on both sides hold
-                         res.prepare_payload();
-                         respond(std::move(res));
-                       });
+  RunningServer server(
+      {.write_timeout = Millis(300)}, [](HttpRequest&& request, const Admission&, Respond respond) {
+        HttpResponse res{http::status::ok, request.version()};
+        res.body().assign(64 << 20, 'x');  // far more than the socket buffers on both sides hold
+        res.prepare_payload();
+        respond(std::move(res));
+      });
   RawClient client(server.port());
   ASSERT_TRUE(client.connected());
   client.Send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -252,30 +286,251 @@ TEST(HttpServerTest, ClientThatStopsReadingIsClosedAtTheWriteDeadline) {
       [](const HttpServerStats& s) { return s.write_timeouts == 1 && s.open == 0; }));
 }
 
-// Verifies the per-request body limit: the limit the callback gives the request line holds
-// (413 and the connection closes), and another route keeps its own.
-TEST(HttpServerTest, BodyLimitFollowsTheRequestLine) {
-  RunningServer server({.body_limit = [](http::verb, std::string_view target) -> size_t {
-    return target == "/small" ? 10 : 1000;
-  }});
+// A gate that admits every request with a body limit by target: 10 bytes for /small, 4 MiB for
+// anything else.
+HttpGate LimitByTarget() {
+  return [](const HttpRequestHeader& header,
+            const boost::asio::ip::address& peer) -> std::variant<Admission, HttpResponse> {
+    return Admission{.client = peer, .body_limit = header.target() == "/small" ? 10u : 4u << 20};
+  };
+}
+
+// Verifies the per-request body limit: the limit the gate gives the request holds (413 and the
+// connection closes), and another route keeps its own, for a Content-Length body as for a
+// chunked one: a 2 MiB Content-Length body passes where its route allows 4 MiB (the parser's
+// 1 MiB default once refused it whatever the route's limit).
+TEST(HttpServerTest, BodyLimitFollowsTheGate) {
+  RunningServer server({.gate = LimitByTarget()});
   const std::string body(20, 'x');
   TestResponse small = HttpCall(server.port(), "POST", "/small", body);
   EXPECT_EQ(small.status, 413);
   EXPECT_EQ(small.Json()["error"], "payload_too_large");
   EXPECT_EQ(HttpCall(server.port(), "POST", "/big", body).status, 200);
+  EXPECT_EQ(HttpCall(server.port(), "POST", "/big", std::string(2 << 20, 'x')).status, 200);
+  EXPECT_EQ(HttpCall(server.port(), "POST", "/big", std::string(5 << 20, 'x')).status, 413);
 }
 
 // Verifies that a refused body still gets its answer: the client is sending 32 MiB (more than
 // the socket buffers on both sides hold) when the server answers 413; the server reads and drops
-// the rest before closing, so the client does not meet a reset before it reads the 413 (it did,
-// now and then, when the server closed at once).
+// some of the rest before closing, so the client does not meet a reset before it reads the 413
+// (it did, now and then, when the server closed at once).
 TEST(HttpServerTest, RefusedBodyIsDrainedSoTheAnswerArrives) {
-  RunningServer server({.body_limit = [](http::verb, std::string_view) -> size_t { return 10; }});
+  RunningServer server({.gate = LimitByTarget()});
   const std::string body(32 << 20, 'x');
   for (int i = 0; i < 5; ++i) {
     TestResponse refused = HttpCall(server.port(), "POST", "/small", body);
     EXPECT_EQ(refused.status, 413) << "request " << i << ": " << refused.body;
   }
+}
+
+// A gate that admits only requests with "Authorization: Bearer good", as the service's does.
+HttpGate NeedsKey() {
+  return [](const HttpRequestHeader& header,
+            const boost::asio::ip::address& peer) -> std::variant<Admission, HttpResponse> {
+    auto it = header.find(http::field::authorization);
+    if (it == header.end() || it->value() != "Bearer good") {
+      HttpResponse res{http::status::unauthorized, 11};
+      res.body() = R"({"error":"unauthorized"})";
+      res.prepare_payload();
+      return res;
+    }
+    return Admission{.client = peer, .body_limit = 64u << 20};
+  };
+}
+
+// Reads what the server sends until it closes (or 5 s pass).
+std::string ReadAll(boost::asio::ip::tcp::socket& socket) {
+  std::string got;
+  std::array<char, 4096> buf;
+  for (;;) {
+    boost::system::error_code ec;
+    const size_t n = socket.read_some(boost::asio::buffer(buf), ec);
+    got.append(buf.data(), n);
+    if (ec) {
+      return got;
+    }
+  }
+}
+
+// Verifies authentication before the body: a request without the key is answered 401 from its
+// header alone, though it declares 60 MiB of body and sends none of it; the handler never sees
+// it and no body byte is held. With the key, the same request is read and handled.
+TEST(HttpServerTest, GateRefusesFromTheHeaderBeforeAnyBody) {
+  int handled = 0;
+  RunningServer server({.gate = NeedsKey()},
+                       [&handled](HttpRequest&& request, const Admission&, Respond respond) {
+                         ++handled;  // the loop thread; read after the server stops
+                         respond(Ok(request));
+                       });
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket socket(io);
+  socket.connect(
+      {boost::asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(server.port())});
+  const std::string header =
+      "POST /v1/deliveries/batch HTTP/1.1\r\nHost: x\r\nContent-Length: 62914560\r\n\r\n";
+  boost::asio::write(socket, boost::asio::buffer(header));
+  const std::string answer = ReadAll(socket);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 401", 0), 0u) << answer;
+  const HttpServerStats stats = server.Stats();
+  EXPECT_EQ(stats.refused_at_header, 1u);
+  EXPECT_EQ(stats.body_bytes, 0u);
+  EXPECT_EQ(HttpCallAs("good", server.port(), "POST", "/v1/deliveries", "{}").status, 200);
+  EXPECT_EQ(HttpCall(server.port(), "POST", "/v1/deliveries", "{}").status, 401);
+  EXPECT_TRUE(server.WaitFor([](const HttpServerStats& s) { return s.refused_at_header == 2; }));
+}
+
+// Verifies Expect: 100-continue: the server answers 100 Continue once the gate admits the
+// header, and only then does the client send its body; a refused one gets its refusal instead.
+TEST(HttpServerTest, ExpectContinueIsAnsweredAfterTheGate) {
+  RunningServer server({.gate = NeedsKey()});
+  boost::asio::io_context io;
+  for (const bool with_key : {true, false}) {
+    boost::asio::ip::tcp::socket socket(io);
+    socket.connect(
+        {boost::asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(server.port())});
+    const std::string header = std::string("POST /x HTTP/1.1\r\nHost: x\r\n") +
+                               (with_key ? "Authorization: Bearer good\r\n" : "") +
+                               "Expect: 100-continue\r\nContent-Length: 2\r\n\r\n";
+    boost::asio::write(socket, boost::asio::buffer(header));
+    std::array<char, 256> buf;
+    const size_t n = socket.read_some(boost::asio::buffer(buf));
+    const std::string first(buf.data(), n);
+    if (!with_key) {
+      EXPECT_EQ(first.rfind("HTTP/1.1 401", 0), 0u) << first;
+      continue;
+    }
+    ASSERT_EQ(first.rfind("HTTP/1.1 100 Continue\r\n\r\n", 0), 0u) << first;
+    boost::asio::write(socket, boost::asio::buffer(std::string("{}")));
+    socket.shutdown(boost::asio::ip::tcp::socket::shutdown_send);
+    const std::string rest = first.substr(first.find("\r\n\r\n") + 4) + ReadAll(socket);
+    EXPECT_EQ(rest.rfind("HTTP/1.1 200", 0), 0u) << rest;
+  }
+}
+
+// A client socket bound to a loopback address of its choice (127.0.0.2, ...), so that a test
+// can be several clients.
+std::unique_ptr<boost::asio::ip::tcp::socket> ConnectFrom(boost::asio::io_context& io,
+                                                          std::string_view from, int port) {
+  auto socket = std::make_unique<boost::asio::ip::tcp::socket>(io);
+  socket->open(boost::asio::ip::tcp::v4());
+  socket->bind({boost::asio::ip::make_address(from), 0});
+  boost::system::error_code ec;
+  socket->connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)}, ec);
+  EXPECT_FALSE(ec) << ec.message();
+  return socket;
+}
+
+// One GET over `socket`; the status line's code, or 0 when the connection closed first.
+int GetOver(boost::asio::ip::tcp::socket& socket, std::string_view target) {
+  const std::string request =
+      fmt::format("GET {} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", target);
+  boost::system::error_code ec;
+  boost::asio::write(socket, boost::asio::buffer(request), ec);
+  const std::string answer = ReadAll(socket);
+  return answer.size() >= 12 && answer.rfind("HTTP/1.1 ", 0) == 0 ? std::stoi(answer.substr(9, 3))
+                                                                  : 0;
+}
+
+// Verifies server.max_connections_per_address: the connection over one address's cap is closed
+// at once and counted, while another address is served; once one closes, the address is
+// served again.
+TEST(HttpServerTest, ConnectionsAreCappedPerAddress) {
+  RunningServer server({.max_connections_per_address = 3});
+  boost::asio::io_context io;
+  std::vector<std::unique_ptr<boost::asio::ip::tcp::socket>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(ConnectFrom(io, "127.0.0.1", server.port()));
+  }
+  ASSERT_TRUE(server.WaitFor([](const HttpServerStats& s) { return s.open == 3; }));
+  auto over = ConnectFrom(io, "127.0.0.1", server.port());
+  EXPECT_EQ(GetOver(*over, "/healthz"), 0);
+  EXPECT_EQ(server.Stats().refused_per_address, 1u);
+  auto other = ConnectFrom(io, "127.0.0.2", server.port());
+  EXPECT_EQ(GetOver(*other, "/healthz"), 200);
+  held.pop_back();
+  ASSERT_TRUE(server.WaitFor([](const HttpServerStats& s) { return s.open == 2; }));
+  auto again = ConnectFrom(io, "127.0.0.1", server.port());
+  EXPECT_EQ(GetOver(*again, "/healthz"), 200);
+}
+
+// Verifies the health slots: with every connection slot taken, a new connection may still ask
+// GET /healthz (200) and /readyz, while anything else on it gets 503 server_busy; past the
+// health slots a connection is closed at once.
+TEST(HttpServerTest, HealthIsAnsweredWhileEverySlotIsTaken) {
+  RunningServer server(
+      {.max_connections = 4, .health_connections = 2, .max_connections_per_address = 0});
+  boost::asio::io_context io;
+  std::vector<std::unique_ptr<boost::asio::ip::tcp::socket>> held;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(ConnectFrom(io, "127.0.0.1", server.port()));
+  }
+  ASSERT_TRUE(server.WaitFor([](const HttpServerStats& s) { return s.open == 4; }));
+  auto probe = ConnectFrom(io, "127.0.0.3", server.port());
+  EXPECT_EQ(GetOver(*probe, "/healthz"), 200);
+  auto other = ConnectFrom(io, "127.0.0.3", server.port());
+  EXPECT_EQ(GetOver(*other, "/v1/stats"), 503);
+  probe.reset();
+  other.reset();  // the refused one lingers until the client closes
+  ASSERT_TRUE(server.WaitFor([](const HttpServerStats& s) { return s.open == 4; }));
+  // Two health slots held by silent connections: the next is closed at once.
+  auto silent1 = ConnectFrom(io, "127.0.0.4", server.port());
+  auto silent2 = ConnectFrom(io, "127.0.0.4", server.port());
+  ASSERT_TRUE(server.WaitFor([](const HttpServerStats& s) { return s.open == 6; }));
+  auto closed = ConnectFrom(io, "127.0.0.5", server.port());
+  EXPECT_EQ(GetOver(*closed, "/healthz"), 0);
+  EXPECT_GE(server.Stats().refused, 1u);
+  EXPECT_EQ(server.Stats().health_slot_connections, 4u);
+}
+
+// Verifies the body budget: bodies held at once (read, not yet answered) are bounded over every
+// connection, and one owner (here: one address) may hold only half: its request past that is
+// answered 503 server_busy with Retry-After, while another owner's fits.
+TEST(HttpServerTest, BodyBytesInFlightAreBoundedPerOwner) {
+  std::vector<Respond> parked;  // loop thread only
+  RunningServer server({.max_body_bytes = 1 << 20, .max_body_bytes_in_flight = 1000},
+                       [&parked](HttpRequest&&, const Admission&, Respond respond) {
+                         parked.push_back(std::move(respond));  // never answered
+                       });
+  boost::asio::io_context io;
+  const auto post = [](std::string_view size) {
+    return fmt::format("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{}", size,
+                       std::string(std::stoul(std::string(size)), 'x'));
+  };
+  auto first = ConnectFrom(io, "127.0.0.1", server.port());
+  boost::asio::write(*first, boost::asio::buffer(post("400")));
+  ASSERT_TRUE(server.WaitFor([](const HttpServerStats& s) { return s.body_bytes == 400; }));
+  auto second = ConnectFrom(io, "127.0.0.1", server.port());
+  boost::asio::write(*second, boost::asio::buffer(post("400")));
+  const std::string refused = ReadAll(*second);
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
+  EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("server_busy"), std::string::npos) << refused;
+  auto other = ConnectFrom(io, "127.0.0.2", server.port());
+  boost::asio::write(*other, boost::asio::buffer(post("400")));
+  EXPECT_TRUE(server.WaitFor([](const HttpServerStats& s) { return s.body_bytes == 800; }));
+  EXPECT_EQ(server.Stats().busy, 1u);
+  server.OnLoop([&parked] { parked.clear(); });  // the sessions end on their loop
+}
+
+// Verifies the header budget: the bytes held for headers still arriving are bounded over every
+// connection; a connection that needs more past it is answered 503 and closed, and the bytes
+// are given back as connections close.
+TEST(HttpServerTest, HeaderBytesInFlightAreBounded) {
+  RunningServer server({.max_connections_per_address = 0, .max_header_bytes_in_flight = 8192});
+  boost::asio::io_context io;
+  std::vector<std::unique_ptr<boost::asio::ip::tcp::socket>> partial;
+  for (int i = 0; i < 64; ++i) {
+    partial.push_back(ConnectFrom(io, "127.0.0.1", server.port()));
+    boost::asio::write(
+        *partial.back(),
+        boost::asio::buffer(std::string("GET / HTTP/1.1\r\nX-Pad: ") + std::string(500, 'p')));
+  }
+  ASSERT_TRUE(server.WaitFor([](const HttpServerStats& s) { return s.busy > 0; }));
+  const HttpServerStats stats = server.Stats();
+  EXPECT_LE(stats.header_bytes, 8192u);
+  EXPECT_LT(stats.busy, 64u);
+  partial.clear();
+  EXPECT_TRUE(server.WaitFor([](const HttpServerStats& s) { return s.header_bytes == 0; }));
 }
 
 // Verifies the accept back-off: with this process out of file descriptors, a waiting connection
