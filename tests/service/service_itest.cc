@@ -398,7 +398,17 @@ TEST_F(ServiceTest, BudgetWaitIsDeferredWithReasonAndNextEligibleTime) {
   EXPECT_GT(d["next_attempt_ms"].get<int64_t>(), now_ms + 30'000) << d.dump();
   EXPECT_GE(stats["deferrals"].get<int>(), 1);
 
-  json dests = HttpCallAs(kAdminToken, port_, "GET", "/v1/destinations").Json();
+  // The store counts the deferral when its write lands; the loop's view of the destination takes
+  // it a moment later, when the write's answer reaches the loop: wait for that (bounded).
+  json dests;
+  for (int waited = 0; waited < 20'000; waited += 20) {
+    dests = HttpCallAs(kAdminToken, port_, "GET", "/v1/destinations").Json();
+    if (dests["destinations"].size() == 1 && dests["destinations"][0]["deferred"] == 1 &&
+        dests["destinations"][0].contains("oldest_deferral_ms")) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   ASSERT_EQ(dests["destinations"].size(), 1u) << dests.dump();
   const json& dest = dests["destinations"][0];
   EXPECT_EQ(dest["budget"]["name"], "webhook_destination") << dest.dump();
