@@ -183,11 +183,14 @@ Status DiscordAdapter::CheckDestination(std::string_view d) const {
     std::string_view rest = d.substr(kWebhooksPrefix.size());
     const size_t slash = rest.find('/');
     if (slash != std::string_view::npos && all_digits(rest.substr(0, slash)) &&
-        slash + 1 < rest.size() && rest.substr(slash + 1).find('/') == std::string_view::npos) {
+        IsUrlSegment(rest.substr(slash + 1), 256)) {
+      // The token: unreserved characters only (Discord's are base64url), so that it is one
+      // path segment for the request and for the redaction alike.
       return Status::Ok();
     }
   }
-  return Status::InvalidArgument("must be channels/<id> or webhooks/<id>/<token>");
+  return Status::InvalidArgument(
+      "must be channels/<id> or webhooks/<id>/<token> (a token of A-Z a-z 0-9 - . _ ~)");
 }
 
 }  // namespace egress::adapters

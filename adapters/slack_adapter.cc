@@ -235,7 +235,13 @@ Status SlackAdapter::CheckDestination(std::string_view d) const {
   const bool channel = !d.empty() && d.size() <= 64 && std::all_of(d.begin(), d.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0;
   });
-  if (channel || IsHttpsUrl(d)) {
+  if (channel) {
+    return Status::Ok();
+  }
+  if (d.find("://") != std::string_view::npos) {
+    if (Status url = CheckHttpUrl(d, true); !url.ok()) {
+      return Status::InvalidArgument(url.message() + " (an https incoming-webhook URL)");
+    }
     return Status::Ok();
   }
   return Status::InvalidArgument(

@@ -1,5 +1,7 @@
 #include "adapters/url_parts.h"
 
+#include <fmt/format.h>
+
 #include "adapters/http_header.h"
 
 namespace egress::adapters {
@@ -10,16 +12,19 @@ bool HasScheme(std::string_view url, std::string_view scheme) {
     return false;
   }
   std::string_view rest = url.substr(scheme.size());
-  if (rest.empty() || rest.front() == '/' || rest.front() == '?' || rest.front() == '#') {
-    return false;  // no host
+  return !rest.empty() && rest.front() != '/' && rest.front() != '?' && rest.front() != '#';
+}
+
+bool IsHexDigit(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// RFC 3986 2.2 (reserved) and 2.3 (unreserved).
+bool IsUriByte(char c) {
+  if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+    return true;
   }
-  for (char c : url) {
-    auto u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u == 0x7f) {
-      return false;
-    }
-  }
-  return true;
+  return std::string_view("-._~:/?#[]@!$&'()*+,;=").find(c) != std::string_view::npos;
 }
 
 }  // namespace
@@ -41,11 +46,30 @@ std::string_view UrlOrigin(std::string_view url) {
   return url.substr(0, url.find_first_of("/?#", scheme_end + 3));
 }
 
-bool IsHttpUrl(std::string_view url) {
-  return HasScheme(url, "http://") || HasScheme(url, "https://");
+Status CheckHttpUrl(std::string_view url, bool https_only) {
+  if (!HasScheme(url, "https://") && (https_only || !HasScheme(url, "http://"))) {
+    return Status::InvalidArgument(https_only ? "must be an absolute https URL with a host"
+                                              : "must be an absolute http(s) URL with a host");
+  }
+  for (size_t i = 0; i < url.size(); ++i) {
+    const char c = url[i];
+    if (c == '%' && i + 2 < url.size() && IsHexDigit(url[i + 1]) && IsHexDigit(url[i + 2])) {
+      i += 2;
+      continue;
+    }
+    if (!IsUriByte(c)) {
+      return Status::InvalidArgument(
+          fmt::format("must be a URL of RFC 3986 characters: byte {} (0x{:02x}) is not one{}", i,
+                      static_cast<unsigned char>(c),
+                      c == '%' ? " ('%' starts two hex digits)" : " (percent-encode it)"));
+    }
+  }
+  return Status::Ok();
 }
 
-bool IsHttpsUrl(std::string_view url) { return HasScheme(url, "https://"); }
+bool IsHttpUrl(std::string_view url) { return CheckHttpUrl(url).ok(); }
+
+bool IsHttpsUrl(std::string_view url) { return CheckHttpUrl(url, true).ok(); }
 
 bool IsUrlSegment(std::string_view text, size_t max_length) {
   if (text.empty() || text.size() > max_length) {

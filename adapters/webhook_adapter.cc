@@ -89,8 +89,6 @@ AttemptReport WebhookAdapter::Interpret(const storage::Delivery&,
   return report;
 }
 
-Status WebhookAdapter::CheckDestination(std::string_view d) const {
-  return IsHttpUrl(d) ? Status::Ok() : Status::InvalidArgument("must be an absolute http(s) URL");
-}
+Status WebhookAdapter::CheckDestination(std::string_view d) const { return CheckHttpUrl(d); }
 
 }  // namespace egress::adapters

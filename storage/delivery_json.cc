@@ -132,7 +132,7 @@ json DeliveryToJson(const Delivery& d, bool with_payload) {
   json j = {{"id", Utf8Text(d.id)},
             {"tenant", Utf8Text(d.tenant)},
             {"platform", Utf8Text(d.platform)},
-            {"destination", Utf8Text(RedactText(d.destination))},
+            {"destination", Utf8Text(RedactDestination(d.destination))},
             {"credential", Utf8Text(d.credential)},
             {"state", std::string(StateName(d.state))},
             {"attempts", d.attempts},

@@ -51,7 +51,7 @@ DestinationSeal::DestinationSeal(const std::optional<SecretsKey>& key) {
 
 bool DestinationSeal::HoldsSecret(std::string_view destination) {
   return destination.starts_with(kSealedDestinationPrefix) ||
-         (MayNeedRedaction(destination) && RedactText(destination) != destination);
+         (MayNeedRedaction(destination) && RedactDestination(destination) != destination);
 }
 
 std::string DestinationSeal::Stored(std::string_view destination) const {

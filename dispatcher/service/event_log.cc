@@ -56,6 +56,15 @@ nlohmann::json Redacted(const nlohmann::json& value) {
   return value;
 }
 
+// A field: a destination (or destination key) is redacted as one whole URL (RedactDestination),
+// every other through Redacted.
+nlohmann::json RedactedField(const std::string& key, const nlohmann::json& value) {
+  if (key == "destination" && value.is_string()) {
+    return DestinationKeyText(value.get_ref<const std::string&>());
+  }
+  return Redacted(value);
+}
+
 // A text field: bare when it is a number, a boolean or a simple word; JSON-quoted otherwise.
 void AppendText(std::string& out, const std::string& key, const nlohmann::json& value) {
   out.push_back(' ');
@@ -98,14 +107,15 @@ void LogEvent(LogLevel level, std::string_view event, const nlohmann::json& fiel
     if (fields.is_object()) {
       for (const auto& [key, value] : fields.items()) {
         line += "," + nlohmann::json(RedactText(key)).dump() + ":" +
-                Redacted(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+                RedactedField(key, value)
+                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       }
     }
   } else {
     line.assign(event);
     if (fields.is_object()) {
       for (const auto& [key, value] : fields.items()) {
-        AppendText(line, RedactText(key), Redacted(value));
+        AppendText(line, RedactText(key), RedactedField(key, value));
       }
     }
   }

@@ -43,6 +43,69 @@ TEST(RedactTest, RedactsEachSecretForm) {
   }
 }
 
+// Verifies the secret paths declared per platform (docs/security.md, "Redaction"): Telegram's bot
+// token, Teams' connector webhooks, Mattermost's and Rocket.Chat's hooks; other paths under those
+// names stay readable.
+TEST(RedactTest, RedactsDeclaredSecretPaths) {
+  struct Case {
+    std::string text;
+    std::string want;
+  };
+  const Case cases[] = {
+      {"https://api.telegram.org/bot123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11/sendMessage",
+       "https://api.telegram.org/bot…/sendMessage"},
+      {"https://acme.webhook.office.com/webhookb2/0000-aa@1111-bb/IncomingWebhook/f00d/2222-cc",
+       "https://acme.webhook.office.com/webhookb2/…"},
+      {"https://outlook.office.com/webhook/0000-aa@1111-bb/IncomingWebhook/f00d/2222-cc",
+       "https://outlook.office.com/webhook/0000-aa@1111-bb/IncomingWebhook/…"},
+      {"https://mm.example.com/hooks/xpe1z2qr3oktd8fkeumjwb7s9a", "https://mm.example.com/hooks/…"},
+      {"https://chat.example.com/hooks/6zKkjyAsRxXYnAe3q/SECRETTOKENabcdef?x=1",
+       "https://chat.example.com/hooks/…?x=…"},
+      {"http://127.0.0.1:8080/hooks/slow", "http://127.0.0.1:8080/hooks/slow"},
+      {"https://example.com/hooks/", "https://example.com/hooks/"},
+      {"https://example.com/robots/bot", "https://example.com/robots/bot"},
+      {"https://example.com/bot12/x", "https://example.com/bot12/x"},
+      {"https://services.example.com/services", "https://services.example.com/services"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    EXPECT_EQ(RedactText(c.text), c.want);
+    EXPECT_EQ(RedactDestination(c.text), c.want);
+  }
+}
+
+// Verifies the audit's bypass (issue #37): a quote, an angle bracket or a backtick before a URL's
+// secrets. A single quote is part of a URL (RFC 3986 sub-delimiter) in any text; the others end
+// a URL in free text, and a destination is redacted as one URL to its end whatever it holds.
+TEST(RedactTest, QuotesDoNotEndADestination) {
+  const std::string secrets[] = {"SECRETQ", "SECRETPW", "SECRETF"};
+  for (const std::string quote : {"'", "\"", "<", ">", "`"}) {
+    SCOPED_TRACE(quote);
+    const std::string query = "https://h.example/x" + quote + "?token=SECRETQ&a=1";
+    const std::string user = "https://u" + quote + "ser:SECRETPW@h.example/x";
+    const std::string frag = "https://h.example/x" + quote + "#SECRETF";
+    for (const std::string& d : {query, user, frag}) {
+      SCOPED_TRACE(d);
+      const std::string shown = RedactDestination(d);
+      for (const std::string& secret : secrets) {
+        EXPECT_EQ(shown.find(secret), std::string::npos) << shown;
+        EXPECT_EQ(DestinationKeyText("webhook\x1f"
+                                     "acme\x1fsign\x1f" +
+                                     d)
+                      .find(secret),
+                  std::string::npos);
+      }
+    }
+  }
+  // In free text, the single quote no longer ends a URL.
+  EXPECT_EQ(RedactText("POST https://h.example/x'?token=SECRETQ: Timeout"),
+            "POST https://h.example/x'?token=…: Timeout");
+  EXPECT_EQ(RedactText("https://u'ser:SECRETPW@h.example/"), "https://…@h.example/");
+  // A double quote ends one in free text (JSON, quoted logs): the text after it stays.
+  EXPECT_EQ(RedactText(R"({"url":"https://h.example/?a=SECRETQ","n":1})"),
+            R"({"url":"https://h.example/?a=…","n":1})");
+}
+
 // Verifies destination keys print with '/' for the separator and their secrets redacted.
 TEST(RedactTest, DestinationKeysUseVisibleSeparators) {
   EXPECT_EQ(DestinationKeyText("discord\x1f"

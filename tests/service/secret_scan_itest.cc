@@ -41,6 +41,13 @@ constexpr char kBetaApiKey[] = "beta-SECRETSCAN-api-key-fedcba9876543210";
 // Secrets carried in destinations: stored in delivery records (needed to send), never shown.
 constexpr char kDiscordWebhookToken[] = "DiscordWebhookTokenSECRETSCAN-abcdef0123";
 constexpr char kQuerySecret[] = "QuerySECRETSCANvalue0123";
+// Issue #37: a quote before a URL's secrets hid them from the redaction and the seal.
+constexpr char kQuoteQuerySecret[] = "QuoteQuerySECRETSCAN0123";
+constexpr char kQuotePassword[] = "QuotePasswordSECRETSCAN0123";
+// A secret in a path segment, Telegram's shape: /bot<id>:<token>.
+constexpr char kBotPathToken[] = "BotPathTokenSECRETSCAN-0123456789";
+// In a URL that intake refuses (a double quote): it must not be echoed in the 422.
+constexpr char kRefusedSecret[] = "RefusedUrlSECRETSCAN0123";
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -173,6 +180,35 @@ TEST_F(SecretScanTest, NoSecretLeavesAnywhere) {
                       {"destination", "C0SECRETSCAN"},
                       {"credential", "reg"},
                       {"payload", {{"text", "hi"}}}}));
+  // A single quote before the query, and inside the userinfo (RFC 3986 sub-delimiters: accepted,
+  // sent as they are, and redacted and sealed as URLs).
+  ids.push_back(Post({{"tenant", "acme"},
+                      {"platform", "webhook"},
+                      {"destination", sim + "/hooks/q'?sig=" + kQuoteQuerySecret},
+                      {"credential", "signer"},
+                      {"payload", {{"n", 5}}}}));
+  ids.push_back(Post({{"tenant", "acme"},
+                      {"platform", "webhook"},
+                      {"destination", "http://u'ser:" + std::string(kQuotePassword) +
+                                          "@127.0.0.1:" + std::to_string(sim_port_) + "/hooks/ok"},
+                      {"credential", "signer"},
+                      {"payload", {{"n", 6}}}}));
+  ids.push_back(Post({{"tenant", "acme"},
+                      {"platform", "webhook"},
+                      {"destination", sim + "/hooks/bot123456:" + kBotPathToken},
+                      {"credential", "signer"},
+                      {"payload", {{"n", 7}}}}));
+  for (const std::string bad : {"\"", "<", ">", "`"}) {
+    TestResponse r = Call("POST", "/v1/deliveries",
+                          json{{"tenant", "acme"},
+                               {"platform", "webhook"},
+                               {"destination", sim + "/hooks/x" + bad + "?sig=" + kRefusedSecret},
+                               {"credential", "signer"},
+                               {"payload", {{"n", 8}}}}
+                              .dump());
+    EXPECT_EQ(r.status, 422) << bad << " " << r.body;
+    EXPECT_EQ(r.Json().value("error", ""), "invalid_destination") << r.body;
+  }
   // SSRF: beta has no private-network policy, the simulator is on loopback.
   const std::string refused = Post({{"tenant", "beta"},
                                     {"platform", "webhook"},
@@ -200,6 +236,13 @@ TEST_F(SecretScanTest, NoSecretLeavesAnywhere) {
   json discord = Call("GET", "/v1/deliveries/" + ids[2]).Json();
   ASSERT_TRUE(discord.is_object()) << discord.dump();
   EXPECT_EQ(discord["destination"], "webhooks/123456/…") << discord.dump();
+  // The receiver got each URL with a quote as it was written.
+  for (size_t i = 4; i < 7; ++i) {
+    json d = Call("GET", "/v1/deliveries/" + ids[i]).Json();
+    EXPECT_EQ(d["state"], "delivered") << d.dump();
+  }
+  EXPECT_EQ(Call("GET", "/v1/deliveries/" + ids[5]).Json()["destination"],
+            "http://…@127.0.0.1:" + std::to_string(sim_port_) + "/hooks/ok");
   ids.push_back(refused);
   ids.push_back(own);
   json gone = Call("GET", "/v1/deliveries/" + ids[1]).Json();
@@ -269,7 +312,8 @@ TEST_F(SecretScanTest, NoSecretLeavesAnywhere) {
     }
   }
   for (const char* secret : {kHookSecret, kDiscordBot, kRegisteredToken, kRegisteredSecret,
-                             kAdminToken, kDiscordWebhookToken, kQuerySecret}) {
+                             kAdminToken, kDiscordWebhookToken, kQuerySecret, kQuoteQuerySecret,
+                             kQuotePassword, kBotPathToken, kRefusedSecret}) {
     for (const std::string& needle : Needles(secret)) {
       for (const auto& [where, text] : places) {
         EXPECT_EQ(text->find(needle), std::string::npos) << needle << " in " << where;

@@ -340,6 +340,15 @@ TEST(DeliveryFieldsTest, DestinationShapeIsThePlatformsAdapters) {
       {"webhook", "https://h.example/x", true},
       {"webhook", "ftp://h.example/x", false},
       {"webhook", "https://h.example/a b", false},
+      // Issue #37: bytes outside RFC 3986 are refused, so nothing can end a URL before its
+      // secrets; a single quote is a sub-delimiter and stays.
+      {"webhook", "https://h.example/x'?token=s", true},
+      {"webhook", "https://h.example/x\"?token=s", false},
+      {"webhook", "https://u<ser:pw@h.example/", false},
+      {"webhook", "https://h.example/x`#s", false},
+      {"slack", "https://hooks.slack.com/services/T/B/x>y", false},
+      {"discord", "webhooks/123/tok'en", false},
+      {"discord", "webhooks/123/tok/en", false},
   };
   for (const Case& c : cases) {
     DeliveryFields f;
