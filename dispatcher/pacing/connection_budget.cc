@@ -23,6 +23,13 @@ bool ConnectionBudget::ByShare::operator()(const QueueKey& a, const QueueKey& b)
 ConnectionBudget::ConnectionBudget(ConnectionLimits limits) : limits_(limits) {
   limits_.streams = std::max<int64_t>(1, limits_.streams);
   limits_.ahead = std::max<int64_t>(0, limits_.ahead);
+  if (limits_.total <= 1) {
+    limits_.reserve = 0;
+  } else if (limits_.reserve < 0) {
+    limits_.reserve = std::max<int64_t>(1, limits_.total / 8);
+  } else {
+    limits_.reserve = std::min(limits_.reserve, limits_.total - 1);
+  }
 }
 
 uint32_t ConnectionBudget::Acquire(std::string_view origin) {
@@ -118,6 +125,74 @@ bool ConnectionBudget::UnderShare(const Origin& o, uint32_t tenant) const {
   return held * tenants < CapacityOf(o);
 }
 
+int64_t ConnectionBudget::TenantConnections(const Origin& o, int64_t held) const {
+  const int64_t requests = std::min(held, CapacityOf(o));
+  return o.multiplexed ? (requests + limits_.streams - 1) / limits_.streams : requests;
+}
+
+bool ConnectionBudget::TenantFits(const Origin& o, uint32_t tenant) const {
+  if (limits_.total <= 0) {
+    return true;
+  }
+  auto here = o.tenants.find(tenant);
+  const int64_t held = here == o.tenants.end() ? 0 : here->second.held;
+  const int64_t more = TenantConnections(o, held + 1) - TenantConnections(o, held);
+  const int64_t shared = limits_.total - limits_.reserve;
+  if (more == 0 || total_used_ + more <= shared) {
+    return true;  // no new connection, or room beyond the reserve
+  }
+  // Into the reserve: only while the tenant holds less than its weighted share of `shared` among
+  // the tenants holding or waiting for connections (this one counted), so one under its share
+  // always gets at least one.
+  auto it = tenant_totals_.find(tenant);
+  const int64_t conns = it == tenant_totals_.end() ? 0 : it->second.conns;
+  const int64_t weight = it == tenant_totals_.end() ? 1 : it->second.weight;
+  const bool active = it != tenant_totals_.end() && it->second.active;
+  const int64_t weights = active_weight_ + (active ? 0 : weight);
+  return conns * weights < shared * weight;
+}
+
+void ConnectionBudget::UpdateActive(TenantTotal& t) {
+  const bool active = t.conns > 0 || t.waiting > 0;
+  if (active != t.active) {
+    active_weight_ += active ? t.weight : -static_cast<int64_t>(t.weight);
+    t.active = active;
+  }
+}
+
+void ConnectionBudget::Recount(const Origin& o, uint32_t tenant, Share& s) {
+  const int64_t conns = TenantConnections(o, s.held);
+  if (conns == s.conns) {
+    return;
+  }
+  TenantTotal& t = tenant_totals_[tenant];
+  t.conns += conns - s.conns;
+  s.conns = conns;
+  EGRESS_CHECK(t.conns >= 0);
+  UpdateActive(t);
+}
+
+void ConnectionBudget::CountWaiting(uint32_t tenant, int delta) {
+  TenantTotal& t = tenant_totals_[tenant];
+  EGRESS_CHECK(delta >= 0 || t.waiting > 0);
+  t.waiting = static_cast<size_t>(static_cast<int64_t>(t.waiting) + delta);
+  UpdateActive(t);
+}
+
+void ConnectionBudget::SetWeight(uint32_t tenant, uint32_t weight) {
+  TenantTotal& t = tenant_totals_[tenant];
+  weight = std::max<uint32_t>(1, weight);
+  if (t.active) {
+    active_weight_ += static_cast<int64_t>(weight) - static_cast<int64_t>(t.weight);
+  }
+  t.weight = weight;
+}
+
+int64_t ConnectionBudget::tenant_connections(uint32_t tenant) const {
+  auto it = tenant_totals_.find(tenant);
+  return it == tenant_totals_.end() ? 0 : it->second.conns;
+}
+
 void ConnectionBudget::Count(Origin& o, int64_t in_flight_delta, int64_t granted_delta) {
   const int64_t before = Connections(o, o.in_flight + o.granted);
   o.in_flight += in_flight_delta;
@@ -150,6 +225,9 @@ bool ConnectionBudget::HasRoom(uint32_t origin, uint32_t tenant) const {
     return true;
   }
   const Origin& o = origins_[origin];
+  if (!TenantFits(o, tenant)) {
+    return false;
+  }
   if (UnderShare(o, tenant) && FitsTotal(o)) {
     return true;
   }
@@ -173,6 +251,7 @@ void ConnectionBudget::Take(uint32_t origin, uint32_t tenant, bool granted) {
   Count(o, 1, 0);
   Share& s = o.tenants[tenant];
   ++s.held;
+  Recount(o, tenant, s);
   if (!s.dests.empty()) {
     Requeue(o, tenant, s, false, false);
   }
@@ -194,6 +273,7 @@ void ConnectionBudget::Free(uint32_t origin, uint32_t tenant, int64_t in_flight_
   auto it = o.tenants.find(tenant);
   EGRESS_CHECK(it != o.tenants.end() && it->second.held > 0);
   --it->second.held;
+  Recount(o, tenant, it->second);
   if (!it->second.dests.empty()) {
     Requeue(o, tenant, it->second, false, false);
   }
@@ -208,6 +288,8 @@ void ConnectionBudget::Wait(uint32_t origin, uint32_t tenant, uint32_t weight, u
   Origin& o = origins_[origin];
   Share& s = o.tenants[tenant];
   s.weight = std::max<uint32_t>(1, weight);
+  SetWeight(tenant, weight);
+  CountWaiting(tenant, 1);
   const bool joins = s.dests.empty();
   if (first) {
     s.dests.push_front(d);
@@ -238,21 +320,31 @@ void ConnectionBudget::SetMultiplexed(uint32_t origin) {
   const int64_t before = Connections(o, o.in_flight + o.granted);
   o.multiplexed = true;
   total_used_ += Connections(o, o.in_flight + o.granted) - before;
+  for (auto& [tenant, share] : o.tenants) {
+    Recount(o, tenant, share);
+  }
   GrantSends(o);
   Grant(origin, true);
 }
 
 bool ConnectionBudget::GrantOne(Origin& o) {
-  if (o.slot_queue.empty()) {
+  // The first waiting tenant in share order whose part of the total has room.
+  auto next = o.slot_queue.begin();
+  while (next != o.slot_queue.end() && !TenantFits(o, next->tenant)) {
+    ++next;
+  }
+  if (next == o.slot_queue.end()) {
     return false;
   }
-  const uint32_t tenant = o.slot_queue.begin()->tenant;
+  const uint32_t tenant = next->tenant;
   Share& s = o.tenants.at(tenant);
   const uint32_t d = s.dests.front();
   s.dests.pop_front();
   --o.waiters;
   ++s.held;
   Count(o, 0, 1);
+  Recount(o, tenant, s);
+  CountWaiting(tenant, -1);
   Requeue(o, tenant, s, false, true);
   grants_.push_back(d);
   return true;
@@ -299,6 +391,7 @@ bool ConnectionBudget::StartSend(uint32_t origin, uint32_t tenant, uint32_t weig
   Origin& o = origins_[origin];
   Share& s = o.tenants[tenant];
   s.weight = std::max<uint32_t>(1, weight);
+  SetWeight(tenant, weight);
   if (s.kept > 0) {
     --s.kept;  // o.sending counts it already
     ++s.sending;

@@ -17,11 +17,14 @@ namespace egress::pacing {
 // requests an origin may have dispatched beyond what its connections carry; they wait, leased,
 // in the send gate (ConnectionBudget::StartSend) and take a freed connection the moment it is
 // free, instead of after a dispatch and a store write. Default: 0 (the service sets it).
+// `reserve`: connections of the total kept for tenants under their share (see ConnectionBudget);
+// negative: total / 8, at least 1 when total > 1 (the default).
 struct ConnectionLimits {
   int64_t per_origin = 0;
   int64_t total = 0;
   int64_t streams = 1;
   int64_t ahead = 0;
+  int64_t reserve = -1;
 };
 
 // The connection budget as a concurrency scope of the Scheduler, in two steps:
@@ -36,6 +39,14 @@ struct ConnectionLimits {
 // so its next head queues behind the tenant's other destinations). A tenant whose requests hold
 // a connection long (a slow receiver) thus never starves one whose requests are quick: the quick
 // one holds little, so it wins every slot it frees, and the slow one uses all the rest.
+//
+// The total is shared by tenant as well as by origin: a tenant may hold connections of the total
+// up to `total - reserve` in all while nobody else needs them, and past that only while it holds
+// less than its weighted share of `total - reserve` among the tenants holding or waiting for
+// connections; the `reserve` is there for a tenant under its share, which thus gets a connection
+// at once however many another holds. So a tenant whose receivers never answer holds at most
+// `total - reserve` of the total, and once others come, its connections that end go to them
+// until it is down to its share: what its stuck requests hold counts against it only.
 //
 // A granted slot is reserved for the destination it went to until Take() (it is dispatched) or
 // Return() (it is not, e.g. a budget holds it back): nobody overtakes a waiter. Local state of
@@ -71,6 +82,8 @@ class ConnectionBudget {
   void Wait(uint32_t origin, uint32_t tenant, uint32_t weight, uint32_t d, bool first = false);
   // The origin multiplexes (HTTP/2): its capacity becomes per_origin × streams.
   void SetMultiplexed(uint32_t origin);
+  // The tenant's weight in the total's shares (default 1; Wait and StartSend also set it).
+  void SetWeight(uint32_t tenant, uint32_t weight);
 
   // Destinations granted a slot since the last call (each once), to be made ready.
   std::vector<uint32_t> TakeGrants();
@@ -108,6 +121,9 @@ class ConnectionBudget {
   int64_t kept(uint32_t origin, uint32_t tenant) const;
   int64_t kept(uint32_t origin) const;
   int64_t total_connections() const { return total_used_; }
+  // The connections of the total the tenant's slots hold, over every origin.
+  int64_t tenant_connections(uint32_t tenant) const;
+  int64_t reserve() const { return limits_.reserve; }
   size_t origin_count() const { return index_.size(); }
 
  private:
@@ -133,6 +149,14 @@ class ConnectionBudget {
     std::deque<uint64_t> sends;  // waiting for a connection
     QueueKey slot_key;           // its key in slot_queue while dests is not empty
     QueueKey send_key;           // its key in send_queue while sends is not empty
+    int64_t conns = 0;           // connections of the total its slots hold (TenantConnections)
+  };
+  // One tenant over every origin: its part of the total.
+  struct TenantTotal {
+    uint32_t weight = 1;
+    int64_t conns = 0;    // the sum of its Share::conns
+    size_t waiting = 0;   // its destinations waiting for a slot, at any origin
+    bool active = false;  // conns or waiting: counted in active_weight_
   };
   struct Origin {
     std::string name;
@@ -156,6 +180,14 @@ class ConnectionBudget {
   bool Fits(const Origin& o) const;  // one more slot fits the origin and the total
   bool FitsTotal(const Origin& o) const;
   bool UnderShare(const Origin& o, uint32_t tenant) const;
+  // The connections of the total `held` slots of one tenant at `o` count for.
+  int64_t TenantConnections(const Origin& o, int64_t held) const;
+  // Whether one more slot of `tenant` at `o` fits the tenant's part of the total.
+  bool TenantFits(const Origin& o, uint32_t tenant) const;
+  // After a change of s.held (or of the origin's multiplexing): the tenant's connections again.
+  void Recount(const Origin& o, uint32_t tenant, Share& s);
+  void CountWaiting(uint32_t tenant, int delta);
+  void UpdateActive(TenantTotal& t);
   void Free(uint32_t origin, uint32_t tenant, int64_t in_flight_delta, int64_t granted_delta);
   void Count(Origin& o, int64_t in_flight_delta, int64_t granted_delta);
   // Re-sorts `s` in `queue` after its held count changed (`sends`: the send queue).
@@ -173,6 +205,8 @@ class ConnectionBudget {
   std::unordered_map<std::string, uint32_t> index_;
   int64_t total_used_ = 0;  // connections (HTTP/2: ceil(requests / streams) per origin)
   std::deque<uint32_t> waiting_origins_;  // origins with waiters held back by the total
+  std::unordered_map<uint32_t, TenantTotal> tenant_totals_;
+  int64_t active_weight_ = 0;  // the weights of the tenants holding or waiting for connections
   std::vector<uint32_t> grants_;
   std::vector<uint64_t> send_grants_;
   uint64_t stamp_ = 0;

@@ -152,7 +152,9 @@ Status Scheduler::SetTenantWeight(const std::string& tenant, uint32_t weight) {
   if (weight == 0) {
     return Status::InvalidArgument("tenant weight must be > 0");
   }
-  tenants_[TenantIndex(tenant)].weight = weight;
+  const uint32_t t = TenantIndex(tenant);
+  tenants_[t].weight = weight;
+  conns_.SetWeight(t, weight);
   return Status::Ok();
 }
 

@@ -1,5 +1,6 @@
 #include "dispatcher/pacing/connection_budget.h"
 
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -185,6 +186,100 @@ TEST(ConnectionBudgetTest, TotalIsSharedAcrossOrigins) {
   EXPECT_EQ(budget.TakeGrants(), (std::vector<uint32_t>{9}));
   budget.Take(b, kB, true);
   EXPECT_EQ(budget.total_connections(), 2);
+}
+
+// Verifies the total shared by tenant (issue 37): A, alone, holds at most the total less its
+// reserve over any number of origins; B, holding none, takes one of the reserve at once; as A's
+// connections end they go to B until B holds its share of what is not reserved, while A, over
+// its share, waits; an equal weight gives equal shares, a weight of 3 three times as much.
+TEST(ConnectionBudgetTest, TotalIsSharedByTenant) {
+  ConnectionBudget budget({.per_origin = 1, .total = 16});
+  EXPECT_EQ(budget.reserve(), 2);
+  std::vector<uint32_t> a;
+  for (int i = 0; i < 20; ++i) {
+    a.push_back(budget.Acquire("https://a" + std::to_string(i) + ".example"));
+  }
+  int taken = 0;
+  for (uint32_t o : a) {
+    if (budget.HasRoom(o, kA)) {
+      budget.Take(o, kA, false);
+      ++taken;
+    } else {
+      budget.Wait(o, kA, 1, 1000 + o);
+    }
+  }
+  EXPECT_EQ(taken, 14);
+  EXPECT_EQ(budget.tenant_connections(kA), 14);
+  std::vector<uint32_t> b;
+  for (int i = 0; i < 8; ++i) {
+    b.push_back(budget.Acquire("https://b" + std::to_string(i) + ".example"));
+  }
+  // B gets the reserve at once, then waits for the total.
+  EXPECT_TRUE(budget.HasRoom(b[0], kB));
+  budget.Take(b[0], kB, false);
+  EXPECT_TRUE(budget.HasRoom(b[1], kB));
+  budget.Take(b[1], kB, false);
+  EXPECT_FALSE(budget.HasRoom(b[2], kB));
+  for (size_t i = 2; i < b.size(); ++i) {
+    budget.Wait(b[i], kB, 1, 2000 + static_cast<uint32_t>(i));
+  }
+  // A's connections end: B's share of 14 is 7, so the next five go to B, none to A's waiters.
+  for (int i = 0; i < 5; ++i) {
+    budget.Give(a[i], kA);
+    const std::vector<uint32_t> grants = budget.TakeGrants();
+    ASSERT_EQ(grants.size(), 1u) << i;
+    EXPECT_GE(grants[0], 2000u);
+    budget.Take(b[grants[0] - 2000], kB, true);
+  }
+  EXPECT_EQ(budget.tenant_connections(kB), 7);
+  EXPECT_EQ(budget.tenant_connections(kA), 9);
+  // At their shares with the reserve free again... B at 7 of 7 waits; A at 9 is over its 7.
+  budget.Give(a[5], kA);
+  EXPECT_TRUE(budget.TakeGrants().empty());
+  EXPECT_EQ(budget.total_connections(), 15);
+  budget.Give(a[6], kA);
+  EXPECT_TRUE(budget.TakeGrants().empty());
+  // A holds 6: the total has room beyond the reserve again, which goes to the next waiting
+  // origin in turn (B's); then A, under its share of 7, takes one of the reserve.
+  budget.Give(a[7], kA);
+  EXPECT_EQ(budget.TakeGrants().size(), 2u);
+  EXPECT_EQ(budget.total_connections(), 15);
+  EXPECT_EQ(budget.tenant_connections(kA), 7);
+  EXPECT_EQ(budget.tenant_connections(kB), 8);
+}
+
+// Verifies weights in the total: with B at weight 3, B's share of what is not reserved is three
+// quarters.
+TEST(ConnectionBudgetTest, TotalSharesFollowWeights) {
+  ConnectionBudget budget({.per_origin = 1, .total = 10, .reserve = 2});
+  budget.SetWeight(kB, 3);
+  std::vector<uint32_t> a;
+  std::vector<uint32_t> b;
+  for (int i = 0; i < 10; ++i) {
+    a.push_back(budget.Acquire("https://a" + std::to_string(i) + ".example"));
+    b.push_back(budget.Acquire("https://b" + std::to_string(i) + ".example"));
+  }
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(budget.HasRoom(a[i], kA)) << i;
+    budget.Take(a[i], kA, false);
+  }
+  EXPECT_FALSE(budget.HasRoom(a[8], kA));
+  int b_taken = 0;
+  for (int round = 0; round < 10; ++round) {
+    for (uint32_t o : b) {
+      if (budget.in_flight(o) == 0 && budget.HasRoom(o, kB)) {
+        budget.Take(o, kB, false);
+        ++b_taken;
+        break;
+      }
+    }
+    if (budget.total_connections() == 10 && budget.tenant_connections(kA) > 2) {
+      budget.Give(a[static_cast<size_t>(budget.tenant_connections(kA)) - 1], kA);
+    }
+  }
+  // B's share of what is not reserved: 8 * 3/4 = 6, and no more while the total is short.
+  EXPECT_EQ(budget.tenant_connections(kB), 6);
+  EXPECT_EQ(b_taken, 6);
 }
 
 // Verifies that an origin nobody uses any more is forgotten.

@@ -3,6 +3,8 @@
 // slow webhooks hold every connection of the shared host; tenant B's, queued later to the same
 // host, get freed connections by round robin instead of waiting behind all of A's.
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -11,6 +13,8 @@
 
 #include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "dispatcher/service/service.h"
 #include "tests/support/http_client.h"
@@ -53,6 +57,9 @@ class ConnectionFairnessTest : public ::testing::Test {
         {"acme", {.name = "hooks", .platform = "webhook", .secrets = {kSecret}}});
     o.credentials.push_back(
         {"globex", {.name = "hooks", .platform = "webhook", .secrets = {kSecret}}});
+    o.credentials.push_back(
+        {"globex", {.name = "bot", .platform = "slack", .token = "xoxb-globex"}});
+    o.endpoints.slack_base_url = sim_.BaseUrl();
     io_ = std::make_unique<boost::asio::io_context>();
     auto service = Service::Start(*io_, clock_, o);
     ASSERT_TRUE(service.has_value()) << service.error().ToString();
@@ -202,6 +209,97 @@ TEST_F(ConnectionFairnessTest, SlowTenantDoesNotStarveOthersOnSharedHost) {
                       std::chrono::seconds(20)));
   EXPECT_EQ(InFlight("globex").in_flight, 0);
   EXPECT_EQ(after["totals"]["rate_limited"], 0);
+}
+
+// Listening sockets on 127.0.0.1 that never accept: the kernel completes each connection and
+// takes the request, and no answer ever comes (a receiver that hangs).
+class DeadReceivers {
+ public:
+  explicit DeadReceivers(int n) {
+    for (int i = 0; i < n; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      socklen_t len = sizeof addr;
+      if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+          ::listen(fd, 8) != 0 ||
+          ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+        if (fd >= 0) {
+          ::close(fd);
+        }
+        continue;
+      }
+      fds_.push_back(fd);
+      ports_.push_back(ntohs(addr.sin_port));
+    }
+  }
+  ~DeadReceivers() {
+    for (int fd : fds_) {
+      ::close(fd);
+    }
+  }
+  const std::vector<int>& ports() const { return ports_; }
+
+ private:
+  std::vector<int> fds_;
+  std::vector<int> ports_;
+};
+
+// Verifies issue 37's case 3: tenant A's 300 receivers, each its own origin, never answer (their
+// requests hold a connection each for the 15 s timeout); tenant B's Slack post, sent meanwhile,
+// is delivered at once: A holds at most the total less its reserve (256 - 32), and B, under its
+// share, takes one of the reserve. Before, A held all 256 and B waited 13.7 s for A's first
+// timeout.
+TEST_F(ConnectionFairnessTest, DeadReceiversOfOneTenantLeaveOthersConnections) {
+  DeadReceivers dead(300);
+  ASSERT_EQ(dead.ports().size(), 300u);
+  json deliveries = json::array();
+  for (int port : dead.ports()) {
+    deliveries.push_back({{"tenant", "acme"},
+                          {"platform", "webhook"},
+                          {"destination", "http://127.0.0.1:" + std::to_string(port) + "/hook"},
+                          {"credential", "hooks"},
+                          {"payload", {{"n", port}}}});
+  }
+  PostBatch(deliveries);
+  // A fills what it may of the total: its requests sit on connections that never answer.
+  int64_t held = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        held = InFlight("acme").in_flight;
+        return held >= 224;
+      },
+      std::chrono::seconds(10)))
+      << "A holds " << held;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // A takes what more it may
+  held = InFlight("acme").in_flight;
+  EXPECT_EQ(held, 224) << "A's part of the total: 256 less the reserve";
+
+  const auto posted = clock_.Now();
+  TestResponse r = HttpCallAs(kAdminToken, port_, "POST", "/v1/deliveries",
+                              json{{"tenant", "globex"},
+                                   {"platform", "slack"},
+                                   {"destination", "C0123456789"},
+                                   {"credential", "bot"},
+                                   {"payload", {{"text", "while A's receivers hang"}}}}
+                                  .dump());
+  ASSERT_EQ(r.status, 202) << r.body;
+  const std::string id = r.Json()["id"];
+  std::string state;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        state = HttpCallAs(kAdminToken, port_, "GET", "/v1/deliveries/" + id).Json()["state"];
+        return state == "delivered";
+      },
+      std::chrono::seconds(14)))
+      << state;
+  const double seconds = std::chrono::duration<double>(clock_.Now() - posted).count();
+  std::printf("B's Slack post delivered %.3f s after it was posted; A holds %lld\n", seconds,
+              static_cast<long long>(held));
+  // The issue asks for 0.5 s; the bound is looser for a loaded machine (the figure is printed
+  // above), and far below A's 15 s timeout, which is what B waited for before.
+  EXPECT_LT(seconds, 3.0);
 }
 
 }  // namespace
