@@ -32,6 +32,10 @@ struct RetentionConfig {
 // body limit of every request but a batch is max_payload_bytes plus this.
 inline constexpr size_t kDeliveryBodyAllowance = 64 << 10;
 
+// The largest bound of a tenant's stored bytes (server.tenant_max_stored_bytes, [tenants.<t>]
+// max_stored_bytes): 1 PiB, past any disk one node has; a larger value is a mistake.
+inline constexpr int64_t kMaxStoredBytesBound = int64_t{1} << 50;
+
 // Whether the API asks who is calling (server.auth).
 enum class AuthMode {
   kRequired,  // every route but /healthz and /readyz needs a tenant API key or the admin token
@@ -109,6 +113,11 @@ struct ServerOptions {
   int64_t discord_invalid_request_stop = 5000;
   // Undelivered deliveries a tenant may hold before intake answers 429. Default: 100000.
   uint64_t tenant_backlog_watermark = 100'000;
+  // Bytes a tenant's delivery records may take in the store (storage::QueueStore::
+  // TenantStoredBytes: finished ones too, until retention removes them) before intake answers
+  // 429 storage_quota_exceeded; each tenant's [tenants.<t>] max_stored_bytes overrides it.
+  // 0 (no bound) to kMaxStoredBytesBound. Default: 0.
+  uint64_t tenant_max_stored_bytes = 0;
   // Every budget is paced this many percent under its limit, so network jitter cannot land a
   // send on the wrong side of a platform's own meter. 0 to 50. Default: 5.
   int64_t pacing_margin_percent = 5;

@@ -72,6 +72,10 @@ struct TenantConfig {
   std::string tier;
   // The tenant's own quotas: over the tier's of the same name. Default: none.
   QuotaMap quotas;
+  // Bytes the tenant's delivery records may take in the store before intake answers 429
+  // storage_quota_exceeded; 0: server.tenant_max_stored_bytes. 0 to kMaxStoredBytesBound
+  // (server_options.h). Default: 0.
+  uint64_t max_stored_bytes = 0;
 };
 
 }  // namespace egress::config

@@ -88,6 +88,7 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
                                     "batch_max_items",
                                     "max_json_depth",
                                     "tenant_backlog_watermark",
+                                    "tenant_max_stored_bytes",
                                     "log_format",
                                     "log_level",
                                     "pacing_margin_percent",
@@ -258,6 +259,12 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
     return status;
   }
   out.tenant_backlog_watermark = static_cast<uint64_t>(watermark);
+  int64_t stored_bytes = static_cast<int64_t>(out.tenant_max_stored_bytes);
+  if (status = server.ReadInt("tenant_max_stored_bytes", 0, kMaxStoredBytesBound, stored_bytes);
+      !status.ok()) {
+    return status;
+  }
+  out.tenant_max_stored_bytes = static_cast<uint64_t>(stored_bytes);
   if (status = server.ReadInt("pacing_margin_percent", 0, 50, out.pacing_margin_percent);
       !status.ok()) {
     return status;

@@ -282,7 +282,8 @@ Status ReadApiKeys(const TomlFields& fields, const std::string& tenant,
 Status ReadTenant(const TomlFields& fields, const std::string& tenant,
                   const std::map<std::string, TenantConfig>& tenants, TenantConfig& out) {
   Status status = fields.CheckKeys({"weight", "max_in_flight", "credentials", "api_keys",
-                                    "allow_private_networks", "allowed_cidrs", "tier", "quotas"});
+                                    "allow_private_networks", "allowed_cidrs", "tier", "quotas",
+                                    "max_stored_bytes"});
   if (!status.ok()) {
     return status;
   }
@@ -311,6 +312,12 @@ Status ReadTenant(const TomlFields& fields, const std::string& tenant,
     return status;
   }
   out.max_in_flight = static_cast<int>(max_in_flight);
+  int64_t max_stored_bytes = static_cast<int64_t>(out.max_stored_bytes);
+  if (status = fields.ReadInt("max_stored_bytes", 0, kMaxStoredBytesBound, max_stored_bytes);
+      !status.ok()) {
+    return status;
+  }
+  out.max_stored_bytes = static_cast<uint64_t>(max_stored_bytes);
   if (status = ReadApiKeys(fields, tenant, tenants, out); !status.ok()) {
     return status;
   }

@@ -3,12 +3,14 @@
 #include <array>
 #include <memory>
 
+#include "storage/index_keys.h"
 #include "storage/rocks_schema.h"
 
 namespace egress::storage {
 
 Status CounterTable::Load(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta) {
-  constexpr std::array<std::string_view, 3> kPrefixes = {"backlog/", "count/", "destcount/"};
+  constexpr std::array<std::string_view, 4> kPrefixes = {"backlog/", "count/", "destcount/",
+                                                         kStoredBytesPrefix};
   CounterMap loaded;
   std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions(), meta));
   for (std::string_view prefix : kPrefixes) {

@@ -34,7 +34,8 @@ class CounterDeltas {
   CounterMap deltas_;
 };
 
-// The store's exact counters (per state, per tenant backlog, per destination and state), kept
+// The store's exact counters (per state, per tenant backlog and stored bytes, per destination and
+// state), kept
 // in memory beside their durable copy in the meta column family. Loaded once on open; every
 // committed write applies its deltas, and the store's in-memory leases apply theirs here only
 // (so the table counts what readers see; the durable copy counts what the disk holds). Reads never
@@ -42,7 +43,7 @@ class CounterDeltas {
 // Thread-safe.
 class CounterTable {
  public:
-  // Reads every counter (count/, backlog/, destcount/ keys) from `meta`.
+  // Reads every counter (count/, backlog/, destcount/, storedbytes/ keys) from `meta`.
   Status Load(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta);
   void Apply(const CounterDeltas& deltas);
   // 0 for a counter never written.

@@ -1,6 +1,7 @@
 #include "storage/delivery_codec.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include "dispatcher/base/saturating.h"
 #include "dispatcher/base/traceparent.h"
 #include "storage/coding.h"
+#include "storage/destination_seal.h"
 
 namespace egress::storage {
 namespace {
@@ -321,6 +323,23 @@ Result<Delivery> DecodeDelivery(std::string_view bytes) {
     }
   }
   return d;
+}
+
+uint64_t EnqueuedBytesBound(const NewDelivery& d) {
+  constexpr uint64_t kIdBytes = 26;            // delivery_id.h
+  constexpr uint64_t kField = 1 + 10;          // a tag and a length, each a varint
+  constexpr uint64_t kInt = kField + 10;       // and a value, a zig-zag varint
+  constexpr uint64_t kSealOverhead = 12 + 16;  // the nonce and tag sealed with a destination
+  const uint64_t sealed =
+      kSealedDestinationPrefix.size() + 2 * (kSealOverhead + d.destination.size());
+  uint64_t n = kIdBytes + 1 + std::size(kTextFields) * kField + kIdBytes + d.tenant.size() +
+               d.platform.size() + std::max<uint64_t>(sealed, d.destination.size()) +
+               d.credential.size() + d.payload.size() + d.idempotency_key.size() +
+               d.ordering_key.size() + d.traceparent.size() + 7 * kInt;
+  for (const QuotaCharge& c : d.charges) {
+    n += kField + kField + c.quota.size() + 4 * kInt;
+  }
+  return n;
 }
 
 }  // namespace egress::storage

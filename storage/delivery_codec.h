@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -18,5 +19,11 @@ std::string EncodeDelivery(const Delivery& d, std::string_view stored_destinatio
 
 // Corruption naming the problem when `bytes` is not a record this code can read.
 Result<Delivery> DecodeDelivery(std::string_view bytes);
+
+// The most bytes the record of `d` can take once enqueued, as QueueStore::TenantStoredBytes
+// counts them (the id as key and field, every field with its tag and longest length, each
+// integer at its longest, the destination as long as its sealed form): what an admission check
+// adds before the write, which alone knows the exact size. Never less than the exact size.
+uint64_t EnqueuedBytesBound(const NewDelivery& d);
 
 }  // namespace egress::storage

@@ -111,6 +111,12 @@ std::string BacklogKey(std::string_view tenant) {
   return key;
 }
 
+std::string StoredBytesKey(std::string_view tenant) {
+  std::string key(kStoredBytesPrefix);
+  key.append(tenant);
+  return key;
+}
+
 std::string QuotaId(std::string_view tenant, std::string_view quota) {
   std::string id;
   id.reserve(tenant.size() + 1 + quota.size());

@@ -47,6 +47,11 @@ std::string IdemKey(std::string_view tenant, std::string_view key);
 std::string CountKey(DeliveryState state);
 // meta: exact count of one tenant's non-terminal deliveries (merged counter).
 std::string BacklogKey(std::string_view tenant);
+// meta: the bytes one tenant's records take in the store (merged counter; QueueStore::
+// TenantStoredBytes): "storedbytes/" then the tenant. No other counter starts with that prefix,
+// so every tenant name has a key of its own.
+inline constexpr std::string_view kStoredBytesPrefix = "storedbytes/";
+std::string StoredBytesKey(std::string_view tenant);
 // meta: exact count of one destination's deliveries in a non-terminal state (merged counter).
 std::string DestCountKey(std::string_view destination_key, DeliveryState state);
 // The same key written over `out` (whose capacity is reused).

@@ -22,6 +22,9 @@ struct Lease {
   // What the disk says of it: a waiting state and its due time (the due index entry).
   DeliveryState disk_state = DeliveryState::kQueued;
   int64_t disk_next_attempt_ms = 0;
+  // The size of the record on disk, as QueueStore::TenantStoredBytes counts it (the leased
+  // version's differs): what the outcome's write replaces.
+  uint64_t disk_bytes = 0;
 
   // `delivery` with the disk's state and due time: what every index entry and counter on disk
   // was derived from (the fields the indexes use are right; reason and history are the lease's).

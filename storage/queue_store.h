@@ -3,6 +3,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -231,6 +232,18 @@ class QueueStore {
 
   // Counts per state found by scanning every record: a consistency check for tests and `fsck`.
   virtual Result<StateCounts> ScanCounts() = 0;
+
+  // The bytes the tenant's delivery records take in the store (docs/storage.md, "Stored bytes"):
+  // each record's id and encoded bytes (payload, history, headers, charges and every other
+  // field), whatever its state, dead and other finished ones included until retention or Purge
+  // removes them. Index entries are not counted. Exact and durable: moved in the same write as
+  // every record write or removal, read without scanning. 0 for a tenant with no records.
+  virtual Result<uint64_t> TenantStoredBytes(const std::string& tenant) = 0;
+
+  // The stored bytes per tenant found by scanning every record (tenants with none left out): a
+  // consistency check of TenantStoredBytes for tests and `fsck`. Corruption when a record does
+  // not decode.
+  virtual Result<std::map<std::string, uint64_t>> ScanStoredBytes() = 0;
 
   // Applies `policy` at `now_ms` to at most `max` entries of the retention index, oldest first
   // per class (delivered, cancelled, dead records, then idempotency keys), in one write that is

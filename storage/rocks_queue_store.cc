@@ -385,10 +385,12 @@ Status RocksQueueStore::CheckFormat(bool fresh, bool read_only) {
   if (!rs.ok()) {
     return FromRocks(rs, "read format marker");
   }
-  // Readers never look at the due index or the retention index, so formats 2 and 3 read as 4;
-  // a writer migrates them, one format at a time.
-  if (value == kFormat2 || value == kFormat3) {
+  // Readers never look at the due index or the retention index, so formats 2 to 4 read as 5
+  // but for the stored bytes, which they do not count; a writer migrates them, one format at a
+  // time.
+  if (value == kFormat2 || value == kFormat3 || value == kFormat4) {
     if (read_only) {
+      counts_stored_bytes_ = false;
       return Status::Ok();
     }
     if (value == kFormat2) {
@@ -396,7 +398,12 @@ Status RocksQueueStore::CheckFormat(bool fresh, bool read_only) {
         return s;
       }
     }
-    return MigrateFromFormat3();
+    if (value != kFormat4) {
+      if (Status s = MigrateFromFormat3(); !s.ok()) {
+        return s;
+      }
+    }
+    return MigrateFromFormat4();
   }
   if (value != kFormatValue) {
     return Status::FailedPrecondition(fmt::format(
@@ -436,11 +443,14 @@ std::mutex& RocksQueueStore::IdemStripe(std::string_view tenant, std::string_vie
                        kStripes];
 }
 
-Result<Delivery> RocksQueueStore::ReadCurrent(std::string_view id) {
-  if (std::optional<Delivery> leased = leases_.FindDelivery(id)) {
-    return std::move(*leased);
+Result<Delivery> RocksQueueStore::ReadCurrent(std::string_view id, uint64_t* stored_bytes) {
+  if (std::optional<Lease> lease = leases_.Find(id)) {
+    if (stored_bytes != nullptr) {
+      *stored_bytes = lease->disk_bytes;
+    }
+    return std::move(lease->delivery);
   }
-  return Read(id);
+  return Read(id, stored_bytes);
 }
 
 Result<std::string> RocksQueueStore::ReadBytes(std::string_view id) {
@@ -461,10 +471,13 @@ Result<std::string> RocksQueueStore::ReadBytes(std::string_view id) {
   return bytes;
 }
 
-Result<Delivery> RocksQueueStore::Read(std::string_view id) {
+Result<Delivery> RocksQueueStore::Read(std::string_view id, uint64_t* stored_bytes) {
   Result<std::string> value = ReadBytes(id);
   if (!value) {
     return value.error();
+  }
+  if (stored_bytes != nullptr) {
+    *stored_bytes = StoredRecordBytes(id, *value);
   }
   Result<Delivery> d = Decode(*value);
   if (!d) {
@@ -594,7 +607,8 @@ void AddQuotaMoves(const Delivery* before, const Delivery* after, CounterDeltas&
   return CallRocksWrite(db, options, batch);
 }
 
-void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Delivery* after) {
+uint64_t RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Delivery* after,
+                                uint64_t before_bytes) {
   const Delivery& any = after != nullptr ? *after : *before;
   // Index and counter keys and the record hold the destination as stored (destination_seal.h).
   const std::string stored_destination = seal_.Stored(any.destination);
@@ -619,8 +633,11 @@ void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Deliv
   }
   AddCounterMoves(before, after, dest, w.counters);
   AddQuotaMoves(before, after, w.quota);
+  uint64_t after_bytes = 0;
   if (after) {
-    w.Put(Family::kJobs, after->id, EncodeDelivery(*after, stored_destination));
+    std::string record = EncodeDelivery(*after, stored_destination);
+    after_bytes = StoredRecordBytes(after->id, record);
+    w.Put(Family::kJobs, after->id, std::move(record));
     w.records.emplace_back(after->id, IsWaiting(after->state)
                                           ? std::optional<size_t>(w.ops.size() - 1)
                                           : std::nullopt);
@@ -629,6 +646,11 @@ void RocksQueueStore::Stage(PendingWrite& w, const Delivery* before, const Deliv
     w.records.emplace_back(before->id, std::nullopt);
     w.Delete(Family::kJobs, before->id);
   }
+  if (after_bytes != before_bytes) {
+    w.counters.Add(StoredBytesKey(any.tenant),
+                   static_cast<int64_t>(after_bytes) - static_cast<int64_t>(before_bytes));
+  }
+  return after_bytes;
 }
 
 void RocksQueueStore::StageInMemory(PendingWrite& w, const Delivery& from,

@@ -38,8 +38,11 @@ namespace egress::storage {
 // 4: the retention index (done) is keyed by class, holds dead records and the idempotency keys
 //    of finished deliveries too; a format-3 store is migrated on a writable open
 //    (MigrateFromFormat3).
+// 5: per-tenant stored bytes (storedbytes/...) in meta; a format-4 store is migrated on a
+//    writable open (MigrateFromFormat4).
 inline constexpr std::string_view kFormatKey = "format";
-inline constexpr std::string_view kFormatValue = "relay-egress-store/4";
+inline constexpr std::string_view kFormatValue = "relay-egress-store/5";
+inline constexpr std::string_view kFormat4 = "relay-egress-store/4";
 // In meta: present once every destination that holds a secret is sealed (SealDestinations).
 inline constexpr std::string_view kDestinationsSealedKey = "destinations_sealed";
 
@@ -52,6 +55,12 @@ struct IndexEntry {
 };
 // Every index entry `d` has in the current format; `dest` is DestinationKeyOf(d).
 std::vector<IndexEntry> IndexEntriesOf(const Delivery& d, std::string_view dest);
+
+// The bytes one record takes as QueueStore::TenantStoredBytes counts them: its key (the id) and
+// its value (the encoded record).
+inline uint64_t StoredRecordBytes(std::string_view id, std::string_view record) {
+  return id.size() + record.size();
+}
 
 // Every batch the store writes goes through here and nothing else happens here: the frame
 // tests/tsan.supp names (RocksDB's write group hands batches between threads with atomics
@@ -130,6 +139,8 @@ class RocksQueueStore final : public QueueStore {
       const std::vector<std::string>& destination_keys) override;
   Result<std::vector<GroupCounts>> BacklogByTenantPlatform() override;
   Result<StateCounts> ScanCounts() override;
+  Result<uint64_t> TenantStoredBytes(const std::string& tenant) override;
+  Result<std::map<std::string, uint64_t>> ScanStoredBytes() override;
   Result<PurgeCounts> PurgeExpired(const RetentionPolicy& policy, int64_t now_ms,
                                    size_t max) override;
   Status Purge(const std::string& id) override;
@@ -181,6 +192,11 @@ class RocksQueueStore final : public QueueStore {
   // Format 4 keys the retention index by class (state or idempotency key) and indexes dead
   // records and idempotency keys there too: rebuilds it from the state index.
   Status MigrateFromFormat3();
+  // Format 5 counts each tenant's stored bytes: writes the counters from a scan of every record,
+  // with the marker, in one batch.
+  Status MigrateFromFormat4();
+  // The stored bytes per tenant of every record that decodes, and how many did not.
+  Result<std::map<std::string, uint64_t>> SumStoredBytes(size_t& undecodable);
   // Held shared by every method that uses db_ (from before CheckOpen to its last use of the
   // database), exclusively by Close and Reopen, which replace it. Never taken twice by one
   // thread: a method calls no other public method while it holds it (Enqueue and Apply take
@@ -209,11 +225,13 @@ class RocksQueueStore final : public QueueStore {
   // The stored bytes of `id`, from the record cache or the disk; NotFound when absent.
   Result<std::string> ReadBytes(std::string_view id);
   // Reads the record with `id` from disk (or the record cache); NotFound when absent.
-  Result<Delivery> Read(std::string_view id);
+  // `stored_bytes`, when given, gets its size (StoredRecordBytes).
+  Result<Delivery> Read(std::string_view id, uint64_t* stored_bytes = nullptr);
   // A record's bytes as a delivery, its destination opened (seal_).
   Result<Delivery> Decode(std::string_view bytes) const;
   // What readers see: the leased version when `id` is leased, else the record on disk.
-  Result<Delivery> ReadCurrent(std::string_view id);
+  // `stored_bytes`, when given, gets the size of the record on disk (StoredRecordBytes).
+  Result<Delivery> ReadCurrent(std::string_view id, uint64_t* stored_bytes = nullptr);
   // List with state in_flight: the leases, in id order.
   ListPage ListLeases(const ListFilter& filter);
   // One atomic change being built: its operations and its counter deltas. Commit sorts the
@@ -248,8 +266,12 @@ class RocksQueueStore final : public QueueStore {
     std::vector<std::pair<std::string, std::optional<size_t>>> records;
   };
   // Adds to `w` what turns `before` into `after` (null `before`: a new record; null `after`:
-  // removal): the record, the index entries that differ, and the counter deltas.
-  void Stage(PendingWrite& w, const Delivery* before, const Delivery* after);
+  // removal): the record, the index entries that differ, and the counter deltas, the tenant's
+  // stored bytes moving from `before_bytes` (the size of the record on disk, StoredRecordBytes;
+  // 0 when there is none) to the size of the record written. Returns that size (0 for a
+  // removal).
+  uint64_t Stage(PendingWrite& w, const Delivery* before, const Delivery* after,
+                 uint64_t before_bytes);
   // Adds to `w.memory_only` the counter moves from `from` to `to`: a lease starting or ending,
   // which the disk never sees.
   void StageInMemory(PendingWrite& w, const Delivery& from, const Delivery& to) const;
@@ -300,6 +322,8 @@ class RocksQueueStore final : public QueueStore {
   LeaseTable leases_;    // in_flight deliveries; empty in a read-only store
   RecordCache records_;  // waiting records as on disk; empty in a read-only store
   const bool read_only_;
+  // False when a read-only open found a store older than format 5: it holds no stored bytes.
+  bool counts_stored_bytes_ = true;
   bool closed_ = false;
 };
 

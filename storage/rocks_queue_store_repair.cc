@@ -82,7 +82,8 @@ Status RocksQueueStore::Reopen(uint64_t since) {
     return true;
   });
   PendingWrite moves;
-  std::vector<std::pair<std::string, std::optional<Lease>>> dropped;
+  // Each lease kept (with the size of its record read again) or dropped.
+  std::vector<std::pair<std::string, std::optional<Lease>>> changed;
   for (const std::string& id : leased) {
     std::optional<Lease> lease = leases_.Find(id);
     std::string bytes;
@@ -93,14 +94,16 @@ Status RocksQueueStore::Reopen(uint64_t since) {
     if (lease && disk && disk->state == lease->disk_state &&
         disk->next_attempt_ms == lease->disk_next_attempt_ms) {
       StageInMemory(moves, lease->DiskVersion(), lease->delivery);
+      lease->disk_bytes = StoredRecordBytes(id, bytes);
+      changed.emplace_back(id, std::move(lease));
     } else {
       // Changed under the lease (its outcome landed after all) or unreadable: the attempt's
       // outcome write now fails its compare-and-set, and the disk's version stands.
-      dropped.emplace_back(id, std::nullopt);
+      changed.emplace_back(id, std::nullopt);
     }
   }
   counters_.Apply(moves.memory_only);
-  leases_.Update(std::move(dropped));
+  leases_.Update(std::move(changed));
   hooks_.health->Clear(since);
   return Status::Ok();
 }
@@ -145,6 +148,9 @@ Result<Delivery> RocksQueueStore::MoveCorruptToDead(const std::string& id,
   std::string bytes;
   std::string problem;
   rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), cf(Family::kJobs), id, &bytes);
+  // Counted as found: a record damaged at rest was counted at the size it was written with, so
+  // its tenant's stored bytes then differ from a scan by the damage (docs/storage.md).
+  const uint64_t found_bytes = rs.ok() ? StoredRecordBytes(id, bytes) : 0;
   if (rs.IsNotFound()) {
     problem = "no record behind its index entry";
   } else if (!rs.ok()) {
@@ -202,9 +208,9 @@ Result<Delivery> RocksQueueStore::MoveCorruptToDead(const std::string& id,
   w.Delete(Family::kDest, DestIndexKey(stored_key, id));
   if (state) {
     before.state = *state;
-    Stage(w, &before, &after);
+    Stage(w, &before, &after, found_bytes);
   } else {
-    Stage(w, nullptr, &after);  // no state entry: it was counted nowhere we can tell
+    Stage(w, nullptr, &after, found_bytes);  // no state entry: it was counted nowhere we can tell
   }
   if (Status s = Commit(SyncedWrite(), w, fmt::format("move corrupt delivery {} to dead", id));
       !s.ok()) {

@@ -108,6 +108,7 @@ Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy,
     DeliveryState state;
     std::string key;  // the retention entry
     Delivery record;
+    uint64_t bytes = 0;  // the record's StoredRecordBytes
   };
   std::vector<Expired> records;
   // The cursors once the write succeeded: the last key scanned of each class.
@@ -137,7 +138,8 @@ Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy,
       if (!ParseDoneKey(key, key_tag, finished_ms, id)) {
         continue;
       }
-      Result<Delivery> d = Read(id);
+      uint64_t bytes = 0;
+      Result<Delivery> d = Read(id, &bytes);
       if (!d && d.error().code() == Status::Code::kNotFound) {
         continue;  // purged since the scan
       }
@@ -149,7 +151,7 @@ Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy,
         // holds `max` small records whatever the payload cap.
         std::string().swap(d->payload);
         std::vector<Attempt>().swap(d->history);
-        records.push_back({state, std::move(key), std::move(*d)});
+        records.push_back({state, std::move(key), std::move(*d), bytes});
       }
     }
   }
@@ -213,7 +215,7 @@ Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy,
     if (Status s = StageReleaseIdem(w, e.record); !s.ok()) {
       return s;
     }
-    Stage(w, &e.record, nullptr);
+    Stage(w, &e.record, nullptr, e.bytes);
     ++CountOf(removed, e.state);
   }
   for (const auto& [key, id] : idem_ids) {
@@ -282,7 +284,8 @@ Status RocksQueueStore::Purge(const std::string& id) {
     return s;
   }
   std::lock_guard<std::mutex> lock(IdStripe(id));
-  Result<Delivery> d = ReadCurrent(id);
+  uint64_t bytes = 0;
+  Result<Delivery> d = ReadCurrent(id, &bytes);
   if (!d) {
     return d.error();
   }
@@ -294,7 +297,7 @@ Status RocksQueueStore::Purge(const std::string& id) {
   if (Status s = StageReleaseIdem(w, *d); !s.ok()) {
     return s;
   }
-  Stage(w, &*d, nullptr);
+  Stage(w, &*d, nullptr, bytes);
   return Commit(SyncedWrite(), w, fmt::format("purge delivery {}", id));
 }
 
@@ -353,7 +356,7 @@ Status RocksQueueStore::MigrateFromFormat3() {
   }
   rocksdb::WriteBatch batch;
   batch.DeleteRange(cf(Family::kDone), std::string(1, '\x00'), std::string(1, '\x04'));
-  batch.Put(cf(Family::kMeta), std::string(kFormatKey), std::string(kFormatValue));
+  batch.Put(cf(Family::kMeta), std::string(kFormatKey), std::string(kFormat4));
   return FromRocks(WriteBatchToRocks(*db_, SyncedWrite(), batch),
                    "migrate store from format 3 to 4");
 }

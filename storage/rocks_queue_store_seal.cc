@@ -53,9 +53,9 @@ Result<size_t> RocksQueueStore::SealDestinations() {
     }
     return size_t{0};
   }
-  // Every record, in batches: one record's new bytes, index entry and counter moves go in one
-  // batch, so a crash midway leaves each record either as it was or sealed, and the next open
-  // goes on from there.
+  // Every record, in batches: one record's new bytes, index entry and counter moves (its stored
+  // bytes grow by the seal) go in one batch, so a crash midway leaves each record either as it
+  // was or sealed, and the next open goes on from there.
   constexpr size_t kBatch = 10'000;
   rocksdb::WriteBatch batch;
   size_t staged = 0;
@@ -95,7 +95,11 @@ Result<size_t> RocksQueueStore::SealDestinations() {
       plain_counters.insert(DestCountKey(plain_key, d->state));
       batch.Merge(cf(Family::kMeta), DestCountKey(stored_key, d->state), EncodeCounterDelta(1));
     }
-    batch.Put(cf(Family::kJobs), it->key(), EncodeDelivery(*d, stored));
+    const std::string record = EncodeDelivery(*d, stored);
+    const int64_t grown =
+        static_cast<int64_t>(record.size()) - static_cast<int64_t>(it->value().size());
+    batch.Merge(cf(Family::kMeta), StoredBytesKey(d->tenant), EncodeCounterDelta(grown));
+    batch.Put(cf(Family::kJobs), it->key(), record);
     ++sealed;
     if (++staged == kBatch) {
       if (Status s = flush(); !s.ok()) {

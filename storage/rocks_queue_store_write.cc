@@ -89,7 +89,7 @@ Result<std::vector<Result<EnqueueResult>>> RocksQueueStore::EnqueueBatch(
       }
     }
     Delivery d = MakeDelivery(in, now_ms);
-    Stage(w, nullptr, &d);
+    Stage(w, nullptr, &d, 0);
     if (!d.idempotency_key.empty()) {
       std::string key = IdemKey(d.tenant, d.idempotency_key);
       w.Put(Family::kIdem, key, d.id);
@@ -128,7 +128,9 @@ Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
   // the disk keeps saying what it said before (the lease's disk_*), and the next change of the
   // id writes the move from there, so a lease and its outcome cost one write.
   struct Tracked {
-    Lease v;                  // v.delivery: the newest version; disk_* valid while `leased`
+    // v.delivery: the newest version; v.disk_bytes: the size of the record on disk once this
+    // batch is written; the other disk_* valid while `leased`.
+    Lease v;
     bool leased = false;      // v.delivery is a lease, not on disk
     bool was_leased = false;  // the id was leased before this batch
   };
@@ -141,7 +143,7 @@ Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
       if (std::optional<Lease> lease = leases_.Find(id)) {
         t.v = std::move(*lease);
         t.leased = t.was_leased = true;
-      } else if (Result<Delivery> d = Read(id); d) {
+      } else if (Result<Delivery> d = Read(id, &t.v.disk_bytes); d) {
         t.v.delivery = std::move(*d);
       } else {
         results.push_back(std::move(d));
@@ -165,10 +167,10 @@ Result<std::vector<Result<Delivery>>> RocksQueueStore::ApplyBatch(
     } else if (t.leased) {
       const Delivery disk = t.v.DiskVersion();
       StageInMemory(w, current, disk);
-      Stage(w, &disk, &after);
+      t.v.disk_bytes = Stage(w, &disk, &after, t.v.disk_bytes);
       t.leased = false;
     } else {
-      Stage(w, &current, &after);
+      t.v.disk_bytes = Stage(w, &current, &after, t.v.disk_bytes);
     }
     current = std::move(after);
     results.emplace_back(current);
@@ -238,21 +240,28 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
     locks.Add(IdStripe(id));
   }
   locks.LockAll();
-  std::vector<Delivery> due;
+  struct Due {
+    Delivery d;
+    uint64_t disk_bytes = 0;  // StoredRecordBytes of the record read
+  };
+  std::vector<Due> due;
   for (const std::string& id : ids) {
     if (leases_.Contains(id)) {
       continue;  // leased since the scan
     }
-    Result<Delivery> d = Read(id);
+    uint64_t bytes = 0;
+    Result<Delivery> d = Read(id, &bytes);
     if (!d) {
       return d.error();
     }
     if (IsWaiting(d->state) && d->next_attempt_ms <= now_ms) {  // else changed since the scan
-      due.push_back(std::move(*d));
+      due.push_back({std::move(*d), bytes});
     }
   }
   // Earliest due first; a queued and a deferred delivery due at the same time go in id order.
-  std::sort(due.begin(), due.end(), [](const Delivery& a, const Delivery& b) {
+  std::sort(due.begin(), due.end(), [](const Due& x, const Due& y) {
+    const Delivery& a = x.d;
+    const Delivery& b = y.d;
     return a.next_attempt_ms != b.next_attempt_ms ? a.next_attempt_ms < b.next_attempt_ms
                                                   : a.id < b.id;
   });
@@ -262,13 +271,13 @@ Result<std::vector<Delivery>> RocksQueueStore::LeaseDue(int64_t now_ms, size_t m
   std::vector<Delivery> leased;
   PendingWrite w;
   const StateChange change{.to = DeliveryState::kInFlight, .at_ms = now_ms};
-  for (Delivery& d : due) {
+  for (auto& [d, disk_bytes] : due) {
     Delivery before = d;
     if (Status s = ApplyChange(change, options_.history_limit, d); !s.ok()) {
       return s;
     }
     StageInMemory(w, before, d);
-    w.leases.emplace_back(d.id, Lease{d, before.state, before.next_attempt_ms});
+    w.leases.emplace_back(d.id, Lease{d, before.state, before.next_attempt_ms, disk_bytes});
     leased.push_back(std::move(d));
   }
   if (Status s = Commit(SyncedWrite(), w, "lease due deliveries"); !s.ok()) {

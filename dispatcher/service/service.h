@@ -89,6 +89,13 @@ struct ServiceOptions {
   DeliveryLoop::Options loop;
   // A tenant with this many unfinished deliveries gets 429 at intake. Default: 100,000.
   uint64_t backlog_watermark = 100'000;
+  // A tenant whose delivery records take this many bytes in the store (QueueStore::
+  // TenantStoredBytes), or would with the request's, gets 429 storage_quota_exceeded at intake
+  // (server.tenant_max_stored_bytes); 0: no bound. Default: 0.
+  uint64_t max_stored_bytes = 0;
+  // Each tenant's own bound ([tenants.<t>] max_stored_bytes), over max_stored_bytes. Default:
+  // none.
+  std::map<std::string, uint64_t> tenant_max_stored_bytes;
   // Tenants' credentials from the config: (tenant, credential).
   std::vector<std::pair<std::string, adapters::Credential>> credentials;
   // The config credentials given by reference (token_file, secret_env, ...): read again by

@@ -46,12 +46,16 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   o.loop.destination_idle = config.server.destination_idle;
   o.loop.discord_invalid_requests.threshold = config.server.discord_invalid_request_stop;
   o.backlog_watermark = config.server.tenant_backlog_watermark;
+  o.max_stored_bytes = config.server.tenant_max_stored_bytes;
   o.retention = ToRetentionOptions(config);
   o.shared_budgets = ToSharedBudgetOptions(config);
   for (const auto& [tenant, t] : config.tenants) {
     o.tenant_weights.emplace_back(tenant, t.weight);
     if (t.max_in_flight > 0) {
       o.tenant_max_in_flight.emplace_back(tenant, t.max_in_flight);
+    }
+    if (t.max_stored_bytes > 0) {
+      o.tenant_max_stored_bytes.emplace(tenant, t.max_stored_bytes);
     }
     for (const std::string& digest : t.api_key_digests) {
       o.auth.api_keys.emplace_back(tenant, digest);

@@ -100,11 +100,13 @@ TEST(ServiceOptionsFromConfigTest, WholeServiceOptions) {
   config.server.max_payload_bytes = 4096;
   config.server.batch_max_items = 12;
   config.server.tenant_backlog_watermark = 77;
+  config.server.tenant_max_stored_bytes = 1'000'000;
   config.budget(BudgetName::kWebhookDestination) = Budget{20, 1000, 2};
   config.transport.user_agent = "ua/2";
   config.tenants["acme"].weight = 3;
   config.tenants["acme"].credentials["hooks"] = {.name = "hooks", .platform = "webhook"};
   config.tenants["globex"].weight = 1;
+  config.tenants["globex"].max_stored_bytes = 5000;
   const ServiceOptions o = ServiceOptionsFromConfig(config);
   EXPECT_EQ(o.http.listen, (HostPort{.host = "localhost", .port = 9000}));
   EXPECT_EQ(o.admin_token, "admin-secret");
@@ -112,6 +114,8 @@ TEST(ServiceOptionsFromConfigTest, WholeServiceOptions) {
   EXPECT_EQ(o.intake.max_payload_bytes, 4096u);
   EXPECT_EQ(o.intake.max_batch_items, 12u);
   EXPECT_EQ(o.backlog_watermark, 77u);
+  EXPECT_EQ(o.max_stored_bytes, 1'000'000u);
+  EXPECT_EQ(o.tenant_max_stored_bytes, (std::map<std::string, uint64_t>{{"globex", 5000}}));
   EXPECT_EQ(o.transport.user_agent, "ua/2");
   ASSERT_EQ(o.budget_defaults.size(), static_cast<size_t>(pacing::kBudgetNameCount));
   for (const auto& [name, budget] : o.budget_defaults) {

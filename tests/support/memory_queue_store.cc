@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "storage/delivery_codec.h"
 #include "storage/state_machine.h"
 
 namespace egress::storage {
@@ -309,6 +310,27 @@ Result<std::vector<GroupCounts>> MemoryQueueStore::BacklogByTenantPlatform() {
 }
 
 Result<StateCounts> MemoryQueueStore::ScanCounts() { return Counts(); }
+
+Result<uint64_t> MemoryQueueStore::TenantStoredBytes(const std::string& tenant) {
+  Result<std::map<std::string, uint64_t>> bytes = ScanStoredBytes();
+  if (!bytes) {
+    return bytes.error();
+  }
+  auto it = bytes->find(tenant);
+  return it == bytes->end() ? uint64_t{0} : it->second;
+}
+
+Result<std::map<std::string, uint64_t>> MemoryQueueStore::ScanStoredBytes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  std::map<std::string, uint64_t> bytes;
+  for (const auto& [id, d] : deliveries_) {
+    bytes[d.tenant] += id.size() + EncodeDelivery(d).size();
+  }
+  return bytes;
+}
 
 Result<PurgeCounts> MemoryQueueStore::PurgeExpired(const RetentionPolicy& policy, int64_t now_ms,
                                                    size_t max) {

@@ -21,9 +21,9 @@ namespace egress::storage {
 //
 // Implemented: Enqueue, EnqueueBatch, Get, Apply, ApplyBatch, LeaseDue, ListDestinations,
 // PendingFor, MoveCorruptToDead, Counts, TenantBacklog, DestinationCounts,
-// BacklogByTenantPlatform, ScanCounts,
-// PurgeExpired, Purge, Stats, Health, Recover, PutSetting, ListSettings, Close. Not
-// implemented: List (FailedPrecondition).
+// BacklogByTenantPlatform, ScanCounts, TenantStoredBytes and ScanStoredBytes (each record's id
+// and EncodeDelivery bytes, summed on every call), PurgeExpired, Purge, Stats, Health, Recover,
+// PutSetting, ListSettings, Close. Not implemented: List (FailedPrecondition).
 //
 // Faults are injected as leveldb's SpecialEnv does, by setting fields: the next calls fail as a
 // whole, with nothing applied. Thread-safe (one mutex), like every QueueStore.
@@ -51,6 +51,8 @@ class MemoryQueueStore final : public QueueStore {
       const std::vector<std::string>& destination_keys) override;
   Result<std::vector<GroupCounts>> BacklogByTenantPlatform() override;
   Result<StateCounts> ScanCounts() override;
+  Result<uint64_t> TenantStoredBytes(const std::string& tenant) override;
+  Result<std::map<std::string, uint64_t>> ScanStoredBytes() override;
   Result<PurgeCounts> PurgeExpired(const RetentionPolicy& policy, int64_t now_ms,
                                    size_t max) override;
   Status Purge(const std::string& id) override;

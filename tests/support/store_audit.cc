@@ -61,12 +61,14 @@ std::vector<std::string> AuditStore(const std::string& path) {
     }
   };
   std::map<std::string, Delivery> records;
+  std::map<std::string, int64_t> stored_bytes;  // by tenant
   each(Family::kJobs, [&](std::string id, std::string value) {
     Result<Delivery> d = DecodeDelivery(value);
     if (!d) {
       problems.push_back(fmt::format("record {}: {}", id, d.error().ToString()));
       return;
     }
+    stored_bytes[d->tenant] += static_cast<int64_t>(StoredRecordBytes(id, value));
     records.emplace(std::move(id), std::move(*d));
   });
   std::set<Entry> expected;
@@ -133,6 +135,35 @@ std::vector<std::string> AuditStore(const std::string& path) {
     if (stored != counted[state]) {
       problems.push_back(
           fmt::format("counter of {} is {}, records {}", StateName(state), stored, counted[state]));
+    }
+  }
+  // Every stored-bytes counter, against the records of its tenant.
+  std::map<std::string, int64_t> counters;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db->NewIterator(rocksdb::ReadOptions(), handles[static_cast<size_t>(Family::kMeta)]));
+    const rocksdb::Slice prefix(kStoredBytesPrefix.data(), kStoredBytesPrefix.size());
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      const int64_t n = DecodeCounter(it->value().ToStringView());
+      if (n != 0) {
+        counters.emplace(it->key().ToString().substr(prefix.size()), n);
+      }
+    }
+  }
+  std::erase_if(stored_bytes, [](const auto& kv) { return kv.second == 0; });
+  if (counters != stored_bytes) {
+    for (const auto& [tenant, n] : stored_bytes) {
+      if (auto it = counters.find(tenant); it == counters.end() || it->second != n) {
+        problems.push_back(fmt::format("stored bytes of tenant {} are {}, records {}",
+                                       Printable(tenant), it == counters.end() ? 0 : it->second,
+                                       n));
+      }
+    }
+    for (const auto& [tenant, n] : counters) {
+      if (!stored_bytes.contains(tenant)) {
+        problems.push_back(
+            fmt::format("stored bytes of tenant {} are {}, no records", Printable(tenant), n));
+      }
     }
   }
   for (rocksdb::ColumnFamilyHandle* h : handles) {

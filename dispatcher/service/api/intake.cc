@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "dispatcher/service/api/intake_limiter.h"
 #include "dispatcher/service/credential_book.h"
 #include "dispatcher/service/service.h"
+#include "storage/delivery_codec.h"
 
 namespace egress::service {
 namespace {
@@ -33,17 +35,40 @@ using nlohmann::json;
 
 // ---- Shared by both routes ----
 
+// The body of a 429 of the backpressure contract (docs/api.md): the error, its message, when to
+// retry, and the error's own `fields`.
+json TooManyBody(std::string_view error, std::string message, int64_t retry_ms,
+                 json fields = json::object()) {
+  json body = {{"error", error}, {"message", std::move(message)}, {"retry_after_ms", retry_ms}};
+  body.update(fields);
+  return body;
+}
+
+// A 429 of the backpressure contract: TooManyBody with Retry-After (whole seconds, rounded up).
+// Callers add their rate-limit headers.
+HttpResponse TooMany(std::string_view error, std::string message, int64_t retry_ms,
+                     json fields = json::object()) {
+  HttpResponse res =
+      JsonResponse(429, TooManyBody(error, std::move(message), retry_ms, std::move(fields)));
+  res.set("Retry-After", std::to_string((retry_ms + 999) / 1000));
+  return res;
+}
+
+// A batch item's 429, as the batch answer lists it: TooManyBody with "status".
+std::string TooManyItem(std::string_view error, std::string message, int64_t retry_ms,
+                        json fields = json::object()) {
+  json body = TooManyBody(error, std::move(message), retry_ms, std::move(fields));
+  body["status"] = 429;
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 // The 429 of the backpressure contract, with every header.
 HttpResponse Throttled(const IntakeLimiter::Decision& d, WallTime now, std::string_view why) {
   const int64_t retry_ms = std::max<int64_t>(1, d.retry_after.count());
-  const int64_t retry_s = (retry_ms + 999) / 1000;
   const int64_t reset_s = (d.reset_after.count() + 999) / 1000;
   const int64_t window_s = std::max<int64_t>(1, (d.budget.scale_ms + 999) / 1000);
   HttpResponse res =
-      JsonResponse(429, {{"error", "rate_limited"},
-                         {"message", fmt::format("tenant is over its {}; retry later", why)},
-                         {"retry_after_ms", retry_ms}});
-  res.set("Retry-After", std::to_string(retry_s));
+      TooMany("rate_limited", fmt::format("tenant is over its {}; retry later", why), retry_ms);
   res.set("X-RateLimit-Limit", std::to_string(d.budget.limit));
   res.set("X-RateLimit-Remaining", std::to_string(d.remaining));
   res.set("X-RateLimit-Reset",
@@ -81,15 +106,11 @@ std::string QuotaMessage(const QuotaBook::Denial& d, bool never) {
 // quota (RateLimit-Policy's w: the window in seconds).
 HttpResponse QuotaExceeded(const QuotaBook::Denial& d, WallTime now) {
   const auto [retry_ms, never] = RetryOf(d);
-  const int64_t retry_s = (retry_ms + 999) / 1000;
   const int64_t reset_s = (d.decision.reset_after_ms + 999) / 1000;
   const int64_t window_s = (d.quota.config.window.count() + 999) / 1000;
   const int64_t remaining = std::max<int64_t>(0, d.quota.config.limit - d.decision.used);
-  HttpResponse res = JsonResponse(429, {{"error", "quota_exceeded"},
-                                        {"message", QuotaMessage(d, never)},
-                                        {"quota", d.quota.name},
-                                        {"retry_after_ms", retry_ms}});
-  res.set("Retry-After", std::to_string(retry_s));
+  HttpResponse res =
+      TooMany("quota_exceeded", QuotaMessage(d, never), retry_ms, {{"quota", d.quota.name}});
   res.set("X-RateLimit-Limit", std::to_string(d.quota.config.limit));
   res.set("X-RateLimit-Remaining", std::to_string(remaining));
   res.set("X-RateLimit-Reset",
@@ -105,12 +126,7 @@ HttpResponse QuotaExceeded(const QuotaBook::Denial& d, WallTime now) {
 // A batch item's quota refusal, as the batch answer lists it.
 std::string QuotaRefusalText(const QuotaBook::Denial& d) {
   const auto [retry_ms, never] = RetryOf(d);
-  return json{{"error", "quota_exceeded"},
-              {"message", QuotaMessage(d, never)},
-              {"quota", d.quota.name},
-              {"retry_after_ms", retry_ms},
-              {"status", 429}}
-      .dump(-1, ' ', false, json::error_handler_t::replace);
+  return TooManyItem("quota_exceeded", QuotaMessage(d, never), retry_ms, {{"quota", d.quota.name}});
 }
 
 void CountQuotaRejection(Service& s, const std::string& tenant, const QuotaBook::Denial& d) {
@@ -120,14 +136,51 @@ void CountQuotaRejection(Service& s, const std::string& tenant, const QuotaBook:
 
 // A tenant at its cap of requests in flight (TenantRequestSlots).
 HttpResponse TooManyInFlight(size_t cap) {
-  HttpResponse res = JsonResponse(
-      429, {{"error", "rate_limited"},
-            {"message", fmt::format("tenant has {} intake requests waiting for their write; retry "
-                                    "when some are answered",
-                                    cap)},
-            {"retry_after_ms", 1000}});
-  res.set("Retry-After", "1");
-  return res;
+  return TooMany("rate_limited",
+                 fmt::format("tenant has {} intake requests waiting for their write; retry when "
+                             "some are answered",
+                             cap),
+                 1000);
+}
+
+// A tenant's bound of stored bytes ([tenants.<t>] max_stored_bytes, else
+// server.tenant_max_stored_bytes); 0: none.
+uint64_t StoredBytesBound(const ServiceOptions& options, const std::string& tenant) {
+  auto it = options.tenant_max_stored_bytes.find(tenant);
+  return it != options.tenant_max_stored_bytes.end() ? it->second : options.max_stored_bytes;
+}
+
+// Why a tenant is refused for its stored bytes: what it has stored and its bound. Retry after
+// StorageRetryMs: the next retention pass is the soonest its finished records can go.
+struct StorageRefusal {
+  uint64_t stored = 0;
+  uint64_t bound = 0;
+};
+std::string StorageMessage(const StorageRefusal& r) {
+  return fmt::format(
+      "tenant's deliveries take {} bytes in the store, its bound is {}; retry once retention "
+      "has removed finished ones",
+      r.stored, r.bound);
+}
+int64_t StorageRetryMs(const ServiceOptions& options) {
+  return std::max<int64_t>(1000, options.retention.interval.count());
+}
+json StorageFields(const StorageRefusal& r) {
+  return {{"stored_bytes", r.stored}, {"max_stored_bytes", r.bound}};
+}
+
+// The most bytes `parts` add to the store (EnqueuedBytesBound of each).
+uint64_t IncomingBytes(std::span<const storage::NewDelivery> parts) {
+  uint64_t n = 0;
+  for (const storage::NewDelivery& part : parts) {
+    n += storage::EnqueuedBytesBound(part);
+  }
+  return n;
+}
+
+// Whether `incoming` bytes fit under `bound` (0: no bound) over the `stored` ones.
+bool FitsStorage(uint64_t stored, uint64_t incoming, uint64_t bound) {
+  return bound == 0 || (stored < bound && incoming <= bound - stored);
 }
 
 // The store's refusal; a 503 carries Retry-After, and has the store's health looked at now (a
@@ -242,18 +295,28 @@ struct EnqueueOutcome {
   // One result per part (a LINE multicast over 500 recipients is several deliveries).
   Result<std::vector<Result<storage::EnqueueResult>>> results = Status::Unavailable("not run");
   bool over_backlog = false;
+  std::optional<StorageRefusal> over_storage;
   std::string state;  // the first part's state when it was already stored
 };
 
-// Stores the parts of one request in one synced write (unless the tenant is over its backlog).
+// Stores the parts of one request in one synced write (unless the tenant is over its backlog,
+// or its stored bytes would pass `storage_bound`).
 EnqueueOutcome EnqueueParts(storage::QueueStore& store,
                             const std::vector<storage::NewDelivery>& parts, int64_t now_ms,
-                            uint64_t watermark) {
+                            uint64_t watermark, uint64_t storage_bound) {
   EnqueueOutcome out;
   auto backlog = store.TenantBacklog(parts.front().tenant);
   if (backlog && *backlog >= watermark) {
     out.over_backlog = true;
     return out;
+  }
+  if (storage_bound > 0) {
+    // A store that cannot say lets the parts through: the write meets the same fault.
+    auto stored = store.TenantStoredBytes(parts.front().tenant);
+    if (stored && !FitsStorage(*stored, IncomingBytes(parts), storage_bound)) {
+      out.over_storage = StorageRefusal{*stored, storage_bound};
+      return out;
+    }
   }
   if (parts.size() == 1) {
     Result<storage::EnqueueResult> one = store.Enqueue(parts.front(), now_ms);
@@ -352,16 +415,66 @@ void DropDenied(const std::map<std::string, IntakeLimiter::Decision>& denied,
 }
 
 // A batch on its way to the store: its parts (`slots[k]` names the item of `pending[k]`), the
-// refusals so far by item, and the tenants refused for their backlog with their part counts.
+// refusals so far by item, the tenants refused for their backlog and for their stored bytes with
+// their part counts, and the bounds of stored bytes of its tenants that have one.
 struct BatchWrite {
   std::vector<storage::NewDelivery> pending;
   std::vector<size_t> slots;
   std::vector<std::string> refused;
   std::map<std::string, int64_t> over_backlog;
+  std::map<std::string, int64_t> over_storage;
+  std::map<std::string, uint64_t> storage_bounds;
+  int64_t storage_retry_ms = 1000;
 };
 
+// On the storage pool: refuses, item by item in order, those whose parts would take their
+// tenant's stored bytes past its bound (429 storage_quota_exceeded, as a single intake); the
+// items before them that fit count towards it.
+void DropOverStorage(storage::QueueStore& store, BatchWrite& write) {
+  std::map<std::string, std::optional<uint64_t>> stored;  // by tenant, with the items kept
+  size_t kept = 0;
+  for (size_t k = 0; k < write.pending.size();) {
+    size_t end = k + 1;
+    while (end < write.pending.size() && write.slots[end] == write.slots[k]) {
+      ++end;  // the item's other parts (one tenant)
+    }
+    const std::string tenant = write.pending[k].tenant;
+    const auto bound = write.storage_bounds.find(tenant);
+    bool fits = true;
+    if (bound != write.storage_bounds.end()) {
+      auto it = stored.find(tenant);
+      if (it == stored.end()) {
+        auto n = store.TenantStoredBytes(tenant);  // an error lets the items through
+        it = stored.emplace(tenant, n ? std::optional<uint64_t>(*n) : std::nullopt).first;
+      }
+      const uint64_t incoming = IncomingBytes(std::span(write.pending).subspan(k, end - k));
+      if (it->second && !FitsStorage(*it->second, incoming, bound->second)) {
+        fits = false;
+        const StorageRefusal r{*it->second, bound->second};
+        write.refused[write.slots[k]] = TooManyItem("storage_quota_exceeded", StorageMessage(r),
+                                                    write.storage_retry_ms, StorageFields(r));
+        write.over_storage[tenant] += static_cast<int64_t>(end - k);
+      } else if (it->second) {
+        *it->second += incoming;
+      }
+    }
+    for (; k < end; ++k) {
+      if (fits) {
+        if (kept != k) {
+          write.pending[kept] = std::move(write.pending[k]);
+          write.slots[kept] = write.slots[k];
+        }
+        ++kept;
+      }
+    }
+  }
+  write.pending.resize(kept);
+  write.slots.resize(kept);
+}
+
 // On the storage pool: refuses the items of every tenant at or over its backlog watermark (429
-// rate_limited, retry in 1 s, as a single intake), then writes the rest in one synced batch.
+// rate_limited, retry in 1 s, as a single intake) and those over their tenant's bound of stored
+// bytes (DropOverStorage), then writes the rest in one synced batch.
 Result<std::vector<Result<storage::EnqueueResult>>> WriteBatch(storage::QueueStore& store,
                                                                BatchWrite& write, int64_t now_ms,
                                                                uint64_t watermark) {
@@ -385,6 +498,9 @@ Result<std::vector<Result<storage::EnqueueResult>>> WriteBatch(storage::QueueSto
       }
     }
     DropDenied(full, write.pending, write.slots, write.refused);
+  }
+  if (!write.storage_bounds.empty()) {
+    DropOverStorage(store, write);
   }
   if (write.pending.empty()) {
     return std::vector<Result<storage::EnqueueResult>>{};
@@ -560,11 +676,12 @@ void CreateDelivery(Service& s, const HttpRequest& request, const TenantScope& s
   }
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
   const uint64_t watermark = s.options().backlog_watermark;
+  const uint64_t storage_bound = StoredBytesBound(s.options(), tenant);
   auto shared = std::make_shared<const std::vector<storage::NewDelivery>>(std::move(*parts));
   OnStore(
       s,
-      [shared, now_ms, watermark](storage::QueueStore& store) {
-        return EnqueueParts(store, *shared, now_ms, watermark);
+      [shared, now_ms, watermark, storage_bound](storage::QueueStore& store) {
+        return EnqueueParts(store, *shared, now_ms, watermark, storage_bound);
       },
       [&s, shared, now_ms, decision, slot = std::move(slot), reserved = std::move(reserved),
        respond = std::move(respond)](EnqueueOutcome out) {
@@ -575,6 +692,13 @@ void CreateDelivery(Service& s, const HttpRequest& request, const TenantScope& s
           IntakeLimiter::Decision full = decision;
           full.retry_after = Millis(1000);
           respond(Throttled(full, s.clock().WallNow(), "backlog watermark"));
+          return;
+        }
+        if (out.over_storage) {
+          s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", shared->front().tenant},
+                                                         {"reason", "storage_quota_exceeded"}});
+          respond(TooMany("storage_quota_exceeded", StorageMessage(*out.over_storage),
+                          StorageRetryMs(s.options()), StorageFields(*out.over_storage)));
           return;
         }
         if (!out.results) {
@@ -694,6 +818,12 @@ void CreateBatch(Service& s, const HttpRequest& request, const TenantScope& scop
   write->pending = std::move(*pending);
   write->slots = std::move(slots);
   write->refused = std::move(refused);
+  for (const auto& [tenant, n] : per_tenant) {
+    if (const uint64_t bound = StoredBytesBound(s.options(), tenant); bound > 0) {
+      write->storage_bounds.emplace(tenant, bound);
+    }
+  }
+  write->storage_retry_ms = StorageRetryMs(s.options());
   OnStore(
       s,
       [write, now_ms, watermark](storage::QueueStore& store) {
@@ -704,6 +834,11 @@ void CreateBatch(Service& s, const HttpRequest& request, const TenantScope& scop
         s.quotas().Release(reserved);
         for (const auto& [tenant, n] : write->over_backlog) {
           s.metrics().Inc(CounterId::kIntakeRejections, {{"tenant", tenant}, {"reason", "backlog"}},
+                          static_cast<double>(n));
+        }
+        for (const auto& [tenant, n] : write->over_storage) {
+          s.metrics().Inc(CounterId::kIntakeRejections,
+                          {{"tenant", tenant}, {"reason", "storage_quota_exceeded"}},
                           static_cast<double>(n));
         }
         if (!stored) {
