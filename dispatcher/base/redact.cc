@@ -1,6 +1,9 @@
 #include "dispatcher/base/redact.h"
 
+#include <algorithm>
 #include <array>
+
+#include "dispatcher/base/hex.h"
 
 namespace egress {
 namespace {
@@ -66,12 +69,20 @@ void AppendVisible(std::string& out, char c) {
 //   - Telegram bot tokens, a segment bot<digits>:<secret> (api.telegram.org/bot<token>/<method>);
 //   - Mattermost incoming webhooks, hooks/<26 lowercase letters and digits> as the last segment,
 //     and Rocket.Chat's, hooks/<id>/<token>: the rest of the path after hooks/.
+//
+// Names are compared as a receiver may read them: percent-escapes decoded, ASCII case folded, a
+// ";params" suffix dropped, empty segments ("//") passed over.
 constexpr std::array<std::string_view, 5> kSecretRestSegments = {
-    "services", "workflows", "triggers", "webhookb2", "IncomingWebhook"};
+    "services", "workflows", "triggers", "webhookb2", "incomingwebhook"};
+
+// The longest segment name read (the names above, and "bot" with a bot id and ':').
+constexpr size_t kMaxName = 40;
+
+bool IsSegmentEnd(char c) { return c == '/' || c == '?' || c == '#'; }
 
 // Where the path segment starting at `at` ends: at '/', '?', '#' or `end`.
 size_t SegmentEnd(std::string_view text, size_t at, size_t end) {
-  while (at < end && text[at] != '/' && text[at] != '?' && text[at] != '#') {
+  while (at < end && !IsSegmentEnd(text[at])) {
     ++at;
   }
   return at;
@@ -85,6 +96,39 @@ size_t PathEnd(std::string_view text, size_t at, size_t end) {
   return at;
 }
 
+// The first non-empty segment from `at` (past any '/'), or `end` when the path ends first.
+size_t NextSegment(std::string_view text, size_t at, size_t end) {
+  while (at < end && text[at] == '/') {
+    ++at;
+  }
+  return at < end && !IsSegmentEnd(text[at]) ? at : end;
+}
+
+// A segment's name as compared: percent-escapes decoded, lowercase, up to ';', at most kMaxName
+// bytes (`whole`: the segment's name was read to its end). O(kMaxName).
+struct Name {
+  std::string text;
+  bool whole = false;
+};
+Name ReadName(std::string_view text, size_t at, size_t end) {
+  Name name;
+  while (at < end && !IsSegmentEnd(text[at]) && text[at] != ';') {
+    if (name.text.size() == kMaxName) {
+      return name;
+    }
+    char c = text[at];
+    if (c == '%' && at + 2 < end && HexDigitValue(text[at + 1]) >= 0 &&
+        HexDigitValue(text[at + 2]) >= 0) {
+      c = static_cast<char>(HexDigitValue(text[at + 1]) * 16 + HexDigitValue(text[at + 2]));
+      at += 2;
+    }
+    name.text.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
+    ++at;
+  }
+  name.whole = true;
+  return name;
+}
+
 bool AllOf(std::string_view s, bool (*pred)(char)) {
   for (char c : s) {
     if (!pred(c)) {
@@ -96,62 +140,72 @@ bool AllOf(std::string_view s, bool (*pred)(char)) {
 
 bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || IsDigit(c); }
 
-// A secret path part whose segment starts at `at` (the segment runs to SegmentEnd, the path to
-// PathEnd, never past `end`): appends what is shown of it to `out` and returns where the text
-// goes on; `at` when nothing there is secret.
+// "bot<digits>:" starts the name (Telegram's bot token).
+bool IsBotToken(std::string_view name) {
+  if (!name.starts_with("bot")) {
+    return false;
+  }
+  size_t j = 3;
+  while (j < name.size() && IsDigit(name[j])) {
+    ++j;
+  }
+  return j > 3 && j < name.size() && name[j] == ':';
+}
+
+void AppendVisibleText(std::string& out, std::string_view text);
+
+// A secret path part whose segment starts at `at` (never read past `end`): appends what is shown
+// of it to `out` and returns where the text goes on; `at` when nothing there is secret. Reads
+// O(kMaxName) unless a name matches, and then no more than it passes over (or the segments
+// after it, which the caller reads next in any case): linear in all.
 size_t RedactSecretPath(std::string_view text, size_t at, size_t end, std::string& out) {
+  const Name name = ReadName(text, at, end);
+  if (IsBotToken(name.text)) {
+    out += "bot";
+    out += kRedacted;
+    return SegmentEnd(text, at, end);
+  }
+  if (!name.whole) {
+    return at;
+  }
   const size_t seg_end = SegmentEnd(text, at, end);
-  const std::string_view seg = text.substr(at, seg_end - at);
-  // The segment after this one, when there is one and it is not empty.
-  const bool has_next =
-      seg_end + 1 < end && text[seg_end] == '/' && SegmentEnd(text, seg_end + 1, end) > seg_end + 1;
-  for (std::string_view name : kSecretRestSegments) {
-    if (seg == name && has_next) {
-      out.append(seg);
-      out.push_back('/');
-      out += kRedacted;
-      return PathEnd(text, seg_end, end);
+  const size_t next = NextSegment(text, seg_end, end);
+  if (next == end) {
+    return at;  // no segment after it
+  }
+  auto redact_rest = [&] {
+    AppendVisibleText(out, text.substr(at, next - at));
+    out += kRedacted;
+    return PathEnd(text, next, end);
+  };
+  for (std::string_view rest : kSecretRestSegments) {
+    if (name.text == rest) {
+      return redact_rest();
     }
   }
-  if (seg == "webhooks" && has_next) {
-    const size_t id_end = SegmentEnd(text, seg_end + 1, end);
-    const std::string_view id = text.substr(seg_end + 1, id_end - seg_end - 1);
-    if (AllOf(id, IsDigit) && id_end + 1 < end && text[id_end] == '/' &&
-        SegmentEnd(text, id_end + 1, end) > id_end + 1) {
-      out.append(text.substr(at, id_end + 1 - at));
+  const size_t next_end = SegmentEnd(text, next, end);
+  const size_t after_next = NextSegment(text, next_end, end);
+  if (name.text == "webhooks") {
+    const Name id = ReadName(text, next, end);
+    if (id.whole && AllOf(id.text, IsDigit) && after_next != end) {
+      AppendVisibleText(out, text.substr(at, after_next - at));
       out += kRedacted;
-      return SegmentEnd(text, id_end + 1, end);
+      return SegmentEnd(text, after_next, end);
     }
   }
-  if (seg == "hooks" && has_next) {
-    const size_t next_end = SegmentEnd(text, seg_end + 1, end);
-    const std::string_view next = text.substr(seg_end + 1, next_end - seg_end - 1);
-    const bool rocket = next_end + 1 < end && text[next_end] == '/' &&
-                        SegmentEnd(text, next_end + 1, end) > next_end + 1;
-    const bool mattermost = next.size() == 26 && AllOf(next, IsLowerAlnum) &&
-                            PathEnd(text, seg_end + 1, end) == next_end;
-    if (rocket || mattermost) {
-      out += "hooks/";
-      out += kRedacted;
-      return PathEnd(text, seg_end, end);
-    }
-  }
-  if (seg.starts_with("bot")) {
-    size_t j = 3;
-    while (j < seg.size() && IsDigit(seg[j])) {
-      ++j;
-    }
-    if (j > 3 && j < seg.size() && seg[j] == ':') {
-      out += "bot";
-      out += kRedacted;
-      return seg_end;
+  if (name.text == "hooks") {
+    const Name id = ReadName(text, next, end);
+    const bool mattermost = id.whole && id.text.size() == 26 && AllOf(id.text, IsLowerAlnum);
+    if (after_next != end || mattermost) {  // Rocket.Chat: <id>/<token>
+      return redact_rest();
     }
   }
   return at;
 }
 
 // RedactText, or with `whole_url` the text as one URL when it starts with one (a destination:
-// it ends where the text does, whatever bytes it holds).
+// it ends where the text does, whatever bytes it holds). Linear in the text: every scan ahead
+// (a URL's extent, its authority, a run of text) is made once and kept while the text is read.
 std::string Redact(std::string_view text, bool whole_url) {
   std::string out;
   out.reserve(text.size() + 8);
@@ -159,36 +213,59 @@ std::string Redact(std::string_view text, bool whole_url) {
   // Inside a URL (from its scheme to UrlEnd): its userinfo, query and fragment are redacted.
   size_t url_end = 0;
   size_t authority_end = 0;  // within the URL: where the host part ends (first '/', '?', '#')
+  // The next '/', '?' or '#' at or after delim_from (the URL's end, delim_bound, if none), and
+  // the last '@' between them (npos if none): kept while URLs nested in one
+  // ("https://https://u@x") are read.
+  size_t delim_from = 0;
+  size_t delim_at = 0;
+  size_t delim_bound = 0;
+  size_t last_at = std::string_view::npos;
+  bool delim_known = false;
+  size_t run_end = 0;  // outside URLs: where the current run of text ends (UrlEnd)
   while (i < text.size()) {
     const char c = text[i];
     // A URL starts: find its extent and its userinfo.
     if (StartsWithAt(text, i, "://")) {
-      url_end = whole_url ? text.size() : UrlEnd(text, i + 3);
+      if (whole_url) {
+        url_end = text.size();
+      } else if (i >= url_end) {
+        url_end = UrlEnd(text, i + 3);
+      }  // else nested in the URL being read: it ends where that one does
       size_t host = i + 3;
-      authority_end = host;
-      while (authority_end < url_end && text[authority_end] != '/' && text[authority_end] != '?' &&
-             text[authority_end] != '#') {
-        ++authority_end;
+      if (!delim_known || host < delim_from || host > delim_at || delim_bound != url_end) {
+        delim_from = host;
+        delim_at = host;
+        delim_bound = url_end;
+        last_at = std::string_view::npos;
+        while (delim_at < url_end && !IsSegmentEnd(text[delim_at])) {
+          if (text[delim_at] == '@') {
+            last_at = delim_at;
+          }
+          ++delim_at;
+        }
+        delim_known = true;
       }
+      authority_end = delim_at;
       out += "://";
-      const size_t at = text.substr(host, authority_end - host).rfind('@');
-      if (at != std::string_view::npos) {
+      if (last_at != std::string_view::npos && last_at >= host && last_at < authority_end) {
         out += kRedacted;
-        host += at;  // from the '@'
+        host = last_at;  // from the '@'
       }
       i = host;
       continue;
     }
     const bool in_url = i < url_end;
     if (in_url && i >= authority_end && (c == '?' || c == '&' || c == ';')) {
-      // A query parameter: its name stays, its value goes.
+      // A query parameter: its name stays, its value goes; an item without '=' goes whole (it
+      // may be the secret itself: "?<token>").
       out.push_back(c);
       ++i;
+      const size_t name = i;
       while (i < url_end && text[i] != '=' && text[i] != '&' && text[i] != '#') {
-        AppendVisible(out, text[i]);
         ++i;
       }
       if (i < url_end && text[i] == '=') {
+        AppendVisibleText(out, text.substr(name, i - name));
         out.push_back('=');
         ++i;
         size_t value = i;
@@ -198,6 +275,8 @@ std::string Redact(std::string_view text, bool whole_url) {
         if (i > value) {
           out += kRedacted;
         }
+      } else if (i > name) {
+        out += kRedacted;
       }
       continue;
     }
@@ -209,12 +288,20 @@ std::string Redact(std::string_view text, bool whole_url) {
       i = url_end;
       continue;
     }
-    // A path segment starts (after a '/' in a URL's path; in other text after a '/' or any byte
-    // that cannot be part of a name, as in "webhooks/1/<token>" or a destination key's 0x1f).
-    const bool segment_start =
-        in_url ? i > authority_end && text[i - 1] == '/' : i == 0 || !IsTokenByte(text[i - 1]);
-    if (segment_start && (in_url || c != '/')) {
-      const size_t next = RedactSecretPath(text, i, in_url ? url_end : UrlEnd(text, i), out);
+    // A path segment starts: after a '/' in a URL's path; in other text at its start or after a
+    // byte that cannot be part of a name ('/', a destination key's 0x1f, white space, a quote):
+    // "webhooks/1/<token>".
+    const bool segment_start = in_url ? i > authority_end && text[i - 1] == '/'
+                                      : c != '/' && (i == 0 || !IsTokenByte(text[i - 1]));
+    if (segment_start) {
+      size_t end = url_end;
+      if (!in_url) {
+        if (run_end <= i) {
+          run_end = std::max(UrlEnd(text, i), i + 1);
+        }
+        end = run_end;
+      }
+      const size_t next = RedactSecretPath(text, i, end, out);
       if (next != i) {
         i = next;
         continue;
@@ -224,6 +311,12 @@ std::string Redact(std::string_view text, bool whole_url) {
     ++i;
   }
   return out;
+}
+
+void AppendVisibleText(std::string& out, std::string_view text) {
+  for (char c : text) {
+    AppendVisible(out, c);
+  }
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 #include "dispatcher/base/redact.h"
 
+#include <chrono>
 #include <string>
 #include <string_view>
 
 #include <gtest/gtest.h>
+
+#include "dispatcher/base/clock.h"
 
 namespace egress {
 namespace {
@@ -29,7 +32,8 @@ TEST(RedactTest, RedactsEachSecretForm) {
       {"https://user:pa55@example.com/hook", "https://…@example.com/hook"},
       {"http://token@example.com", "http://…@example.com"},
       {"https://example.com/hook?sig=abc&k=v", "https://example.com/hook?sig=…&k=…"},
-      {"https://example.com/hook?flag&k=", "https://example.com/hook?flag&k="},
+      {"https://example.com/hook?flag&k=", "https://example.com/hook?…&k="},
+      {"https://example.com/hook?SECRETKEY", "https://example.com/hook?…"},
       {"https://example.com/h#frag", "https://example.com/h#…"},
       {"https://example.com/plain/path", "https://example.com/plain/path"},
       {"channels/123456", "channels/123456"},
@@ -104,6 +108,61 @@ TEST(RedactTest, QuotesDoNotEndADestination) {
   // A double quote ends one in free text (JSON, quoted logs): the text after it stays.
   EXPECT_EQ(RedactText(R"({"url":"https://h.example/?a=SECRETQ","n":1})"),
             R"({"url":"https://h.example/?a=…","n":1})");
+}
+
+// Verifies the shapes an adversarial review of the first version found left in clear (and so not
+// sealed): empty segments, a trailing slash, percent-escapes, another case, ";params".
+TEST(RedactTest, SecretPathsAsAReceiverMayReadThem) {
+  const std::string secret = "SECRETX0";
+  const std::string mm = "xpe1z2qr3oktd8fkeumjwb7s9a";
+  const std::string cases[] = {
+      "https://hooks.slack.com/services//T0/B0/" + secret,
+      "https://discord.com/api/webhooks//123/" + secret,
+      "https://discord.com/api/webhooks/123//" + secret,
+      "https://mm.example/hooks//" + mm,
+      "https://mm.example/hooks/" + mm + "/",
+      "https://a.webhook.office.com/webhookb2//g@g/IncomingWebhook//H/" + secret,
+      "https://hooks.slack.com/%73ervices/T/B/" + secret,
+      "https://discord.com/api/webhooks/%31%32/" + secret,
+      "https://api.telegram.org/bot123%3A" + secret + "/sendMessage",
+      "https://hooks.slack.com/Services/T/B/" + secret,
+      "https://a.webhook.office.com/WEBHOOKB2/x/" + secret,
+      "https://hooks.slack.com/services;x/T/B/" + secret,
+      "https://example.com/hook?" + secret,
+      "https://example.com/hook?a&" + secret,
+  };
+  for (const std::string& d : cases) {
+    SCOPED_TRACE(d);
+    const std::string want_gone = d.find(mm) != std::string::npos ? mm : secret;
+    EXPECT_EQ(RedactDestination(d).find(want_gone), std::string::npos) << RedactDestination(d);
+    EXPECT_EQ(RedactText(d).find(want_gone), std::string::npos) << RedactText(d);
+  }
+}
+
+// Verifies the redaction is linear in its input: 1 MiB of each shape that made the first version
+// quadratic (a scan to the end of the text at every segment start or nested "://": minutes for
+// 1 MiB) takes well under a second. The bound is two orders of magnitude from the quadratic
+// cost, so a loaded machine does not fail it.
+TEST(RedactTest, HostileInputsTakeLinearTime) {
+  auto repeat = [](std::string_view unit) {
+    std::string text;
+    while (text.size() < (1u << 20)) {
+      text += unit;
+    }
+    return text;
+  };
+  for (const std::string& text :
+       {repeat("!x"), repeat("/a"), repeat("://"), repeat("://@"), repeat("webhooks/x!"),
+        repeat("services/"), repeat("?a"), repeat("hooks/1/"), "https://h/" + repeat("/bot1"),
+        "https://" + repeat("u@")}) {
+    SystemClock clock;
+    const SteadyTime start = clock.Now();
+    const std::string out = RedactText(text);
+    const std::string key = DestinationKeyText("webhook\x1f" + text + "\x1f" + text);
+    const double seconds = std::chrono::duration<double>(clock.Now() - start).count();
+    EXPECT_LT(seconds, 5.0) << text.substr(0, 16);
+    EXPECT_LE(out.size(), text.size() * 4 + 8);
+  }
 }
 
 // Verifies destination keys print with '/' for the separator and their secrets redacted.

@@ -204,8 +204,11 @@ tl::expected<storage::NewDelivery, ApiError> CheckDeliveryFields(
   if (!platform) {
     return tl::unexpected(
         Bad("platform",
-            fmt::format("unknown platform '{}' (slack, discord, line, webhook)", d.platform), 422,
-            "unknown_platform"));
+            d.platform.size() <= 64
+                ? fmt::format("unknown platform '{}' (slack, discord, line, webhook)", d.platform)
+                : fmt::format("unknown platform ({} bytes; slack, discord, line, webhook)",
+                              d.platform.size()),
+            422, "unknown_platform"));
   }
   if (!RequiredString(f.destination, "destination", d.destination, err) ||
       !RequiredString(f.credential, "credential", d.credential, err) ||
