@@ -354,6 +354,12 @@ void ConnectionBudget::Grant(uint32_t origin, bool others) {
   Origin& o = origins_[origin];
   while (o.waiters > 0 && Fits(o) && GrantOne(o)) {
   }
+  if (o.waiters > 0 && !o.queued_for_total && o.in_flight + o.granted < SlotCapacity(o)) {
+    // Its own slots have room: its waiters wait for the total, or for their tenants' part of
+    // it (TenantFits), which any connection ending anywhere may give.
+    o.queued_for_total = true;
+    waiting_origins_.push_back(origin);
+  }
   if (!others || limits_.total <= 0) {
     return;
   }

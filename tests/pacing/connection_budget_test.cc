@@ -248,6 +248,39 @@ TEST(ConnectionBudgetTest, TotalIsSharedByTenant) {
   EXPECT_EQ(budget.tenant_connections(kB), 8);
 }
 
+// Verifies a waiter held back by its tenant's part of the total is served once there is room
+// (an adversarial review's case: its origin's own slot was full when it began to wait, so it was
+// not among the origins waiting for the total, and nothing looked at it again).
+TEST(ConnectionBudgetTest, WaiterHeldByItsTenantsPartIsServedLater) {
+  ConnectionBudget budget({.per_origin = 1, .total = 8});
+  const uint32_t x = budget.Acquire("https://x.example");
+  std::vector<uint32_t> y;
+  for (int i = 0; i < 5; ++i) {
+    y.push_back(budget.Acquire("https://y" + std::to_string(i) + ".example"));
+  }
+  const uint32_t z1 = budget.Acquire("https://z1.example");
+  const uint32_t z2 = budget.Acquire("https://z2.example");
+  for (uint32_t o : {x, y[0], y[1], y[2], y[3], y[4]}) {
+    ASSERT_TRUE(budget.HasRoom(o, kA));
+    budget.Take(o, kA, false);
+  }
+  for (uint32_t o : {z1, z2}) {
+    ASSERT_TRUE(budget.HasRoom(o, kB));
+    budget.Take(o, kB, false);
+  }
+  EXPECT_FALSE(budget.HasRoom(x, kA));
+  budget.Wait(x, kA, 1, 100);  // x's one slot is A's: not waiting for the total yet
+  budget.Give(x, kA);          // x is free, but A is over its share of a short total
+  EXPECT_TRUE(budget.TakeGrants().empty());
+  budget.Give(z1, kB);
+  budget.Give(z2, kB);
+  for (uint32_t o : y) {
+    budget.Give(o, kA);
+  }
+  EXPECT_EQ(budget.TakeGrants(), (std::vector<uint32_t>{100}));
+  EXPECT_EQ(budget.waiting(x), 0u);
+}
+
 // Verifies weights in the total: with B at weight 3, B's share of what is not reserved is three
 // quarters.
 TEST(ConnectionBudgetTest, TotalSharesFollowWeights) {
