@@ -37,6 +37,14 @@ Status CheckTransition(DeliveryState from, DeliveryState to) {
       fmt::format("illegal transition {} -> {}", StateName(from), StateName(to)));
 }
 
+size_t AttemptBytes(const Attempt& a) {
+  size_t n = 32 + a.platform_error.size() + a.detail.size();
+  for (const auto& [name, value] : a.rate_limit_headers) {
+    n += name.size() + value.size();
+  }
+  return n;
+}
+
 Status ApplyChange(const StateChange& change, size_t history_limit, Delivery& d) {
   if (change.expect && *change.expect != d.state) {
     return Status::FailedPrecondition(fmt::format("delivery {} is {}, expected {}", d.id,
@@ -74,10 +82,19 @@ Status ApplyChange(const StateChange& change, size_t history_limit, Delivery& d)
       ++d.attempts;
     }
     d.history.push_back(*change.attempt);
-    if (d.history.size() > history_limit) {
-      d.history.erase(d.history.begin(),
-                      d.history.begin() + static_cast<long>(d.history.size() - history_limit));
+    size_t drop = d.history.size() > history_limit ? d.history.size() - history_limit : 0;
+    size_t bytes = 0;
+    for (const Attempt& a : d.history) {
+      bytes += AttemptBytes(a);
     }
+    for (size_t i = 0; i < drop; ++i) {
+      bytes -= AttemptBytes(d.history[i]);
+    }
+    while (bytes > kMaxHistoryBytes && drop + 1 < d.history.size()) {
+      bytes -= AttemptBytes(d.history[drop]);
+      ++drop;
+    }
+    d.history.erase(d.history.begin(), d.history.begin() + static_cast<long>(drop));
   }
   return Status::Ok();
 }

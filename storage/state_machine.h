@@ -35,10 +35,18 @@ struct StateChange {
 // OK when `from` may move to `to`; FailedPrecondition naming both states otherwise.
 Status CheckTransition(DeliveryState from, DeliveryState to);
 
+// The most bytes (AttemptBytes) a delivery's history keeps: older entries go first, the newest
+// always stays. A record thus grows after intake by at most this much (plus the newest attempt),
+// which intake's bound of a tenant's stored bytes allows for (docs/api.md, "Storage bounds"):
+// without it, 20 attempts of 32 rate-limit headers each grew a 300-byte record to ~200 KiB.
+inline constexpr size_t kMaxHistoryBytes = 8 << 10;
+// What one history entry takes, as kMaxHistoryBytes counts it: its texts and a fixed 32 bytes.
+size_t AttemptBytes(const Attempt& a);
+
 // Applies `change` to `d` after checking it: state, reason, times, attempts, history (keeping
-// at most `history_limit` newest entries), and the quota charges: a replay (dead -> queued)
-// moves them to the slice of `at_ms`, an actual cost replaces their units. Leaves `d` untouched on
-// error.
+// at most `history_limit` newest entries, of at most kMaxHistoryBytes), and the quota charges: a
+// replay (dead -> queued) moves them to the slice of `at_ms`, an actual cost replaces their units.
+// Leaves `d` untouched on error.
 Status ApplyChange(const StateChange& change, size_t history_limit, Delivery& d);
 
 }  // namespace egress::storage

@@ -1,6 +1,7 @@
 #include "storage/state_machine.h"
 
 #include <set>
+#include <string>
 #include <utility>
 
 #include <gtest/gtest.h>
@@ -90,6 +91,41 @@ TEST(StateMachineTest, HistoryIsBoundedAndExpectGuards) {
   ASSERT_TRUE(ApplyChange(guarded, 3, d).ok());
   EXPECT_EQ(d.finished_ms, 9);
   EXPECT_EQ(d.next_attempt_ms, 0);
+}
+
+// Verifies the history's bytes are bounded (issue 37: 20 attempts of 32 rate-limit headers each
+// grew a 300-byte record to ~200 KiB, past a tenant's bound of stored bytes): the oldest entries
+// go first, the newest always stays.
+TEST(StateMachineTest, HistoryBytesAreBounded) {
+  Delivery d;
+  d.id = "x";
+  d.state = S::kInFlight;
+  Attempt big{.http_status = 500, .detail = std::string(300, 'd')};
+  for (int h = 0; h < 32; ++h) {
+    big.rate_limit_headers.emplace_back("x-ratelimit-" + std::to_string(h), std::string(256, 'v'));
+  }
+  for (int i = 0; i < 20; ++i) {
+    big.at_ms = i;
+    StateChange fail{.to = S::kDeferred, .at_ms = i, .reason = "backoff", .attempt = big};
+    ASSERT_TRUE(ApplyChange(fail, 20, d).ok());
+    ASSERT_TRUE(ApplyChange({.to = S::kInFlight, .at_ms = i}, 20, d).ok());
+    size_t bytes = 0;
+    for (const Attempt& a : d.history) {
+      bytes += AttemptBytes(a);
+    }
+    EXPECT_TRUE(bytes <= kMaxHistoryBytes || d.history.size() == 1) << i << ": " << bytes;
+    EXPECT_EQ(d.history.back().at_ms, i);
+  }
+  // Small attempts: the count bounds them, as before.
+  Attempt small{.http_status = 503};
+  for (int i = 0; i < 30; ++i) {
+    small.at_ms = 100 + i;
+    StateChange fail{.to = S::kDeferred, .at_ms = i, .reason = "backoff", .attempt = small};
+    ASSERT_TRUE(ApplyChange(fail, 20, d).ok());
+    ASSERT_TRUE(ApplyChange({.to = S::kInFlight, .at_ms = i}, 20, d).ok());
+  }
+  EXPECT_EQ(d.history.size(), 20u);
+  EXPECT_EQ(d.history.front().at_ms, 110);
 }
 
 }  // namespace

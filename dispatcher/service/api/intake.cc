@@ -27,6 +27,7 @@
 #include "dispatcher/service/credential_book.h"
 #include "dispatcher/service/service.h"
 #include "storage/delivery_codec.h"
+#include "storage/state_machine.h"
 
 namespace egress::service {
 namespace {
@@ -170,10 +171,13 @@ json StorageFields(const StorageRefusal& r) {
 }
 
 // The most bytes `parts` add to the store (EnqueuedBytesBound of each).
+// Each with room for the history its attempts will add (storage::kMaxHistoryBytes, and the
+// newest attempt beyond it): what the record may grow to after intake, so that a tenant's stored
+// bytes stay under twice its bound however its receivers answer.
 uint64_t IncomingBytes(std::span<const storage::NewDelivery> parts) {
   uint64_t n = 0;
   for (const storage::NewDelivery& part : parts) {
-    n += storage::EnqueuedBytesBound(part);
+    n += storage::EnqueuedBytesBound(part) + 2 * storage::kMaxHistoryBytes;
   }
   return n;
 }
