@@ -154,11 +154,13 @@ bool IsBotToken(std::string_view name) {
 
 void AppendVisibleText(std::string& out, std::string_view text);
 
-// A secret path part whose segment starts at `at` (never read past `end`): appends what is shown
+// A secret path part whose segment starts at `at` (never read past `end`; `in_url`: in a URL's
+// path rather than other text): appends what is shown
 // of it to `out` and returns where the text goes on; `at` when nothing there is secret. Reads
 // O(kMaxName) unless a name matches, and then no more than it passes over (or the segments
 // after it, which the caller reads next in any case): linear in all.
-size_t RedactSecretPath(std::string_view text, size_t at, size_t end, std::string& out) {
+size_t RedactSecretPath(std::string_view text, size_t at, size_t end, bool in_url,
+                        std::string& out) {
   const Name name = ReadName(text, at, end);
   if (IsBotToken(name.text)) {
     out += "bot";
@@ -193,7 +195,9 @@ size_t RedactSecretPath(std::string_view text, size_t at, size_t end, std::strin
       return SegmentEnd(text, after_next, end);
     }
   }
-  if (name.text == "hooks") {
+  // In a URL's path only: "hooks" is a common name for a credential, and a destination key as
+  // shown ("webhook/acme/hooks/https://...") is not a path.
+  if (name.text == "hooks" && in_url) {
     const Name id = ReadName(text, next, end);
     const bool mattermost = id.whole && id.text.size() == 26 && AllOf(id.text, IsLowerAlnum);
     if (after_next != end || mattermost) {  // Rocket.Chat: <id>/<token>
@@ -301,7 +305,7 @@ std::string Redact(std::string_view text, bool whole_url) {
         }
         end = run_end;
       }
-      const size_t next = RedactSecretPath(text, i, end, out);
+      const size_t next = RedactSecretPath(text, i, end, in_url, out);
       if (next != i) {
         i = next;
         continue;

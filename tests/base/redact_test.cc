@@ -66,6 +66,8 @@ TEST(RedactTest, RedactsDeclaredSecretPaths) {
       {"https://chat.example.com/hooks/6zKkjyAsRxXYnAe3q/SECRETTOKENabcdef?x=1",
        "https://chat.example.com/hooks/…?x=…"},
       {"http://127.0.0.1:8080/hooks/slow", "http://127.0.0.1:8080/hooks/slow"},
+      // A destination key as shown, of a credential named "hooks": not a path.
+      {"webhook/acme/hooks/http://127.0.0.1:1/b", "webhook/acme/hooks/http://127.0.0.1:1/b"},
       {"https://example.com/hooks/", "https://example.com/hooks/"},
       {"https://example.com/robots/bot", "https://example.com/robots/bot"},
       {"https://example.com/bot12/x", "https://example.com/bot12/x"},
