@@ -13,6 +13,16 @@
 
 namespace egress::cli {
 
+// A page of destinations (GET /v1/destinations): filters, order, size and where to go on from.
+// Empty fields match everything; `limit` 0: the default (100).
+struct DestinationsQuery {
+  std::string platform;
+  std::string tenant;
+  std::string sort;  // "key" (the default) or "oldest_deferral" (the service only)
+  std::string cursor;
+  int limit = 0;
+};
+
 // Which deliveries a list or a replay-by-filter means. Empty fields match everything.
 struct DeliveryFilter {
   std::string state;
@@ -56,9 +66,8 @@ class Backend {
   virtual Result<nlohmann::json> Cancel(const std::string& id) = 0;
   // Counts by state, and with the service, its counters.
   virtual Result<nlohmann::json> Stats() = 0;
-  // {"destinations": [...]}
-  virtual Result<nlohmann::json> Destinations(const std::string& platform,
-                                              const std::string& tenant) = 0;
+  // {"destinations": [...], "next_cursor": "..." or null}: one page.
+  virtual Result<nlohmann::json> Destinations(const DestinationsQuery& query) = 0;
   // {"key", "enabled": true}
   virtual Result<nlohmann::json> Enable(const std::string& key) = 0;
   // The service's Prometheus text (GET /metrics); Unavailable from the store.

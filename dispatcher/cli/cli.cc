@@ -141,8 +141,16 @@ Commands::Commands(CLI::App& app) {
   AddConnection(destinations_, flags_, true);
   destinations_->add_option("--platform", flags_.filter.platform, "Only this platform");
   destinations_->add_option("--tenant", flags_.filter.tenant, "Only this tenant");
+  destinations_->add_option("--limit", flags_.limit, "Destinations in a page (1-1000, default 100)")
+      ->check(CLI::Range(1, 1000));
+  destinations_->add_option("--cursor", flags_.cursor, "Go on from a page's next cursor");
+  destinations_->add_flag("--all", flags_.all, "Every page, one after another");
+  destinations_->add_option("--sort", flags_.sort, "key (default) or oldest_deferral")
+      ->check(CLI::IsMember({"key", "oldest_deferral"}));
   destinations_->footer(
       "Examples:\n  relay-egress destinations --platform slack\n"
+      "  relay-egress destinations --sort oldest_deferral --limit 20\n"
+      "  relay-egress destinations --all --json\n"
       "  relay-egress destinations enable slack/acme/bot/C123");
   enable_ = destinations_->add_subcommand("enable", "Re-enable a disabled destination");
   AddConnection(enable_, flags_, true);

@@ -49,6 +49,11 @@ struct CommandFlags {
   bool yes = false;
   std::string key;
   bool once = false;  // top --once
+  // destinations: a page (--limit, --cursor), every page (--all), the order (--sort).
+  int limit = 0;
+  std::string cursor;
+  bool all = false;
+  std::string sort;
 };
 
 // The operator commands (docs/cli.md): `deliveries list|show|replay|cancel`, `stats`,

@@ -107,11 +107,29 @@ int PrintQuotas(Backend& b, const CommandFlags& f) {
 }
 
 int ListDestinations(Backend& b, const CommandFlags& f) {
-  auto got = b.Destinations(f.filter.platform, f.filter.tenant);
-  if (!got) {
-    return Fail(got.error());
+  DestinationsQuery query{.platform = f.filter.platform,
+                          .tenant = f.filter.tenant,
+                          .sort = f.sort,
+                          .cursor = f.cursor,
+                          .limit = f.limit};
+  json list = json::array();
+  std::string next;
+  // One page, or with --all every page (each a bounded call to the service).
+  do {
+    auto got = b.Destinations(query);
+    if (!got) {
+      return Fail(got.error());
+    }
+    for (json& d : (*got)["destinations"]) {
+      list.push_back(std::move(d));
+    }
+    const json& cursor = (*got)["next_cursor"];
+    next = cursor.is_string() ? cursor.get<std::string>() : "";
+    query.cursor = next;
+  } while (f.all && !next.empty());
+  if (!next.empty()) {
+    std::fprintf(stderr, "relay-egress: more destinations: --cursor %s (or --all)\n", next.c_str());
   }
-  const json& list = (*got)["destinations"];
   if (f.json) {
     for (json d : list) {
       d["ref"] = DestinationRef(Field(d, "key", ""));

@@ -53,7 +53,8 @@ Result<TopSample> Take(Backend& b) {
     return stats.error();
   }
   s.stats = std::move(*stats);
-  auto dests = b.Destinations("", "");
+  // One page of the most (1,000): what a screen can show, at a bounded cost to the service.
+  auto dests = b.Destinations({.limit = 1000});
   if (!dests) {
     return dests.error();
   }

@@ -116,10 +116,13 @@ class ServiceBackend final : public Backend {
     return Call("DELETE", "/v1/deliveries/" + Escape(id), "");
   }
   Result<json> Stats() override { return Call("GET", "/v1/stats", ""); }
-  Result<json> Destinations(const std::string& platform, const std::string& tenant) override {
+  Result<json> Destinations(const DestinationsQuery& q) override {
     std::string target = "/v1/destinations";
-    AddParam(target, "platform", platform);
-    AddParam(target, "tenant", tenant);
+    AddParam(target, "platform", q.platform);
+    AddParam(target, "tenant", q.tenant);
+    AddParam(target, "sort", q.sort);
+    AddParam(target, "cursor", q.cursor);
+    AddParam(target, "limit", q.limit > 0 ? std::to_string(q.limit) : "");
     return Call("GET", target, "");
   }
   Result<json> Enable(const std::string& key) override {

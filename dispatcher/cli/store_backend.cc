@@ -143,8 +143,16 @@ class StoreBackend final : public Backend {
   }
 
   // Per destination with work: counts of its waiting and in-flight deliveries and when the
-  // earliest waiting one is due. Budgets and disabled flags live in the service only.
-  Result<json> Destinations(const std::string& platform, const std::string& tenant) override {
+  // earliest waiting one is due. Budgets and disabled flags live in the service only. Every
+  // destination at once, in the store's key order (an offline tool over a store no service
+  // holds): pages, their cursors and the other sort are the service's.
+  Result<json> Destinations(const DestinationsQuery& q) override {
+    if (!q.sort.empty() && q.sort != "key") {
+      return Status::Unavailable("sort " + q.sort + " needs the running service");
+    }
+    if (!q.cursor.empty()) {
+      return Status::Unavailable("--cursor needs the running service (the store lists all)");
+    }
     json list = json::array();
     std::string after;
     while (true) {
@@ -155,8 +163,8 @@ class StoreBackend final : public Backend {
       for (const std::string& key : *keys) {
         storage::DestinationParts p;
         if (!storage::SplitDestinationKey(key, p) ||
-            (!platform.empty() && p.platform != platform) ||
-            (!tenant.empty() && p.tenant != tenant)) {
+            (!q.platform.empty() && p.platform != q.platform) ||
+            (!q.tenant.empty() && p.tenant != q.tenant)) {
           continue;
         }
         auto entry = Summarize(key, p);
@@ -170,7 +178,7 @@ class StoreBackend final : public Backend {
       }
       after = keys->back();
     }
-    return json{{"destinations", list}};
+    return json{{"destinations", list}, {"next_cursor", nullptr}};
   }
 
   Result<json> Enable(const std::string&) override {

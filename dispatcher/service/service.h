@@ -172,6 +172,10 @@ class Service {
   const std::string& admin_token_digest() const { return admin_token_digest_; }
   // Background jobs (bulk replay); loop thread only.
   JobRegistry& jobs() { return jobs_; }
+  // Listings of GET /v1/destinations between their page and their store read (at most
+  // kMaxListings at once; the rest are 429); loop thread only.
+  static constexpr int kMaxListings = 4;
+  int& listings_in_flight() { return listings_in_flight_; }
   StoreHealthMonitor& store_health() { return *store_health_; }
   Metrics& metrics() { return metrics_; }
   // The outbound transport (its counters for /metrics).
@@ -234,6 +238,7 @@ class Service {
   std::string admin_token_digest_;
   std::unique_ptr<AuthFailureLimiter> auth_failures_;
   JobRegistry jobs_;
+  int listings_in_flight_ = 0;
   std::unique_ptr<storage::QueueStore> store_;
   std::unique_ptr<boost::asio::thread_pool> storage_pool_;
   std::optional<boost::asio::strand<boost::asio::thread_pool::executor_type>> settings_writes_;

@@ -107,15 +107,22 @@ class ConnectionFairnessTest : public ::testing::Test {
     int64_t capacity = 0;
   };
   Load InFlight(const std::string& tenant) {
-    json list = HttpCallAs(kAdminToken, port_, "GET", "/v1/destinations?tenant=" + tenant).Json();
     Load load;
-    for (const json& d : list["destinations"]) {
-      load.in_flight += d["in_flight"].get<int64_t>();
-      if (d.contains("connections")) {
-        load.on_connections = d["connections"]["in_flight"].get<int64_t>();
-        load.capacity = d["connections"]["capacity"].get<int64_t>();
+    std::string cursor;
+    do {
+      json list = HttpCallAs(kAdminToken, port_, "GET",
+                             "/v1/destinations?limit=1000&tenant=" + tenant +
+                                 (cursor.empty() ? "" : "&cursor=" + cursor))
+                      .Json();
+      for (const json& d : list["destinations"]) {
+        load.in_flight += d["in_flight"].get<int64_t>();
+        if (d.contains("connections")) {
+          load.on_connections = d["connections"]["in_flight"].get<int64_t>();
+          load.capacity = d["connections"]["capacity"].get<int64_t>();
+        }
       }
-    }
+      cursor = list["next_cursor"].is_string() ? list["next_cursor"].get<std::string>() : "";
+    } while (!cursor.empty());
     return load;
   }
 

@@ -1,14 +1,18 @@
 // GET /v1/stats, /v1/destinations, /metrics; POST /v1/destinations/enable.
 
 #include <algorithm>
+#include <charconv>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include <boost/asio/post.hpp>
+#include <fmt/format.h>
 
 #include "dispatcher/base/redact.h"
+#include "dispatcher/service/api/destination_cursor.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
 #include "dispatcher/service/service.h"
@@ -71,10 +75,7 @@ void GetStats(Service& s, const TenantScope& scope, Respond respond) {
   if (scope) {
     // The store counts states for the whole service only; a tenant sees its own backlog and
     // destinations.
-    size_t destinations = 0;
-    for (const DestinationInfo& d : s.loop().Destinations()) {
-      destinations += d.tenant == *scope ? 1 : 0;
-    }
+    const size_t destinations = s.loop().DestinationCountOf(*scope);
     OnStore(
         s, [tenant = *scope](storage::QueueStore& store) { return store.TenantBacklog(tenant); },
         [tenant = *scope, destinations, respond = std::move(respond)](Result<uint64_t> backlog) {
@@ -111,104 +112,182 @@ void GetStats(Service& s, const TenantScope& scope, Respond respond) {
   });
 }
 
+namespace {
+
+// One destination of a page, as GET /v1/destinations shows it (its queued and deferred counts
+// come from the store after).
+json DestinationJson(const DestinationInfo& d, const std::string& key, SteadyTime now,
+                     int64_t now_ms) {
+  json j = {{"platform", d.platform},
+            {"tenant", d.tenant},
+            {"credential", d.credential},
+            {"destination", RedactDestination(d.destination)},
+            {"key", DestinationKeyText(key)},
+            {"has_head", d.view.has_head},
+            {"in_flight", d.view.in_flight},
+            {"disabled", d.view.disabled},
+            {"budget",
+             {{"name", pacing::BudgetNameString(d.view.budget_name)},
+              {"limit", d.view.budget.limit},
+              {"scale_ms", d.view.budget.scale_ms},
+              {"burst", d.view.budget.burst},
+              {"learned", d.view.budget_learned}}},
+            {"remaining", d.view.remaining}};
+  if (d.view.adaptive) {
+    // Header-less 429s hold the destination below its budget (adaptive pace).
+    j["adaptive"] = {{"limit", d.view.adaptive->limit},
+                     {"scale_ms", d.view.adaptive->scale_ms},
+                     {"burst", d.view.adaptive->burst},
+                     {"probing", d.view.adaptive_probing}};
+  }
+  if (d.view.origin_capacity > 0) {
+    // The connections of the origin it sends to, shared with every destination there: requests
+    // on them, the most they carry, and requests leased and waiting for one.
+    j["connections"] = {{"in_flight", d.view.origin_in_flight},
+                        {"capacity", d.view.origin_capacity},
+                        {"waiting", d.view.origin_waiting},
+                        {"kept", d.view.origin_kept}};
+  }
+  if (d.view.disabled) {
+    j["disabled_reason"] = d.view.disabled_reason;
+  }
+  if (d.view.deferral.reason != pacing::DeferReason::kNone) {
+    j["deferral"] = d.view.deferral.ToString();
+  }
+  // The head may go now unless the Scheduler holds it until a time.
+  if (d.view.has_head) {
+    int64_t eligible_ms = now_ms;
+    if (d.view.deferral.until) {
+      eligible_ms += std::max<int64_t>(
+          0, std::chrono::duration_cast<Millis>(*d.view.deferral.until - now).count());
+    }
+    j["next_eligible_ms"] = eligible_ms;
+  }
+  if (d.oldest_deferral_ms != 0) {
+    j["oldest_deferral_ms"] = d.oldest_deferral_ms;
+    j["oldest_deferral_age_ms"] = std::max<int64_t>(0, now_ms - d.oldest_deferral_ms);
+  }
+  json headers = json::object();
+  for (const auto& [name, value] : d.last_headers) {
+    headers[name] = value;
+  }
+  j["last_headers"] = headers;
+  if (d.last_response_ms != 0) {
+    j["last_response_ms"] = d.last_response_ms;
+  }
+  return j;
+}
+
+// GET /v1/destinations' query: filters, sort, limit and cursor, checked; a typed 400 naming the
+// parameter otherwise.
+std::optional<ApiError> ReadDestinationQuery(Service& s,
+                                             const std::map<std::string, std::string>& q,
+                                             const TenantScope& scope, DestinationQuery& out) {
+  auto get = [&](const char* key) {
+    auto it = q.find(key);
+    return it == q.end() ? std::string() : it->second;
+  };
+  out.tenant = get("tenant");
+  if (auto forbidden = ConfineTenantFilter(scope, "tenant", out.tenant)) {
+    return forbidden;
+  }
+  if (scope) {
+    out.tenant = *scope;  // a tenant's key lists its own only
+  }
+  out.platform = get("platform");
+  out.destination_prefix = get("destination");
+  out.deferral_prefix = get("deferral");
+  const size_t max = s.options().store.max_field_bytes;
+  for (auto [name, value] : {std::pair{"tenant", &out.tenant}, std::pair{"platform", &out.platform},
+                             std::pair{"destination", &out.destination_prefix},
+                             std::pair{"deferral", &out.deferral_prefix}}) {
+    if (auto bad = CheckRequestText(name, *value, max)) {
+      return bad;
+    }
+  }
+  if (auto bad = CheckPlatformFilter("platform", out.platform)) {
+    return bad;
+  }
+  if (const std::string disabled = get("disabled"); !disabled.empty()) {
+    if (disabled != "true" && disabled != "false") {
+      return ApiError{400, "invalid_request", "disabled: true or false", "disabled"};
+    }
+    out.disabled = disabled == "true";
+  }
+  if (const std::string sort = get("sort"); !sort.empty()) {
+    if (sort != "key" && sort != "oldest_deferral") {
+      return ApiError{400, "invalid_request", "sort: key or oldest_deferral", "sort"};
+    }
+    out.by_oldest_deferral = sort == "oldest_deferral";
+  }
+  if (const std::string limit = get("limit"); !limit.empty()) {
+    int n = 0;
+    auto [p, ec] = std::from_chars(limit.data(), limit.data() + limit.size(), n);
+    if (ec != std::errc() || p != limit.data() + limit.size() || n < 1 || n > 1000) {
+      return ApiError{400, "invalid_request", "limit: an integer from 1 to 1000", "limit"};
+    }
+    out.limit = static_cast<size_t>(n);
+  }
+  if (const std::string cursor = get("cursor"); !cursor.empty()) {
+    if (cursor.size() > 16 + 2 * max + 64) {
+      return ApiError{400, "invalid_cursor", "cursor: not a cursor of GET /v1/destinations",
+                      "cursor"};
+    }
+    auto at = DecodeDestinationCursor(cursor, s.loop().destination_epoch(), out.by_oldest_deferral);
+    if (!at) {
+      return ApiError{400, "invalid_cursor", at.error().message(), "cursor"};
+    }
+    if (scope && at->tenant != *scope) {
+      return ApiError{400, "invalid_cursor", "cursor: made for another listing", "cursor"};
+    }
+    out.after = std::move(*at);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void GetDestinations(Service& s, const std::map<std::string, std::string>& q,
                      const TenantScope& scope, Respond respond) {
-  auto want = [&](const char* key, const std::string& value) {
-    auto it = q.find(key);
-    return it == q.end() || it->second.empty() || it->second == value;
-  };
-  std::string tenant_filter = q.contains("tenant") ? q.at("tenant") : "";
-  if (auto forbidden = ConfineTenantFilter(scope, "tenant", tenant_filter)) {
-    respond(ErrorResponse(*forbidden));
+  DestinationQuery query;
+  if (auto bad = ReadDestinationQuery(s, q, scope, query)) {
+    respond(ErrorResponse(*bad));
     return;
   }
-  for (const char* key : {"tenant", "platform"}) {
-    auto it = q.find(key);
-    const std::string_view value = it == q.end() ? std::string_view() : it->second;
-    auto bad = CheckRequestText(key, value, s.options().store.max_field_bytes);
-    if (!bad && std::string_view(key) == "platform") {
-      bad = CheckPlatformFilter(key, value);
-    }
-    if (bad) {
-      respond(ErrorResponse(*bad));
-      return;
-    }
+  // The page is made here in bounded steps; its counts are read on the storage pool. Only so
+  // many listings wait for that at once.
+  if (s.listings_in_flight() >= Service::kMaxListings) {
+    HttpResponse busy = JsonResponse(
+        429, {{"error", "too_many_listings"},
+              {"message", fmt::format("{} listings of destinations are being answered; "
+                                      "retry in a moment",
+                                      Service::kMaxListings)},
+              {"retry_after_ms", 1000}});
+    busy.set("Retry-After", "1");
+    respond(std::move(busy));
+    return;
   }
   const SteadyTime now = s.clock().Now();
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
+  DestinationPage page = s.loop().ListDestinations(query);
   std::vector<std::string> keys;
   json list = json::array();
-  for (const DestinationInfo& d : s.loop().Destinations()) {
-    if (!want("platform", d.platform) || !want("tenant", d.tenant) || !InScope(scope, d.tenant)) {
-      continue;
-    }
+  for (const DestinationInfo& d : page.items) {
     std::string key = storage::DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination);
-    json j = {{"platform", d.platform},
-              {"tenant", d.tenant},
-              {"credential", d.credential},
-              {"destination", RedactDestination(d.destination)},
-              {"key", DestinationKeyText(key)},
-              {"has_head", d.view.has_head},
-              {"in_flight", d.view.in_flight},
-              {"disabled", d.view.disabled},
-              {"budget",
-               {{"name", pacing::BudgetNameString(d.view.budget_name)},
-                {"limit", d.view.budget.limit},
-                {"scale_ms", d.view.budget.scale_ms},
-                {"burst", d.view.budget.burst},
-                {"learned", d.view.budget_learned}}},
-              {"remaining", d.view.remaining}};
-    if (d.view.adaptive) {
-      // Header-less 429s hold the destination below its budget (adaptive pace).
-      j["adaptive"] = {{"limit", d.view.adaptive->limit},
-                       {"scale_ms", d.view.adaptive->scale_ms},
-                       {"burst", d.view.adaptive->burst},
-                       {"probing", d.view.adaptive_probing}};
-    }
-    if (d.view.origin_capacity > 0) {
-      // The connections of the origin it sends to, shared with every destination there: requests
-      // on them, the most they carry, and requests leased and waiting for one.
-      j["connections"] = {{"in_flight", d.view.origin_in_flight},
-                          {"capacity", d.view.origin_capacity},
-                          {"waiting", d.view.origin_waiting},
-                          {"kept", d.view.origin_kept}};
-    }
-    if (d.view.disabled) {
-      j["disabled_reason"] = d.view.disabled_reason;
-    }
-    if (d.view.deferral.reason != pacing::DeferReason::kNone) {
-      j["deferral"] = d.view.deferral.ToString();
-    }
-    // The head may go now unless the Scheduler holds it until a time.
-    if (d.view.has_head) {
-      int64_t eligible_ms = now_ms;
-      if (d.view.deferral.until) {
-        eligible_ms += std::max<int64_t>(
-            0, std::chrono::duration_cast<Millis>(*d.view.deferral.until - now).count());
-      }
-      j["next_eligible_ms"] = eligible_ms;
-    }
-    if (d.oldest_deferral_ms != 0) {
-      j["oldest_deferral_ms"] = d.oldest_deferral_ms;
-      j["oldest_deferral_age_ms"] = std::max<int64_t>(0, now_ms - d.oldest_deferral_ms);
-    }
-    json headers = json::object();
-    for (const auto& [name, value] : d.last_headers) {
-      headers[name] = value;
-    }
-    j["last_headers"] = headers;
-    if (d.last_response_ms != 0) {
-      j["last_response_ms"] = d.last_response_ms;
-    }
+    list.push_back(DestinationJson(d, key, now, now_ms));
     keys.push_back(std::move(key));
-    list.push_back(std::move(j));
   }
+  json next = page.next ? json(EncodeDestinationCursor(s.loop().destination_epoch(),
+                                                       query.by_oldest_deferral, *page.next))
+                        : json(nullptr);
+  ++s.listings_in_flight();
   // Exact queued / deferred counts come from the store's per-destination counters.
   asio::post(s.storage_pool(), [&s, keys = std::move(keys), list = std::move(list),
-                                respond = std::move(respond)]() mutable {
+                                next = std::move(next), respond = std::move(respond)]() mutable {
     auto counts = s.store().DestinationCounts(keys);
-    asio::post(s.io(), [counts = std::move(counts), list = std::move(list),
-                        respond = std::move(respond)]() mutable {
+    asio::post(s.io(), [&s, counts = std::move(counts), list = std::move(list),
+                        next = std::move(next), respond = std::move(respond)]() mutable {
+      --s.listings_in_flight();
       if (!counts) {
         respond(ErrorResponse(FromStatus(counts.error())));
         return;
@@ -217,7 +296,7 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q,
         list[i]["queued"] = storage::CountOf((*counts)[i], storage::DeliveryState::kQueued);
         list[i]["deferred"] = storage::CountOf((*counts)[i], storage::DeliveryState::kDeferred);
       }
-      respond(JsonResponse(200, {{"destinations", list}}));
+      respond(JsonResponse(200, {{"destinations", list}, {"next_cursor", next}}));
     });
   });
 }

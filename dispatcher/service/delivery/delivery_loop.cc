@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "adapters/url_parts.h"
+#include "dispatcher/base/redact.h"
 #include "dispatcher/service/delivery/delivery_mapping.h"
 #include "dispatcher/service/event_log.h"
 #include "storage/delivery_id.h"
@@ -133,6 +134,7 @@ void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral
     if (stored && storage::IsWaiting(stored->state) && it->second.queue.Add(PendingOf(*stored))) {
       OfferHead(it->second);
     }
+    Reindex(it->second);
     CheckDrained();
   });
 }
@@ -223,6 +225,7 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   dest.tenant = parts.tenant;
   dest.platform = parts.platform;
   dest.last_active = clock_.Now();
+  dest.hash = index_.Add(&dest.key, &dest.tenant);
   keys_by_id_[id->value] = key;
   metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
   return &dest;
@@ -240,6 +243,7 @@ void DeliveryLoop::Notify(const Delivery& d) {
   if (dest->queue.Notify(PendingOf(d))) {
     OfferHead(*dest);
   }
+  Reindex(*dest);
   Fetch(*dest);
 }
 
@@ -287,6 +291,7 @@ void DeliveryLoop::OnFetched(const std::string& key, Result<storage::Destination
                          last)) {
     OfferHead(dest);
   }
+  Reindex(dest);
   Fetch(dest);  // more to read when the page was full (or the cursor moved back meanwhile)
   SchedulePump();
 }
@@ -373,6 +378,7 @@ void DeliveryLoop::Dispatch(const Decision& decision) {
   if (const PendingDelivery* head = dest.queue.head(); head && head->id == decision.delivery_id) {
     cost = head->cost;
     dest.queue.TakeHead();
+    Reindex(dest);
   }
   TakeBudgets(dest, cost);
   ++dest.in_flight;
@@ -420,6 +426,7 @@ void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std
   pacing::DeliveryOutcome aborted{.transport = pacing::TransportResult::kCancelled};
   scheduler_.OnOutcome(dest.id, sequence, aborted, {}).status().IgnoreError();
   dest.queue.Reset();
+  Reindex(dest);
   Fetch(dest);
   SchedulePump();
   CheckDrained();
@@ -639,6 +646,7 @@ void DeliveryLoop::OnPersisted(const std::string& key, Result<Delivery> stored) 
     if (dest.queue.Add(PendingOf(*stored))) {
       OfferHead(dest);
     }
+    Reindex(dest);
   } else if (!stored) {
     // Refused for good (failed writes are retried until they land): the delivery changed
     // under its lease, which only a reopen of the store after a write fault can do (the
@@ -800,6 +808,8 @@ size_t DeliveryLoop::EvictIdle() {
       continue;
     }
     keys_by_id_.erase(dest.id.value);
+    index_.MoveDeferral(&dest.key, &dest.tenant, dest.hash, dest.indexed_deferral_ms, 0);
+    index_.Remove(&dest.key, &dest.tenant, dest.hash);
     it = dests_.erase(it);
     ++evicted;
   }
@@ -838,33 +848,73 @@ std::map<std::pair<std::string, std::string>, int64_t> DeliveryLoop::OldestDefer
   return out;
 }
 
-std::vector<DestinationInfo> DeliveryLoop::Destinations() const {
-  std::vector<DestinationInfo> out;
-  for (const auto& [key, dest] : dests_) {
-    DestinationInfo info;
-    storage::DestinationParts parts;
-    if (!storage::SplitDestinationKey(key, parts)) {
-      continue;
-    }
+DestinationInfo DeliveryLoop::InfoOf(const Dest& dest) const {
+  DestinationInfo info;
+  storage::DestinationParts parts;
+  if (storage::SplitDestinationKey(dest.key, parts)) {
     info.platform = parts.platform;
     info.tenant = parts.tenant;
     info.credential = parts.credential;
     info.destination = parts.destination;
-    if (auto view = scheduler_.Inspect(dest.id)) {
-      info.view = *view;
+  }
+  if (auto view = scheduler_.Inspect(dest.id)) {
+    info.view = *view;
+  }
+  info.last_headers = dest.last_headers;
+  info.last_response_ms = dest.last_response_ms;
+  info.oldest_deferral_ms = dest.queue.oldest_deferral_ms();
+  return info;
+}
+
+std::vector<DestinationInfo> DeliveryLoop::Destinations() const {
+  std::vector<DestinationInfo> out;
+  for (const auto& [key, dest] : dests_) {
+    storage::DestinationParts parts;
+    if (!storage::SplitDestinationKey(key, parts)) {
+      continue;
     }
-    info.last_headers = dest.last_headers;
-    info.last_response_ms = dest.last_response_ms;
-    for (const PendingDelivery& p : dest.queue.held()) {
-      if (p.state == DeliveryState::kDeferred) {
-        if (info.oldest_deferral_ms == 0 || p.updated_ms < info.oldest_deferral_ms) {
-          info.oldest_deferral_ms = p.updated_ms;
-        }
-      }
-    }
-    out.push_back(std::move(info));
+    out.push_back(InfoOf(dest));
   }
   return out;
+}
+
+void DeliveryLoop::Reindex(Dest& dest) {
+  const int64_t oldest = dest.queue.oldest_deferral_ms();
+  if (oldest != dest.indexed_deferral_ms) {
+    index_.MoveDeferral(&dest.key, &dest.tenant, dest.hash, dest.indexed_deferral_ms, oldest);
+    dest.indexed_deferral_ms = oldest;
+  }
+}
+
+DestinationPage DeliveryLoop::ListDestinations(const DestinationQuery& q) const {
+  DestinationPage page;
+  const size_t limit = std::max<size_t>(1, q.limit);
+  page.next =
+      index_.Walk(q.by_oldest_deferral, q.tenant, q.after, std::max(q.max_scan, limit),
+                  [&](const std::string& key, const DestinationPosition&) {
+                    const Dest& dest = dests_.at(key);
+                    if (!q.platform.empty() && dest.platform != q.platform) {
+                      return true;
+                    }
+                    if (q.disabled || !q.deferral_prefix.empty()) {
+                      auto view = scheduler_.Inspect(dest.id);
+                      if (!view || (q.disabled && view->disabled != *q.disabled) ||
+                          (!q.deferral_prefix.empty() &&
+                           !view->deferral.ToString().starts_with(q.deferral_prefix))) {
+                        return true;
+                      }
+                    }
+                    if (!q.destination_prefix.empty()) {
+                      storage::DestinationParts parts;
+                      if (!storage::SplitDestinationKey(key, parts) ||
+                          !RedactDestination(parts.destination).starts_with(q.destination_prefix)) {
+                        return true;
+                      }
+                    }
+                    page.items.push_back(InfoOf(dest));
+                    return page.items.size() < limit;
+                  });
+  return page;
 }
 
 }  // namespace egress::service

@@ -22,6 +22,7 @@
 #include "dispatcher/pacing/scheduler.h"
 #include "dispatcher/service/credential_book.h"
 #include "dispatcher/service/delivery/budget_use.h"
+#include "dispatcher/service/delivery/destination_index.h"
 #include "dispatcher/service/delivery/destination_queue.h"
 #include "dispatcher/service/delivery/store_writer.h"
 #include "dispatcher/service/metrics.h"
@@ -33,6 +34,23 @@ namespace egress::service {
 using AdapterLookup =
     std::function<Result<const adapters::PlatformAdapter*>(std::string_view platform)>;
 
+// A page of GET /v1/destinations (docs/api.md, "Destinations"): which destinations, in which
+// order, from where, and how far to look.
+struct DestinationQuery {
+  std::string tenant;              // empty: every tenant
+  std::string platform;            // empty: every platform
+  std::string destination_prefix;  // of the destination as shown (redacted), so nothing secret
+                                   // can be guessed from what matches
+  std::string deferral_prefix;     // of the deferral reason ("budget", "retry_after:...")
+  std::optional<bool> disabled;
+  bool by_oldest_deferral = false;  // else by key (a stable walk)
+  std::optional<DestinationPosition> after;
+  size_t limit = 100;
+  // The most destinations looked at for one page: a page that meets it before `limit` match
+  // ends early with a position to go on from, so no page costs more than this.
+  size_t max_scan = 10'000;
+};
+
 // What GET /v1/destinations shows of one destination.
 struct DestinationInfo {
   std::string platform, tenant, credential, destination;
@@ -42,6 +60,11 @@ struct DestinationInfo {
   // When the oldest deferred delivery the loop holds (head and read-ahead) was deferred
   // (Unix ms, 0: none).
   int64_t oldest_deferral_ms = 0;
+};
+
+struct DestinationPage {
+  std::vector<DestinationInfo> items;
+  std::optional<DestinationPosition> next;  // where the next page starts; none: the end
 };
 
 // Moves deliveries from the store to the platforms: keeps one head per destination with work in
@@ -145,6 +168,12 @@ class DeliveryLoop {
   size_t EvictIdle();
 
   std::vector<DestinationInfo> Destinations() const;
+  // One page of the destinations (DestinationIndex): O(query.max_scan + limit), whatever the
+  // number of destinations.
+  DestinationPage ListDestinations(const DestinationQuery& query) const;
+  // The tenant's destinations with work: O(1).
+  size_t DestinationCountOf(const std::string& tenant) const { return index_.CountOf(tenant); }
+  uint64_t destination_epoch() const { return index_.epoch(); }
   // When the oldest deferred delivery the loop holds was deferred (Unix ms), per (tenant,
   // platform) that holds one; O(destinations and their read-ahead), no store access.
   std::map<std::pair<std::string, std::string>, int64_t> OldestDeferrals() const;
@@ -169,7 +198,9 @@ class DeliveryLoop {
     int64_t last_response_ms = 0;
     std::string counted_wait;  // head id and reason of the last pacing wait counted
     bool writing_wait = false;
-    SteadyTime last_active{};  // when it was last given, sent or told of work
+    SteadyTime last_active{};         // when it was last given, sent or told of work
+    uint64_t hash = 0;                // its place in index_
+    int64_t indexed_deferral_ms = 0;  // its oldest deferral as index_ has it
   };
   struct InFlight {
     std::string dest_key;
@@ -223,6 +254,9 @@ class DeliveryLoop {
   // back-off. OnStoreOk ends the streak.
   void OnStoreTrouble(std::string_view operation, const Status& error);
   void OnStoreOk() { store_backoff_ = Millis(0); }
+  // After the destination's held deliveries changed: its place in the order by oldest deferral.
+  void Reindex(Dest& dest);
+  DestinationInfo InfoOf(const Dest& dest) const;
   // Reads again the destinations whose read failed.
   void RetryFetches();
   // Moves a record the store could not read out of the destination's way.
@@ -257,6 +291,7 @@ class DeliveryLoop {
   std::unordered_set<std::string> repairing_;    // ids MoveCorruptToDead is working on
   std::function<void()> drained_;
   std::unordered_map<std::string, Dest> dests_;
+  DestinationIndex index_;  // dests_ in listing order; points into dests_' nodes
   std::unordered_map<uint32_t, std::string> keys_by_id_;
   std::unordered_map<std::string, InFlight> in_flight_;  // delivery id ->
   std::unordered_map<uint64_t, Parked> parked_;          // send token ->

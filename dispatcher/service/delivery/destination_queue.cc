@@ -117,4 +117,14 @@ void DestinationQueue::Trim() {
   ++epoch_;
 }
 
+int64_t DestinationQueue::oldest_deferral_ms() const {
+  int64_t oldest = 0;
+  for (const PendingDelivery& p : held_) {
+    if (p.state == storage::DeliveryState::kDeferred && (oldest == 0 || p.updated_ms < oldest)) {
+      oldest = p.updated_ms;
+    }
+  }
+  return oldest;
+}
+
 }  // namespace egress::service

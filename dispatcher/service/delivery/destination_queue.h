@@ -69,6 +69,8 @@ class DestinationQueue {
   std::optional<PendingDelivery> TakeHead();
 
   size_t size() const { return held_.size(); }
+  // When the oldest deferred delivery held was deferred (Unix ms; 0: none held). O(size()).
+  int64_t oldest_deferral_ms() const;
   const std::deque<PendingDelivery>& held() const { return held_; }
   const std::string& cursor() const { return cursor_; }
   bool complete() const { return complete_; }
