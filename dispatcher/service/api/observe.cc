@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -247,15 +248,94 @@ std::optional<ApiError> ReadDestinationQuery(Service& s,
 
 }  // namespace
 
+namespace {
+
+// A listing of GET /v1/destinations on its way: its page is made in steps of kListingStep
+// destinations on the loop, and its counts read in steps of as many keys on the storage pool,
+// each step posted after the one before, so that intake, deliveries and other calls go between
+// them (a page of 1,000 made at once held the loop ~10 ms, and its 1,000 counts the store's one
+// thread as long: another tenant's p99 went from 12 ms to 70 ms while a client walked 100,000).
+struct Listing {
+  DestinationQuery query;  // `after` moves on step by step
+  size_t limit = 0;
+  size_t scanned = 0;
+  std::optional<DestinationPosition> next;
+  std::vector<std::string> keys;
+  json list = json::array();
+  size_t counted = 0;
+  Respond respond;
+};
+constexpr size_t kListingStep = 100;
+constexpr size_t kListingMaxScan = 10'000;
+
+void Finish(Service& s, Listing& l, HttpResponse res) {
+  --s.listings_in_flight();
+  l.respond(std::move(res));
+}
+
+// Reads the next step's counts on the storage pool; answers after the last.
+void CountStep(Service& s, std::shared_ptr<Listing> l) {
+  if (l->counted == l->keys.size()) {
+    json next = l->next ? json(EncodeDestinationCursor(s.loop().destination_epoch(),
+                                                       l->query.by_oldest_deferral, *l->next))
+                        : json(nullptr);
+    Finish(s, *l, JsonResponse(200, {{"destinations", std::move(l->list)}, {"next_cursor", next}}));
+    return;
+  }
+  const size_t end = std::min(l->keys.size(), l->counted + kListingStep);
+  std::vector<std::string> keys(l->keys.begin() + static_cast<ptrdiff_t>(l->counted),
+                                l->keys.begin() + static_cast<ptrdiff_t>(end));
+  asio::post(s.storage_pool(), [&s, l, keys = std::move(keys)]() mutable {
+    auto counts = s.store().DestinationCounts(keys);
+    asio::post(s.io(), [&s, l, counts = std::move(counts)]() mutable {
+      if (!counts) {
+        Finish(s, *l, ErrorResponse(FromStatus(counts.error())));
+        return;
+      }
+      for (size_t i = 0; i < counts->size(); ++i) {
+        json& d = l->list[l->counted + i];
+        d["queued"] = storage::CountOf((*counts)[i], storage::DeliveryState::kQueued);
+        d["deferred"] = storage::CountOf((*counts)[i], storage::DeliveryState::kDeferred);
+      }
+      l->counted += counts->size();
+      CountStep(s, std::move(l));
+    });
+  });
+}
+
+// Makes the next step of the page on the loop; then the counts.
+void PageStep(Service& s, std::shared_ptr<Listing> l) {
+  DestinationQuery step = l->query;
+  step.limit = std::min(kListingStep, l->limit - l->list.size());
+  step.max_scan = std::min(kListingStep * 10, kListingMaxScan - l->scanned);
+  DestinationPage page = s.loop().ListDestinations(step);
+  const SteadyTime now = s.clock().Now();
+  const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
+  for (const DestinationInfo& d : page.items) {
+    std::string key = storage::DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination);
+    l->list.push_back(DestinationJson(d, key, now, now_ms));
+    l->keys.push_back(std::move(key));
+  }
+  l->scanned += page.scanned;
+  l->next = page.next;
+  if (!page.next || l->list.size() >= l->limit || l->scanned >= kListingMaxScan) {
+    CountStep(s, std::move(l));
+    return;
+  }
+  l->query.after = page.next;
+  asio::post(s.io(), [&s, l = std::move(l)]() mutable { PageStep(s, std::move(l)); });
+}
+
+}  // namespace
+
 void GetDestinations(Service& s, const std::map<std::string, std::string>& q,
                      const TenantScope& scope, Respond respond) {
-  DestinationQuery query;
-  if (auto bad = ReadDestinationQuery(s, q, scope, query)) {
+  auto l = std::make_shared<Listing>();
+  if (auto bad = ReadDestinationQuery(s, q, scope, l->query)) {
     respond(ErrorResponse(*bad));
     return;
   }
-  // The page is made here in bounded steps; its counts are read on the storage pool. Only so
-  // many listings wait for that at once.
+  // Only so many listings are on their way at once.
   if (s.listings_in_flight() >= Service::kMaxListings) {
     HttpResponse busy = JsonResponse(
         429, {{"error", "too_many_listings"},
@@ -267,38 +347,10 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q,
     respond(std::move(busy));
     return;
   }
-  const SteadyTime now = s.clock().Now();
-  const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
-  DestinationPage page = s.loop().ListDestinations(query);
-  std::vector<std::string> keys;
-  json list = json::array();
-  for (const DestinationInfo& d : page.items) {
-    std::string key = storage::DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination);
-    list.push_back(DestinationJson(d, key, now, now_ms));
-    keys.push_back(std::move(key));
-  }
-  json next = page.next ? json(EncodeDestinationCursor(s.loop().destination_epoch(),
-                                                       query.by_oldest_deferral, *page.next))
-                        : json(nullptr);
   ++s.listings_in_flight();
-  // Exact queued / deferred counts come from the store's per-destination counters.
-  asio::post(s.storage_pool(), [&s, keys = std::move(keys), list = std::move(list),
-                                next = std::move(next), respond = std::move(respond)]() mutable {
-    auto counts = s.store().DestinationCounts(keys);
-    asio::post(s.io(), [&s, counts = std::move(counts), list = std::move(list),
-                        next = std::move(next), respond = std::move(respond)]() mutable {
-      --s.listings_in_flight();
-      if (!counts) {
-        respond(ErrorResponse(FromStatus(counts.error())));
-        return;
-      }
-      for (size_t i = 0; i < list.size(); ++i) {
-        list[i]["queued"] = storage::CountOf((*counts)[i], storage::DeliveryState::kQueued);
-        list[i]["deferred"] = storage::CountOf((*counts)[i], storage::DeliveryState::kDeferred);
-      }
-      respond(JsonResponse(200, {{"destinations", list}, {"next_cursor", next}}));
-    });
-  });
+  l->limit = l->query.limit;
+  l->respond = std::move(respond);
+  PageStep(s, std::move(l));
 }
 
 void EnableDestination(Service& s, const HttpRequest& request, const TenantScope& scope,

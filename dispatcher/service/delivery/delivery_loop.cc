@@ -892,6 +892,7 @@ DestinationPage DeliveryLoop::ListDestinations(const DestinationQuery& q) const 
   page.next =
       index_.Walk(q.by_oldest_deferral, q.tenant, q.after, std::max(q.max_scan, limit),
                   [&](const std::string& key, const DestinationPosition&) {
+                    ++page.scanned;
                     const Dest& dest = dests_.at(key);
                     if (!q.platform.empty() && dest.platform != q.platform) {
                       return true;

@@ -65,6 +65,7 @@ struct DestinationInfo {
 struct DestinationPage {
   std::vector<DestinationInfo> items;
   std::optional<DestinationPosition> next;  // where the next page starts; none: the end
+  size_t scanned = 0;                       // destinations looked at
 };
 
 // Moves deliveries from the store to the platforms: keeps one head per destination with work in

@@ -1,7 +1,8 @@
-// Destinations: every destination with work (GET /v1/destinations), sortable, filtered and
-// paged in the browser (the API answers them all at once; only one page is in the DOM), with
-// its budget and remaining units as a fill bar, why its head waits and until when (a
-// countdown), and Enable for a disabled one.
+// Destinations: the destinations with work, a page at a time from the service (GET
+// /v1/destinations with limit and cursor: a page costs the service the same however many there
+// are), in its order (by key, or the oldest deferral first) and filtered by platform there; the
+// rows of a page sortable and filtered in the browser. Each with its budget and remaining units
+// as a fill bar, why its head waits and until when (a countdown), and Enable for a disabled one.
 
 import { api, query } from './api.js';
 import { clear, duration, errorBox, fillBar, h, num, toast } from './dom.js';
@@ -36,13 +37,18 @@ function budgetText(b) {
 export function mount(root, session, params) {
   const state = {
     list: [], sort: params.get('sort') || 'next', dir: params.get('dir') === 'desc' ? -1 : 1,
-    page: 0, filter: '', loaded: false, error: null,
+    filter: '', loaded: false, error: null,
+    // The service's pages: the cursor each was read from (the first: ''), and the next one's.
+    cursors: [''], next: null, total: null,
   };
   const columns = COLUMNS.filter((c) => !c.admin || session.admin);
   const filter = h('input', { type: 'search', id: 'dest-filter', placeholder: 'Filter: platform, destination, reason…',
     'aria-label': 'Filter destinations' });
   const platform = h('select', { id: 'dest-platform', 'aria-label': 'Platform' },
     ['', 'slack', 'discord', 'line', 'webhook'].map((p) => h('option', { value: p, text: p || 'all platforms' })));
+  const order = h('select', { id: 'dest-order', 'aria-label': 'Order' },
+    [['key', 'in key order'], ['oldest_deferral', 'oldest deferral first']].map(
+      ([value, text]) => h('option', { value, text })));
   const summary = h('span', { class: 'muted small', id: 'dest-summary' });
   const status = h('div', {});
   const head = h('tr', {});
@@ -50,7 +56,7 @@ export function mount(root, session, params) {
   const pager = h('div', { class: 'pager' });
   root.append(
     h('div', { class: 'page-head' }, h('h1', { text: 'Destinations' }), summary),
-    h('div', { class: 'toolbar' }, filter, platform),
+    h('div', { class: 'toolbar' }, filter, platform, order),
     status,
     h('div', { class: 'table-wrap' }, h('table', { class: 'table', id: 'destinations' },
       h('thead', {}, head), body)),
@@ -68,7 +74,6 @@ export function mount(root, session, params) {
         onclick: () => {
           state.dir = sorted ? -state.dir : 1;
           state.sort = c.key;
-          state.page = 0;
           render();
         },
       }, c.label, h('span', { class: 'sort-mark', 'aria-hidden': 'true', text: sorted ? (state.dir > 0 ? '▲' : '▼') : '' }))));
@@ -139,10 +144,8 @@ export function mount(root, session, params) {
       status.append(errorBox(state.error));
     }
     const rows = visible();
-    const pages = Math.max(1, Math.ceil(rows.length / PAGE));
-    state.page = Math.min(state.page, pages - 1);
     clear(body);
-    for (const d of rows.slice(state.page * PAGE, (state.page + 1) * PAGE)) {
+    for (const d of rows) {
       body.append(h('tr', { dataset: { key: d.key }, class: d.disabled ? 'row-bad' : d.deferral ? 'row-warn' : '' },
         columns.map((c) => cell(c, d))));
     }
@@ -151,20 +154,33 @@ export function mount(root, session, params) {
     }
     const throttled = state.list.filter((d) => d.deferral).length;
     const disabled = state.list.filter((d) => d.disabled).length;
-    summary.textContent = `${num(state.list.length)} with work · ${num(throttled)} waiting · ${num(disabled)} disabled`;
+    const page = state.cursors.length;
+    summary.textContent = `${state.total === null ? '' : `${num(state.total)} with work · `}` +
+      `this page: ${num(state.list.length)} · ${num(throttled)} waiting · ${num(disabled)} disabled`;
     clear(pager).append(
-      h('button', { type: 'button', disabled: state.page === 0, onclick: () => { state.page -= 1; render(); } }, '‹ Previous'),
-      h('span', { class: 'muted small', text: `page ${state.page + 1} of ${pages} · ${num(rows.length)} rows` }),
-      h('button', { type: 'button', disabled: state.page >= pages - 1, onclick: () => { state.page += 1; render(); } }, 'Next ›'));
+      h('button', { type: 'button', disabled: page === 1, onclick: () => { state.cursors.pop(); load(); } }, '‹ Previous'),
+      h('span', { class: 'muted small', text: `page ${num(page)} · ${num(rows.length)} rows` }),
+      h('button', { type: 'button', disabled: !state.next, onclick: () => { state.cursors.push(state.next); load(); } }, 'Next ›'));
   };
 
   let stopped = false;
   const load = async () => {
     try {
-      const answer = await api('GET', `/v1/destinations${query({ platform: platform.value })}`);
+      const cursor = state.cursors[state.cursors.length - 1];
+      const answer = await api('GET', `/v1/destinations${query({
+        platform: platform.value, sort: order.value, limit: PAGE, cursor,
+      })}`);
       state.list = answer.destinations || [];
+      state.next = answer.next_cursor || null;
       state.error = null;
+      // The count of all: /v1/stats answers it at no cost (the service keeps it).
+      const stats = await api('GET', '/v1/stats');
+      state.total = typeof stats.destinations === 'number' ? stats.destinations : null;
     } catch (e) {
+      if (e.status === 400 && e.body.error === 'invalid_cursor' && state.cursors.length > 1) {
+        state.cursors = [''];  // a cursor from before the service restarted: from the start
+        return load();
+      }
       state.error = e;
     }
     state.loaded = true;
@@ -173,8 +189,9 @@ export function mount(root, session, params) {
     }
   };
 
-  filter.addEventListener('input', () => { state.filter = filter.value; state.page = 0; render(); });
-  platform.addEventListener('change', () => { state.page = 0; load(); });
+  filter.addEventListener('input', () => { state.filter = filter.value; render(); });
+  platform.addEventListener('change', () => { state.cursors = ['']; load(); });
+  order.addEventListener('change', () => { state.cursors = ['']; load(); });
   render();
   load();
   const refresh = setInterval(load, REFRESH_MS);
