@@ -11,45 +11,31 @@ in the DOM, a random jump's repaint, the JS heap and the browser's long tasks. B
 run ./dev build first. Usage: bench/console_scale.py [BUILD_DIR]   (default: build)
 """
 
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "service", "console"))
 sys.dont_write_bytecode = True
 from console_browser import Console, start_browser  # noqa: E402
+sys.path.insert(0, HERE)
+import scale_support  # noqa: E402
 
 TOKEN = "console-scale-admin-token-0123456789"
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
 def call(port, method, path, body=None):
-    req = urllib.request.Request(
-        "http://127.0.0.1:%d%s" % (port, path), method=method,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as res:
-            return res.status, res.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
-def start(args):
-    child = subprocess.Popen(args, stdout=subprocess.PIPE)
-    return child, int(child.stdout.readline().decode().rsplit(":", 1)[1])
+    return scale_support.call(port, method, path, body, TOKEN)
 
 
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build")
     tmp = tempfile.mkdtemp(prefix="console-scale-")
-    sim, sim_port = start([os.path.join(build, "relay-egress-sim"), "--port", "0"])
+    sim, sim_port = scale_support.start([os.path.join(build, "relay-egress-sim"), "--port", "0"])
     call(sim_port, "POST", "/_sim/config",
          {"hook_defaults": {"faults": {"status": 429, "retry_after_s": 36000}}})
     config = os.path.join(tmp, "relay-egress.toml")
@@ -59,8 +45,9 @@ def main():
         for tenant in ("acme", "beta"):
             f.write('[tenants.%s.credentials.hooks]\nplatform = "webhook"\nsecret = "%s"\n'
                     % (tenant, SECRET))
-    service, port = start([os.path.join(build, "relay-egress"), "serve", "--config", config,
-                           "--profiles-dir", os.path.join(HERE, "..", "config", "profiles")])
+    service, port = scale_support.start([
+        os.path.join(build, "relay-egress"), "serve", "--config", config,
+        "--profiles-dir", os.path.join(HERE, "..", "config", "profiles")])
     driver = None
     try:
         for b in range(200):

@@ -22,30 +22,18 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True
+import scale_support  # noqa: E402
 TOKEN = "destinations-scale-admin-token-0123456789"
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
 def call(port, method, path, body=None):
-    req = urllib.request.Request(
-        "http://127.0.0.1:%d%s" % (port, path), method=method,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as res:
-            return res.status, res.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
-def start(args):
-    child = subprocess.Popen(args, stdout=subprocess.PIPE)
-    return child, int(child.stdout.readline().decode().rsplit(":", 1)[1])
+    return scale_support.call(port, method, path, body, TOKEN)
 
 
 def rss_mib(pid):
@@ -123,7 +111,7 @@ def main():
     receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     hook = "http://127.0.0.1:%d/probe" % receiver.server_address[1]
-    sim, sim_port = start([os.path.join(build, "relay-egress-sim"), "--port", "0"])
+    sim, sim_port = scale_support.start([os.path.join(build, "relay-egress-sim"), "--port", "0"])
     call(sim_port, "POST", "/_sim/config",
          {"hook_defaults": {"faults": {"status": 429, "retry_after_s": 36000}}})
     config = os.path.join(tmp, "relay-egress.toml")
@@ -135,8 +123,9 @@ def main():
         for tenant in ("acme", "globex"):
             f.write('[tenants.%s.credentials.hooks]\nplatform = "webhook"\nsecret = "%s"\n'
                     % (tenant, SECRET))
-    service, port = start([os.path.join(build, "relay-egress"), "serve", "--config", config,
-                           "--profiles-dir", os.path.join(HERE, "..", "config", "profiles")])
+    service, port = scale_support.start([
+        os.path.join(build, "relay-egress"), "serve", "--config", config,
+        "--profiles-dir", os.path.join(HERE, "..", "config", "profiles")])
     try:
         t = time.monotonic()
         for b in range(0, n, 500):
