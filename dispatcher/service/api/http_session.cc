@@ -377,9 +377,13 @@ class Session : public std::enable_shared_from_this<Session> {
     res.keep_alive(keep_alive_);
     auto owned = std::make_shared<HttpResponse>(std::move(res));
     stream_.expires_after(options().write_timeout);
-    http::async_write(
-        stream_, *owned,
-        [self = shared_from_this(), owned](beast::error_code ec, size_t) { self->OnWrite(ec); });
+    http::async_write(stream_, *owned,
+                      [self = shared_from_this(), owned](beast::error_code ec, size_t) mutable {
+                        const size_t bytes = owned->body().size();
+                        owned.reset();  // the answer is sent: free it before the next request
+                        self->shared_->ReleaseAfter(bytes);
+                        self->OnWrite(ec);
+                      });
   }
 
   void OnWrite(beast::error_code ec) {
@@ -471,6 +475,10 @@ void HttpServerShared::GiveBodyBytes(const std::string& owner, size_t n) {
       body_owners.erase(it);
     }
   }
+  ReleaseAfter(n);
+}
+
+void HttpServerShared::ReleaseAfter(size_t n) {
   if (n < kReleaseAfter || !options.release_free_memory || release_armed || draining) {
     return;
   }

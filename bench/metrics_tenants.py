@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+"""/metrics with 10,000 configured tenants, each with work (issue 35, docs/api.md "Destinations").
+
+Starts build/relay-egress-sim (every receiver answering 429 with a 10-hour Retry-After) and
+build/relay-egress serve with N tenants in its config, posts one webhook for each tenant, then
+scrapes /metrics 13 times and prints each scrape's time and size, the series, and the service's
+RSS before the first scrape, after them (2 s later: freed memory is given back within 1 s) and
+at its peak. Builds nothing: run ./dev build first.
+Usage: bench/metrics_tenants.py [BUILD_DIR] [N]   (defaults: build, 10000)
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True
+import scale_support  # noqa: E402
+
+TOKEN = "metrics-tenants-admin-token-0123456789"
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+
+def rss_mib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        fields = dict(line.split(":", 1) for line in f if ":" in line)
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build")
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000
+    tmp = tempfile.mkdtemp(prefix="metrics-tenants-")
+    sim, sim_port = scale_support.start([os.path.join(build, "relay-egress-sim"), "--port", "0"])
+    scale_support.call(sim_port, "POST", "/_sim/config",
+                       {"hook_defaults": {"faults": {"status": 429, "retry_after_s": 36000}}})
+    config = os.path.join(tmp, "relay-egress.toml")
+    with open(config, "w") as f:
+        f.write('[server]\nlisten = "127.0.0.1:0"\ndata_dir = "%s/store"\nadmin_token = "%s"\n'
+                "[platforms.webhook]\nallow_private_networks = true\n" % (tmp, TOKEN))
+        for i in range(n):
+            f.write('[tenants.t%d.credentials.hooks]\nplatform = "webhook"\nsecret = "%s"\n'
+                    % (i, SECRET))
+    service, port = scale_support.start([
+        os.path.join(build, "relay-egress"), "serve", "--config", config,
+        "--profiles-dir", os.path.join(HERE, "..", "config", "profiles")])
+    try:
+        for b in range(0, n, 500):
+            items = [{"tenant": "t%d" % i, "platform": "webhook", "credential": "hooks",
+                      "destination": "http://127.0.0.1:%d/hooks/t%d" % (sim_port, i),
+                      "payload": {"n": i}} for i in range(b, min(n, b + 500))]
+            status, _ = scale_support.call(port, "POST", "/v1/deliveries/batch",
+                                           {"deliveries": items}, TOKEN)
+            assert status in (202, 207), status
+        time.sleep(4)  # every first attempt answered
+        before, _ = rss_mib(service.pid)
+        times = []
+        for _ in range(13):
+            t = time.monotonic()
+            status, body = scale_support.call(port, "GET", "/metrics", None, TOKEN)
+            times.append(time.monotonic() - t)
+            assert status == 200, status
+        time.sleep(2)
+        after, peak = rss_mib(service.pid)
+        print("tenants %d" % n)
+        print("metrics_bytes %d series %d" % (
+            len(body), sum(1 for line in body.split(b"\n") if line and not line.startswith(b"#"))))
+        print("scrape_ms first %.0f median %.0f max %.0f" % (
+            1000 * times[0], 1000 * sorted(times)[len(times) // 2], 1000 * max(times)))
+        print("rss_mib_before %.0f after %.0f growth %.0f peak %.0f" % (
+            before, after, after - before, peak))
+    finally:
+        for child in (service, sim):
+            child.terminate()
+            child.wait()
+        subprocess.run(["rm", "-rf", tmp], check=False)
+
+
+if __name__ == "__main__":
+    main()
