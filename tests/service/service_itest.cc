@@ -228,11 +228,15 @@ TEST_F(ServiceTest, LineLowerLimitCostsFew429s) {
   }
   TestResponse r = Post("/v1/deliveries/batch", batch);
   ASSERT_EQ(r.status, 202) << r.body;
-  WaitForStats([](const json& s) { return s["delivered"] == kDeliveries; }, 60'000);
+  json stats = WaitForStats([](const json& s) { return s["delivered"] == kDeliveries; }, 60'000);
   json sim = SimStats();
   EXPECT_EQ(sim["totals"]["accepted"], kDeliveries) << sim.dump();
   EXPECT_EQ(sim["totals"]["duplicates"], 0) << sim.dump();
   EXPECT_LE(sim["totals"]["rate_limited"].get<int>(), 40) << sim.dump();
+  // The 429s by platform, as the console's overview reads them (not from /metrics).
+  EXPECT_EQ(stats["platform_429s_by_platform"]["line"], sim["totals"]["rate_limited"])
+      << stats.dump();
+  EXPECT_EQ(stats["platform_429s_by_platform"]["slack"], 0) << stats.dump();
   std::printf("LINE at 100/s: %d deliveries, %d 429s\n", kDeliveries,
               sim["totals"]["rate_limited"].get<int>());
 }

@@ -103,6 +103,15 @@ void GetStats(Service& s, const TenantScope& scope, Respond respond) {
       json out = CountsJson(*counts);
       auto count = [&](CounterId m) { return static_cast<uint64_t>(s.metrics().Total(m)); };
       out["platform_429s"] = count(CounterId::kPlatform429);
+      // By platform: what the console's overview charts, without a scrape of /metrics (which
+      // grows with tenants: 9.5 MB at 10,000).
+      json by_platform = json::object();
+      for (Platform p : kPlatforms) {
+        const std::string_view name = PlatformString(p);
+        by_platform[std::string(name)] =
+            static_cast<uint64_t>(s.metrics().Value(CounterId::kPlatform429, {{"platform", name}}));
+      }
+      out["platform_429s_by_platform"] = std::move(by_platform);
       out["throttles"] = count(CounterId::kThrottles);
       out["deferrals"] = count(CounterId::kDeferrals);
       out["accepted"] = count(CounterId::kDeliveriesAccepted);
