@@ -36,37 +36,6 @@ def call(port, method, path, body=None):
     return scale_support.call(port, method, path, body, TOKEN)
 
 
-def rss_mib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        fields = dict(line.split(":", 1) for line in f if ":" in line)
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
-
-
-def quantile(values, q):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
-
-
-class Receiver(http.server.BaseHTTPRequestHandler):
-    """Records when each webhook arrives: the payload carries when it was posted."""
-    arrivals = {}
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        now = time.monotonic()
-        try:
-            payload = json.loads(body)
-            Receiver.arrivals[payload["n"]] = now - payload["t"]
-        except (ValueError, KeyError, TypeError):
-            pass
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 def walk(port, limit):
     """One walk of every page: (seconds per page, keys seen)."""
     times, keys, cursor = [], [], ""
@@ -85,30 +54,11 @@ def walk(port, limit):
             return times, keys
 
 
-def probe(port, hook, seconds, rate):
-    """Posts one webhook of tenant globex every 1/rate s for `seconds`; their latencies (ms)."""
-    Receiver.arrivals.clear()
-    sent = []
-    n, start = 0, time.monotonic()
-    while time.monotonic() - start < seconds:
-        # Over 8 destinations: 25/s each, under webhook_destination's default of 50/s.
-        item = {"tenant": "globex", "platform": "webhook", "credential": "hooks",
-                "destination": "%s/%d" % (hook, n % 8), "payload": {"n": n, "t": time.monotonic()}}
-        if call(port, "POST", "/v1/deliveries", item)[0] == 202:
-            sent.append(n)
-        n += 1
-        time.sleep(max(0.0, start + n / rate - time.monotonic()))
-    deadline = time.monotonic() + 10
-    while len(Receiver.arrivals) < len(sent) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return [Receiver.arrivals[i] * 1000 for i in sent if i in Receiver.arrivals], len(sent)
-
-
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build")
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
     tmp = tempfile.mkdtemp(prefix="destinations-scale-")
-    receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), scale_support.Receiver)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     hook = "http://127.0.0.1:%d/probe" % receiver.server_address[1]
     sim, sim_port = scale_support.start([os.path.join(build, "relay-egress-sim"), "--port", "0"])
@@ -141,26 +91,26 @@ def main():
         time.sleep(2)  # the first attempts' 429s settle
         for limit in (1000, 100):
             times, keys = walk(port, limit)
-            print("page_%d_ms_median %.1f" % (limit, 1000 * quantile(times, 0.5)))
-            print("page_%d_ms_p99 %.1f" % (limit, 1000 * quantile(times, 0.99)))
+            print("page_%d_ms_median %.1f" % (limit, 1000 * scale_support.quantile(times, 0.5)))
+            print("page_%d_ms_p99 %.1f" % (limit, 1000 * scale_support.quantile(times, 0.99)))
             print("page_%d_ms_max %.1f" % (limit, 1000 * max(times)))
             print("page_%d_listed %d distinct %d" % (limit, len(keys), len(set(keys))))
-        probe(port, hook, 2, 200)  # warm the receiver's connection
-        idle, sent = probe(port, hook, 10, 200)
+        scale_support.probe(port, TOKEN, hook, 2, 200)  # warm the receiver's connection
+        idle, sent = scale_support.probe(port, TOKEN, hook, 10, 200)
         print("probe_idle_sent %d arrived %d" % (sent, len(idle)))
-        print("probe_idle_p50_ms %.2f" % quantile(idle, 0.5))
-        print("probe_idle_p99_ms %.2f" % quantile(idle, 0.99))
-        rss_before, _ = rss_mib(service.pid)
+        print("probe_idle_p50_ms %.2f" % scale_support.quantile(idle, 0.5))
+        print("probe_idle_p99_ms %.2f" % scale_support.quantile(idle, 0.99))
+        rss_before, _ = scale_support.rss_mib(service.pid)
         # The walking client is a process of its own (this script's --walk), so that its JSON
         # parsing does not hold this one's interpreter while the probe's times are taken.
         walker = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--walk",
                                    str(port), "1000", "10"], stdout=subprocess.PIPE, text=True)
-        busy, sent = probe(port, hook, 10, 200)
+        busy, sent = scale_support.probe(port, TOKEN, hook, 10, 200)
         walked = walker.communicate(timeout=600)[0].strip()
-        rss_after, hwm = rss_mib(service.pid)
+        rss_after, hwm = scale_support.rss_mib(service.pid)
         print("probe_walking_sent %d arrived %d" % (sent, len(busy)))
-        print("probe_walking_p50_ms %.2f" % quantile(busy, 0.5))
-        print("probe_walking_p99_ms %.2f" % quantile(busy, 0.99))
+        print("probe_walking_p50_ms %.2f" % scale_support.quantile(busy, 0.5))
+        print("probe_walking_p99_ms %.2f" % scale_support.quantile(busy, 0.99))
         print(walked)
         print("rss_mib_before_walks %.0f after %.0f growth %.0f peak %.0f" % (
             rss_before, rss_after, rss_after - rss_before, hwm))

@@ -5,14 +5,19 @@ Starts build/relay-egress-sim (every receiver answering 429 with a 10-hour Retry
 build/relay-egress serve with N tenants in its config, posts one webhook for each tenant, then
 scrapes /metrics 13 times and prints each scrape's time and size, the series, and the service's
 RSS before the first scrape, after them (2 s later: freed memory is given back within 1 s) and
-at its peak. Builds nothing: run ./dev build first.
+at its peak; then another tenant's end-to-end latency (as bench/destinations_scale.py measures
+it) at 200/s idle, and while a second process scrapes /metrics back to back. Builds nothing: run
+./dev build first.
 Usage: bench/metrics_tenants.py [BUILD_DIR] [N]   (defaults: build, 10000)
+       (bench/metrics_tenants.py --scrape PORT SECONDS is its scraping client)
 """
 
+import http.server
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -24,16 +29,13 @@ TOKEN = "metrics-tenants-admin-token-0123456789"
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
-def rss_mib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        fields = dict(line.split(":", 1) for line in f if ":" in line)
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
-
-
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build")
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000
     tmp = tempfile.mkdtemp(prefix="metrics-tenants-")
+    receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), scale_support.Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    hook = "http://127.0.0.1:%d/probe" % receiver.server_address[1]
     sim, sim_port = scale_support.start([os.path.join(build, "relay-egress-sim"), "--port", "0"])
     scale_support.call(sim_port, "POST", "/_sim/config",
                        {"hook_defaults": {"faults": {"status": 429, "retry_after_s": 36000}}})
@@ -41,9 +43,9 @@ def main():
     with open(config, "w") as f:
         f.write('[server]\nlisten = "127.0.0.1:0"\ndata_dir = "%s/store"\nadmin_token = "%s"\n'
                 "[platforms.webhook]\nallow_private_networks = true\n" % (tmp, TOKEN))
-        for i in range(n):
-            f.write('[tenants.t%d.credentials.hooks]\nplatform = "webhook"\nsecret = "%s"\n'
-                    % (i, SECRET))
+        for tenant in ["t%d" % i for i in range(n)] + ["globex"]:
+            f.write('[tenants.%s.credentials.hooks]\nplatform = "webhook"\nsecret = "%s"\n'
+                    % (tenant, SECRET))
     service, port = scale_support.start([
         os.path.join(build, "relay-egress"), "serve", "--config", config,
         "--profiles-dir", os.path.join(HERE, "..", "config", "profiles")])
@@ -56,7 +58,7 @@ def main():
                                            {"deliveries": items}, TOKEN)
             assert status in (202, 207), status
         time.sleep(4)  # every first attempt answered
-        before, _ = rss_mib(service.pid)
+        before, _ = scale_support.rss_mib(service.pid)
         times = []
         for _ in range(13):
             t = time.monotonic()
@@ -64,7 +66,7 @@ def main():
             times.append(time.monotonic() - t)
             assert status == 200, status
         time.sleep(2)
-        after, peak = rss_mib(service.pid)
+        after, peak = scale_support.rss_mib(service.pid)
         print("tenants %d" % n)
         print("metrics_bytes %d series %d" % (
             len(body), sum(1 for line in body.split(b"\n") if line and not line.startswith(b"#"))))
@@ -72,12 +74,36 @@ def main():
             1000 * times[0], 1000 * sorted(times)[len(times) // 2], 1000 * max(times)))
         print("rss_mib_before %.0f after %.0f growth %.0f peak %.0f" % (
             before, after, after - before, peak))
+        scale_support.probe(port, TOKEN, hook, 2, 200)  # warm the receiver's connection
+        idle, sent = scale_support.probe(port, TOKEN, hook, 10, 200)
+        print("probe_idle_sent %d p50_ms %.2f p99_ms %.2f" % (
+            sent, scale_support.quantile(idle, 0.5), scale_support.quantile(idle, 0.99)))
+        scraper = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--scrape",
+                                    str(port), "10"], stdout=subprocess.PIPE, text=True)
+        busy, sent = scale_support.probe(port, TOKEN, hook, 10, 200)
+        scraped = scraper.communicate(timeout=120)[0].strip()
+        print("probe_scraping_sent %d p50_ms %.2f p99_ms %.2f (%s)" % (
+            sent, scale_support.quantile(busy, 0.5), scale_support.quantile(busy, 0.99),
+            scraped))
     finally:
         for child in (service, sim):
             child.terminate()
             child.wait()
+        receiver.shutdown()
         subprocess.run(["rm", "-rf", tmp], check=False)
 
 
+def scrape_main(port, seconds):
+    """The scraping client: /metrics back to back for `seconds`."""
+    t, scrapes = time.monotonic(), 0
+    while time.monotonic() - t < seconds:
+        scale_support.call(port, "GET", "/metrics", None, TOKEN)
+        scrapes += 1
+    print("scrapes %d in %.1f s" % (scrapes, time.monotonic() - t))
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 4 and sys.argv[1] == "--scrape":
+        scrape_main(int(sys.argv[2]), float(sys.argv[3]))
+    else:
+        main()

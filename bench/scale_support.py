@@ -1,8 +1,11 @@
-"""What the scale scripts (console_scale.py, destinations_scale.py) share: starting a program that
-prints its port, and calling the service's API on loopback."""
+"""What the scale scripts (console_scale.py, destinations_scale.py, metrics_tenants.py) share:
+starting a program that prints its port, calling the service's API on loopback, the service's
+RSS, and another tenant's end-to-end latency (a receiver of the script's own on loopback)."""
 
+import http.server
 import json
 import subprocess
+import time
 import urllib.error
 import urllib.request
 
@@ -24,3 +27,55 @@ def start(args):
     """Starts a program that prints "...:<port>" as its first line: (child, port)."""
     child = subprocess.Popen(args, stdout=subprocess.PIPE)
     return child, int(child.stdout.readline().decode().rsplit(":", 1)[1])
+
+
+def rss_mib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        fields = dict(line.split(":", 1) for line in f if ":" in line)
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def quantile(values, q):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    """Records when each webhook arrives: the payload carries when it was posted."""
+    arrivals = {}
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        now = time.monotonic()
+        try:
+            payload = json.loads(body)
+            Receiver.arrivals[payload["n"]] = now - payload["t"]
+        except (ValueError, KeyError, TypeError):
+            pass
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def probe(port, token, hook, seconds, rate):
+    """Posts one webhook of tenant globex (credential "hooks") every 1/rate s for `seconds`, to a
+    Receiver at `hook`; their end-to-end latencies (ms) and how many were accepted."""
+    Receiver.arrivals.clear()
+    sent = []
+    n, start = 0, time.monotonic()
+    while time.monotonic() - start < seconds:
+        # Over 8 destinations: 25/s each, under webhook_destination's default of 50/s.
+        item = {"tenant": "globex", "platform": "webhook", "credential": "hooks",
+                "destination": "%s/%d" % (hook, n % 8),
+                "payload": {"n": n, "t": time.monotonic()}}
+        if call(port, "POST", "/v1/deliveries", item, token)[0] == 202:
+            sent.append(n)
+        n += 1
+        time.sleep(max(0.0, start + n / rate - time.monotonic()))
+    deadline = time.monotonic() + 10
+    while len(Receiver.arrivals) < len(sent) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [Receiver.arrivals[i] * 1000 for i in sent if i in Receiver.arrivals], len(sent)
