@@ -347,38 +347,69 @@ std::string_view Metrics::Name(HistogramId id) { return Of(id).name; }
 
 std::string Metrics::Render() const {
   std::string out;
-  for (const Definition& d : kDefinitions) {
-    const char* type = d.type == Type::kCounter ? "counter"
-                       : d.type == Type::kGauge ? "gauge"
-                                                : "histogram";
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", d.name, d.help, d.name, type);
-    for (auto it = values_.lower_bound(d.name);
-         it != values_.end() && it->first.starts_with(d.name); ++it) {
-      if (IsSeriesOf(it->first, d.name)) {
-        out += fmt::format("{} {}\n", it->first, it->second);
-      }
+  RenderPosition at;
+  while (!RenderSome(out, at, SIZE_MAX)) {
+  }
+  return out;
+}
+
+bool Metrics::RenderSome(std::string& out, RenderPosition& at, size_t max_series) const {
+  auto sink = std::back_inserter(out);
+  size_t written = 0;
+  for (; at.definition < std::size(kDefinitions);
+       ++at.definition, at.headed = false, at.after.clear(), at.histograms = false) {
+    const Definition& d = kDefinitions[at.definition];
+    if (!at.headed) {
+      const char* type = d.type == Type::kCounter ? "counter"
+                         : d.type == Type::kGauge ? "gauge"
+                                                  : "histogram";
+      fmt::format_to(sink, "# HELP {} {}\n# TYPE {} {}\n", d.name, d.help, d.name, type);
+      at.headed = true;
     }
-    for (auto it = histograms_.lower_bound(d.name);
-         it != histograms_.end() && it->first.starts_with(d.name); ++it) {
+    if (!at.histograms) {
+      auto it = at.after.empty() ? values_.lower_bound(d.name) : values_.upper_bound(at.after);
+      for (; it != values_.end() && it->first.starts_with(d.name); ++it) {
+        if (!IsSeriesOf(it->first, d.name)) {
+          continue;
+        }
+        if (written == max_series) {
+          return false;  // goes on at `it` (after at.after)
+        }
+        fmt::format_to(sink, "{} {}\n", it->first, it->second);
+        at.after = it->first;
+        ++written;
+      }
+      at.histograms = true;
+      at.after.clear();
+    }
+    auto it =
+        at.after.empty() ? histograms_.lower_bound(d.name) : histograms_.upper_bound(at.after);
+    for (; it != histograms_.end() && it->first.starts_with(d.name); ++it) {
       if (!IsSeriesOf(it->first, d.name)) {
         continue;
+      }
+      if (written >= max_series) {
+        return false;
       }
       const std::string labels(LabelsOf(it->first, d.name));
       const auto buckets = d.buckets;
       for (size_t i = 0; i < buckets.size(); ++i) {
-        out += fmt::format(
-            "{} {}\n",
+        fmt::format_to(
+            sink, "{} {}\n",
             Series(std::string(d.name) + "_bucket", labels, fmt::format("le=\"{}\"", buckets[i])),
             it->second.counts[i]);
       }
-      out += fmt::format("{} {}\n", Series(std::string(d.name) + "_bucket", labels, "le=\"+Inf\""),
-                         it->second.count);
-      out += fmt::format("{} {}\n", Series(std::string(d.name) + "_sum", labels), it->second.sum);
-      out +=
-          fmt::format("{} {}\n", Series(std::string(d.name) + "_count", labels), it->second.count);
+      fmt::format_to(sink, "{} {}\n",
+                     Series(std::string(d.name) + "_bucket", labels, "le=\"+Inf\""),
+                     it->second.count);
+      fmt::format_to(sink, "{} {}\n", Series(std::string(d.name) + "_sum", labels), it->second.sum);
+      fmt::format_to(sink, "{} {}\n", Series(std::string(d.name) + "_count", labels),
+                     it->second.count);
+      at.after = it->first;
+      written += buckets.size() + 3;
     }
   }
-  return out;
+  return true;
 }
 
 }  // namespace egress::service

@@ -91,6 +91,17 @@ class Metrics {
 
   // The text exposition format, version 0.0.4.
   std::string Render() const;
+  // The same a part at a time (GET /metrics renders in steps, so the loop serves others between
+  // them: 110,000 series at 10,000 tenants took ~70 ms at once): appends to `out` the next at
+  // most `max_series` series after `at`, and returns true when the whole text is out. Series
+  // added or dropped between steps are shown or not as their place in the order is passed.
+  struct RenderPosition {
+    size_t definition = 0;
+    bool headed = false;      // the definition's HELP and TYPE are out
+    std::string after;        // the last series of the definition out ("": none yet)
+    bool histograms = false;  // on to the definition's histogram series
+  };
+  bool RenderSome(std::string& out, RenderPosition& at, size_t max_series) const;
 
  private:
   struct HistogramSeries {

@@ -192,6 +192,33 @@ TEST(MetricsTest, RendersTheExpositionText) {
   EXPECT_EQ(m.Render(), expected);
 }
 
+// Verifies the text rendered in steps (as GET /metrics does) is the text rendered at once, for
+// any step, and that series added between steps appear where the walk has not passed yet.
+TEST(MetricsTest, RendersInStepsTheSameText) {
+  Metrics m;
+  Record(m);
+  const std::string whole = m.Render();
+  for (size_t step : {1u, 2u, 3u, 7u, 100u}) {
+    SCOPED_TRACE(step);
+    std::string out;
+    Metrics::RenderPosition at;
+    int steps = 0;
+    while (!m.RenderSome(out, at, step)) {
+      ASSERT_LT(++steps, 1000);
+    }
+    EXPECT_EQ(out, whole);
+  }
+  std::string out;
+  Metrics::RenderPosition at;
+  ASSERT_FALSE(m.RenderSome(out, at, 1));  // build_info only
+  m.Inc(CounterId::kDeliveries, {{"platform", "line"}, {"outcome", "delivered"}});
+  while (!m.RenderSome(out, at, 1)) {
+  }
+  EXPECT_NE(out.find(R"(relay_egress_deliveries_total{platform="line",outcome="delivered"} 1)"),
+            std::string::npos)
+      << out;
+}
+
 // Verifies that Value reads one series, Total sums a counter's series and not a longer name's.
 TEST(MetricsTest, ValueAndTotal) {
   Metrics m;
