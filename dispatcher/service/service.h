@@ -176,6 +176,8 @@ class Service {
   // kMaxListings at once; the rest are 429); loop thread only.
   static constexpr int kMaxListings = 4;
   int& listings_in_flight() { return listings_in_flight_; }
+  // When GET /metrics last refreshed its scrape-time series (at most once a second); loop only.
+  std::optional<SteadyTime>& metrics_refreshed() { return metrics_refreshed_; }
   StoreHealthMonitor& store_health() { return *store_health_; }
   Metrics& metrics() { return metrics_; }
   // The outbound transport (its counters for /metrics).
@@ -239,6 +241,7 @@ class Service {
   std::unique_ptr<AuthFailureLimiter> auth_failures_;
   JobRegistry jobs_;
   int listings_in_flight_ = 0;
+  std::optional<SteadyTime> metrics_refreshed_;
   std::unique_ptr<storage::QueueStore> store_;
   std::unique_ptr<boost::asio::thread_pool> storage_pool_;
   std::optional<boost::asio::strand<boost::asio::thread_pool::executor_type>> settings_writes_;
