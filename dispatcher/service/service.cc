@@ -378,8 +378,19 @@ void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
 Status Service::LoadApiKeys() {
   if (!options_.admin_token.empty()) {
     // As a tenant key: 16 to 256 visible ASCII bytes, or "sha256:" and its digest's hex, so
-    // that a short token cannot be guessed and the config need not hold the token itself.
-    Result<std::string> digest = adapters::ParseApiKeyEntry(options_.admin_token);
+    // that a short token cannot be guessed and the config need not hold the token itself. A
+    // shorter one of visible ASCII still starts the service, with a warning at every start: a
+    // deployment whose token predates the rule keeps sending after an upgrade (refusing to start
+    // would stop every delivery), and guesses are slowed by the auth-failure limit.
+    const std::string_view token = options_.admin_token;
+    Result<std::string> digest = adapters::ParseApiKeyEntry(token);
+    if (!digest && token.size() < adapters::kMinApiKeyBytes && !token.starts_with("sha256:") &&
+        std::all_of(token.begin(), token.end(), [](char c) { return c >= 0x21 && c <= 0x7e; })) {
+      LogEvent(LogLevel::kWarn, "admin_token_short",
+               {{"bytes", token.size()},
+                {"note", "use 16 to 256 bytes, or its sha256: digest (docs/configuration.md)"}});
+      digest = adapters::ApiKeyDigest(token);
+    }
     if (!digest) {
       return Status::InvalidArgument("server.admin_token (or RELAY_EGRESS_ADMIN_TOKEN): " +
                                      digest.error().message());
