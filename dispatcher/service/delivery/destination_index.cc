@@ -2,7 +2,10 @@
 
 #include <cstring>
 
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 
 #include "dispatcher/base/check.h"
@@ -44,22 +47,40 @@ bool DestinationIndex::ByTenantDeferral::operator()(const Entry& a, const Entry&
   return ByDeferral{}(a, b);
 }
 
+void DestinationIndex::MacFree::operator()(EVP_MAC_CTX* ctx) const { EVP_MAC_CTX_free(ctx); }
+
 DestinationIndex::DestinationIndex() {
   // The hash key and the epoch: from OpenSSL's generator; should it fail (it does not on Linux),
-  // from the address of this object and the clock-free counter below, which still orders.
+  // from the address of this object, which still orders (only the key's secrecy is lost).
   if (RAND_bytes(hash_key_.data(), static_cast<int>(hash_key_.size())) != 1 ||
       RAND_bytes(reinterpret_cast<unsigned char*>(&epoch_), sizeof epoch_) != 1) {
     const auto self = reinterpret_cast<uintptr_t>(this);
     std::memcpy(hash_key_.data(), &self, sizeof self);
     epoch_ = self;
   }
+  if (EVP_MAC* mac = EVP_MAC_fetch(nullptr, "SIPHASH", nullptr)) {
+    siphash_.reset(EVP_MAC_CTX_new(mac));
+    EVP_MAC_free(mac);
+    size_t size = sizeof(uint64_t);
+    const OSSL_PARAM params[] = {OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &size),
+                                 OSSL_PARAM_construct_end()};
+    if (siphash_ && EVP_MAC_init(siphash_.get(), hash_key_.data(), 16, params) != 1) {
+      siphash_.reset();
+    }
+  }
 }
 
 uint64_t DestinationIndex::Hash(std::string_view key) const {
-  unsigned char mac[32];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), hash_key_.data(), static_cast<int>(hash_key_.size()),
-       reinterpret_cast<const unsigned char*>(key.data()), key.size(), mac, &len);
+  unsigned char mac[32] = {};
+  const auto* data = reinterpret_cast<const unsigned char*>(key.data());
+  size_t len = 0;
+  if (!siphash_ || EVP_MAC_init(siphash_.get(), nullptr, 0, nullptr) != 1 ||
+      EVP_MAC_update(siphash_.get(), data, key.size()) != 1 ||
+      EVP_MAC_final(siphash_.get(), mac, &len, sizeof mac) != 1) {
+    unsigned int hmac_len = 0;
+    HMAC(EVP_sha256(), hash_key_.data(), static_cast<int>(hash_key_.size()), data, key.size(), mac,
+         &hmac_len);
+  }
   uint64_t h = 0;
   std::memcpy(&h, mac, sizeof h);
   return h;

@@ -148,6 +148,23 @@ TEST_F(DestinationIndexTest, OldestDeferralFirst) {
   EXPECT_EQ(Page(true, "", at, 10), (std::vector<std::string>{"acme/a"}));
 }
 
+// Verifies the hash is keyed: two indexes (two processes) place one key differently, and one
+// index places it the same each time; so a cursor, which holds a hash, says nothing of a key
+// that is not already known to its index.
+TEST(DestinationIndexKeyTest, HashIsKeyedPerIndex) {
+  const std::string key =
+      "webhook\x1f"
+      "acme\x1fhooks\x1fhttps://h.example/?sig=secret";
+  const std::string tenant = "acme";
+  DestinationIndex a;
+  DestinationIndex b;
+  const uint64_t in_a = a.Add(&key, &tenant);
+  a.Remove(&key, &tenant, in_a);
+  EXPECT_EQ(a.Add(&key, &tenant), in_a);
+  EXPECT_NE(b.Add(&key, &tenant), in_a);
+  EXPECT_NE(a.epoch(), b.epoch());
+}
+
 // Verifies the cursor's text: round trip, and a typed refusal for another process (epoch), the
 // other sort or text that is not one; it holds no destination.
 TEST(DestinationCursorTest, RoundTripAndRefusals) {
