@@ -25,7 +25,6 @@ sys.path.insert(0, HERE)
 import scale_support  # noqa: E402
 
 TOKEN = "console-scale-admin-token-0123456789"
-SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
 def call(port, method, path, body=None):
@@ -35,19 +34,8 @@ def call(port, method, path, body=None):
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build")
     tmp = tempfile.mkdtemp(prefix="console-scale-")
-    sim, sim_port = scale_support.start([os.path.join(build, "relay-egress-sim"), "--port", "0"])
-    call(sim_port, "POST", "/_sim/config",
-         {"hook_defaults": {"faults": {"status": 429, "retry_after_s": 36000}}})
-    config = os.path.join(tmp, "relay-egress.toml")
-    with open(config, "w") as f:
-        f.write('[server]\nlisten = "127.0.0.1:0"\ndata_dir = "%s/store"\nadmin_token = "%s"\n'
-                "[platforms.webhook]\nallow_private_networks = true\n" % (tmp, TOKEN))
-        for tenant in ("acme", "beta"):
-            f.write('[tenants.%s.credentials.hooks]\nplatform = "webhook"\nsecret = "%s"\n'
-                    % (tenant, SECRET))
-    service, port = scale_support.start([
-        os.path.join(build, "relay-egress"), "serve", "--config", config,
-        "--profiles-dir", os.path.join(HERE, "..", "config", "profiles")])
+    sim, sim_port = scale_support.start_throttling_sim(build)
+    service, port = scale_support.start_service(build, tmp, TOKEN, ("acme", "beta"))
     driver = None
     try:
         for b in range(200):

@@ -14,13 +14,11 @@ Usage: bench/destinations_scale.py [BUILD_DIR] [N]   (defaults: build, 100000)
        (bench/destinations_scale.py --walk PORT LIMIT TIMES is its walking client)
 """
 
-import http.server
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 
@@ -29,7 +27,6 @@ sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 import scale_support  # noqa: E402
 TOKEN = "destinations-scale-admin-token-0123456789"
-SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
 def call(port, method, path, body=None):
@@ -58,24 +55,12 @@ def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build")
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
     tmp = tempfile.mkdtemp(prefix="destinations-scale-")
-    receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), scale_support.Receiver)
-    threading.Thread(target=receiver.serve_forever, daemon=True).start()
-    hook = "http://127.0.0.1:%d/probe" % receiver.server_address[1]
-    sim, sim_port = scale_support.start([os.path.join(build, "relay-egress-sim"), "--port", "0"])
-    call(sim_port, "POST", "/_sim/config",
-         {"hook_defaults": {"faults": {"status": 429, "retry_after_s": 36000}}})
-    config = os.path.join(tmp, "relay-egress.toml")
-    with open(config, "w") as f:
-        f.write('[server]\nlisten = "127.0.0.1:0"\ndata_dir = "%s/store"\nadmin_token = "%s"\n'
-                "tenant_backlog_watermark = %d\n"
-                "[budgets.tenant_intake]\nlimit = 100000\nscale_ms = 1000\nburst = 100000\n"
-                "[platforms.webhook]\nallow_private_networks = true\n" % (tmp, TOKEN, 2 * n))
-        for tenant in ("acme", "globex"):
-            f.write('[tenants.%s.credentials.hooks]\nplatform = "webhook"\nsecret = "%s"\n'
-                    % (tenant, SECRET))
-    service, port = scale_support.start([
-        os.path.join(build, "relay-egress"), "serve", "--config", config,
-        "--profiles-dir", os.path.join(HERE, "..", "config", "profiles")])
+    receiver, hook = scale_support.start_receiver()
+    sim, sim_port = scale_support.start_throttling_sim(build)
+    service, port = scale_support.start_service(
+        build, tmp, TOKEN, ("acme", "globex"),
+        "tenant_backlog_watermark = %d\n"
+        "[budgets.tenant_intake]\nlimit = 100000\nscale_ms = 1000\nburst = 100000\n" % (2 * n))
     try:
         t = time.monotonic()
         for b in range(0, n, 500):

@@ -12,12 +12,10 @@ Usage: bench/metrics_tenants.py [BUILD_DIR] [N]   (defaults: build, 10000)
        (bench/metrics_tenants.py --scrape PORT SECONDS is its scraping client)
 """
 
-import http.server
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,29 +24,16 @@ sys.dont_write_bytecode = True
 import scale_support  # noqa: E402
 
 TOKEN = "metrics-tenants-admin-token-0123456789"
-SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build")
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000
     tmp = tempfile.mkdtemp(prefix="metrics-tenants-")
-    receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), scale_support.Receiver)
-    threading.Thread(target=receiver.serve_forever, daemon=True).start()
-    hook = "http://127.0.0.1:%d/probe" % receiver.server_address[1]
-    sim, sim_port = scale_support.start([os.path.join(build, "relay-egress-sim"), "--port", "0"])
-    scale_support.call(sim_port, "POST", "/_sim/config",
-                       {"hook_defaults": {"faults": {"status": 429, "retry_after_s": 36000}}})
-    config = os.path.join(tmp, "relay-egress.toml")
-    with open(config, "w") as f:
-        f.write('[server]\nlisten = "127.0.0.1:0"\ndata_dir = "%s/store"\nadmin_token = "%s"\n'
-                "[platforms.webhook]\nallow_private_networks = true\n" % (tmp, TOKEN))
-        for tenant in ["t%d" % i for i in range(n)] + ["globex"]:
-            f.write('[tenants.%s.credentials.hooks]\nplatform = "webhook"\nsecret = "%s"\n'
-                    % (tenant, SECRET))
-    service, port = scale_support.start([
-        os.path.join(build, "relay-egress"), "serve", "--config", config,
-        "--profiles-dir", os.path.join(HERE, "..", "config", "profiles")])
+    receiver, hook = scale_support.start_receiver()
+    sim, sim_port = scale_support.start_throttling_sim(build)
+    service, port = scale_support.start_service(
+        build, tmp, TOKEN, ["t%d" % i for i in range(n)] + ["globex"])
     try:
         for b in range(0, n, 500):
             items = [{"tenant": "t%d" % i, "platform": "webhook", "credential": "hooks",

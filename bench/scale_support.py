@@ -4,7 +4,9 @@ RSS, and another tenant's end-to-end latency (a receiver of the script's own on 
 
 import http.server
 import json
+import os
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -79,3 +81,41 @@ def probe(port, token, hook, seconds, rate):
     while len(Receiver.arrivals) < len(sent) and time.monotonic() < deadline:
         time.sleep(0.05)
     return [Receiver.arrivals[i] * 1000 for i in sent if i in Receiver.arrivals], len(sent)
+
+
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def start_receiver():
+    """A Receiver on a free loopback port: (server, its base URL)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, "http://127.0.0.1:%d/probe" % server.server_address[1]
+
+
+def start_throttling_sim(build):
+    """build/relay-egress-sim with every receiver answering 429 with a 10-hour Retry-After, so a
+    destination keeps its work: (child, port)."""
+    sim, port = start([os.path.join(build, "relay-egress-sim"), "--port", "0"])
+    call(port, "POST", "/_sim/config",
+         {"hook_defaults": {"faults": {"status": 429, "retry_after_s": 36000}}})
+    return sim, port
+
+
+def start_service(build, tmp, token, tenants, server_lines=""):
+    """build/relay-egress serve with a config under `tmp`: the admin `token`, `server_lines` more
+    in [server] (then any other sections), webhooks to loopback allowed, and a webhook credential
+    "hooks" for each of `tenants`: (child, port)."""
+    config = os.path.join(tmp, "relay-egress.toml")
+    with open(config, "w") as f:
+        f.write('[server]\nlisten = "127.0.0.1:0"\ndata_dir = "%s/store"\nadmin_token = "%s"\n'
+                % (tmp, token))
+        f.write(server_lines)
+        f.write("[platforms.webhook]\nallow_private_networks = true\n")
+        for tenant in tenants:
+            f.write('[tenants.%s.credentials.hooks]\nplatform = "webhook"\nsecret = "%s"\n'
+                    % (tenant, SECRET))
+    return start([os.path.join(build, "relay-egress"), "serve", "--config", config,
+                  "--profiles-dir", os.path.join(HERE, "..", "config", "profiles")])
+
