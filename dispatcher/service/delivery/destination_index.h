@@ -25,12 +25,11 @@ struct DestinationPosition {
 // The destinations with work in two orders, for listing them a page at a time in bounded steps
 // (docs/api.md, "Destinations"):
 //   - by key: by tenant, then by a keyed 64-bit hash of the destination key (SipHash-2-4, the
-//     keyed hash made for hash tables, under a key drawn when the index is made: 0.08 us a key
-//     against 1.4 us for a one-shot HMAC-SHA256, which 100,000 destinations registered at a
-//     restart would have paid). A walk by position lists each destination at most
-//     once and misses none that stays in the index all along, whatever comes and goes meanwhile;
-//     a tenant's destinations are one range; a position names no destination (the hash is keyed,
-//     and a secret destination's key must not leave).
+//     keyed hash made for hash tables, under a key drawn when the index is made; much cheaper per
+//     key than a one-shot HMAC-SHA256, which every destination a restart registers pays). A walk by
+//     position lists each destination at most once and misses none that stays in the index all
+//     along, whatever comes and goes meanwhile; a tenant's destinations are one range; a position
+//     names no destination (the hash is keyed, and a secret destination's key must not leave).
 //   - by oldest deferral, oldest first (destinations with no deferral are not in this order): what
 //     an operator looks at first; within one tenant, a range of its own. A destination whose oldest
 //     deferral changes moves, so a walk in this order may list one twice or not at all: a view, not
