@@ -284,15 +284,17 @@ Metrics::Metrics() { Set(GaugeId::kBuildInfo, {{"version", Version()}}, 1); }
 std::string_view Metrics::Version() { return VersionNumber(); }
 
 void Metrics::Inc(CounterId id, const Labels& labels, double by) {
-  Slot(values_, SeriesKey(Of(id).name, labels)) += by;
+  Slot(values_, SeriesKey(Of(id).name, labels)).value += by;
 }
 
 void Metrics::SetTotal(CounterId id, const Labels& labels, double total) {
-  Slot(values_, SeriesKey(Of(id).name, labels)) = total;
+  Slot(values_, SeriesKey(Of(id).name, labels)).value = total;
 }
 
 void Metrics::Set(GaugeId id, const Labels& labels, double value) {
-  Slot(values_, SeriesKey(Of(id).name, labels)) = value;
+  Sample& v = Slot(values_, SeriesKey(Of(id).name, labels));
+  v.value = value;
+  v.mark = mark_;
 }
 
 void Metrics::Clear(GaugeId id) {
@@ -300,6 +302,15 @@ void Metrics::Clear(GaugeId id) {
   auto it = values_.lower_bound(name);
   while (it != values_.end() && it->first.starts_with(name)) {
     it = IsSeriesOf(it->first, name) ? values_.erase(it) : std::next(it);
+  }
+}
+
+void Metrics::DropUnsetSince(GaugeId id, uint64_t mark) {
+  const std::string_view name = Of(id).name;
+  auto it = values_.lower_bound(name);
+  while (it != values_.end() && it->first.starts_with(name)) {
+    const bool stale = IsSeriesOf(it->first, name) && it->second.mark < mark;
+    it = stale ? values_.erase(it) : std::next(it);
   }
 }
 
@@ -318,7 +329,7 @@ void Metrics::Observe(HistogramId id, const Labels& labels, double value) {
 
 double Metrics::ValueOf(std::string_view name, const Labels& labels) const {
   auto it = values_.find(SeriesKey(name, labels));
-  return it == values_.end() ? 0 : it->second;
+  return it == values_.end() ? 0 : it->second.value;
 }
 
 double Metrics::Value(CounterId id, const Labels& labels) const {
@@ -335,7 +346,7 @@ double Metrics::Total(CounterId id) const {
   for (auto it = values_.lower_bound(name); it != values_.end() && it->first.starts_with(name);
        ++it) {
     if (IsSeriesOf(it->first, name)) {
-      sum += it->second;
+      sum += it->second.value;
     }
   }
   return sum;
@@ -375,7 +386,7 @@ bool Metrics::RenderSome(std::string& out, RenderPosition& at, size_t max_series
         if (written == max_series) {
           return false;  // goes on at `it` (after at.after)
         }
-        fmt::format_to(sink, "{} {}\n", it->first, it->second);
+        fmt::format_to(sink, "{} {}\n", it->first, it->second.value);
         at.after = it->first;
         ++written;
       }

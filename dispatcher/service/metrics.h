@@ -74,9 +74,15 @@ class Metrics {
   // Mirrors a count another component keeps (it only grows): the series becomes `total`.
   void SetTotal(CounterId id, const Labels& labels, double total);
   void Set(GaugeId id, const Labels& labels, double value);
-  // Drops every series of the gauge: for gauges rebuilt from scratch at each scrape, so a series
-  // whose subject went away (a tenant's backlog drained) does not linger.
+  // Drops every series of the gauge.
   void Clear(GaugeId id);
+  // A gauge rebuilt from scratch a part at a time (GET /metrics' refresh goes in steps, so the
+  // loop serves others between them): StartRebuild returns a mark, every Set after it stamps its
+  // series, and DropUnsetSince(id, mark) drops the gauge's series not Set since the mark, those
+  // whose subject went away (a tenant's backlog drained). Until then a scrape sees each series
+  // at its old value or its new one, never a gauge emptied half way.
+  uint64_t StartRebuild() { return ++mark_; }
+  void DropUnsetSince(GaugeId id, uint64_t mark);
   void Observe(HistogramId id, const Labels& labels, double value);
   // The value of a series, 0 when never touched (tests, stats).
   double Value(CounterId id, const Labels& labels = {}) const;
@@ -114,8 +120,13 @@ class Metrics {
   std::string_view SeriesKey(std::string_view name, const Labels& labels) const;
   double ValueOf(std::string_view name, const Labels& labels) const;
 
+  struct Sample {
+    double value = 0;
+    uint64_t mark = 0;  // mark_ when last Set (gauges)
+  };
   mutable std::string series_;
-  std::map<std::string, double, std::less<>> values_;
+  uint64_t mark_ = 0;
+  std::map<std::string, Sample, std::less<>> values_;
   std::map<std::string, HistogramSeries, std::less<>> histograms_;
 };
 

@@ -160,5 +160,86 @@ TEST_F(MetricsScrapeTest, FirstScrapeAfterRestartShowsTheStoredBacklog) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
+// Verifies the refresh made in steps (kRefreshStep series each): with 1,200 tenants holding work
+// (3,600 queue-depth series, more than one step), a scrape shows every tenant's depths, summing
+// to the backlog; once one tenant's only delivery is cancelled, a scrape a second later no
+// longer shows that tenant's series (dropped as not set again), and still shows the others'.
+TEST_F(MetricsScrapeTest, ManyTenantsAreRefreshedInStepsAndADrainedOneGoes) {
+  constexpr int kTenants = 1200;
+  {
+    std::ofstream config(config_, std::ios::app);
+    for (int t = 0; t < kTenants; ++t) {
+      config << "[tenants.t" << t << ".credentials.hooks]\nplatform = \"webhook\"\n"
+             << "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n";
+    }
+  }
+  ChildProcess service;
+  const int port = StartService(service);
+  ASSERT_NE(port, 0) << service.error();
+  std::string first_id;
+  for (int from = 0; from < kTenants; from += 600) {
+    json items = json::array();
+    for (int t = from; t < from + 600; ++t) {
+      items.push_back({{"tenant", "t" + std::to_string(t)},
+                       {"platform", "webhook"},
+                       {"destination", "http://127.0.0.1:9/hooks"},
+                       {"credential", "hooks"},
+                       {"payload", {{"n", t}}}});
+    }
+    TestResponse r = HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries/batch",
+                                json{{"deliveries", items}}.dump());
+    ASSERT_EQ(r.status, 202) << r.body;
+    if (from == 0) {
+      first_id = r.Json()["results"][0].value("id", "");
+    }
+  }
+  ASSERT_FALSE(first_id.empty());
+  auto tenant_depth = [](const std::string& text, const std::string& tenant) {
+    double sum = 0;
+    for (const char* state : {"queued", "in_flight", "deferred"}) {
+      const double v = SeriesValue(text, "relay_egress_tenant_queue_depth{tenant=\"" + tenant +
+                                             "\",platform=\"webhook\",state=\"" + state + "\"}");
+      if (v < 0) {
+        return -1.0;
+      }
+      sum += v;
+    }
+    return sum;
+  };
+  const std::string text = Scrape(port);
+  double total = 0;
+  for (int t = 0; t < kTenants; ++t) {
+    const double depth = tenant_depth(text, "t" + std::to_string(t));
+    ASSERT_EQ(depth, 1) << "t" << t;
+    total += depth;
+  }
+  EXPECT_EQ(total, kTenants);
+  EXPECT_EQ(Promtool(text), "");
+
+  // Cancel t0's delivery (it may be in flight for a moment: retried until it is not).
+  TestResponse cancelled;
+  for (int tries = 0; tries < 200; ++tries) {
+    cancelled = HttpCallAs(kAdminToken, port, "DELETE", "/v1/deliveries/" + first_id);
+    if (cancelled.status == 200) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body;
+  std::string later;
+  for (int waited = 0; waited < 10'000; waited += 250) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    later = Scrape(port);
+    if (tenant_depth(later, "t0") < 0) {
+      break;
+    }
+  }
+  EXPECT_EQ(later.find("relay_egress_tenant_queue_depth{tenant=\"t0\","), std::string::npos);
+  EXPECT_EQ(tenant_depth(later, "t1"), 1);
+  EXPECT_EQ(tenant_depth(later, "t" + std::to_string(kTenants - 1)), 1);
+  const int status = service.Signal(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
 }  // namespace
 }  // namespace egress

@@ -253,6 +253,44 @@ TEST(MetricsTest, ClearDropsOneGaugesSeries) {
   EXPECT_NE(Metrics::Version(), "unknown");
 }
 
+// Verifies that a gauge rebuilt in parts keeps its series until the rebuild ends: a series set
+// again since StartRebuild takes its new value, the other gauges' and the series set again are
+// kept by DropUnsetSince, and only the series not set since the mark go (GET /metrics' refresh
+// in steps: a scrape during one never sees the gauge emptied).
+TEST(MetricsTest, RebuildDropsOnlyWhatWasNotSetAgain) {
+  Metrics m;
+  // (Labels is an initializer_list: made at each call, never returned.)
+  auto set = [&m](const char* tenant, double v) {
+    m.Set(GaugeId::kTenantQueueDepth,
+          {{"tenant", tenant}, {"platform", "slack"}, {"state", "queued"}}, v);
+  };
+  auto get = [&m](const char* tenant) {
+    return m.Value(GaugeId::kTenantQueueDepth,
+                   {{"tenant", tenant}, {"platform", "slack"}, {"state", "queued"}});
+  };
+  set("a", 3);
+  set("b", 4);
+  m.Set(GaugeId::kOldestDeferralAge, {{"tenant", "b"}, {"platform", "slack"}}, 9);
+  const uint64_t mark = m.StartRebuild();
+  set("b", 5);
+  // Half way: both series are there, b at its new value.
+  EXPECT_EQ(get("a"), 3);
+  EXPECT_EQ(get("b"), 5);
+  set("c", 1);
+  m.DropUnsetSince(GaugeId::kTenantQueueDepth, mark);
+  const std::string text = m.Render();
+  EXPECT_EQ(text.find("tenant=\"a\""), std::string::npos) << text;
+  EXPECT_EQ(get("b"), 5);
+  EXPECT_EQ(get("c"), 1);
+  // Another gauge, not set since the mark, is not this rebuild's.
+  EXPECT_EQ(m.Value(GaugeId::kOldestDeferralAge, {{"tenant", "b"}, {"platform", "slack"}}), 9);
+  // A later rebuild's mark is greater: what this one set goes when not set again.
+  const uint64_t later = m.StartRebuild();
+  EXPECT_GT(later, mark);
+  m.DropUnsetSince(GaugeId::kTenantQueueDepth, later);
+  EXPECT_EQ(m.Render().find("relay_egress_tenant_queue_depth{"), std::string::npos);
+}
+
 // Verifies that a label value that is not UTF-8 (a tenant named in a URL path may hold any
 // bytes) leaves as valid UTF-8, each bad byte one U+FFFD: Prometheus refuses a whole scrape
 // over one bad label value.

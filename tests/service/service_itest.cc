@@ -539,6 +539,83 @@ TEST_F(ServiceTest, DestinationsPageByCursorFiltersAndSort) {
   }
 }
 
+// Verifies POST /v1/destinations/enable by the key GET /v1/destinations shows (issue #35: found
+// in steps of the caller's destinations, not in one pass over all of them): among 2,300 of
+// acme's destinations (more than one step), a webhook whose query token is redacted is named by
+// its shown key and enabled; two destinations that show the same key are ambiguous (404); the
+// stored key itself works; another tenant's shown key is 404 for acme's caller.
+TEST_F(ServiceTest, EnableByTheShownKeyAmongManyDestinations) {
+  ASSERT_EQ(HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/acme/rate_limits",
+                       R"({"rate_limits":{"webhook_destination":{"scale_ms":60000,"limit":1}}})")
+                .status,
+            200);
+  auto hook = [&](const std::string& tenant, const std::string& path) {
+    json d = Webhook(tenant, "x", 0);
+    d["destination"] = sim_.BaseUrl() + path;
+    return d;
+  };
+  for (int batch = 0; batch < 3; ++batch) {
+    json deliveries = json::array();
+    for (int i = 0; i < 750; ++i) {
+      deliveries.push_back(hook("acme", "/hooks/many" + std::to_string(batch * 750 + i)));
+    }
+    // acme's intake budget takes ~1,000 at once: a 429 is waited out (bounded).
+    TestResponse r;
+    for (int tries = 0; tries < 20; ++tries) {
+      r = Post("/v1/deliveries/batch", json{{"deliveries", deliveries}});
+      if (r.status != 429) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(r.Json().value("retry_after_ms", 500)));
+    }
+    ASSERT_EQ(r.status, 202) << r.body.substr(0, 400);
+  }
+  json secret = json::array({hook("acme", "/hooks/one?token=s3cr3t-one"),
+                             hook("acme", "/hooks/two?token=s3cr3t-two-a"),
+                             hook("acme", "/hooks/two?token=s3cr3t-two-b"),
+                             hook("globex", "/hooks/theirs?token=s3cr3t-globex")});
+  ASSERT_EQ(Post("/v1/deliveries/batch", json{{"deliveries", secret}}).status, 202);
+  const std::string base = sim_.BaseUrl();
+  std::string one_shown;
+  for (int waited = 0; waited < 20'000 && one_shown.empty(); waited += 50) {
+    json page =
+        HttpCallAs(kAdminToken, port_, "GET",
+                   "/v1/destinations?tenant=acme&destination=" + base + "/hooks/one&limit=10")
+            .Json();
+    if (!page["destinations"].empty()) {
+      one_shown = page["destinations"][0]["key"];
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ASSERT_FALSE(one_shown.empty());
+  EXPECT_EQ(one_shown.find("s3cr3t"), std::string::npos) << one_shown;
+  auto enable = [&](const std::string& token, const std::string& key) {
+    return HttpCallAs(token, port_, "POST", "/v1/destinations/enable", json{{"key", key}}.dump());
+  };
+  TestResponse r = enable(kAdminToken, one_shown);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Json()["key"], one_shown);
+  // The shown key of the two: both match, so neither is enabled.
+  const std::string two_shown = one_shown.substr(0, one_shown.find("/hooks/one")) + "/hooks/two?" +
+                                one_shown.substr(one_shown.find('?') + 1);
+  r = enable(kAdminToken, two_shown);
+  EXPECT_EQ(r.status, 404) << two_shown << " " << r.body;
+  // The stored key (0x1f separators) names one exactly.
+  r = enable(kAdminToken, std::string("webhook\x1f"
+                                      "acme\x1fhooks\x1f") +
+                              base + "/hooks/two?token=s3cr3t-two-a");
+  EXPECT_EQ(r.status, 200) << r.body;
+  // acme's key does not reach globex's destination, by either key.
+  ASSERT_EQ(HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/acme/api_keys",
+                       json{{"api_keys", {"acme-key-0123456789abcdef"}}}.dump())
+                .status,
+            200);
+  const std::string theirs_shown = "webhook/globex/hooks/" + base + "/hooks/theirs?token=…";
+  EXPECT_EQ(enable("acme-key-0123456789abcdef", theirs_shown).status, 404);
+  EXPECT_EQ(enable(kAdminToken, theirs_shown).status, 200);
+}
+
 // Verifies that a 410 disables the destination: its deliveries are kept (not dropped) and
 // the destination shows why.
 TEST_P(ServicePlatformTest, GoneReceiverDisablesDestinationWithoutDropping) {

@@ -1,4 +1,4 @@
-// GET /v1/stats, /v1/destinations, /metrics; POST /v1/destinations/enable.
+// GET /v1/stats, /v1/destinations; POST /v1/destinations/enable.
 
 #include <algorithm>
 #include <charconv>
@@ -30,44 +30,6 @@ json CountsJson(const storage::StateCounts& counts) {
     j[std::string(storage::StateName(state))] = storage::CountOf(counts, state);
   }
   return j;
-}
-
-// What a scrape sets from the loop and the HTTP server: cheap, in memory, on the loop.
-void RefreshScrapeMetrics(Service& s) {
-  const HttpServerStats& http = s.http_stats();
-  Metrics& m = s.metrics();
-  m.Set(GaugeId::kHttpConnections, {}, static_cast<double>(http.open));
-  m.SetTotal(CounterId::kHttpConnectionsRefused, {{"reason", "max_connections"}},
-             static_cast<double>(http.refused));
-  m.SetTotal(CounterId::kHttpConnectionsRefused, {{"reason", "per_address"}},
-             static_cast<double>(http.refused_per_address));
-  m.SetTotal(CounterId::kHttpBusy, {}, static_cast<double>(http.busy));
-  m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "header"}},
-             static_cast<double>(http.header_timeouts));
-  m.SetTotal(CounterId::kHttpAcceptFailures, {}, static_cast<double>(http.accept_failures));
-  m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "read"}},
-             static_cast<double>(http.read_timeouts));
-  m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "write"}},
-             static_cast<double>(http.write_timeouts));
-  m.SetTotal(CounterId::kConnectionsOpened, {},
-             static_cast<double>(s.transport().ConnectionsOpened()));
-  const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
-  m.Clear(GaugeId::kOldestDeferralAge);
-  for (const auto& [group, oldest_ms] : s.loop().OldestDeferrals()) {
-    m.Set(GaugeId::kOldestDeferralAge, {{"tenant", group.first}, {"platform", group.second}},
-          static_cast<double>(std::max<int64_t>(0, now_ms - oldest_ms)) / 1000.0);
-  }
-  BudgetUse& use = s.loop().budget_use();
-  for (const BudgetUse::Total& t : use.Totals()) {
-    m.SetTotal(CounterId::kBudgetUnits,
-               {{"tenant", t.tenant}, {"budget", pacing::BudgetNameString(t.budget)}},
-               static_cast<double>(t.units));
-  }
-  m.Clear(GaugeId::kBudgetUtilization);
-  for (const BudgetUse::Ratio& r : use.Utilization(s.clock().Now())) {
-    m.Set(GaugeId::kBudgetUtilization,
-          {{"tenant", r.tenant}, {"budget", pacing::BudgetNameString(r.budget)}}, r.ratio);
-  }
 }
 
 }  // namespace
@@ -259,6 +221,18 @@ std::optional<ApiError> ReadDestinationQuery(Service& s,
 
 namespace {
 
+// Only so many listings are on their way at once (Service::kMaxListings).
+HttpResponse TooManyListings() {
+  HttpResponse busy =
+      JsonResponse(429, {{"error", "too_many_listings"},
+                         {"message", fmt::format("{} listings of destinations are being answered; "
+                                                 "retry in a moment",
+                                                 Service::kMaxListings)},
+                         {"retry_after_ms", 1000}});
+  busy.set("Retry-After", "1");
+  return busy;
+}
+
 // A listing of GET /v1/destinations on its way: its page is made in steps of kListingStep
 // destinations on the loop, and its counts read in steps of as many keys on the storage pool,
 // each step posted after the one before, so that intake, deliveries and other calls go between
@@ -346,14 +320,7 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q,
   }
   // Only so many listings are on their way at once.
   if (s.listings_in_flight() >= Service::kMaxListings) {
-    HttpResponse busy = JsonResponse(
-        429, {{"error", "too_many_listings"},
-              {"message", fmt::format("{} listings of destinations are being answered; "
-                                      "retry in a moment",
-                                      Service::kMaxListings)},
-              {"retry_after_ms", 1000}});
-    busy.set("Retry-After", "1");
-    respond(std::move(busy));
+    respond(TooManyListings());
     return;
   }
   ++s.listings_in_flight();
@@ -361,6 +328,47 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q,
   l->respond = std::move(respond);
   PageStep(s, std::move(l));
 }
+
+namespace {
+
+// POST /v1/destinations/enable by the key as GET /v1/destinations shows it: the caller's
+// destinations (a tenant key's own; the tenant the shown key names, when one has destinations)
+// are looked at kEnableStep at a time on the loop, each step posted after the one before, as a
+// listing is (it takes one of the listings' slots). The key must name exactly one.
+struct EnableSearch {
+  std::string shown;
+  std::string tenant;  // empty: every tenant
+  std::optional<DestinationPosition> after;
+  std::vector<std::string> matches;
+  Respond respond;
+};
+constexpr size_t kEnableStep = 2000;
+
+void EnableAnswer(Service& s, EnableSearch& e, bool enabled, const std::string& key) {
+  --s.listings_in_flight();
+  if (!enabled) {
+    e.respond(ErrorResponse({404, "not_found", "no destination with work has that key", "key"}));
+    return;
+  }
+  e.respond(JsonResponse(200, {{"key", DestinationKeyText(key)}, {"enabled", true}}));
+}
+
+void EnableStep(Service& s, std::shared_ptr<EnableSearch> e) {
+  DeliveryLoop::ShownKeyMatches found =
+      s.loop().FindByShownKey(e->shown, e->tenant, e->after, kEnableStep);
+  for (std::string& key : found.keys) {
+    e->matches.push_back(std::move(key));
+  }
+  if (found.next && e->matches.size() < 2) {
+    e->after = std::move(found.next);
+    asio::post(s.io(), [&s, e = std::move(e)]() mutable { EnableStep(s, std::move(e)); });
+    return;
+  }
+  const bool one = e->matches.size() == 1;
+  EnableAnswer(s, *e, one && s.loop().Enable(e->matches[0]), one ? e->matches[0] : "");
+}
+
+}  // namespace
 
 void EnableDestination(Service& s, const HttpRequest& request, const TenantScope& scope,
                        Respond respond) {
@@ -373,153 +381,32 @@ void EnableDestination(Service& s, const HttpRequest& request, const TenantScope
   // then it must name exactly one of the caller's destinations. Another tenant's destination is
   // as unknown as one without work.
   const std::string given = (*body)["key"];
-  auto mine = [&scope](const std::string& raw) {
-    storage::DestinationParts parts;
-    return !scope || (storage::SplitDestinationKey(raw, parts) && parts.tenant == *scope);
-  };
-  std::string key = given;
-  bool enabled = mine(key) && s.loop().Enable(key);
-  if (!enabled) {
-    const std::string shown = DestinationKeyText(given);
-    std::optional<std::string> match;
-    size_t matches = 0;
-    for (const DestinationInfo& d : s.loop().Destinations()) {
-      std::string raw =
-          storage::DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination);
-      if (mine(raw) && DestinationKeyText(raw) == shown) {
-        match = std::move(raw);
-        ++matches;
-      }
-    }
-    if (matches == 1) {
-      key = std::move(*match);
-      enabled = s.loop().Enable(key);
-    }
-  }
-  if (!enabled) {
-    respond(ErrorResponse({404, "not_found", "no destination with work has that key", "key"}));
+  storage::DestinationParts parts;
+  if (storage::SplitDestinationKey(given, parts) && (!scope || parts.tenant == *scope) &&
+      s.loop().Enable(given)) {
+    respond(JsonResponse(200, {{"key", DestinationKeyText(given)}, {"enabled", true}}));
     return;
   }
-  respond(JsonResponse(200, {{"key", DestinationKeyText(key)}, {"enabled", true}}));
-}
-
-namespace {
-
-// relay_egress_quota_used_ratio per tenant and quota, relay_egress_tier_utilization_ratio per
-// tier and quota name (the sum of used over the sum of limits of the tier's tenants).
-void SetQuotaGauges(Service& s) {
-  // Set afresh each scrape: a quota, tenant or tier removed by a PUT or a reload leaves no
-  // series behind at its last value.
-  s.metrics().Clear(GaugeId::kQuotaUsedRatio);
-  s.metrics().Clear(GaugeId::kTierUtilization);
-  std::map<std::pair<std::string, std::string>, std::pair<double, double>> tiers;
-  for (const std::string& tenant : s.quotas().Tenants()) {
-    const std::string& tier = s.quotas().TierOf(tenant);
-    for (const QuotaBook::Quota& q : s.quotas().QuotasOf(tenant)) {
-      const QuotaBook::Usage u = s.quotas().UsageOf(tenant, q);
-      const double used = static_cast<double>(u.used);
-      const double limit = static_cast<double>(q.config.limit);
-      s.metrics().Set(GaugeId::kQuotaUsedRatio, {{"tenant", tenant}, {"quota", q.name}},
-                      used / limit);
-      if (!tier.empty()) {
-        auto& [sum_used, sum_limit] = tiers[{tier, q.name}];
-        sum_used += used;
-        sum_limit += limit;
-      }
+  if (s.listings_in_flight() >= Service::kMaxListings) {
+    respond(TooManyListings());
+    return;
+  }
+  ++s.listings_in_flight();
+  auto e = std::make_shared<EnableSearch>();
+  e->shown = DestinationKeyText(given);
+  e->respond = std::move(respond);
+  if (scope) {
+    e->tenant = *scope;
+  } else if (const size_t a = e->shown.find('/'); a != std::string::npos) {
+    // "platform/tenant/...": the tenant's range alone when it has destinations (a tenant whose
+    // name holds a '/' is looked for among every tenant's).
+    const size_t b = e->shown.find('/', a + 1);
+    std::string tenant = e->shown.substr(a + 1, b == std::string::npos ? b : b - a - 1);
+    if (s.loop().DestinationCountOf(tenant) > 0) {
+      e->tenant = std::move(tenant);
     }
   }
-  for (const auto& [key, sums] : tiers) {
-    s.metrics().Set(GaugeId::kTierUtilization, {{"tier", key.first}, {"budget", key.second}},
-                    sums.first / sums.second);
-  }
-}
-
-}  // namespace
-
-namespace {
-
-// A scrape's text, rendered kScrapeStep series at a time on the loop, each step posted after
-// the one before (bench/README.md, section 12: 110,000 series at 10,000 tenants held the loop
-// ~70 ms at once).
-struct Scrape {
-  std::string out;
-  Metrics::RenderPosition at;
-  Respond respond;
-};
-constexpr size_t kScrapeStep = 4096;
-
-void RenderStep(Service& s, std::shared_ptr<Scrape> scrape) {
-  if (s.metrics().RenderSome(scrape->out, scrape->at, kScrapeStep)) {
-    scrape->respond(TextResponse(200, std::move(scrape->out), "text/plain; version=0.0.4"));
-    return;
-  }
-  asio::post(s.io(),
-             [&s, scrape = std::move(scrape)]() mutable { RenderStep(s, std::move(scrape)); });
-}
-
-}  // namespace
-
-void GetMetrics(Service& s, Respond respond) {
-  // Scrapes within a second of the last refresh render what it set: the refresh (the store's
-  // backlog by tenant, then ~6 series per tenant set on the loop) is made at most once a second,
-  // however often /metrics is asked (bench/README.md, section 12).
-  const SteadyTime now = s.clock().Now();
-  std::optional<SteadyTime>& refreshed = s.metrics_refreshed();
-  if (refreshed && now - *refreshed < std::chrono::seconds(1)) {
-    auto scrape = std::make_shared<Scrape>();
-    scrape->respond = std::move(respond);
-    RenderStep(s, std::move(scrape));
-    return;
-  }
-  refreshed = now;
-  struct Backlog {
-    storage::StateCounts counts;
-    std::vector<storage::GroupCounts> groups;
-  };
-  // The queue depths come from the store's in-memory counters (no disk read), so a scrape alone
-  // shows the true backlog, a restarted store's too; the store is asked on its pool as every
-  // handler does.
-  OnStore(
-      s,
-      [](storage::QueueStore& store) -> Result<Backlog> {
-        auto counts = store.Counts();
-        if (!counts) {
-          return counts.error();
-        }
-        auto groups = store.BacklogByTenantPlatform();
-        if (!groups) {
-          return groups.error();
-        }
-        return Backlog{*counts, std::move(*groups)};
-      },
-      [&s, respond = std::move(respond)](Result<Backlog> backlog) {
-        Metrics& m = s.metrics();
-        if (backlog) {
-          for (auto state : storage::kAllStates) {
-            m.Set(GaugeId::kQueueDepth, {{"state", storage::StateName(state)}},
-                  static_cast<double>(storage::CountOf(backlog->counts, state)));
-          }
-          m.Clear(GaugeId::kTenantQueueDepth);
-          for (const storage::GroupCounts& g : backlog->groups) {
-            for (auto state : {storage::DeliveryState::kQueued, storage::DeliveryState::kInFlight,
-                               storage::DeliveryState::kDeferred}) {
-              m.Set(GaugeId::kTenantQueueDepth,
-                    {{"tenant", g.tenant},
-                     {"platform", g.platform},
-                     {"state", storage::StateName(state)}},
-                    static_cast<double>(storage::CountOf(g.counts, state)));
-            }
-          }
-        } else {
-          // The last depths stay; the failure is counted and the rest is still served.
-          m.Inc(CounterId::kStoreErrors, {{"operation", "metrics"}});
-        }
-        RefreshScrapeMetrics(s);
-        SetQuotaGauges(s);
-        auto scrape = std::make_shared<Scrape>();
-        scrape->respond = std::move(respond);
-        RenderStep(s, std::move(scrape));
-      });
+  EnableStep(s, std::move(e));
 }
 
 }  // namespace egress::service

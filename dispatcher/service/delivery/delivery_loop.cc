@@ -918,4 +918,18 @@ DestinationPage DeliveryLoop::ListDestinations(const DestinationQuery& q) const 
   return page;
 }
 
+DeliveryLoop::ShownKeyMatches DeliveryLoop::FindByShownKey(
+    std::string_view shown, std::string_view tenant,
+    const std::optional<DestinationPosition>& after, size_t max_scan) const {
+  ShownKeyMatches out;
+  out.next = index_.Walk(/*by_deferral=*/false, tenant, after, std::max<size_t>(1, max_scan),
+                         [&](const std::string& key, const DestinationPosition&) {
+                           if (DestinationKeyText(key) == shown) {
+                             out.keys.push_back(key);
+                           }
+                           return true;
+                         });
+  return out;
+}
+
 }  // namespace egress::service

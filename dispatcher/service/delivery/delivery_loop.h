@@ -172,6 +172,17 @@ class DeliveryLoop {
   // One page of the destinations (DestinationIndex): O(query.max_scan + limit), whatever the
   // number of destinations.
   DestinationPage ListDestinations(const DestinationQuery& query) const;
+  // The keys of destinations an operator names by the key GET /v1/destinations shows
+  // (DestinationKeyText: separators as '/', secrets redacted), looking at those of `tenant`
+  // (empty: every tenant) in key order after `after`, at most `max_scan` of them: `next` is where
+  // to go on from, none at the end.
+  struct ShownKeyMatches {
+    std::vector<std::string> keys;
+    std::optional<DestinationPosition> next;
+  };
+  ShownKeyMatches FindByShownKey(std::string_view shown, std::string_view tenant,
+                                 const std::optional<DestinationPosition>& after,
+                                 size_t max_scan) const;
   // The tenant's destinations with work: O(1).
   size_t DestinationCountOf(const std::string& tenant) const { return index_.CountOf(tenant); }
   uint64_t destination_epoch() const { return index_.epoch(); }
