@@ -12,7 +12,10 @@
 #include <vector>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <fmt/format.h>
 
+#include "dispatcher/pacing/gcra_meter.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
 #include "dispatcher/service/service.h"
@@ -28,27 +31,46 @@ namespace asio = boost::asio;
 constexpr size_t kRefreshStep = 2048;
 constexpr size_t kScrapeStep = 4096;
 
-// A scrape's text, rendered kScrapeStep series at a time, each step posted after the one before.
+// The text, rendered kScrapeStep series at a time, each step posted after the one before; then
+// kept as the text served for a second, and sent to every scrape that waited for it.
 struct Scrape {
   std::string out;
   Metrics::RenderPosition at;
-  Respond respond;
 };
 
-void RenderStep(Service& s, std::shared_ptr<Scrape> scrape) {
-  if (s.metrics().RenderSome(scrape->out, scrape->at, kScrapeStep)) {
-    scrape->respond(TextResponse(200, std::move(scrape->out), "text/plain; version=0.0.4"));
-    return;
-  }
-  asio::post(s.io(),
-             [&s, scrape = std::move(scrape)]() mutable { RenderStep(s, std::move(scrape)); });
+HttpResponse TextOf(const std::string& text) {
+  return TextResponse(200, text, "text/plain; version=0.0.4");
 }
 
-void Render(Service& s, Respond respond) {
-  auto scrape = std::make_shared<Scrape>();
-  scrape->respond = std::move(respond);
-  RenderStep(s, std::move(scrape));
+void RenderStep(Service& s, std::shared_ptr<Scrape> scrape) {
+  if (!s.metrics().RenderSome(scrape->out, scrape->at, kScrapeStep)) {
+    asio::post(s.io(),
+               [&s, scrape = std::move(scrape)]() mutable { RenderStep(s, std::move(scrape)); });
+    return;
+  }
+  Service::MetricsText& cache = s.metrics_text();
+  cache.text = std::move(scrape->out);
+  cache.last_bytes = cache.text.size();
+  cache.made = s.clock().Now();
+  cache.making = false;
+  std::vector<Respond> waiting = std::move(cache.waiting);
+  cache.waiting.clear();
+  for (Respond& respond : waiting) {
+    respond(TextOf(cache.text));
+  }
+  // The text (9.5 MB at 10,000 tenants) is not kept past its second: a service scraped every
+  // 15 s holds it a second of the 15.
+  auto expiry = std::make_shared<asio::steady_timer>(s.io(), std::chrono::milliseconds(1100));
+  expiry->async_wait([&s, expiry, made = *cache.made](const boost::system::error_code& ec) {
+    Service::MetricsText& text = s.metrics_text();
+    if (!ec && !text.making && text.made == made) {
+      text.made.reset();
+      std::string().swap(text.text);
+    }
+  });
 }
+
+void Render(Service& s) { RenderStep(s, std::make_shared<Scrape>()); }
 
 // What a scrape sets from the HTTP server and the transport: a few series, at once.
 void SetServerMetrics(Service& s) {
@@ -89,7 +111,6 @@ struct Refresh {
   std::map<std::pair<std::string, std::string>, std::pair<double, double>> tiers;
   size_t phase = 0;
   size_t at = 0;  // the next item of the phase's vector
-  Respond respond;
 };
 
 constexpr storage::DeliveryState kWaitingStates[] = {storage::DeliveryState::kQueued,
@@ -193,7 +214,7 @@ bool RefreshSome(Service& s, Refresh& r) {
 
 void RefreshStep(Service& s, std::shared_ptr<Refresh> r) {
   if (RefreshSome(s, *r)) {
-    Render(s, std::move(r->respond));
+    Render(s);
     return;
   }
   asio::post(s.io(), [&s, r = std::move(r)]() mutable { RefreshStep(s, std::move(r)); });
@@ -202,16 +223,42 @@ void RefreshStep(Service& s, std::shared_ptr<Refresh> r) {
 }  // namespace
 
 void GetMetrics(Service& s, Respond respond) {
-  // Scrapes within a second of the last refresh render what it set: the refresh (the store's
-  // backlog by tenant, then ~6 series per tenant set on the loop) is made at most once a second,
-  // however often /metrics is asked (bench/README.md, section 12), and one at a time.
+  // The text is made at most once a second, however often /metrics is asked, and one at a time:
+  // a scrape within a second of the last text gets it as it was (values up to a second old);
+  // one that comes while a text is being made waits for it (bench/README.md, section 12: 110,000
+  // series at 10,000 tenants take ~25 ms of the loop to refresh and render, in steps).
+  Service::MetricsText& cache = s.metrics_text();
   const SteadyTime now = s.clock().Now();
-  std::optional<SteadyTime>& refreshed = s.metrics_refreshed();
-  if (refreshed && now - *refreshed < std::chrono::seconds(1)) {
-    Render(s, std::move(respond));
+  // In units of 64 KiB: a scrape of a text smaller than that costs one.
+  constexpr int64_t kUnit = 64 << 10;
+  constexpr int64_t kUnitsPerSecond = Service::kMetricsBytesPerSecond / kUnit;
+  const pacing::GcraParams rate{.interval_ns = 1'000'000'000 / kUnitsPerSecond,
+                                .depth = kUnitsPerSecond};
+  const int64_t cost =
+      std::clamp<int64_t>(static_cast<int64_t>(cache.last_bytes) / kUnit, 1, 1'000'000);
+  const pacing::GcraDecision d =
+      pacing::GcraEvaluate(cache.tat_ns, rate, cost, now.time_since_epoch().count());
+  if (!d.allowed) {
+    const int64_t wait_ms = (d.retry_after.count() + 999'999) / 1'000'000;
+    HttpResponse busy =
+        JsonResponse(429, {{"error", "too_many_scrapes"},
+                           {"message", fmt::format("/metrics answers {} MiB of text a second",
+                                                   Service::kMetricsBytesPerSecond >> 20)},
+                           {"retry_after_ms", wait_ms}});
+    busy.set("Retry-After", std::to_string((wait_ms + 999) / 1000));
+    respond(std::move(busy));
     return;
   }
-  refreshed = now;
+  cache.tat_ns = d.tat_ns;
+  if (!cache.making && cache.made && now - *cache.made < std::chrono::seconds(1)) {
+    respond(TextOf(cache.text));
+    return;
+  }
+  cache.waiting.push_back(std::move(respond));
+  if (cache.making) {
+    return;
+  }
+  cache.making = true;
   struct Backlog {
     storage::StateCounts counts;
     std::vector<storage::GroupCounts> groups;
@@ -232,11 +279,10 @@ void GetMetrics(Service& s, Respond respond) {
         }
         return Backlog{*counts, std::move(*groups)};
       },
-      [&s, respond = std::move(respond)](Result<Backlog> backlog) mutable {
+      [&s](Result<Backlog> backlog) mutable {
         Metrics& m = s.metrics();
         auto r = std::make_shared<Refresh>();
         r->mark = m.StartRebuild();
-        r->respond = std::move(respond);
         if (backlog) {
           for (auto state : storage::kAllStates) {
             m.Set(GaugeId::kQueueDepth, {{"state", storage::StateName(state)}},
