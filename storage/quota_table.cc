@@ -2,6 +2,8 @@
 
 #include <memory>
 
+#include <rocksdb/db.h>
+
 #include "storage/index_keys.h"
 #include "storage/rocks_schema.h"
 
@@ -28,6 +30,19 @@ Status QuotaTable::Load(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta) {
   std::lock_guard<std::mutex> lock(mu_);
   quotas_ = std::move(loaded);
   return Status::Ok();
+}
+
+void QuotaTable::Reset(const CounterMap& slices) {
+  std::map<std::string, pacing::SlidingWindowCounter, std::less<>> loaded;
+  for (const auto& [key, n] : slices) {
+    std::string_view id;
+    int64_t expires_ms = 0;
+    if (n != 0 && ParseQuotaSliceKey(key, id, expires_ms)) {
+      loaded[std::string(id)].Add(expires_ms, n);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  quotas_ = std::move(loaded);
 }
 
 void QuotaTable::Apply(const CounterDeltas& deltas) {

@@ -5,11 +5,14 @@
 #include <string>
 #include <string_view>
 
-#include <rocksdb/db.h>
-
 #include "dispatcher/base/result.h"
 #include "dispatcher/pacing/sliding_window_counter.h"
-#include "storage/counter_table.h"
+#include "storage/counter_deltas.h"
+
+namespace rocksdb {
+class DB;
+class ColumnFamilyHandle;
+}  // namespace rocksdb
 
 namespace egress::storage {
 
@@ -21,6 +24,9 @@ class QuotaTable {
  public:
   // Reads every quota slice from `meta`. A key that does not parse is skipped.
   Status Load(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta);
+  // Replaces every slice with `slices` (QuotaSliceKey -> units): what a store that keeps its
+  // counters elsewhere (the PostgreSQL one) read. A key that does not parse is skipped.
+  void Reset(const CounterMap& slices);
   // Applies counter deltas keyed by QuotaSliceKey; other keys are ignored.
   void Apply(const CounterDeltas& deltas);
   // The slices of the tenant's quota still counting at `now_ms` (empty for one never charged).

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dispatcher/base/result.h"
+#include "storage/queue_store.h"
+
+namespace egress::storage {
+
+struct PostgresStoreOptions {
+  // A libpq connection URI or key=value string ("postgresql://egress@db.internal/egress"). A
+  // secret when it holds a password: never logged nor returned (RedactConninfo).
+  std::string url;
+  // Connections kept open; each store call uses one for its duration. Default: 4.
+  size_t pool_size = 4;
+};
+
+// Opens the shared delivery store in the PostgreSQL database `pg.url`: creates its tables on an
+// empty database or checks (and migrates) them, under an advisory lock so that nodes opening
+// together never race (pg_schema.h). Implements the whole QueueStore contract with the RocksDB
+// store's semantics (docs/storage.md, "PostgreSQL"); `options.path` and `record_cache_bytes` are
+// not used. Leases (moves to in_flight) are kept in this store's memory, as the RocksDB store
+// does: no other store object sees them. Every write is one transaction that returns after its
+// COMMIT, with synchronous_commit on.
+// Errors: Unavailable when the server cannot be reached; FailedPrecondition for a schema newer
+// than this build or a secrets key that does not match the store (Corruption, as RocksDB's).
+Result<std::unique_ptr<QueueStore>> OpenPostgresQueueStore(const PostgresStoreOptions& pg,
+                                                           const StoreOptions& options,
+                                                           int64_t now_ms);
+
+}  // namespace egress::storage
