@@ -1,6 +1,6 @@
 // What the RocksDB store alone has, beside the QueueStore contract it passes with every other
 // store (queue_store_contract_*_test.cc): its directory (one holder, nothing foreign, no silent
-// fresh start).
+// fresh start) and the read-only open.
 
 #include "storage/rocks_queue_store.h"
 
@@ -49,6 +49,47 @@ TEST_F(RocksQueueStoreTest, RefusesForeignAndCorruptDirectories) {
   EXPECT_TRUE(corrupt.error().code() == Status::Code::kCorruption ||
               corrupt.error().code() == Status::Code::kIoError)
       << corrupt.error().ToString();
+}
+
+// Verifies that a read-only open sees the data while the store is held, refuses every write
+// with FailedPrecondition, and shows the holder's leases (in its memory only) as queued.
+TEST_F(RocksQueueStoreTest, ReadOnlyOpenWhileHeld) {
+  const std::string id = Enqueue(Hook(), kT0);
+  Enqueue(Hook(), kT0 + 1);
+  auto leased = store_->LeaseDue(kT0 + 10, 1);
+  ASSERT_TRUE(leased && leased->size() == 1u);
+  auto ro = OpenRocksQueueStoreReadOnly(options_);
+  ASSERT_TRUE(ro) << ro.error().ToString();
+  QueueStore& r = **ro;
+  EXPECT_EQ(r.Get(id)->state, DeliveryState::kQueued);
+  EXPECT_EQ(CountOf(*r.Counts(), DeliveryState::kInFlight), 0u);
+  EXPECT_EQ(CountOf(*r.Counts(), DeliveryState::kQueued), 2u);
+  EXPECT_TRUE(r.List({.state = DeliveryState::kInFlight})->deliveries.empty());
+  EXPECT_EQ(r.List({})->deliveries.size(), 2u);
+  EXPECT_EQ(r.ListDestinations("", 10)->size(), 1u);
+  auto expect_read_only = [](const Status& s) {
+    EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition) << s.ToString();
+    EXPECT_EQ(s.message(), "store opened read-only");
+  };
+  expect_read_only(r.Enqueue(Hook(), kT0).error());
+  expect_read_only(r.EnqueueBatch({Hook()}, kT0).error());
+  expect_read_only(r.Apply(id, {.to = DeliveryState::kQueued, .at_ms = kT0}).error());
+  expect_read_only(r.LeaseDue(kT0 + 10, 10).error());
+  expect_read_only(r.PurgeExpired(RetentionPolicy(), kT0, 10).error());
+  expect_read_only(r.Purge(id));
+  expect_read_only(r.PutSetting("k", "v"));
+  EXPECT_TRUE(r.Close().ok());
+  // The holder still owns the store and sees nothing changed.
+  EXPECT_EQ(store_->Get(id)->state, DeliveryState::kInFlight);
+  EXPECT_TRUE(store_->Enqueue(Hook(), kT0 + 20));
+}
+
+// Verifies that the read-only open finds no store in a missing or empty directory.
+TEST_F(RocksQueueStoreTest, ReadOnlyOpenNeedsAStore) {
+  TempDir dir;
+  auto missing = OpenRocksQueueStoreReadOnly({.path = dir.Sub("nothing")});
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code(), Status::Code::kNotFound);
 }
 
 }  // namespace
