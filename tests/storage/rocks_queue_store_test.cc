@@ -1,6 +1,6 @@
 // What the RocksDB store alone has, beside the QueueStore contract it passes with every other
 // store (queue_store_contract_*_test.cc): its directory (one holder, nothing foreign, no silent
-// fresh start) and the read-only open.
+// fresh start), the read-only open, and the bytes it takes on disk.
 
 #include "storage/rocks_queue_store.h"
 
@@ -90,6 +90,16 @@ TEST_F(RocksQueueStoreTest, ReadOnlyOpenNeedsAStore) {
   auto missing = OpenRocksQueueStoreReadOnly({.path = dir.Sub("nothing")});
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code(), Status::Code::kNotFound);
+}
+
+// Verifies that Stats() reports the bytes the store takes on disk.
+TEST_F(RocksQueueStoreTest, StatsCountDiskBytes) {
+  const uint64_t empty = store_->Stats().disk_bytes;
+  EXPECT_GT(empty, 0u);  // CURRENT, MANIFEST, OPTIONS, the log
+  for (int i = 0; i < 50; ++i) {
+    Enqueue(Hook({.payload = std::string(200, 'p')}));
+  }
+  EXPECT_GT(store_->Stats().disk_bytes, empty);  // the write-ahead log grew
 }
 
 }  // namespace
