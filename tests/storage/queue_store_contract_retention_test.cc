@@ -1,6 +1,7 @@
-// RocksQueueStore retention (docs/storage.md, "Retention"): PurgeExpired removes finished records
-// by the age of their state, releases idempotency keys, never touches live deliveries, works in
-// bounded slices, and leaves no index entry behind (checked on the raw store by AuditStore).
+// The QueueStore contract, retention (docs/storage.md, "Retention"): PurgeExpired removes
+// finished records by the age of their state, releases idempotency keys, never touches live
+// deliveries, works in bounded slices, and leaves nothing behind (checked at rest by the kind's
+// StoreSite::Audit).
 
 #include <algorithm>
 #include <atomic>
@@ -10,51 +11,21 @@
 
 #include <gtest/gtest.h>
 
-#include "storage/rocks_queue_store.h"
-#include "tests/support/store_audit.h"
-#include "tests/support/temp_dir.h"
+#include "tests/storage/queue_store_contract.h"
 
 namespace egress::storage {
 namespace {
 
-constexpr int64_t kT0 = 1'767'225'600'000;
 constexpr int64_t kHour = 3'600'000;
 constexpr int64_t kDay = 24 * kHour;
 
-NewDelivery Hook(std::string key = "", std::string tenant = "acme") {
-  return NewDelivery{.tenant = std::move(tenant),
-                     .platform = "webhook",
-                     .destination = "http://127.0.0.1:1/h",
-                     .credential = "hooks",
-                     .payload = std::string(200, 'p'),
-                     .idempotency_key = std::move(key)};
-}
-
-class RetentionTest : public ::testing::Test {
+class QueueStoreRetentionTest : public QueueStoreContractTest {
  protected:
-  void SetUp() override {
-    options_.path = dir_.Sub("store");
-    Reopen();
-  }
-
-  void Reopen() {
-    store_.reset();
-    auto opened = OpenRocksQueueStore(options_, kT0);
-    ASSERT_TRUE(opened) << opened.error().ToString();
-    store_ = std::move(*opened);
-  }
-
-  std::string Enqueue(const NewDelivery& d, int64_t at_ms = kT0) {
-    auto r = store_->Enqueue(d, at_ms);
-    EXPECT_TRUE(r) << r.error().ToString();
-    return r ? r->id : "";
-  }
-
   // Enqueues one delivery at `created_ms` and takes it to `state` at `finished_ms` through the
   // moves the service makes (a lease first for delivered).
   std::string Finished(DeliveryState state, int64_t created_ms, int64_t finished_ms,
                        std::string key = "") {
-    const std::string id = Enqueue(Hook(std::move(key)), created_ms);
+    const std::string id = Enqueue(Hook({.key = std::move(key)}), created_ms);
     if (state == DeliveryState::kDelivered) {
       EXPECT_TRUE(store_->Apply(id, {.to = DeliveryState::kInFlight, .at_ms = finished_ms}));
     }
@@ -73,40 +44,23 @@ class RetentionTest : public ::testing::Test {
     return r ? *r : PurgeCounts{};
   }
 
-  bool Exists(const std::string& id) {
-    auto d = store_->Get(id);
-    EXPECT_TRUE(d || d.error().code() == Status::Code::kNotFound) << d.error().ToString();
-    return d.has_value();
-  }
-
   // The id a repeated (tenant, key) answers with, and whether it made a new delivery.
   EnqueueResult Repeat(const std::string& key, int64_t at_ms) {
-    auto r = store_->Enqueue(Hook(key), at_ms);
+    auto r = store_->Enqueue(Hook({.key = key}), at_ms);
     EXPECT_TRUE(r) << r.error().ToString();
     return r ? *r : EnqueueResult{};
   }
 
-  // Counters against a scan, then (closing the store) every index entry against the records.
+  // Counters against a scan, then (closing the store) everything else against the records.
   void ExpectConsistent() {
-    auto counts = store_->Counts();
-    auto scanned = store_->ScanCounts();
-    ASSERT_TRUE(counts && scanned);
-    EXPECT_EQ(*counts, *scanned);
-    store_.reset();
-    for (const std::string& problem : AuditStore(options_.path)) {
-      ADD_FAILURE() << problem;
-    }
-    Reopen();
+    ExpectCountsMatchScan();
+    ExpectAuditClean();
   }
-
-  TempDir dir_;
-  StoreOptions options_;
-  std::unique_ptr<QueueStore> store_;
 };
 
 // Verifies that each state has its own age, counted from its finish: cancelled after 3 days,
 // delivered after 7, dead after 30, none of them a millisecond early.
-TEST_F(RetentionTest, EachStateHasItsOwnAge) {
+TEST_P(QueueStoreRetentionTest, EachStateHasItsOwnAge) {
   const RetentionPolicy policy{
       .delivered_ms = 7 * kDay, .cancelled_ms = 3 * kDay, .dead_ms = 30 * kDay};
   const std::string delivered = Finished(DeliveryState::kDelivered, kT0, kT0);
@@ -139,7 +93,7 @@ TEST_F(RetentionTest, EachStateHasItsOwnAge) {
 // Verifies that the age runs from the finish, not the creation: a delivery deferred for 10 days
 // and then delivered stays 7 days after its delivery, and a dead one replayed and dead again
 // counts from its second death.
-TEST_F(RetentionTest, AgeRunsFromTheLatestFinish) {
+TEST_P(QueueStoreRetentionTest, AgeRunsFromTheLatestFinish) {
   const RetentionPolicy policy;
   const std::string late = Finished(DeliveryState::kDelivered, kT0, kT0 + 10 * kDay);
   const std::string dead = Finished(DeliveryState::kDead, kT0, kT0);
@@ -157,7 +111,7 @@ TEST_F(RetentionTest, AgeRunsFromTheLatestFinish) {
 }
 
 // Verifies that an age of 0 keeps its class forever while the other classes still go.
-TEST_F(RetentionTest, ZeroKeepsAClassForever) {
+TEST_P(QueueStoreRetentionTest, ZeroKeepsAClassForever) {
   const RetentionPolicy policy{.delivered_ms = 0, .cancelled_ms = kDay, .dead_ms = 0};
   const std::string delivered = Finished(DeliveryState::kDelivered, kT0, kT0, "k1");
   const std::string dead = Finished(DeliveryState::kDead, kT0, kT0);
@@ -181,12 +135,12 @@ TEST_F(RetentionTest, ZeroKeepsAClassForever) {
 
 // Verifies that live deliveries (queued, deferred, in flight) are never purged however old, and
 // that their idempotency keys keep answering with their ids.
-TEST_F(RetentionTest, LiveDeliveriesAndTheirKeysStay) {
+TEST_P(QueueStoreRetentionTest, LiveDeliveriesAndTheirKeysStay) {
   const RetentionPolicy tiny{
       .delivered_ms = 1, .cancelled_ms = 1, .dead_ms = 1, .idempotency_ms = 1};
-  const std::string queued = Enqueue(Hook("q"));
-  const std::string deferred = Enqueue(Hook("d"));
-  const std::string leased = Enqueue(Hook("l"));
+  const std::string queued = Enqueue(Hook({.key = "q"}));
+  const std::string deferred = Enqueue(Hook({.key = "d"}));
+  const std::string leased = Enqueue(Hook({.key = "l"}));
   ASSERT_TRUE(store_->Apply(deferred, {.to = DeliveryState::kDeferred,
                                        .at_ms = kT0,
                                        .next_attempt_ms = kT0 + 400 * kDay,
@@ -213,7 +167,7 @@ TEST_F(RetentionTest, LiveDeliveriesAndTheirKeysStay) {
 // the window after the finish has passed the key is released (counted) and the same key makes a
 // new delivery, while the old record stays for its own retention; purging the old record later
 // leaves the new delivery's key alone.
-TEST_F(RetentionTest, IdempotencyKeyExpiresAfterTheWindow) {
+TEST_P(QueueStoreRetentionTest, IdempotencyKeyExpiresAfterTheWindow) {
   const RetentionPolicy policy;  // idempotency 24 h, delivered 7 days
   const std::string first = Finished(DeliveryState::kDelivered, kT0, kT0 + kHour, "order-1");
   EXPECT_EQ(Purge(policy, kT0 + 25 * kHour).idempotency_keys, 0u);
@@ -240,7 +194,7 @@ TEST_F(RetentionTest, IdempotencyKeyExpiresAfterTheWindow) {
 
 // Verifies that a record purged before its key's window ends takes the key along (a key never
 // names a missing record), and that this key is not counted as expired.
-TEST_F(RetentionTest, PurgedRecordTakesItsKey) {
+TEST_P(QueueStoreRetentionTest, PurgedRecordTakesItsKey) {
   const RetentionPolicy policy{.delivered_ms = kHour, .idempotency_ms = 24 * kHour};
   const std::string id = Finished(DeliveryState::kDelivered, kT0, kT0, "order-2");
   PurgeCounts c = Purge(policy, kT0 + kHour + 1);
@@ -253,7 +207,7 @@ TEST_F(RetentionTest, PurgedRecordTakesItsKey) {
 }
 
 // Verifies that an operator's Purge of one record releases its key only while the key names it.
-TEST_F(RetentionTest, PurgeOfOneRecordKeepsANewerHoldersKey) {
+TEST_P(QueueStoreRetentionTest, PurgeOfOneRecordKeepsANewerHoldersKey) {
   const std::string old = Finished(DeliveryState::kDead, kT0, kT0, "order-3");
   ASSERT_EQ(Purge(RetentionPolicy(), kT0 + 2 * kDay).idempotency_keys, 1u);
   const std::string fresh = Repeat("order-3", kT0 + 2 * kDay).id;
@@ -265,7 +219,7 @@ TEST_F(RetentionTest, PurgeOfOneRecordKeepsANewerHoldersKey) {
 // Verifies that a call removes at most `max` entries and says when more is left, that the calls
 // of a pass go on where the last stopped, and that a pass removes every expired one of every
 // class with nothing left behind.
-TEST_F(RetentionTest, SlicesAreBounded) {
+TEST_P(QueueStoreRetentionTest, SlicesAreBounded) {
   std::vector<std::string> ids;
   for (int i = 0; i < 23; ++i) {
     ids.push_back(Finished(DeliveryState::kDelivered, kT0, kT0 + i, "k" + std::to_string(i)));
@@ -311,7 +265,7 @@ TEST_F(RetentionTest, SlicesAreBounded) {
 // Verifies that an entry which sorts before where earlier calls stopped (a delivery finished
 // with an older time than ones already purged) is found once an hour of purge time has passed,
 // and that a purge time going back starts from the front at once.
-TEST_F(RetentionTest, EntryBehindTheCursorIsFoundWithinTheHour) {
+TEST_P(QueueStoreRetentionTest, EntryBehindTheCursorIsFoundWithinTheHour) {
   const RetentionPolicy policy;
   for (int i = 0; i < 5; ++i) {
     Finished(DeliveryState::kDelivered, kT0, kT0 + kDay + i);
@@ -336,7 +290,7 @@ TEST_F(RetentionTest, EntryBehindTheCursorIsFoundWithinTheHour) {
 // Verifies that purging in slices while other threads enqueue, lease and finish deliveries
 // leaves the counters and every index consistent and loses no live delivery (run under
 // ThreadSanitizer by ./dev test --tsan).
-TEST_F(RetentionTest, PurgeRacesWithIntakeAndOutcomes) {
+TEST_P(QueueStoreRetentionTest, PurgeRacesWithIntakeAndOutcomes) {
   const RetentionPolicy policy{
       .delivered_ms = 1, .cancelled_ms = 1, .dead_ms = 1, .idempotency_ms = 1};
   std::atomic<bool> stop{false};
@@ -346,7 +300,7 @@ TEST_F(RetentionTest, PurgeRacesWithIntakeAndOutcomes) {
     for (int i = 0; i < 300; ++i) {
       const int64_t t = now.fetch_add(1);
       const std::string key = "w" + std::to_string(i % 40);  // keys repeat: some expire between
-      auto r = store_->Enqueue(Hook(key), t);
+      auto r = store_->Enqueue(Hook({.key = key}), t);
       ASSERT_TRUE(r) << r.error().ToString();
       if (!r->created) {
         continue;
@@ -400,15 +354,8 @@ TEST_F(RetentionTest, PurgeRacesWithIntakeAndOutcomes) {
   ExpectConsistent();
 }
 
-// Verifies that Stats() reports the bytes the store takes on disk.
-TEST_F(RetentionTest, StatsCountDiskBytes) {
-  const uint64_t empty = store_->Stats().disk_bytes;
-  EXPECT_GT(empty, 0u);  // CURRENT, MANIFEST, OPTIONS, the log
-  for (int i = 0; i < 50; ++i) {
-    Enqueue(Hook());
-  }
-  EXPECT_GT(store_->Stats().disk_bytes, empty);  // the write-ahead log grew
-}
+INSTANTIATE_TEST_SUITE_P(Contract, QueueStoreRetentionTest,
+                         ::testing::ValuesIn(ContractStoreKinds()), StoreKindName);
 
 }  // namespace
 }  // namespace egress::storage

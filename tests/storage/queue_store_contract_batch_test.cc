@@ -1,48 +1,34 @@
-// QueueStore::ApplyBatch: many state changes in one write, each checked on its own.
+// The QueueStore contract, ApplyBatch: many state changes in one write, each checked on its own.
 
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
-#include "storage/rocks_queue_store.h"
-#include "tests/support/temp_dir.h"
+#include "tests/storage/queue_store_contract.h"
 
 namespace egress::storage {
 namespace {
 
-constexpr int64_t kT0 = 1'767'225'600'000;
-
-NewDelivery Hook(int n) {
-  NewDelivery d;
-  d.tenant = "acme";
-  d.platform = "webhook";
-  d.destination = "http://127.0.0.1:9/hook";
-  d.credential = "hooks";
-  d.payload = R"({"n":)" + std::to_string(n) + "}";
-  return d;
-}
-
-class ApplyBatchTest : public ::testing::Test {
+// Three webhook deliveries queued at kT0, in ids_.
+class QueueStoreApplyBatchTest : public QueueStoreContractTest {
  protected:
   void SetUp() override {
-    options_.path = dir_.Sub("store");
-    auto opened = OpenRocksQueueStore(options_, kT0);
-    ASSERT_TRUE(opened.has_value()) << opened.error().ToString();
-    store_ = std::move(*opened);
+    QueueStoreContractTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
+    }
     for (int i = 0; i < 3; ++i) {
-      auto r = store_->Enqueue(Hook(i), kT0);
-      ASSERT_TRUE(r.has_value());
-      ids_.push_back(r->id);
+      ids_.push_back(Enqueue(Hook()));
     }
   }
 
-  TempDir dir_;
-  StoreOptions options_;
-  std::unique_ptr<QueueStore> store_;
   std::vector<std::string> ids_;
 };
 
-TEST_F(ApplyBatchTest, AppliesEachChangeAndReportsEachError) {
+// Verifies that each change of a batch is applied or refused on its own, with its own error.
+TEST_P(QueueStoreApplyBatchTest, AppliesEachChangeAndReportsEachError) {
   StateChange lease{.to = DeliveryState::kInFlight, .at_ms = kT0 + 1};
   StateChange deliver{.to = DeliveryState::kDelivered, .at_ms = kT0 + 2};
   auto r = store_->ApplyBatch({{ids_[0], lease},
@@ -61,12 +47,11 @@ TEST_F(ApplyBatchTest, AppliesEachChangeAndReportsEachError) {
   ASSERT_TRUE(counts.has_value());
   EXPECT_EQ(CountOf(*counts, DeliveryState::kInFlight), 2u);
   EXPECT_EQ(CountOf(*counts, DeliveryState::kQueued), 1u);
-  auto scanned = store_->ScanCounts();
-  ASSERT_TRUE(scanned.has_value());
-  EXPECT_EQ(*scanned, *counts);
+  ExpectCountsMatchScan();
 }
 
-TEST_F(ApplyBatchTest, LaterChangeOfTheSameIdSeesTheEarlierOne) {
+// Verifies that a later change of an id in the same batch sees the earlier one.
+TEST_P(QueueStoreApplyBatchTest, LaterChangeOfTheSameIdSeesTheEarlierOne) {
   StateChange lease{.to = DeliveryState::kInFlight, .at_ms = kT0 + 1};
   StateChange deliver{.to = DeliveryState::kDelivered, .at_ms = kT0 + 2};
   StateChange again{.to = DeliveryState::kInFlight, .at_ms = kT0 + 3};
@@ -80,16 +65,15 @@ TEST_F(ApplyBatchTest, LaterChangeOfTheSameIdSeesTheEarlierOne) {
   auto stored = store_->Get(ids_[0]);
   ASSERT_TRUE(stored.has_value());
   EXPECT_EQ(stored->state, DeliveryState::kDelivered);
-  auto scanned = store_->ScanCounts();
-  auto counts = store_->Counts();
-  ASSERT_TRUE(scanned.has_value() && counts.has_value());
-  EXPECT_EQ(*scanned, *counts);
+  ExpectCountsMatchScan();
   auto pending = store_->PendingFor(DestinationKeyOf(*stored), "", 10);
   ASSERT_TRUE(pending.has_value());
   EXPECT_EQ(pending->deliveries.size(), 2u);  // the two still queued
 }
 
-TEST_F(ApplyBatchTest, DestinationCountsFollowEveryChange) {
+// Verifies that the per-destination counts follow the changes of batches, terminal ones read 0,
+// and an unknown destination reads all 0.
+TEST_P(QueueStoreApplyBatchTest, DestinationCountsFollowEveryChange) {
   const std::string key = DestinationKeyOf(*store_->Get(ids_[0]));
   StateChange lease{.to = DeliveryState::kInFlight, .at_ms = kT0 + 1};
   StateChange defer{.to = DeliveryState::kDeferred, .at_ms = kT0 + 2, .reason = "backoff"};
@@ -108,13 +92,13 @@ TEST_F(ApplyBatchTest, DestinationCountsFollowEveryChange) {
 
 // Verifies the service's pattern on the storage pool: two writers' batches (leases, outcomes),
 // intake and counter reads at once. The counters stay exact, and ThreadSanitizer
-// (`./dev test --tsan`) checks the in-memory counters and the id stripes.
-TEST_F(ApplyBatchTest, ConcurrentBatchesIntakeAndReadsKeepCountersExact) {
+// (`./dev test --tsan`) checks the store's in-memory state.
+TEST_P(QueueStoreApplyBatchTest, ConcurrentBatchesIntakeAndReadsKeepCountersExact) {
   std::vector<std::string> ids;
   for (int i = 0; i < 200; ++i) {
-    auto r = store_->Enqueue(Hook(100 + i), kT0);
-    ASSERT_TRUE(r.has_value());
-    ids.push_back(r->id);
+    const std::string id = Enqueue(Hook());
+    ASSERT_FALSE(id.empty());
+    ids.push_back(id);
   }
   const std::string key = DestinationKeyOf(*store_->Get(ids[0]));
   auto writer = [&](size_t first) {
@@ -134,7 +118,7 @@ TEST_F(ApplyBatchTest, ConcurrentBatchesIntakeAndReadsKeepCountersExact) {
   std::thread b(writer, 10);
   std::thread intake([&] {
     for (int i = 0; i < 50; ++i) {
-      EXPECT_TRUE(store_->Enqueue(Hook(1000 + i), kT0).has_value());
+      EXPECT_TRUE(store_->Enqueue(Hook(), kT0).has_value());
     }
   });
   std::thread reader([&] {
@@ -147,22 +131,25 @@ TEST_F(ApplyBatchTest, ConcurrentBatchesIntakeAndReadsKeepCountersExact) {
   for (std::thread* t : {&a, &b, &intake, &reader}) {
     t->join();
   }
+  ExpectCountsMatchScan();
   auto counts = store_->Counts();
-  auto scanned = store_->ScanCounts();
-  ASSERT_TRUE(counts.has_value() && scanned.has_value());
-  EXPECT_EQ(*counts, *scanned);
+  ASSERT_TRUE(counts.has_value());
   EXPECT_EQ(CountOf(*counts, DeliveryState::kDelivered), 200u);
   EXPECT_EQ(CountOf(*counts, DeliveryState::kQueued), 3u + 50u);
   EXPECT_EQ(*store_->TenantBacklog("acme"), 3u + 50u);
 }
 
-TEST_F(ApplyBatchTest, EmptyBatchWritesNothing) {
-  const uint64_t writes = store_->Stats().writes;
+// Verifies that an empty batch commits no write.
+TEST_P(QueueStoreApplyBatchTest, EmptyBatchWritesNothing) {
+  const uint64_t writes = Writes();
   auto r = store_->ApplyBatch({});
   ASSERT_TRUE(r.has_value());
   EXPECT_TRUE(r->empty());
-  EXPECT_EQ(store_->Stats().writes, writes);
+  EXPECT_EQ(Writes(), writes);
 }
+
+INSTANTIATE_TEST_SUITE_P(Contract, QueueStoreApplyBatchTest,
+                         ::testing::ValuesIn(ContractStoreKinds()), StoreKindName);
 
 }  // namespace
 }  // namespace egress::storage

@@ -1,77 +1,42 @@
-// RocksQueueStore leases: a move to in_flight is kept in memory only; readers see it, the next
-// change writes the move from what the disk says, and a crash finds the delivery waiting.
+// The QueueStore contract, leases: a move to in_flight is not durable; readers see it, the next
+// change writes the move from what the store holds, and a crash finds the delivery waiting.
 
 #include <algorithm>
 #include <atomic>
-#include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
-#include "storage/rocks_queue_store.h"
-#include "tests/support/temp_dir.h"
+#include "tests/storage/queue_store_contract.h"
 
 namespace egress::storage {
 namespace {
 
-constexpr int64_t kT0 = 1'767'225'600'000;
-
-NewDelivery Hook(std::string tenant = "acme") {
-  return NewDelivery{.tenant = std::move(tenant),
-                     .platform = "webhook",
-                     .destination = "http://127.0.0.1:1/h",
-                     .credential = "hooks",
-                     .payload = R"({"text":"hi"})"};
-}
-
 const StateChange kLease{.to = DeliveryState::kInFlight, .at_ms = kT0 + 1};
 const StateChange kDeliver{.to = DeliveryState::kDelivered, .at_ms = kT0 + 2};
 
-class LeaseTest : public ::testing::Test {
+// Four webhook deliveries queued at kT0 (ids_), all to one destination (dest_).
+class QueueStoreLeaseTest : public QueueStoreContractTest {
  protected:
   void SetUp() override {
-    options_.path = dir_.Sub("store");
-    Reopen(kT0);
+    QueueStoreContractTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
+    }
     for (int i = 0; i < 4; ++i) {
-      auto r = store_->Enqueue(Hook(), kT0);
-      ASSERT_TRUE(r) << r.error().ToString();
-      ids_.push_back(r->id);
+      const std::string id = Enqueue(Hook());
+      ASSERT_FALSE(id.empty());
+      ids_.push_back(id);
     }
     dest_ = DestinationKeyOf(*store_->Get(ids_[0]));
   }
 
-  // Drops the store without any outcome of its leases, as a crash does, and opens it again.
-  void Reopen(int64_t now_ms) {
-    store_.reset();
-    auto opened = OpenRocksQueueStore(options_, now_ms);
-    ASSERT_TRUE(opened) << opened.error().ToString();
-    store_ = std::move(*opened);
-  }
-
-  uint64_t Writes() { return store_->Stats().writes; }
-
-  DeliveryState StateOf(const std::string& id) {
-    auto d = store_->Get(id);
-    EXPECT_TRUE(d) << d.error().ToString();
-    return d ? d->state : DeliveryState::kCancelled;
-  }
-
+  // The ids List returns for `f`, in pages of two, so that every listing crosses the cursor.
   std::vector<std::string> ListIds(ListFilter f) {
-    std::vector<std::string> out;
-    for (f.limit = 2;;) {
-      auto page = store_->List(f);
-      EXPECT_TRUE(page) << page.error().ToString();
-      if (!page) {
-        return out;
-      }
-      for (const Delivery& d : page->deliveries) {
-        out.push_back(d.id);
-      }
-      if (page->next_cursor.empty()) {
-        return out;
-      }
-      f.after_id = page->next_cursor;
-    }
+    f.limit = 2;
+    return QueueStoreContractTest::ListIds(f);
   }
 
   // Every view agrees with Get: counts with a scan, each state's list, the destination's work.
@@ -112,16 +77,13 @@ class LeaseTest : public ::testing::Test {
     }
   }
 
-  TempDir dir_;
-  StoreOptions options_;
-  std::unique_ptr<QueueStore> store_;
   std::vector<std::string> ids_;
   std::string dest_;
 };
 
 // Verifies that leases by Apply, ApplyBatch and LeaseDue write nothing, and that every read
 // sees them in_flight.
-TEST_F(LeaseTest, LeaseWritesNothingAndReadsSeeIt) {
+TEST_P(QueueStoreLeaseTest, LeaseWritesNothingAndReadsSeeIt) {
   const uint64_t writes = Writes();
   auto one = store_->Apply(ids_[0], kLease);
   ASSERT_TRUE(one) << one.error().ToString();
@@ -151,7 +113,7 @@ TEST_F(LeaseTest, LeaseWritesNothingAndReadsSeeIt) {
 
 // Verifies that outcomes after leases write the right index entries, seen both before and
 // after reopening.
-TEST_F(LeaseTest, OutcomeWritesFromTheDiskVersion) {
+TEST_P(QueueStoreLeaseTest, OutcomeWritesFromTheDiskVersion) {
   ASSERT_TRUE(store_->LeaseDue(kT0 + 5, 3));
   const uint64_t writes = Writes();
   const StateChange defer{.to = DeliveryState::kDeferred,
@@ -189,7 +151,7 @@ TEST_F(LeaseTest, OutcomeWritesFromTheDiskVersion) {
 }
 
 // Verifies that a leased delivery can be neither cancelled nor purged.
-TEST_F(LeaseTest, CancelOfALeasedOneFails) {
+TEST_P(QueueStoreLeaseTest, CancelOfALeasedOneFails) {
   ASSERT_TRUE(store_->Apply(ids_[0], kLease));
   const uint64_t writes = Writes();
   auto cancel = store_->Apply(ids_[0], {.to = DeliveryState::kCancelled, .at_ms = kT0 + 2});
@@ -205,7 +167,7 @@ TEST_F(LeaseTest, CancelOfALeasedOneFails) {
 }
 
 // Verifies that a lease lost with the process leaves the delivery queued and due again.
-TEST_F(LeaseTest, ReopenAfterALeaseFindsItQueued) {
+TEST_P(QueueStoreLeaseTest, ReopenAfterALeaseFindsItQueued) {
   ASSERT_TRUE(store_->Apply(ids_[0], kLease));
   const StateChange defer{.to = DeliveryState::kDeferred,
                           .at_ms = kT0 + 2,
@@ -224,7 +186,7 @@ TEST_F(LeaseTest, ReopenAfterALeaseFindsItQueued) {
 
 // Verifies a lease and its outcome in one batch: one write, and the outcome as if written
 // from the queued record.
-TEST_F(LeaseTest, LeaseAndOutcomeInOneBatch) {
+TEST_P(QueueStoreLeaseTest, LeaseAndOutcomeInOneBatch) {
   const uint64_t writes = Writes();
   auto r = store_->ApplyBatch({{ids_[0], kLease},
                                {ids_[1], kLease},
@@ -252,9 +214,9 @@ TEST_F(LeaseTest, LeaseAndOutcomeInOneBatch) {
 
 // Verifies that a failed change leaves a lease as it was, and that the list of leases pages
 // with its cursor and filters.
-TEST_F(LeaseTest, ListsLeasesByPage) {
+TEST_P(QueueStoreLeaseTest, ListsLeasesByPage) {
   for (int i = 0; i < 3; ++i) {
-    auto r = store_->Enqueue(Hook("beta"), kT0 + 100);
+    auto r = store_->Enqueue(Hook({.tenant = "beta"}), kT0 + 100);
     ASSERT_TRUE(r);
     ids_.push_back(r->id);
   }
@@ -273,7 +235,7 @@ TEST_F(LeaseTest, ListsLeasesByPage) {
 
 // Verifies that readers running beside leases and outcomes always find each delivery, in a
 // state it can be in, and that everything adds up once the writer is done.
-TEST_F(LeaseTest, ReadersBesideLeasesAndOutcomes) {
+TEST_P(QueueStoreLeaseTest, ReadersBesideLeasesAndOutcomes) {
   for (int i = 0; i < 60; ++i) {
     auto r = store_->Enqueue(Hook(), kT0);
     ASSERT_TRUE(r);
@@ -308,6 +270,9 @@ TEST_F(LeaseTest, ReadersBesideLeasesAndOutcomes) {
   EXPECT_EQ(CountOf(*store_->Counts(), DeliveryState::kDelivered), ids_.size());
   ExpectConsistent();
 }
+
+INSTANTIATE_TEST_SUITE_P(Contract, QueueStoreLeaseTest, ::testing::ValuesIn(ContractStoreKinds()),
+                         StoreKindName);
 
 }  // namespace
 }  // namespace egress::storage

@@ -1,17 +1,18 @@
-// Quota charges in the store (docs/storage.md, "Quotas"): charged with the enqueue, given back
-// when a delivery ends dead or cancelled, charged again by a replay, corrected by an actual cost,
-// each exactly once and durable across a reopen.
+// The QueueStore contract, quota charges (docs/storage.md, "Quotas"): charged with the enqueue,
+// given back when a delivery ends dead or cancelled, charged again by a replay, corrected by an
+// actual cost, each exactly once and durable across a reopen.
+
+#include <optional>
+#include <string>
 
 #include <gtest/gtest.h>
 
 #include "dispatcher/pacing/sliding_window_counter.h"
-#include "storage/rocks_queue_store.h"
-#include "tests/support/temp_dir.h"
+#include "tests/storage/queue_store_contract.h"
 
 namespace egress::storage {
 namespace {
 
-constexpr int64_t kT0 = 1'767'225'600'000;
 const pacing::WindowShape kShape = pacing::WindowShape::Of(10'000);
 
 NewDelivery Charged(std::string idem, uint32_t cost, int64_t now_ms) {
@@ -28,40 +29,22 @@ NewDelivery Charged(std::string idem, uint32_t cost, int64_t now_ms) {
   return d;
 }
 
-class QuotaStoreTest : public ::testing::Test {
+class QueueStoreQuotaTest : public QueueStoreContractTest {
  protected:
-  void SetUp() override { Reopen(); }
-  void Reopen() {
-    store_.reset();
-    options_.path = dir_.Sub("store");
-    auto opened = OpenRocksQueueStore(options_, kT0);
-    ASSERT_TRUE(opened.has_value()) << opened.error().ToString();
-    store_ = std::move(*opened);
-  }
   int64_t Used(int64_t now_ms) {
     return store_->QuotaUsage("acme", "monthly", now_ms).Used(now_ms);
-  }
-  std::string Enqueue(const NewDelivery& d, int64_t now_ms) {
-    auto r = store_->Enqueue(d, now_ms);
-    EXPECT_TRUE(r.has_value()) << r.error().ToString();
-    return r ? r->id : "";
   }
   void Move(const std::string& id, DeliveryState to, int64_t at_ms,
             std::optional<int64_t> actual = std::nullopt) {
     StateChange c{.to = to, .at_ms = at_ms, .reason = to == DeliveryState::kDead ? "http_404" : ""};
     c.actual_cost = actual;
-    auto r = store_->Apply(id, c);
-    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    Apply(id, c);
   }
-
-  TempDir dir_;
-  StoreOptions options_;
-  std::unique_ptr<QueueStore> store_;
 };
 
 // Verifies that an enqueue charges its units, a repeat of its idempotency key charges nothing,
 // and the count survives a reopen.
-TEST_F(QuotaStoreTest, EnqueueChargesOnceAndSurvivesReopen) {
+TEST_P(QueueStoreQuotaTest, EnqueueChargesOnceAndSurvivesReopen) {
   Enqueue(Charged("a", 3, kT0), kT0);
   Enqueue(Charged("a", 3, kT0), kT0);
   Enqueue(Charged("b", 2, kT0), kT0);
@@ -74,7 +57,7 @@ TEST_F(QuotaStoreTest, EnqueueChargesOnceAndSurvivesReopen) {
 
 // Verifies that dead and cancelled deliveries are refunded exactly once across a reopen, that a
 // replay charges again only what was refunded, and that an actual cost corrects the charge.
-TEST_F(QuotaStoreTest, RefundsExactlyOnceAcrossReopenAndReplay) {
+TEST_P(QueueStoreQuotaTest, RefundsExactlyOnceAcrossReopenAndReplay) {
   const std::string dead = Enqueue(Charged("dead", 4, kT0), kT0);
   const std::string cancelled = Enqueue(Charged("cancel", 2, kT0), kT0);
   const std::string corrected = Enqueue(Charged("multicast", 5, kT0), kT0);
@@ -111,7 +94,7 @@ TEST_F(QuotaStoreTest, RefundsExactlyOnceAcrossReopenAndReplay) {
 
 // Verifies that a refund written after its slice stopped counting changes nothing, and that the
 // purge prunes slices long gone from the disk.
-TEST_F(QuotaStoreTest, ExpiredSlicesAreNotRefundedAndArePruned) {
+TEST_P(QueueStoreQuotaTest, ExpiredSlicesAreNotRefundedAndArePruned) {
   const std::string id = Enqueue(Charged("late", 2, kT0), kT0);
   const int64_t gone = kShape.ExpiryOf(kT0);
   StateChange cancel{.to = DeliveryState::kCancelled, .at_ms = gone};
@@ -125,7 +108,7 @@ TEST_F(QuotaStoreTest, ExpiredSlicesAreNotRefundedAndArePruned) {
 }
 
 // Verifies that hostile charges are refused with a typed error naming the field.
-TEST_F(QuotaStoreTest, RefusesMalformedCharges) {
+TEST_P(QueueStoreQuotaTest, RefusesMalformedCharges) {
   NewDelivery d = Charged("x", 1, kT0);
   d.charges[0].units = -1;
   auto r = store_->Enqueue(d, kT0);
@@ -139,6 +122,9 @@ TEST_F(QuotaStoreTest, RefusesMalformedCharges) {
   EXPECT_NE(batch->front().error().message().find("charges.quota"), std::string::npos);
   EXPECT_EQ(Used(kT0), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Contract, QueueStoreQuotaTest, ::testing::ValuesIn(ContractStoreKinds()),
+                         StoreKindName);
 
 }  // namespace
 }  // namespace egress::storage
