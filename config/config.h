@@ -9,6 +9,7 @@
 #include "config/cluster_options.h"
 #include "config/platform_config.h"
 #include "config/server_options.h"
+#include "config/store_backend.h"
 #include "config/tenant_config.h"
 #include "dispatcher/pacing/budget.h"
 #include "dispatcher/pacing/scope_path.h"
@@ -31,6 +32,8 @@ struct Config {
   std::map<std::string, TierConfig> tiers;
   // Shared budgets through Redis ([cluster]); disabled by default.
   ClusterOptions cluster;
+  // Where the deliveries are kept ([store]): the embedded RocksDB store by default.
+  StoreBackendOptions store;
   // By tenant id ([tenants.<tenant>]).
   std::map<std::string, TenantConfig> tenants;
   // The files read, in the order applied (profiles first, the main file last).

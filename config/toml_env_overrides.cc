@@ -27,7 +27,8 @@ std::vector<Section> Sections() {
   std::vector<Section> out = {{"server", {"server"}},
                               {"server_retention", {"server", "retention"}},
                               {"transport", {"transport"}},
-                              {"cluster", {"cluster"}}};
+                              {"cluster", {"cluster"}},
+                              {"store", {"store"}}};
   for (int i = 0; i < kPlatformCount; ++i) {
     const std::string p(PlatformString(static_cast<Platform>(i)));
     out.push_back({"platforms_" + p, {"platforms", p}});

@@ -19,6 +19,7 @@
 #include "config/load_config.h"
 #include "config/toml_sections.h"
 #include "dispatcher/base/redact.h"
+#include "storage/pg_connection.h"
 
 namespace egress::config {
 namespace {
@@ -50,7 +51,7 @@ bool LineHoldsSecret(std::string_view text, uint32_t line) {
   std::string_view row = text.substr(begin, text.find('\n', begin) - begin);
   row.remove_prefix(std::min(row.find_first_not_of(" \t"), row.size()));
   for (std::string_view key :
-       {"admin_token", "token", "secrets", "secret", "api_keys", "password", "redis_url"}) {
+       {"admin_token", "token", "secrets", "secret", "api_keys", "password", "redis_url", "url"}) {
     if (row.substr(0, key.size()) == key) {
       std::string_view rest = row.substr(key.size());
       rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
@@ -78,14 +79,15 @@ Result<toml::table> Parse(const std::string& path, const std::string& text) {
 
 // Applies one file's root table. `profile` restricts a profile to its own platform.
 Status Apply(const TomlFields& root, std::optional<Platform> profile, Config& config) {
-  Status status = profile.has_value() ? root.CheckKeys({"platforms", "budgets"})
-                                      : root.CheckKeys({"server", "transport", "platforms",
-                                                        "budgets", "tiers", "tenants", "cluster"});
+  Status status = profile.has_value()
+                      ? root.CheckKeys({"platforms", "budgets"})
+                      : root.CheckKeys({"server", "transport", "platforms", "budgets", "tiers",
+                                        "tenants", "cluster", "store"});
   if (!status.ok()) {
     return status;
   }
   for (std::string_view section :
-       {"server", "transport", "platforms", "budgets", "tiers", "tenants", "cluster"}) {
+       {"server", "transport", "platforms", "budgets", "tiers", "tenants", "cluster", "store"}) {
     Result<std::optional<TomlFields>> table = root.Table(section);
     if (!table) {
       return table.error();
@@ -106,6 +108,8 @@ Status Apply(const TomlFields& root, std::optional<Platform> profile, Config& co
       status = ReadTiersSection(fields, config);
     } else if (section == "cluster") {
       status = ReadClusterSection(fields, config.cluster);
+    } else if (section == "store") {
+      status = ReadStoreSection(fields, config.store);
     } else {
       status = ReadTenantsSection(fields, config);
     }
@@ -258,6 +262,10 @@ void RedactSecrets(toml::table& table) {
     } else if (toml::value<std::string>* text = node.as_string();
                text != nullptr && key.str() == "redis_url") {
       *text = RedactRedisUrl(text->get());
+    } else if (toml::value<std::string>* text = node.as_string();
+               text != nullptr && key.str() == "url") {
+      // [store] url: a libpq URI or key=value string, its password taken out.
+      *text = storage::RedactConninfo(text->get());
     } else if (toml::value<std::string>* text = node.as_string(); text != nullptr) {
       // URLs with userinfo or a query, webhook paths (dispatcher/base/redact.h).
       *text = RedactText(text->get());

@@ -31,6 +31,12 @@ Status ReadQuotasTable(const TomlFields& quotas, QuotaMap& out);
 Status ReadTiersSection(const TomlFields& tiers, Config& out);
 // [cluster]
 Status ReadClusterSection(const TomlFields& cluster, ClusterOptions& out);
+// [store]
+Status ReadStoreSection(const TomlFields& store, StoreBackendOptions& out);
+// The reference `field`_file or `field`_env into `out`, when there is one; an error when both
+// are there or either is not a non-empty string (the value is read later, by its reader).
+Status ReadSecretRefField(const TomlFields& fields, std::string_view field,
+                          std::optional<adapters::SecretRef>& out);
 // [tenants.*] with their credentials, tier and quotas (tiers are read first).
 Status ReadTenantsSection(const TomlFields& tenants, Config& out);
 

@@ -27,33 +27,6 @@ Status CheckWebhookSecret(const TomlFields& fields, const toml::node& node, std:
   return Status::Ok();
 }
 
-// The reference `field`_file or `field`_env, when there is one; an error when both are there or
-// either is not a non-empty string.
-Status ReadRef(const TomlFields& fields, std::string_view field,
-               std::optional<adapters::SecretRef>& out) {
-  const std::string file_key = std::string(field) + "_file";
-  const std::string env_key = std::string(field) + "_env";
-  if (fields.Has(file_key) && fields.Has(env_key)) {
-    return fields.TableError(fields.Field(file_key),
-                             fmt::format("set {} or {}, not both", file_key, env_key));
-  }
-  for (const auto& [key, kind] : {std::pair{file_key, adapters::SecretRef::Kind::kFile},
-                                  std::pair{env_key, adapters::SecretRef::Kind::kEnv}}) {
-    if (!fields.Has(key)) {
-      continue;
-    }
-    adapters::SecretRef ref{.kind = kind};
-    if (Status s = fields.ReadString(key, ref.where); !s.ok()) {
-      return s;
-    }
-    if (ref.where.empty()) {
-      return fields.Error(*fields.table().get(key), fields.Field(key), "must not be empty");
-    }
-    out = std::move(ref);
-  }
-  return Status::Ok();
-}
-
 // Reads the referenced value into `out` (at load; SIGHUP reads it again), the error naming the
 // field and the reference, never the value.
 Status ResolveRefs(const TomlFields& fields, std::string_view key,
@@ -74,7 +47,7 @@ Status ReadWebhookSecrets(const TomlFields& fields, adapters::Credential& out,
                           "webhook credentials sign with secret or secrets, not a token");
     }
   }
-  if (Status s = ReadRef(fields, "secret", refs.secret); !s.ok()) {
+  if (Status s = ReadSecretRefField(fields, "secret", refs.secret); !s.ok()) {
     return s;
   }
   if (refs.secret) {
@@ -178,7 +151,7 @@ Status ReadCredential(const TomlFields& fields, std::string_view name, adapters:
           fmt::format("{} credentials use a token, not a signing secret", out.platform));
     }
   }
-  if (status = ReadRef(fields, "token", refs.token); !status.ok()) {
+  if (status = ReadSecretRefField(fields, "token", refs.token); !status.ok()) {
     return status;
   }
   if (refs.token) {

@@ -182,8 +182,13 @@ Status PgResult::CheckInt(int col) const {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& conninfo) {
-  pg_conn* conn = PQconnectdb(conninfo.c_str());
+Result<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& conninfo,
+                                                            const std::string& password) {
+  // expand_dbname: `conninfo` in "dbname" is expanded as a whole connection string, and the
+  // keywords after it (the password) override what it says.
+  const char* keywords[] = {"dbname", password.empty() ? nullptr : "password", nullptr};
+  const char* values[] = {conninfo.c_str(), password.c_str(), nullptr};
+  pg_conn* conn = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (conn == nullptr) {
     return Status::Unavailable("postgres: out of memory for a connection");
   }

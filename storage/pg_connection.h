@@ -77,9 +77,12 @@ class PgResult {
 class PgConnection {
  public:
   // Connects with `conninfo` (a libpq URI or key=value string, not copied into any message) and
-  // sets synchronous_commit to on for the session, so a commit returns only once durable however
-  // the database is configured. Unavailable when the server cannot be reached.
-  static Result<std::unique_ptr<PgConnection>> Connect(const std::string& conninfo);
+  // `password` when it is not empty (over any password the conninfo holds: a password kept by
+  // reference, [store] password_file or password_env), and sets synchronous_commit to on for the
+  // session, so a commit returns only once durable however the database is configured.
+  // Unavailable when the server cannot be reached.
+  static Result<std::unique_ptr<PgConnection>> Connect(const std::string& conninfo,
+                                                       const std::string& password = {});
   ~PgConnection();
   PgConnection(const PgConnection&) = delete;
   PgConnection& operator=(const PgConnection&) = delete;

@@ -12,10 +12,11 @@ PgPool::Use::~Use() {
 
 PgConnection& PgPool::Use::operator*() const { return *pool_->conns_[index_]; }
 
-Result<std::unique_ptr<PgPool>> PgPool::Open(std::string conninfo, size_t size) {
-  std::unique_ptr<PgPool> pool(new PgPool(std::move(conninfo)));
+Result<std::unique_ptr<PgPool>> PgPool::Open(std::string conninfo, size_t size,
+                                             std::string password) {
+  std::unique_ptr<PgPool> pool(new PgPool(std::move(conninfo), std::move(password)));
   for (size_t i = 0; i < std::max<size_t>(size, 1); ++i) {
-    auto c = PgConnection::Connect(pool->conninfo_);
+    auto c = PgConnection::Connect(pool->conninfo_, pool->password_);
     if (!c) {
       return c.error();
     }
@@ -81,7 +82,7 @@ Status PgPool::Recover() {
     }
     busy_[i] = true;  // connecting without the lock: Take passes it over meanwhile
     lock.unlock();
-    auto c = PgConnection::Connect(conninfo_);
+    auto c = PgConnection::Connect(conninfo_, password_);
     lock.lock();
     busy_[i] = false;
     freed_.notify_all();

@@ -40,8 +40,10 @@ class PgPool {
     size_t index_;
   };
 
-  // Opens `size` connections (at least 1). Errors as PgConnection::Connect.
-  static Result<std::unique_ptr<PgPool>> Open(std::string conninfo, size_t size);
+  // Opens `size` connections (at least 1) with `conninfo` and `password` (a secret; empty: the
+  // conninfo's own, if any). Errors as PgConnection::Connect.
+  static Result<std::unique_ptr<PgPool>> Open(std::string conninfo, size_t size,
+                                              std::string password = {});
 
   // A free connection; Unavailable at once when it is lost (the caller's error then says so
   // and Health turns unhealthy until Recover).
@@ -55,10 +57,12 @@ class PgPool {
   size_t size() const { return conns_.size(); }
 
  private:
-  explicit PgPool(std::string conninfo) : conninfo_(std::move(conninfo)) {}
+  PgPool(std::string conninfo, std::string password)
+      : conninfo_(std::move(conninfo)), password_(std::move(password)) {}
   void Give(size_t index);
 
   const std::string conninfo_;
+  const std::string password_;  // a secret
   mutable std::mutex mu_;
   std::condition_variable freed_;
   std::vector<std::unique_ptr<PgConnection>> conns_;  // null: lost and not yet reconnected

@@ -37,7 +37,7 @@ Result<std::unique_ptr<QueueStore>> OpenPostgresQueueStore(const PostgresStoreOp
                                                            const StoreOptions& options,
                                                            int64_t now_ms) {
   (void)now_ms;  // nothing to requeue: this store never writes a lease
-  auto pool = PgPool::Open(pg.url, pg.pool_size);
+  auto pool = PgPool::Open(pg.url, pg.pool_size, pg.password);
   if (!pool) {
     return pool.error();
   }

@@ -14,6 +14,9 @@ struct PostgresStoreOptions {
   // A libpq connection URI or key=value string ("postgresql://egress@db.internal/egress"). A
   // secret when it holds a password: never logged nor returned (RedactConninfo).
   std::string url;
+  // The password, when kept apart from the URL ([store] password_file or password_env): over the
+  // URL's own. A secret. Default: empty (the URL's, a ~/.pgpass entry, or none).
+  std::string password;
   // Connections kept open; each store call uses one for its duration. Default: 4.
   size_t pool_size = 4;
 };

@@ -288,6 +288,14 @@ Result<std::unique_ptr<Backend>> Connect(const ConnectionFlags& flags, StoreAcce
     return Status::Unavailable("this command needs the running service; no service at " +
                                service->Describe() + " (" + probe.error().message() + ")");
   }
+  if (cfg.store.backend == config::StoreBackend::kPostgres && flags.data_dir.empty()) {
+    // Not the data directory's RocksDB store (a writable open would make an empty one there).
+    return Status::Unavailable(
+        "this command needs the running service: the store is "
+        "PostgreSQL ([store] backend), which the CLI reads through the "
+        "service only; no service at " +
+        service->Describe() + " (" + probe.error().message() + ")");
+  }
   const std::string dir = flags.data_dir.empty() ? cfg.server.data_dir : flags.data_dir;
   auto store = OpenStoreBackend(dir, access);
   if (!store) {

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "dispatcher/service/event_log.h"
+#include "storage/pg_connection.h"
 
 namespace egress::service {
 namespace {
@@ -69,7 +70,11 @@ int RunService(ServiceOptions options, Millis grace,
   RaiseOpenFileLimit(options.http.max_connections);
   boost::asio::io_context io;
   SystemClock clock;
-  const std::string data_dir = options.store.path;
+  // Where the deliveries are: the data directory, or the PostgreSQL URL without its password.
+  const std::pair<std::string, std::string> store =
+      options.postgres
+          ? std::pair{std::string("postgres"), storage::RedactConninfo(options.postgres->url)}
+          : std::pair{std::string("data_dir"), options.store.path};
   auto service = Service::Start(io, clock, std::move(options));
   if (!service) {
     std::fprintf(stderr, "relay-egress: %s\n", service.error().ToString().c_str());
@@ -81,7 +86,7 @@ int RunService(ServiceOptions options, Millis grace,
   std::fflush(stdout);
   LogEvent(LogLevel::kInfo, "serving",
            {{"listen", fmt::format("{}:{}", ep.address().to_string(), ep.port())},
-            {"data_dir", data_dir}});
+            {store.first, store.second}});
   // SIGHUP reads the credential references (token_file, secret_env, ...) and the budgets again;
   // a failed read keeps the old values and logs what failed.
   boost::asio::signal_set hangups(io, SIGHUP);
@@ -100,6 +105,17 @@ int RunService(ServiceOptions options, Millis grace,
   wait_hangup();
   int exit_code = 0;
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  // A node that no longer holds the PostgreSQL store's node lock stops serving it: drains and
+  // exits 4, for its supervisor to start it again (it then waits its turn for the lock).
+  (*service)->WatchNodeLock([&](Status why) {
+    LogEvent(LogLevel::kError, "store_node_lock_lost", {{"error", why.ToString()}});
+    signals.cancel();
+    hangups.cancel();
+    (*service)->Shutdown(grace, [&](Status) {
+      exit_code = 4;
+      io.stop();
+    });
+  });
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) {
       return;

@@ -74,6 +74,13 @@ Result<std::unique_ptr<Service>> Service::Start(
     }
   }
   storage::StoreOptions store_options = o.store;
+  if (o.postgres && !store_options.secrets_key && o.secrets_key_file.empty() &&
+      o.secrets_key_env.empty()) {
+    return Status::InvalidArgument(
+        "store.backend postgres: every node of the store must seal and open secrets with the same "
+        "key: set server.secrets_key_file or RELAY_EGRESS_SECRETS_KEY (a key generated per node "
+        "would seal what no other node can open)");
+  }
   if (!store_options.secrets_key) {
     auto key = storage::LoadOrCreateSecretsKey(o.secrets_key_file, o.secrets_key_env, o.store.path);
     if (!key) {
@@ -85,7 +92,17 @@ Result<std::unique_ptr<Service>> Service::Start(
     }
     store_options.secrets_key = key->key;
   }
-  auto store = storage::OpenRocksQueueStore(store_options, ToUnixMillis(clock.WallNow()));
+  if (o.postgres) {
+    auto lock = storage::PgNodeLock::Acquire(o.postgres->url, o.postgres->password);
+    if (!lock) {
+      return lock.error();
+    }
+    s->node_lock_ = std::move(*lock);
+  }
+  auto store = o.postgres
+                   ? storage::OpenPostgresQueueStore(*o.postgres, store_options,
+                                                     ToUnixMillis(clock.WallNow()))
+                   : storage::OpenRocksQueueStore(store_options, ToUnixMillis(clock.WallNow()));
   if (!store) {
     return store.error();
   }
@@ -349,7 +366,36 @@ Service::~Service() {
   }
 }
 
+void Service::WatchNodeLock(std::function<void(Status)> lost) {
+  if (!node_lock_) {
+    return;
+  }
+  if (!node_lock_timer_) {
+    node_lock_timer_ = std::make_unique<asio::steady_timer>(io_);
+  }
+  node_lock_timer_->expires_after(std::chrono::seconds(1));
+  node_lock_timer_->async_wait(
+      [this, lost = std::move(lost)](const boost::system::error_code& ec) mutable {
+        if (ec) {
+          return;
+        }
+        asio::post(*storage_pool_, [this, lost = std::move(lost)]() mutable {
+          Status held = node_lock_->Check();
+          asio::post(io_, [this, held = std::move(held), lost = std::move(lost)]() mutable {
+            if (!held.ok()) {
+              lost(held);
+              return;
+            }
+            WatchNodeLock(std::move(lost));
+          });
+        });
+      });
+}
+
 void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
+  if (node_lock_timer_) {
+    node_lock_timer_->cancel();
+  }
   accepting_ = false;
   server_->StopAccepting();
   store_health_->Stop();

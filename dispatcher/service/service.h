@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 
@@ -40,6 +41,8 @@
 #include "dispatcher/service/quota_ledger.h"
 #include "dispatcher/service/retention.h"
 #include "dispatcher/service/store_health_monitor.h"
+#include "storage/pg_node_lock.h"
+#include "storage/pg_queue_store.h"
 #include "storage/queue_store.h"
 
 namespace egress::service {
@@ -74,6 +77,11 @@ struct ServiceOptions {
   // Who may call the API: tenants' API keys, server.auth, the brute-force budget.
   AuthOptions auth;
   storage::StoreOptions store;
+  // The shared PostgreSQL store ([store] backend = "postgres"; docs/deployment.md): every node of
+  // it must use the same secrets key, given by secrets_key_file or secrets_key_env (a key
+  // generated per node would seal what no other node can open). Unset: the embedded RocksDB
+  // store at store.path. Default: unset.
+  std::optional<storage::PostgresStoreOptions> postgres;
   pacing::SchedulerOptions scheduler;
   std::vector<std::pair<pacing::BudgetName, pacing::Budget>> budget_defaults;
   adapters::PlatformEndpoints endpoints;
@@ -146,6 +154,11 @@ class Service {
   // Stops intake, waits for in-flight attempts (at most `grace`), cancels the rest, closes the
   // store, then calls `done` on the loop.
   void Shutdown(Millis grace, std::function<void(Status)> done);
+  // With the PostgreSQL store: checks every second (on the storage pool) that this node still
+  // holds the store's node lock (storage/pg_node_lock.h), and calls `lost` on the loop, once,
+  // when it does not: the node must stop serving the store (relay-egress serve drains and exits
+  // 4, for its supervisor to start it again). Nothing with the RocksDB store.
+  void WatchNodeLock(std::function<void(Status)> lost);
 
   // Pieces the API handlers use.
   storage::QueueStore& store() { return *store_; }
@@ -258,6 +271,8 @@ class Service {
   JobRegistry jobs_;
   int listings_in_flight_ = 0;
   MetricsText metrics_text_;
+  std::unique_ptr<storage::PgNodeLock> node_lock_;  // the PostgreSQL store's only
+  std::unique_ptr<boost::asio::steady_timer> node_lock_timer_;
   std::unique_ptr<storage::QueueStore> store_;
   std::unique_ptr<boost::asio::thread_pool> storage_pool_;
   std::optional<boost::asio::strand<boost::asio::thread_pool::executor_type>> settings_writes_;

@@ -27,6 +27,12 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   o.auth.failure_budget = {config.server.auth_failure_budget, 60'000,
                            config.server.auth_failure_budget};
   o.store = ToStoreOptions(config);
+  if (config.store.backend == config::StoreBackend::kPostgres) {
+    o.postgres =
+        storage::PostgresStoreOptions{.url = config.store.url,
+                                      .password = config.store.password,
+                                      .pool_size = static_cast<size_t>(config.store.pool_size)};
+  }
   o.scheduler = ToSchedulerOptions(config);
   for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
     const auto name = static_cast<pacing::BudgetName>(i);
