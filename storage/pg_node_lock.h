@@ -12,9 +12,11 @@ namespace egress::storage {
 // destinations owned by fenced shard leases, not built yet): a session advisory lock held on a
 // connection of its own for the node's life. Two nodes dispatching from one store would each
 // lease and send the same deliveries (a lease lives in its node's memory), so a second node is
-// refused at start, as a second process opening one RocksDB store is. The lock goes with its
-// connection: a node killed or cut off from the database loses it (the server notices the
-// connection's end), and another node may then start on the store. Not thread-safe: one owner.
+// refused (Busy) and may wait as a standby. The lock goes with its connection: a node killed
+// loses it at once (its socket closes), one cut off without a close in about 8 s (the server's
+// keepalive probes on this connection), and another node may then take it. Not fenced: a node cut
+// off may still send what it holds in flight until its own Check fails (duplicates, at least
+// once), which shard leases with epochs checked in every write are to close. Not thread-safe.
 class PgNodeLock {
  public:
   // Takes the lock on a new connection (`conninfo`, `password` as PgConnection::Connect). Busy

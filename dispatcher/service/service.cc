@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <random>
+#include <thread>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -93,11 +94,29 @@ Result<std::unique_ptr<Service>> Service::Start(
     store_options.secrets_key = key->key;
   }
   if (o.postgres) {
-    auto lock = storage::PgNodeLock::Acquire(o.postgres->url, o.postgres->password);
-    if (!lock) {
-      return lock.error();
+    // A standby: while another node serves the store, this one waits for the node lock (every
+    // second; logged at the start and every minute), neither listening nor sending, and serves
+    // the store once the other's connection is gone (killed, cut off). Any other failure ends
+    // the start.
+    for (int waited_s = 0;; ++waited_s) {
+      auto lock = storage::PgNodeLock::Acquire(o.postgres->url, o.postgres->password);
+      if (lock) {
+        if (waited_s > 0) {
+          LogEvent(LogLevel::kInfo, "store_lock_taken", {{"waited_s", waited_s}});
+        }
+        s->node_lock_ = std::move(*lock);
+        break;
+      }
+      if (lock.error().code() != Status::Code::kBusy || !o.postgres_standby) {
+        return lock.error();
+      }
+      if (waited_s % 60 == 0) {
+        LogEvent(LogLevel::kWarn, "store_standby",
+                 {{"waited_s", waited_s},
+                  {"note", "another node serves the store; waiting for its node lock"}});
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(1));
     }
-    s->node_lock_ = std::move(*lock);
   }
   auto store = o.postgres
                    ? storage::OpenPostgresQueueStore(*o.postgres, store_options,

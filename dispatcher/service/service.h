@@ -82,6 +82,9 @@ struct ServiceOptions {
   // generated per node would seal what no other node can open). Unset: the embedded RocksDB
   // store at store.path. Default: unset.
   std::optional<storage::PostgresStoreOptions> postgres;
+  // With postgres, while another node holds the store's node lock (storage/pg_node_lock.h):
+  // true waits in Start as a standby until it is free; false fails with Busy. Default: true.
+  bool postgres_standby = true;
   pacing::SchedulerOptions scheduler;
   std::vector<std::pair<pacing::BudgetName, pacing::Budget>> budget_defaults;
   adapters::PlatformEndpoints endpoints;

@@ -171,7 +171,9 @@ TEST_F(StoreFaultsTest, FullDiskAnswers503ThenResumesByItself) {
     EXPECT_EQ(ready.Json()["error"], "store_unhealthy") << ready.body;
     EXPECT_EQ(ready.Json()["reason"], "no_space") << ready.body;
     EXPECT_EQ(ready.body.find(fs.path()), std::string::npos) << ready.body;
-    EXPECT_EQ(Metric(port, "relay_egress_store_healthy"), 0);
+    // /metrics' text is made at most once a second: the gauge follows within about that.
+    EXPECT_TRUE(WaitFor([&] { return Metric(port, "relay_egress_store_healthy") == 0; },
+                        std::chrono::seconds(5)));
     TestResponse again = HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries",
                                     Batch(next++, 1)["deliveries"][0].dump());
     EXPECT_EQ(again.status, 503) << again.body;
@@ -181,7 +183,8 @@ TEST_F(StoreFaultsTest, FullDiskAnswers503ThenResumesByItself) {
     EXPECT_TRUE(
         WaitFor([&] { return HttpCallAs(kAdminToken, port, "GET", "/readyz").status == 200; },
                 std::chrono::seconds(60)));
-    EXPECT_EQ(Metric(port, "relay_egress_store_healthy"), 1);
+    EXPECT_TRUE(WaitFor([&] { return Metric(port, "relay_egress_store_healthy") == 1; },
+                        std::chrono::seconds(5)));
     TestResponse after =
         HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries/batch", Batch(next, 50).dump());
     next += 50;
