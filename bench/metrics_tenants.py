@@ -8,8 +8,10 @@ RSS before the first scrape, after them (2 s later: freed memory is given back w
 at its peak; then another tenant's end-to-end latency (as bench/destinations_scale.py measures
 it) at 200/s idle, and while a second process scrapes /metrics back to back. Builds nothing: run
 ./dev build first.
-Usage: bench/metrics_tenants.py [BUILD_DIR] [N]   (defaults: build, 10000)
-       (bench/metrics_tenants.py --scrape PORT SECONDS is its scraping client)
+Usage: bench/metrics_tenants.py [BUILD_DIR] [N] [INTERVAL_S]   (defaults: build, 10000, 0)
+       INTERVAL_S: the scraping client scrapes once per that many seconds (0: as fast as the
+       service lets it, waiting as each 429 says)
+       (bench/metrics_tenants.py --scrape PORT SECONDS INTERVAL_S is its scraping client)
 """
 
 import json
@@ -30,6 +32,7 @@ TOKEN = "metrics-tenants-admin-token-0123456789"
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build")
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000
+    interval = sys.argv[3] if len(sys.argv) > 3 else "0"
     tmp = tempfile.mkdtemp(prefix="metrics-tenants-")
     receiver, hook = scale_support.start_receiver()
     sim, sim_port = scale_support.start_throttling_sim(build)
@@ -70,7 +73,8 @@ def main():
         print("probe_idle_sent %d p50_ms %.2f p99_ms %.2f" % (
             sent, scale_support.quantile(idle, 0.5), scale_support.quantile(idle, 0.99)))
         scraper = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--scrape",
-                                    str(port), "10"], stdout=subprocess.PIPE, text=True)
+                                    str(port), "10", interval], stdout=subprocess.PIPE,
+                                   text=True)
         busy, sent = scale_support.probe(port, TOKEN, hook, 10, 200)
         scraped = scraper.communicate(timeout=120)[0].strip()
         print("probe_scraping_sent %d p50_ms %.2f p99_ms %.2f (%s)" % (
@@ -84,10 +88,12 @@ def main():
         subprocess.run(["rm", "-rf", tmp], check=False)
 
 
-def scrape_main(port, seconds):
-    """The scraping client: /metrics back to back for `seconds`."""
+def scrape_main(port, seconds, interval):
+    """The scraping client: /metrics for `seconds`, once per `interval` s (0: back to back)."""
     t, scrapes, refused = time.monotonic(), 0, 0
     while time.monotonic() - t < seconds:
+        if interval > 0:
+            time.sleep(max(0.0, t + (scrapes + refused) * interval - time.monotonic()))
         status, body = scale_support.call(port, "GET", "/metrics", None, TOKEN)
         scrapes += status == 200
         if status == 429:
@@ -97,7 +103,7 @@ def scrape_main(port, seconds):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--scrape":
-        scrape_main(int(sys.argv[2]), float(sys.argv[3]))
+    if len(sys.argv) == 5 and sys.argv[1] == "--scrape":
+        scrape_main(int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]))
     else:
         main()
