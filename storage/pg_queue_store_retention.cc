@@ -144,6 +144,9 @@ Result<PurgeCounts> PgQueueStore::PurgeExpired(const RetentionPolicy& policy, in
         removed.more = removed.more || next->rows() > 0;
       }
     }
+    if (removed.idempotency_keys > 0) {
+      w.direct = true;  // keys released: rows changed, though no counter moved
+    }
     // Quota slices that stopped counting, and counter rows at 0 (a destination gone quiet).
     auto pruned = Q(*c,
                     "DELETE FROM egress_counters WHERE key IN (SELECT key FROM egress_counters "
@@ -157,6 +160,7 @@ Result<PurgeCounts> PgQueueStore::PurgeExpired(const RetentionPolicy& policy, in
     if (pruned->affected() == static_cast<int64_t>(max)) {
       removed.more = true;
     }
+    w.direct = w.direct || pruned->affected() > 0;
     auto zero = Q(*c,
                   "DELETE FROM egress_counters WHERE ctid IN (SELECT ctid FROM egress_counters "
                   "WHERE key >= 'destcount/'::bytea AND key < 'destcount0'::bytea AND n = 0 "
@@ -165,6 +169,7 @@ Result<PurgeCounts> PgQueueStore::PurgeExpired(const RetentionPolicy& policy, in
     if (!zero) {
       return zero.error();
     }
+    w.direct = w.direct || zero->affected() > 0;
     return WriteCounters(*c, w);
   });
   if (!s.ok()) {
