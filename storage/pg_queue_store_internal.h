@@ -169,6 +169,10 @@ class PgQueueStore final : public QueueStore {
   // entries), adding their counter moves to `w`; `more` when the limit stopped it.
   Result<uint64_t> PurgeClass(PgPool::Use& c, PgWrite& w, DeliveryState state, int64_t cutoff_ms,
                               size_t max, bool& more);
+  // After a purge's transaction: deletes up to `max` quota slice rows that stopped counting an
+  // hour before `now_ms` and up to `max` destination counter rows at 0, each in a transaction of
+  // its own that never waits for a lock. True when the quota slices filled `max` (more left).
+  Result<bool> PruneCounters(PgPool::Use& c, int64_t now_ms, size_t max);
 
   const StoreOptions options_;
   const DestinationSeal seal_;
