@@ -166,7 +166,9 @@ Status PgQueueStore::Transact(PgPool::Use& c, PgWrite& w, const std::function<St
   if (s.ok()) {
     s = Run(c, "COMMIT");
     if (s.ok()) {
-      ++commits_;
+      if (w.writes()) {
+        ++commits_;
+      }
       ApplyMemory(w);
     }
     // A COMMIT that failed with the connection may still have committed (docs/storage.md,

@@ -60,10 +60,14 @@ struct PgWrite {
   CounterDeltas quota;                   // quota slices: written too, and applied to quotas_
   CounterDeltas memory_only;             // lease moves: this store's memory only
   std::vector<std::pair<std::string, std::optional<Lease>>> leases;  // nullopt: drop
+  // Rows changed by statements of their own (the retention purge's).
+  bool direct = false;
 
+  // Whether the transaction changes the database: what Stats().writes counts once committed.
   bool writes() const {
-    return !inserts.empty() || !updates.empty() || !deletes.empty() || !idem_marks.empty() ||
-           !idem_releases.empty() || !counters.deltas().empty() || !quota.deltas().empty();
+    return direct || !inserts.empty() || !updates.empty() || !deletes.empty() ||
+           !idem_marks.empty() || !idem_releases.empty() || !counters.deltas().empty() ||
+           !quota.deltas().empty();
   }
 };
 
@@ -133,7 +137,8 @@ class PgQueueStore final : public QueueStore {
   Result<PgResult> Q(PgPool::Use& c, std::string_view sql, const PgParams& params = PgParams());
   Status Run(PgPool::Use& c, std::string_view sql);
   // Runs `body` between BEGIN and COMMIT (ROLLBACK when it fails), then applies w's memory
-  // changes once the COMMIT returned.
+  // changes once the COMMIT returned. A transaction that changed nothing (w.writes() false: a
+  // batch of leases, refused changes, repeated keys) is not counted in Stats().writes.
   Status Transact(PgPool::Use& c, PgWrite& w, const std::function<Status()>& body);
   // Writes w's rows, idempotency entries and counters (inside Transact's body).
   Status WriteRows(PgPool::Use& c, PgWrite& w);
@@ -164,6 +169,10 @@ class PgQueueStore final : public QueueStore {
   // entries), adding their counter moves to `w`; `more` when the limit stopped it.
   Result<uint64_t> PurgeClass(PgPool::Use& c, PgWrite& w, DeliveryState state, int64_t cutoff_ms,
                               size_t max, bool& more);
+  // After a purge's transaction: deletes up to `max` quota slice rows that stopped counting an
+  // hour before `now_ms` and up to `max` destination counter rows at 0, each in a transaction of
+  // its own that never waits for a lock. True when the quota slices filled `max` (more left).
+  Result<bool> PruneCounters(PgPool::Use& c, int64_t now_ms, size_t max);
 
   const StoreOptions options_;
   const DestinationSeal seal_;
@@ -179,7 +188,7 @@ class PgQueueStore final : public QueueStore {
   mutable std::mutex lease_counts_mu_;
   CounterMap lease_counts_;
   QuotaTable quotas_;
-  std::atomic<uint64_t> commits_{0};
+  std::atomic<uint64_t> commits_{0};  // committed transactions that changed something
   bool closed_ = false;
 };
 

@@ -144,33 +144,53 @@ Result<PurgeCounts> PgQueueStore::PurgeExpired(const RetentionPolicy& policy, in
         removed.more = removed.more || next->rows() > 0;
       }
     }
-    // Quota slices that stopped counting, and counter rows at 0 (a destination gone quiet).
-    auto pruned = Q(*c,
-                    "DELETE FROM egress_counters WHERE key IN (SELECT key FROM egress_counters "
-                    "WHERE key >= 'quota/'::bytea AND key < 'quota0'::bytea AND "
-                    "length(key) >= 8 AND ('x' || encode(substring(key from length(key) - 7), "
-                    "'hex'))::bit(64)::int8 <= $1 LIMIT $2)",
-                    PgParams().Int64(now_ms - kQuotaPruneGraceMs).Int64(static_cast<int64_t>(max)));
-    if (!pruned) {
-      return pruned.error();
-    }
-    if (pruned->affected() == static_cast<int64_t>(max)) {
-      removed.more = true;
-    }
-    auto zero = Q(*c,
-                  "DELETE FROM egress_counters WHERE ctid IN (SELECT ctid FROM egress_counters "
-                  "WHERE key >= 'destcount/'::bytea AND key < 'destcount0'::bytea AND n = 0 "
-                  "LIMIT $1)",
-                  PgParams().Int64(static_cast<int64_t>(max)));
-    if (!zero) {
-      return zero.error();
+    if (removed.idempotency_keys > 0) {
+      w.direct = true;  // keys released: rows changed, though no counter moved
     }
     return WriteCounters(*c, w);
   });
   if (!s.ok()) {
     return s;
   }
+  Result<bool> more = PruneCounters(*c, now_ms, max);
+  if (!more) {
+    return more.error();
+  }
+  removed.more = removed.more || *more;
   return removed;
+}
+
+Result<bool> PgQueueStore::PruneCounters(PgPool::Use& c, int64_t now_ms, size_t max) {
+  // Each statement is a transaction of its own, outside the purge's: it locks its rows in key
+  // order and passes over any a writer holds (SKIP LOCKED), so it never waits and can never be
+  // part of a deadlock. Inside the purge's transaction these deletes took their locks in the
+  // table's order, before the purge's own counter rows, while writers take theirs in key order:
+  // a writer holding one zero row and waiting for another could meet the purge holding the
+  // second and waiting for the first. A row locked (or brought back above 0) meanwhile is
+  // simply left for the next purge.
+  // Quota slices that stopped counting an hour ago (no write touches them any more).
+  auto pruned =
+      Q(c,
+        "DELETE FROM egress_counters WHERE ctid = ANY(ARRAY(SELECT ctid FROM egress_counters "
+        "WHERE key >= 'quota/'::bytea AND key < 'quota0'::bytea AND length(key) >= 8 AND "
+        "('x' || encode(substring(key from length(key) - 7), 'hex'))::bit(64)::int8 <= $1 "
+        "ORDER BY key, slot LIMIT $2 FOR UPDATE SKIP LOCKED))",
+        PgParams().Int64(now_ms - kQuotaPruneGraceMs).Int64(static_cast<int64_t>(max)));
+  if (!pruned) {
+    return pruned.error();
+  }
+  // Counter rows at 0 of destinations gone quiet: the lock's recheck keeps a row a writer moved
+  // off 0 since the statement began.
+  auto zero = Q(c,
+                "DELETE FROM egress_counters WHERE ctid = ANY(ARRAY(SELECT ctid FROM "
+                "egress_counters WHERE key >= 'destcount/'::bytea AND key < 'destcount0'::bytea "
+                "AND n = 0 ORDER BY key, slot LIMIT $1 FOR UPDATE SKIP LOCKED))",
+                PgParams().Int64(static_cast<int64_t>(max)));
+  if (!zero) {
+    return zero.error();
+  }
+  commits_ += (pruned->affected() > 0 ? 1 : 0) + (zero->affected() > 0 ? 1 : 0);
+  return pruned->affected() == static_cast<int64_t>(max);
 }
 
 Status PgQueueStore::Purge(const std::string& id) {

@@ -156,6 +156,9 @@ Result<std::vector<Result<Delivery>>> PgQueueStore::ApplyBatch(
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
+  if (changes.empty()) {
+    return std::vector<Result<Delivery>>();  // nothing to read or write
+  }
   Stripes stripes;
   std::vector<std::string> ids;
   for (const auto& [id, change] : changes) {

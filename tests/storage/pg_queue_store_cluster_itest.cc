@@ -2,10 +2,13 @@
 // "nodes") on one database, a killed server, and concurrent writers.
 
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "storage/index_keys.h"
 #include "storage/pg_queue_store.h"
 #include "tests/storage/pg_store_fixture.h"
 
@@ -163,6 +166,56 @@ TEST_F(PgStoreTest, PostgresConcurrentBatchesKeepCountersExact) {
   ASSERT_TRUE(scan.has_value());
   EXPECT_EQ(*store_->TenantStoredBytes("acme"), scan->at("acme"));
   EXPECT_EQ(*(*other)->TenantStoredBytes("acme"), scan->at("acme"));
+}
+
+// Verifies that a purge never waits for a writer's counter rows: while another transaction holds
+// one destination's counter rows at 0 (a writer between its counter upserts), the purge returns,
+// removes the other destination's rows at 0 and leaves the held ones to the next purge. (Its
+// cleanup of rows at 0 ran inside the purge's transaction, waited here for the holder, and could
+// deadlock with a writer taking its rows in key order.)
+TEST_F(PgStoreTest, PostgresPurgeNeverWaitsForAWritersCounterRows) {
+  const std::string a = MustEnqueue(PgSlack("C1"));
+  const std::string b = MustEnqueue(PgSlack("C2"));
+  MustApply(a, StateChange{.to = DeliveryState::kCancelled, .at_ms = kPgT0 + 1});
+  MustApply(b, StateChange{.to = DeliveryState::kCancelled, .at_ms = kPgT0 + 1});
+  const std::string held =
+      DestCountKey(DestinationKeyOf("slack", "acme", "bot", "C1"), DeliveryState::kQueued);
+  const std::string free =
+      DestCountKey(DestinationKeyOf("slack", "acme", "bot", "C2"), DeliveryState::kQueued);
+  auto raw = Raw();
+  ASSERT_NE(raw, nullptr);
+  auto rows = [&](const std::string& key) {
+    auto r = raw->Exec("SELECT count(*)::int8 FROM egress_counters WHERE key = $1 AND n = 0",
+                       PgParams().Bytes(key));
+    EXPECT_TRUE(r.has_value()) << r.error().ToString();
+    return r ? r->Int(0, 0) : -1;
+  };
+  ASSERT_GT(rows(held), 0);
+  ASSERT_GT(rows(free), 0);
+  auto holder = Raw();
+  ASSERT_NE(holder, nullptr);
+  ASSERT_TRUE(holder->Run("BEGIN").ok());
+  ASSERT_TRUE(
+      holder
+          ->Exec("SELECT 1 FROM egress_counters WHERE key = $1 FOR UPDATE", PgParams().Bytes(held))
+          .has_value());
+  const RetentionPolicy keep_all{0, 0, 0, 0};
+  std::future<Result<PurgeCounts>> purge = std::async(
+      std::launch::async, [&] { return store_->PurgeExpired(keep_all, kPgT0 + 2, 100); });
+  const bool returned = purge.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  ASSERT_TRUE(holder->Run("COMMIT").ok());
+  EXPECT_TRUE(returned) << "the purge waited for another transaction's counter rows";
+  auto first = purge.get();
+  ASSERT_TRUE(first.has_value()) << first.error().ToString();
+  EXPECT_GT(rows(held), 0);
+  EXPECT_EQ(rows(free), 0);
+  auto second = store_->PurgeExpired(keep_all, kPgT0 + 3, 100);
+  ASSERT_TRUE(second.has_value()) << second.error().ToString();
+  EXPECT_EQ(rows(held), 0);
+  ExpectCountsMatchScan();
+  auto counts = store_->DestinationCounts({DestinationKeyOf("slack", "acme", "bot", "C1")});
+  ASSERT_TRUE(counts.has_value());
+  EXPECT_EQ((*counts)[0], StateCounts{});
 }
 
 }  // namespace

@@ -7,11 +7,14 @@
 #include "tests/support/raw_store.h"
 #include "tests/support/store_audit.h"
 #include "tests/support/temp_dir.h"
+#ifdef EGRESS_CONTRACT_KINDS_POSTGRES
+#include "tests/storage/pg_store_site.h"
+#endif
 
 namespace egress::storage {
 namespace {
 
-StoreKind RocksStoreKind() {
+[[maybe_unused]] StoreKind RocksStoreKind() {
   return StoreKind{.name = "RocksDB", .new_site = []() -> Result<std::unique_ptr<StoreSite>> {
                      return std::make_unique<RocksStoreSite>();
                    }};
@@ -19,7 +22,16 @@ StoreKind RocksStoreKind() {
 
 }  // namespace
 
-std::vector<StoreKind> ContractStoreKinds() { return {RocksStoreKind()}; }
+// The unit binary runs the suites over the RocksDB store; the integration binary compiles the
+// same suites with EGRESS_CONTRACT_KINDS_POSTGRES (tests/CMakeLists.txt) and runs them over the
+// PostgreSQL store, which needs a server process.
+std::vector<StoreKind> ContractStoreKinds() {
+#ifdef EGRESS_CONTRACT_KINDS_POSTGRES
+  return {PostgresStoreKind()};
+#else
+  return {RocksStoreKind()};
+#endif
+}
 
 std::string StoreKindName(const ::testing::TestParamInfo<StoreKind>& info) {
   return info.param.name;

@@ -68,7 +68,9 @@ struct StoreKind {
   std::function<Result<std::unique_ptr<StoreSite>>()> new_site;
 };
 
-// The kinds every contract suite runs over; today the RocksDB store, in a TempDir.
+// The kinds every contract suite runs over: the RocksDB store, in a TempDir, in the unit binary;
+// the PostgreSQL store, on a database of the shared PostgresServer (tests/storage/pg_store_site.h),
+// in the integration binary, which compiles the same suites with EGRESS_CONTRACT_KINDS_POSTGRES.
 std::vector<StoreKind> ContractStoreKinds();
 
 // Names each instantiation after its kind; gtest prints a kind as its name.
