@@ -341,26 +341,6 @@ std::mutex& PgQueueStore::IdStripe(std::string_view id) {
   return id_stripes_[std::hash<std::string_view>{}(id) % kStripes];
 }
 
-Delivery PgQueueStore::MakeDelivery(const NewDelivery& in, int64_t now_ms) {
-  Delivery d;
-  d.id = ids_.Next(now_ms);
-  d.tenant = in.tenant;
-  d.platform = in.platform;
-  d.destination = in.destination;
-  d.credential = in.credential;
-  d.payload = in.payload;
-  d.idempotency_key = in.idempotency_key;
-  d.ordering_key = in.ordering_key;
-  d.traceparent = in.traceparent;
-  d.cost = in.cost;
-  d.charges = in.charges;
-  d.created_ms = now_ms;
-  d.updated_ms = now_ms;
-  d.state = DeliveryState::kQueued;
-  d.next_attempt_ms = now_ms;
-  return d;
-}
-
 uint64_t PgQueueStore::Stage(PgWrite& w, const Delivery* before, const Delivery* after,
                              uint64_t before_bytes) {
   const Delivery& any = after != nullptr ? *after : *before;

@@ -148,7 +148,6 @@ class PgQueueStore final : public QueueStore {
 
   std::mutex& IdStripe(std::string_view id);
   Result<Delivery> Decode(std::string_view bytes) const { return DecodePgRecord(bytes, seal_); }
-  Delivery MakeDelivery(const NewDelivery& in, int64_t now_ms);
   // Adds to `w` what turns `before` into `after` (null `before`: a new row; null `after`: the
   // row goes), as the RocksDB store's Stage: the row, idempotency expiry marks, counters (the
   // tenant's stored bytes from `before_bytes` to the new size). Returns that size.
@@ -164,7 +163,6 @@ class PgQueueStore final : public QueueStore {
   // Calls fn(id, record bytes) for every row, in id order, in chunks.
   Status ScanRecords(PgPool::Use& c,
                      const std::function<Status(std::string_view, std::string_view)>& fn);
-  ListPage ListLeases(const ListFilter& filter);
   // Deletes at most `max` records of `state` finished before `cutoff_ms` (with their idempotency
   // entries), adding their counter moves to `w`; `more` when the limit stopped it.
   Result<uint64_t> PurgeClass(PgPool::Use& c, PgWrite& w, DeliveryState state, int64_t cutoff_ms,

@@ -9,46 +9,13 @@
 #include "storage/delivery_codec.h"
 #include "storage/index_keys.h"
 #include "storage/pg_queue_store_internal.h"
+#include "storage/store_steps.h"
 
 namespace egress::storage {
 namespace {
 
-// A page examines at most this many records, as the RocksDB store's List.
-constexpr size_t kMaxScanPerPage = 10'000;
 // Rows fetched per statement by scans (records hold payloads of up to 1 MiB).
 constexpr int64_t kScanChunk = 64;
-
-bool Matches(const ListFilter& f, const Delivery& d) {
-  return (!f.state || *f.state == d.state) && (f.tenant.empty() || f.tenant == d.tenant) &&
-         (f.platform.empty() || f.platform == d.platform) &&
-         (f.destination.empty() || f.destination == d.destination) &&
-         (f.reason_prefix.empty() || d.reason.starts_with(f.reason_prefix)) &&
-         (!f.since_ms || d.created_ms >= *f.since_ms) &&
-         (!f.until_ms || d.created_ms < *f.until_ms);
-}
-
-// Decodes a record found under a destination and checks it belongs there (the RocksDB store's
-// DecodeIndexed; here the row's own dest_key is the index).
-Result<Delivery> DecodeUnder(std::string_view bytes, std::string_view id,
-                             const DestinationParts& stored, const DestinationSeal& seal) {
-  Result<Delivery> d = DecodeDelivery(bytes);
-  if (!d) {
-    return d.error();
-  }
-  if (d->id != id) {
-    return Status::Corruption("record holds another id");
-  }
-  if (d->platform != stored.platform || d->tenant != stored.tenant ||
-      d->credential != stored.credential || d->destination != stored.destination) {
-    return Status::Corruption("record belongs to another destination");
-  }
-  Result<std::string> destination = seal.Open(d->destination);
-  if (!destination) {
-    return Status::Corruption(destination.error().message());
-  }
-  d->destination = std::move(*destination);
-  return d;
-}
 
 }  // namespace
 
@@ -152,7 +119,7 @@ Result<DestinationWork> PgQueueStore::PendingFor(const std::string& destination_
       work.deliveries.push_back(std::move(*leased));
       continue;
     }
-    Result<Delivery> d = DecodeUnder(r->Bytes(i, 1), id, parts, seal_);
+    Result<Delivery> d = DecodeUnderDestination(r->Bytes(i, 1), id, parts, seal_);
     if (!d) {
       work.corrupt.push_back({std::string(id), d.error().message()});
       continue;
@@ -172,7 +139,7 @@ Result<ListPage> PgQueueStore::List(const ListFilter& filter) {
     return page;
   }
   if (filter.state == DeliveryState::kInFlight) {
-    return ListLeases(filter);
+    return ListLeased(leases_, filter);
   }
   auto c = Take();
   if (!c) {
@@ -207,7 +174,7 @@ Result<ListPage> PgQueueStore::List(const ListFilter& filter) {
       if (id <= filter.after_id) {
         continue;
       }
-      if (page.deliveries.size() == filter.limit || scanned == kMaxScanPerPage) {
+      if (page.deliveries.size() == filter.limit || scanned == kMaxListScan) {
         page.next_cursor = examined;
         return page;
       }
@@ -219,7 +186,7 @@ Result<ListPage> PgQueueStore::List(const ListFilter& filter) {
         return Status::Corruption(fmt::format("delivery {}: {}", id, d.error().message()));
       }
       examined = id;
-      if (Matches(filter, *d)) {
+      if (MatchesListFilter(filter, *d)) {
         page.deliveries.push_back(std::move(*d));
       }
     }
@@ -227,32 +194,6 @@ Result<ListPage> PgQueueStore::List(const ListFilter& filter) {
       return page;
     }
   }
-}
-
-ListPage PgQueueStore::ListLeases(const ListFilter& filter) {
-  ListPage page;
-  std::string start = filter.after_id;
-  if (filter.since_ms) {
-    start = std::max(start, DeliveryIdFloor(*filter.since_ms));
-  }
-  size_t scanned = 0;
-  std::string last_id;
-  leases_.Visit(start, [&](const Delivery& d) {
-    if (d.id <= filter.after_id) {
-      return true;
-    }
-    if (page.deliveries.size() == filter.limit || scanned == kMaxScanPerPage) {
-      page.next_cursor = last_id;
-      return false;
-    }
-    ++scanned;
-    last_id = d.id;
-    if (Matches(filter, d)) {
-      page.deliveries.push_back(d);
-    }
-    return true;
-  });
-  return page;
 }
 
 Result<CounterMap> PgQueueStore::SumCounters(PgPool::Use& c, const std::vector<std::string>& keys) {

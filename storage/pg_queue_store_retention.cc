@@ -8,37 +8,9 @@
 #include "storage/delivery_id.h"
 #include "storage/index_keys.h"
 #include "storage/pg_queue_store_internal.h"
+#include "storage/store_steps.h"
 
 namespace egress::storage {
-namespace {
-
-// As the RocksDB store: quota slices are deleted this long after they stopped counting.
-constexpr int64_t kQuotaPruneGraceMs = 3'600'000;
-
-constexpr DeliveryState kRecordClasses[] = {DeliveryState::kDelivered, DeliveryState::kCancelled,
-                                            DeliveryState::kDead};
-
-int64_t AgeOf(const RetentionPolicy& policy, DeliveryState state) {
-  switch (state) {
-    case DeliveryState::kDelivered:
-      return policy.delivered_ms;
-    case DeliveryState::kCancelled:
-      return policy.cancelled_ms;
-    case DeliveryState::kDead:
-      return policy.dead_ms;
-    default:
-      return 0;
-  }
-}
-
-uint64_t& CountOf(PurgeCounts& counts, DeliveryState state) {
-  return state == DeliveryState::kDelivered   ? counts.delivered
-         : state == DeliveryState::kCancelled ? counts.cancelled
-                                              : counts.dead;
-}
-
-}  // namespace
-
 Result<uint64_t> PgQueueStore::PurgeClass(PgPool::Use& c, PgWrite& w, DeliveryState state,
                                           int64_t cutoff_ms, size_t max, bool& more) {
   // One statement: the oldest finished rows of the class go with the idempotency entries that
@@ -96,8 +68,8 @@ Result<PurgeCounts> PgQueueStore::PurgeExpired(const RetentionPolicy& policy, in
   PgWrite w;
   Status s = Transact(*c, w, [&]() -> Status {
     size_t budget = max;
-    for (DeliveryState state : kRecordClasses) {
-      const int64_t age = AgeOf(policy, state);
+    for (DeliveryState state : kRetainedClasses) {
+      const int64_t age = RetentionAgeOf(policy, state);
       if (age <= 0) {
         continue;
       }
@@ -117,7 +89,7 @@ Result<PurgeCounts> PgQueueStore::PurgeExpired(const RetentionPolicy& policy, in
       if (!n) {
         return n.error();
       }
-      CountOf(removed, state) = *n;
+      PurgedCountOf(removed, state) = *n;
       budget -= *n;
     }
     if (policy.idempotency_ms > 0) {

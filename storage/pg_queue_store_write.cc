@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "storage/pg_queue_store_internal.h"
+#include "storage/store_steps.h"
 
 namespace egress::storage {
 namespace {
@@ -62,7 +63,7 @@ Result<std::vector<Result<EnqueueResult>>> PgQueueStore::EnqueueBatch(
         continue;
       }
     }
-    fresh.push_back(MakeDelivery(ds[i], now_ms));
+    fresh.push_back(NewQueuedDelivery(ds[i], ids_.Next(now_ms), now_ms));
     fresh_item.push_back(i);
   }
   auto c = Take();

@@ -104,13 +104,6 @@ struct OpenedDb {
 Result<OpenedDb> OpenRocksDb(const std::string& path, bool fresh, bool read_only,
                              const RocksHooks& hooks);
 
-// Decodes the record stored under `id` and found in the index of `stored` (the parts of a
-// destination key as stored: its destination sealed when it holds a secret), and opens its
-// destination with `seal`: Corruption naming what is wrong when the bytes do not decode, hold
-// another id or destination, or their destination does not open.
-Result<Delivery> DecodeIndexed(std::string_view bytes, std::string_view id,
-                               const DestinationParts& stored, const DestinationSeal& seal);
-
 class RocksQueueStore final : public QueueStore {
  public:
   // Takes ownership of the database. With `read_only` (a DB from OpenForReadOnly) every write
@@ -233,7 +226,6 @@ class RocksQueueStore final : public QueueStore {
   // `stored_bytes`, when given, gets the size of the record on disk (StoredRecordBytes).
   Result<Delivery> ReadCurrent(std::string_view id, uint64_t* stored_bytes = nullptr);
   // List with state in_flight: the leases, in id order.
-  ListPage ListLeases(const ListFilter& filter);
   // One atomic change being built: its operations and its counter deltas. Commit sorts the
   // operations by column family and key (keeping the order of those on one key), so each
   // memtable takes its share in key order and RocksDB's skiplist reuses its insert position
@@ -275,8 +267,6 @@ class RocksQueueStore final : public QueueStore {
   // Adds to `w.memory_only` the counter moves from `from` to `to`: a lease starting or ending,
   // which the disk never sees.
   void StageInMemory(PendingWrite& w, const Delivery& from, const Delivery& to) const;
-  // Builds a new queued delivery from validated input.
-  Delivery MakeDelivery(const NewDelivery& in, int64_t now_ms);
   // Looks up (tenant, key) -> id; empty when absent.
   Result<std::string> FindIdempotent(std::string_view tenant, std::string_view key);
   // Adds to `w` the removal of d's idempotency key when it still names d (after it expired, the

@@ -12,45 +12,10 @@
 #include "storage/index_keys.h"
 #include "storage/rocks_queue_store_internal.h"
 #include "storage/setting_seal.h"
+#include "storage/store_steps.h"
 
 namespace egress::storage {
-namespace {
-
-// A page scans at most this many records, so a filter that matches little cannot stall a
-// caller; the cursor then resumes where the scan stopped.
-constexpr size_t kMaxScanPerPage = 10'000;
-
-bool Matches(const ListFilter& f, const Delivery& d) {
-  return (!f.state || *f.state == d.state) && (f.tenant.empty() || f.tenant == d.tenant) &&
-         (f.platform.empty() || f.platform == d.platform) &&
-         (f.destination.empty() || f.destination == d.destination) &&
-         (f.reason_prefix.empty() || d.reason.starts_with(f.reason_prefix)) &&
-         (!f.since_ms || d.created_ms >= *f.since_ms) &&
-         (!f.until_ms || d.created_ms < *f.until_ms);
-}
-
-}  // namespace
-
-Result<Delivery> DecodeIndexed(std::string_view bytes, std::string_view id,
-                               const DestinationParts& stored, const DestinationSeal& seal) {
-  Result<Delivery> d = DecodeDelivery(bytes);
-  if (!d) {
-    return d.error();
-  }
-  if (d->id != id) {
-    return Status::Corruption("record holds another id");
-  }
-  if (d->platform != stored.platform || d->tenant != stored.tenant ||
-      d->credential != stored.credential || d->destination != stored.destination) {
-    return Status::Corruption("record belongs to another destination");
-  }
-  Result<std::string> destination = seal.Open(d->destination);
-  if (!destination) {
-    return Status::Corruption(destination.error().message());
-  }
-  d->destination = std::move(*destination);
-  return d;
-}
+namespace {}  // namespace
 
 Result<Delivery> RocksQueueStore::Get(const std::string& id) {
   auto use = UseDb();
@@ -125,7 +90,7 @@ Result<DestinationWork> RocksQueueStore::PendingFor(const std::string& destinati
     if (!bytes) {
       return bytes.error();  // the disk, not the record: the whole read fails
     }
-    Result<Delivery> d = DecodeIndexed(*bytes, id, parts, seal_);
+    Result<Delivery> d = DecodeUnderDestination(*bytes, id, parts, seal_);
     if (!d) {
       work.corrupt.push_back({std::string(id), d.error().message()});
       continue;
@@ -148,7 +113,7 @@ Result<ListPage> RocksQueueStore::List(const ListFilter& filter) {
     return page;
   }
   if (filter.state == DeliveryState::kInFlight && !read_only_) {
-    return ListLeases(filter);
+    return ListLeased(leases_, filter);
   }
   // With a state, walk that state's index; otherwise every record in id order. An id is never
   // older than its delivery's created_ms (delivery_id.h), so a since bound seeks past every id
@@ -169,7 +134,7 @@ Result<ListPage> RocksQueueStore::List(const ListFilter& filter) {
     if (id <= filter.after_id) {
       continue;
     }
-    if (page.deliveries.size() == filter.limit || scanned == kMaxScanPerPage) {
+    if (page.deliveries.size() == filter.limit || scanned == kMaxListScan) {
       page.next_cursor = last_id;
       break;
     }
@@ -187,39 +152,13 @@ Result<ListPage> RocksQueueStore::List(const ListFilter& filter) {
       return d.error();
     }
     last_id = id;
-    if (Matches(filter, *d)) {
+    if (MatchesListFilter(filter, *d)) {
       page.deliveries.push_back(std::move(*d));
     }
   }
   if (Status s = FromRocks(it->status(), "list deliveries"); !s.ok()) {
     return s;
   }
-  return page;
-}
-
-ListPage RocksQueueStore::ListLeases(const ListFilter& filter) {
-  ListPage page;
-  std::string start = filter.after_id;
-  if (filter.since_ms) {
-    start = std::max(start, DeliveryIdFloor(*filter.since_ms));
-  }
-  size_t scanned = 0;
-  std::string last_id;
-  leases_.Visit(start, [&](const Delivery& d) {
-    if (d.id <= filter.after_id) {
-      return true;
-    }
-    if (page.deliveries.size() == filter.limit || scanned == kMaxScanPerPage) {
-      page.next_cursor = last_id;
-      return false;
-    }
-    ++scanned;
-    last_id = d.id;
-    if (Matches(filter, d)) {
-      page.deliveries.push_back(d);
-    }
-    return true;
-  });
   return page;
 }
 

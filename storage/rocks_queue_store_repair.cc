@@ -8,6 +8,7 @@
 #include "storage/delivery_id.h"
 #include "storage/index_keys.h"
 #include "storage/rocks_queue_store_internal.h"
+#include "storage/store_steps.h"
 
 namespace egress::storage {
 
@@ -155,7 +156,7 @@ Result<Delivery> RocksQueueStore::MoveCorruptToDead(const std::string& id,
     problem = "no record behind its index entry";
   } else if (!rs.ok()) {
     return FromRocks(rs, fmt::format("read delivery {}", id));
-  } else if (Result<Delivery> d = DecodeIndexed(bytes, id, stored_parts, seal_); !d) {
+  } else if (Result<Delivery> d = DecodeUnderDestination(bytes, id, stored_parts, seal_); !d) {
     problem = d.error().message();
   } else {
     return Status::FailedPrecondition(

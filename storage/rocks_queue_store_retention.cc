@@ -7,40 +7,13 @@
 
 #include "storage/index_keys.h"
 #include "storage/rocks_queue_store_internal.h"
+#include "storage/store_steps.h"
 
 namespace egress::storage {
 namespace {
 
 // How often (in purge time) the cursors are dropped, so a scan starts from the front again.
 constexpr int64_t kRescanEveryMs = 3'600'000;
-
-// How long after a quota slice stopped counting its counter is deleted: a refund is written only
-// to a slice still counting at the change's time, so the slack covers a change computed before
-// the purge's clock passed the slice and written after it.
-constexpr int64_t kQuotaPruneGraceMs = 3'600'000;
-
-// The record classes of the retention index, in the order a purge serves them.
-constexpr DeliveryState kRecordClasses[] = {DeliveryState::kDelivered, DeliveryState::kCancelled,
-                                            DeliveryState::kDead};
-
-int64_t AgeOf(const RetentionPolicy& policy, DeliveryState state) {
-  switch (state) {
-    case DeliveryState::kDelivered:
-      return policy.delivered_ms;
-    case DeliveryState::kCancelled:
-      return policy.cancelled_ms;
-    case DeliveryState::kDead:
-      return policy.dead_ms;
-    default:
-      return 0;
-  }
-}
-
-uint64_t& CountOf(PurgeCounts& counts, DeliveryState state) {
-  return state == DeliveryState::kDelivered   ? counts.delivered
-         : state == DeliveryState::kCancelled ? counts.cancelled
-                                              : counts.dead;
-}
 
 }  // namespace
 
@@ -115,8 +88,8 @@ Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy,
   std::map<char, std::string> next_cursors;
   std::vector<std::string> keys;
   size_t examined = 0;  // entries scanned, whether or not they still hold
-  for (DeliveryState state : kRecordClasses) {
-    const int64_t age = AgeOf(policy, state);
+  for (DeliveryState state : kRetainedClasses) {
+    const int64_t age = RetentionAgeOf(policy, state);
     if (age <= 0) {
       continue;
     }
@@ -216,7 +189,7 @@ Result<PurgeCounts> RocksQueueStore::PurgeExpired(const RetentionPolicy& policy,
       return s;
     }
     Stage(w, &e.record, nullptr, e.bytes);
-    ++CountOf(removed, e.state);
+    ++PurgedCountOf(removed, e.state);
   }
   for (const auto& [key, id] : idem_ids) {
     Result<bool> still = present(key);
@@ -308,7 +281,7 @@ Status RocksQueueStore::MigrateFromFormat3() {
   // open writes the same entries again); then one batch drops every format-3 entry and writes
   // the marker.
   constexpr size_t kBatch = 10'000;
-  for (DeliveryState state : kRecordClasses) {
+  for (DeliveryState state : kRetainedClasses) {
     const std::string prefix = StateKey(state, "");
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(rocksdb::ReadOptions(), cf(Family::kState)));

@@ -7,28 +7,9 @@
 
 #include "storage/index_keys.h"
 #include "storage/rocks_queue_store_internal.h"
+#include "storage/store_steps.h"
 
 namespace egress::storage {
-
-Delivery RocksQueueStore::MakeDelivery(const NewDelivery& in, int64_t now_ms) {
-  Delivery d;
-  d.id = ids_.Next(now_ms);
-  d.tenant = in.tenant;
-  d.platform = in.platform;
-  d.destination = in.destination;
-  d.credential = in.credential;
-  d.payload = in.payload;
-  d.idempotency_key = in.idempotency_key;
-  d.ordering_key = in.ordering_key;
-  d.traceparent = in.traceparent;
-  d.cost = in.cost;
-  d.charges = in.charges;
-  d.created_ms = now_ms;
-  d.updated_ms = now_ms;
-  d.state = DeliveryState::kQueued;
-  d.next_attempt_ms = now_ms;
-  return d;
-}
 
 Result<std::string> RocksQueueStore::FindIdempotent(std::string_view tenant, std::string_view key) {
   std::string id;
@@ -88,7 +69,7 @@ Result<std::vector<Result<EnqueueResult>>> RocksQueueStore::EnqueueBatch(
         continue;
       }
     }
-    Delivery d = MakeDelivery(in, now_ms);
+    Delivery d = NewQueuedDelivery(in, ids_.Next(now_ms), now_ms);
     Stage(w, nullptr, &d, 0);
     if (!d.idempotency_key.empty()) {
       std::string key = IdemKey(d.tenant, d.idempotency_key);
