@@ -1,5 +1,8 @@
 #include "storage/pg_connection.h"
 
+#include <poll.h>
+
+#include <cerrno>
 #include <cstring>
 #include <regex>
 
@@ -208,6 +211,35 @@ Result<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& c
 PgConnection::~PgConnection() { PQfinish(conn_); }
 
 bool PgConnection::ok() const { return PQstatus(conn_) == CONNECTION_OK; }
+
+Result<std::vector<std::string>> PgConnection::WaitForNotifications(int timeout_ms) {
+  std::vector<std::string> out;
+  auto take = [&] {
+    while (PGnotify* n = PQnotifies(conn_)) {
+      out.emplace_back(n->extra == nullptr ? "" : n->extra);
+      PQfreemem(n);
+    }
+  };
+  take();  // some may have come with the answer of a statement
+  if (!out.empty()) {
+    return out;
+  }
+  const int fd = PQsocket(conn_);
+  if (fd < 0 || !ok()) {
+    return Status::Unavailable("postgres: the listening connection is lost");
+  }
+  pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+  const int ready = ::poll(&p, 1, timeout_ms);
+  if (ready < 0 && errno != EINTR) {
+    return Status::Unavailable(fmt::format("postgres: poll: {}", std::strerror(errno)));
+  }
+  if (ready > 0 && PQconsumeInput(conn_) == 0) {
+    return Status::Unavailable("postgres: the listening connection is lost: " +
+                               Trimmed(PQerrorMessage(conn_)));
+  }
+  take();
+  return out;
+}
 
 Status PgConnection::ErrorOf(pg_result* r, std::string_view what) const {
   const std::string state = r == nullptr ? "" : Trimmed(PQresultErrorField(r, PG_DIAG_SQLSTATE));

@@ -94,6 +94,10 @@ class PgConnection {
   // False once the connection was lost; only a new connection helps then.
   bool ok() const;
 
+  // Waits up to `timeout_ms` for notifications of the channels this session LISTENs to and
+  // returns their payloads (none when the time passed). Unavailable once the connection is lost.
+  Result<std::vector<std::string>> WaitForNotifications(int timeout_ms);
+
  private:
   explicit PgConnection(pg_conn* conn) : conn_(conn) {}
   Status ErrorOf(pg_result* r, std::string_view what) const;

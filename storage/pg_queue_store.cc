@@ -69,6 +69,14 @@ Result<std::unique_ptr<QueueStore>> OpenPostgresQueueStore(const PostgresStoreOp
   if (Status s = store->LoadQuotas(); !s.ok()) {
     return s;
   }
+  if (pg.shard_leases) {
+    if (pg.clock == nullptr) {
+      return Status::InvalidArgument("postgres store: shard leases need a clock");
+    }
+    if (Status s = store->StartShardLeases(pg, *pg.shard_leases); !s.ok()) {
+      return s;
+    }
+  }
   return std::unique_ptr<QueueStore>(std::move(store));
 }
 
@@ -85,7 +93,33 @@ PgQueueStore::~PgQueueStore() {
   Close().IgnoreError();
 }
 
+Status PgQueueStore::StartShardLeases(const PostgresStoreOptions& pg,
+                                      const ShardLeaseOptions& options) {
+  auto leases = PgShardLeases::Start(
+      pg.url, pg.password, options, *pg.clock,
+      [this](std::string_view key) { return seal_.StoredKey(key); },
+      [this](int shard) { return HasLeasesIn(shard); });
+  if (!leases) {
+    return leases.error();
+  }
+  shards_ = std::move(*leases);
+  return Status::Ok();
+}
+
+bool PgQueueStore::HasLeasesIn(int shard) {
+  bool found = false;
+  leases_.Visit("", [&](const Delivery& d) {
+    found = PgShardOf(DestinationKeyOf(d.platform, d.tenant, d.credential,
+                                       seal_.Stored(d.destination))) == shard;
+    return !found;
+  });
+  return found;
+}
+
 Status PgQueueStore::Close() {
+  if (shards_) {
+    shards_->Stop();  // before the pool goes: the leases are released for the others
+  }
   std::unique_lock<std::shared_mutex> lock(pool_mu_);
   if (closed_) {
     return Status::Ok();
@@ -205,6 +239,9 @@ void PgQueueStore::ApplyMemory(PgWrite& w) {
 }
 
 Status PgQueueStore::WriteRows(PgPool::Use& c, PgWrite& w) {
+  if (Status s = NotifyWaiting(c, w); !s.ok()) {
+    return s;
+  }
   if (!w.inserts.empty()) {
     std::vector<std::string> ids, tenants, dests, idems, records;
     std::vector<bool> no_idem;
@@ -334,6 +371,40 @@ Status PgQueueStore::WriteCounters(PgPool::Use& c, const PgWrite& w) {
              "FROM unnest($1::bytea[], $3::int8[]) WITH ORDINALITY AS u(k, d, o) ORDER BY o "
              "ON CONFLICT (key, slot) DO UPDATE SET n = egress_counters.n + excluded.n",
              PgParams().BytesArray(keys).Int32(slot).Int64Array(deltas));
+  return r ? Status::Ok() : r.error();
+}
+
+Status PgQueueStore::NotifyWaiting(PgPool::Use& c, const PgWrite& w) {
+  if (!shards_) {
+    return Status::Ok();
+  }
+  // The ids of rows this write makes waiting in shards another node dispatches, a payload of at
+  // most ~7,000 bytes each (NOTIFY takes up to 8,000): sent when the transaction commits.
+  std::vector<std::string> payloads;
+  auto add = [&](const PgRow& r) {
+    const bool waiting = r.state == static_cast<int64_t>(DeliveryState::kQueued) ||
+                         r.state == static_cast<int64_t>(DeliveryState::kDeferred);
+    if (!waiting || shards_->MayDispatch(static_cast<int>(r.shard))) {
+      return;
+    }
+    if (payloads.empty() || payloads.back().size() + r.id.size() + 1 > 7000) {
+      payloads.emplace_back();
+    } else {
+      payloads.back().push_back(',');
+    }
+    payloads.back().append(r.id);
+  };
+  for (const PgRow& r : w.inserts) {
+    add(r);
+  }
+  for (const auto& [id, r] : w.updates) {
+    add(r);
+  }
+  if (payloads.empty()) {
+    return Status::Ok();
+  }
+  auto r = Q(c, "SELECT pg_notify('egress_wake', p) FROM unnest($1::text[]) AS p",
+             PgParams().TextArray(payloads));
   return r ? Status::Ok() : r.error();
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dispatcher/base/result.h"
+#include "storage/pg_shard_leases.h"
 #include "storage/queue_store.h"
 
 namespace egress::storage {
@@ -19,6 +20,13 @@ struct PostgresStoreOptions {
   std::string password;
   // Connections kept open; each store call uses one for its duration. Default: 4.
   size_t pool_size = 4;
+  // Several nodes serving the store at once, each the shards it holds a lease on
+  // (pg_shard_leases.h; ownership() is then set, and every write as owner is fenced by the
+  // shard's epoch). Unset: this store object dispatches everything (one node; tests).
+  std::optional<ShardLeaseOptions> shard_leases;
+  // The monotonic clock the shard leases' local deadlines are measured with. Required with
+  // shard_leases; must outlive the store.
+  const Clock* clock = nullptr;
 };
 
 // Opens the shared delivery store in the PostgreSQL database `pg.url`: creates its tables on an

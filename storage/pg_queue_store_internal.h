@@ -113,7 +113,11 @@ class PgQueueStore final : public QueueStore {
       const std::string& prefix) override;
   pacing::SlidingWindowCounter QuotaUsage(const std::string& tenant, const std::string& quota,
                                           int64_t now_ms) override;
+  ShardOwnership* ownership() override { return shards_.get(); }
   Status Close() override;
+
+  // Starts this node's shard leases (OpenPostgresQueueStore, with pg.shard_leases).
+  Status StartShardLeases(const PostgresStoreOptions& pg, const ShardLeaseOptions& options);
 
   // At open: seals the plaintext settings under a sealed prefix and checks the sealed ones open;
   // checks the destinations_sealed marker against the key (pg_queue_store_settings.cc).
@@ -172,6 +176,18 @@ class PgQueueStore final : public QueueStore {
   // its own that never waits for a lock. True when the quota slices filled `max` (more left).
   Result<bool> PruneCounters(PgPool::Use& c, int64_t now_ms, size_t max);
 
+  // Whether this store holds a lease (in memory) of a delivery of `shard`: the shard is busy, not
+  // to be handed over yet.
+  bool HasLeasesIn(int shard);
+  // Inside a write's transaction: wakes the owners of the shards the write makes work waiting in
+  // (NOTIFY egress_wake with the ids), when they are other nodes.
+  Status NotifyWaiting(PgPool::Use& c, const PgWrite& w);
+  // The check of a write as owner (StateChange::as_owner, a lease held): the shard's row, read
+  // FOR KEY SHARE in the transaction, names this node with the epoch it holds. Ok without shard
+  // leases.
+  Status CheckOwner(const std::string& id, int64_t shard, std::string_view owner,
+                    int64_t epoch) const;
+
   const StoreOptions options_;
   const DestinationSeal seal_;
   std::unique_ptr<PgPool> pool_;
@@ -188,6 +204,7 @@ class PgQueueStore final : public QueueStore {
   QuotaTable quotas_;
   std::atomic<uint64_t> commits_{0};  // committed transactions that changed something
   bool closed_ = false;
+  std::unique_ptr<PgShardLeases> shards_;  // several nodes serving the store; null: one
 };
 
 }  // namespace egress::storage

@@ -65,26 +65,37 @@ Result<std::vector<std::string>> PgQueueStore::ListDestinations(const std::strin
   if (!c) {
     return c.error();
   }
-  // One index probe per destination (a loose index scan), not one row per delivery.
-  auto r = Q(*c,
-             "WITH RECURSIVE t(k) AS ("
-             " (SELECT dest_key FROM egress_deliveries WHERE state IN (1, 2, 3) AND dest_key > $1"
-             "  ORDER BY dest_key LIMIT 1)"
-             " UNION ALL"
-             " SELECT (SELECT dest_key FROM egress_deliveries WHERE state IN (1, 2, 3) AND"
-             "  dest_key > t.k ORDER BY dest_key LIMIT 1) FROM t WHERE t.k IS NOT NULL)"
-             " SELECT k FROM t WHERE k IS NOT NULL LIMIT $2",
-             PgParams()
-                 .Bytes(after_key.empty() ? std::string() : seal_.StoredKey(after_key))
-                 .Int64(static_cast<int64_t>(limit)));
-  if (!r) {
-    return r.error();
-  }
+  // One index probe per destination (a loose index scan), not one row per delivery. Keys this
+  // node does not dispatch (shard leases) or that do not open are passed over, and the scan goes
+  // on until `limit` are found or the destinations end, so a short answer means the end.
   std::vector<std::string> out;
-  for (int i = 0; i < r->rows(); ++i) {
-    // A sealed key that does not open (damaged) is passed over, as the RocksDB store does.
-    if (Result<std::string> key = seal_.OpenKey(r->Bytes(i, 0)); key) {
-      out.push_back(std::move(*key));
+  std::string after = after_key.empty() ? std::string() : seal_.StoredKey(after_key);
+  while (out.size() < limit) {
+    auto r = Q(*c,
+               "WITH RECURSIVE t(k) AS ("
+               " (SELECT dest_key FROM egress_deliveries WHERE state IN (1, 2, 3) AND"
+               "  dest_key > $1 ORDER BY dest_key LIMIT 1)"
+               " UNION ALL"
+               " SELECT (SELECT dest_key FROM egress_deliveries WHERE state IN (1, 2, 3) AND"
+               "  dest_key > t.k ORDER BY dest_key LIMIT 1) FROM t WHERE t.k IS NOT NULL)"
+               " SELECT k FROM t WHERE k IS NOT NULL LIMIT $2",
+               PgParams().Bytes(after).Int64(static_cast<int64_t>(limit)));
+    if (!r) {
+      return r.error();
+    }
+    for (int i = 0; i < r->rows() && out.size() < limit; ++i) {
+      const std::string_view stored = r->Bytes(i, 0);
+      after = std::string(stored);
+      if (shards_ && !shards_->MayDispatch(PgShardOf(stored))) {
+        continue;
+      }
+      // A sealed key that does not open (damaged) is passed over, as the RocksDB store does.
+      if (Result<std::string> key = seal_.OpenKey(stored); key) {
+        out.push_back(std::move(*key));
+      }
+    }
+    if (r->rows() < static_cast<int>(limit)) {
+      break;
     }
   }
   return out;

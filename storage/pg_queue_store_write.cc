@@ -177,10 +177,19 @@ Result<std::vector<Result<Delivery>>> PgQueueStore::ApplyBatch(
   Status s = Transact(*c, w, [&]() -> Status {
     // Every row of the batch, locked in id order until the commit; a leased one's record is
     // this store's memory, so only its state and due time are read (to check the lease).
+    // With shard leases, each row's shard row too, FOR KEY SHARE until the commit: a claim of
+    // the shard by another node (FOR UPDATE, epoch + 1) waits for this transaction, or this one
+    // sees the claim's epoch (pg_shard_leases.h, "Fencing").
     auto rows = Q(*c,
-                  "SELECT id, state::int8, due_ms, (octet_length(id) + octet_length(record))::int8,"
-                  " record FROM egress_deliveries WHERE id = ANY($1::text[]) ORDER BY id "
-                  "FOR UPDATE",
+                  shards_ ? "SELECT d.id, d.state::int8, d.due_ms, (octet_length(d.id) + "
+                            "octet_length(d.record))::int8, d.record, d.shard::int8, "
+                            "coalesce(sh.owner, ''), sh.epoch FROM egress_deliveries d JOIN "
+                            "egress_shards sh ON sh.shard = d.shard WHERE d.id = ANY($1::text[]) "
+                            "ORDER BY d.id FOR UPDATE OF d FOR KEY SHARE OF sh"
+                          : "SELECT id, state::int8, due_ms, (octet_length(id) + "
+                            "octet_length(record))::int8, record, shard::int8, ''::text, 0::int8 "
+                            "FROM egress_deliveries WHERE id = ANY($1::text[]) ORDER BY id "
+                            "FOR UPDATE",
                   PgParams().TextArray(ids));
     if (!rows) {
       return rows.error();
@@ -189,11 +198,16 @@ Result<std::vector<Result<Delivery>>> PgQueueStore::ApplyBatch(
       int64_t state, due_ms;
       uint64_t bytes;
       std::string_view record;
+      int64_t shard;
+      std::string_view owner;
+      int64_t epoch;
     };
     std::map<std::string_view, Row> found;
     for (int r = 0; r < rows->rows(); ++r) {
-      found[rows->Bytes(r, 0)] = {rows->Int(r, 1), rows->Int(r, 2),
-                                  static_cast<uint64_t>(rows->Int(r, 3)), rows->Bytes(r, 4)};
+      found[rows->Bytes(r, 0)] = {
+          rows->Int(r, 1),   rows->Int(r, 2), static_cast<uint64_t>(rows->Int(r, 3)),
+          rows->Bytes(r, 4), rows->Int(r, 5), rows->Bytes(r, 6),
+          rows->Int(r, 7)};
     }
     struct Tracked {
       Lease v;  // as the RocksDB store's ApplyBatch: the newest version and the disk's
@@ -216,6 +230,24 @@ Result<std::vector<Result<Delivery>>> PgQueueStore::ApplyBatch(
           results.emplace_back(Status::FailedPrecondition(
               fmt::format("delivery {} changed while leased; its stored version stands", id)));
           continue;
+        }
+        if (shards_ && row != found.end() && (lease || change.as_owner)) {
+          // A write as the shard's owner: only under this node's epoch of the shard.
+          const Row& r = row->second;
+          Status owner = CheckOwner(id, r.shard, r.owner, r.epoch);
+          if (owner.ok() && change.as_owner && change.to == DeliveryState::kInFlight &&
+              !shards_->MayDispatch(static_cast<int>(r.shard))) {
+            owner = Status::Unavailable(
+                fmt::format("delivery {}: this node may not dispatch shard {} now", id, r.shard));
+          }
+          if (!owner.ok()) {
+            if (lease) {
+              StageInMemory(w, lease->delivery, lease->DiskVersion());
+              w.leases.emplace_back(id, std::nullopt);
+            }
+            results.emplace_back(std::move(owner));
+            continue;
+          }
         }
         if (lease) {
           t.v = std::move(*lease);
@@ -272,6 +304,21 @@ Result<std::vector<Result<Delivery>>> PgQueueStore::ApplyBatch(
   return results;
 }
 
+Status PgQueueStore::CheckOwner(const std::string& id, int64_t shard, std::string_view owner,
+                                int64_t epoch) const {
+  if (!shards_) {
+    return Status::Ok();
+  }
+  const std::optional<int64_t> held = shards_->EpochOf(static_cast<int>(shard));
+  if (held && *held == epoch && owner == shards_->node_id()) {
+    return Status::Ok();
+  }
+  return Status::Rejected(
+      fmt::format("delivery {}: shard {} is no longer this node's (epoch {} of {}); the stored "
+                  "version stands",
+                  id, shard, epoch, owner.empty() ? std::string_view("nobody") : owner));
+}
+
 Result<std::vector<Delivery>> PgQueueStore::LeaseDue(int64_t now_ms, size_t max) {
   auto use = UsePool();
   if (Status s = CheckOpen(); !s.ok()) {
@@ -312,9 +359,9 @@ Result<std::vector<Delivery>> PgQueueStore::LeaseDue(int64_t now_ms, size_t max)
   stripes.LockAll();
   // Read again under the stripes: a change of this store since the scan is on the row now.
   auto rows = Q(*c,
-                "SELECT id, (octet_length(id) + octet_length(record))::int8, record "
-                "FROM egress_deliveries WHERE id = ANY($1::text[]) AND state IN (1, 3) AND "
-                "due_ms <= $2",
+                "SELECT id, (octet_length(id) + octet_length(record))::int8, record, "
+                "shard::int8 FROM egress_deliveries WHERE id = ANY($1::text[]) AND "
+                "state IN (1, 3) AND due_ms <= $2",
                 PgParams().TextArray(ids).Int64(now_ms));
   if (!rows) {
     return rows.error();
@@ -327,6 +374,9 @@ Result<std::vector<Delivery>> PgQueueStore::LeaseDue(int64_t now_ms, size_t max)
   for (int r = 0; r < rows->rows(); ++r) {
     if (leases_.Contains(rows->Bytes(r, 0))) {
       continue;  // leased since the scan
+    }
+    if (shards_ && !shards_->MayDispatch(static_cast<int>(rows->Int(r, 3)))) {
+      continue;  // another node's work
     }
     Result<Delivery> d = Decode(rows->Bytes(r, 2));
     if (!d) {

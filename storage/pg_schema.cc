@@ -50,6 +50,24 @@ CREATE TABLE egress_meta (key text PRIMARY KEY, value bytea NOT NULL);
 INSERT INTO egress_schema (version) VALUES (1);
 )sql";
 
+// Version 2: shard leases (storage/pg_shard_leases.h). One row per shard, made here, so a claim
+// is an UPDATE that a writer's FOR KEY SHARE of the row fences; the nodes' heartbeats beside.
+constexpr std::string_view kSchemaV2 = R"sql(
+CREATE TABLE egress_shards (
+  shard smallint PRIMARY KEY,
+  owner text COLLATE "C",
+  epoch bigint NOT NULL DEFAULT 0,
+  expires_at timestamptz NOT NULL DEFAULT '-infinity'
+);
+INSERT INTO egress_shards (shard) SELECT generate_series(0, 255);
+CREATE TABLE egress_nodes (
+  node_id text COLLATE "C" PRIMARY KEY,
+  expires_at timestamptz NOT NULL,
+  started_at timestamptz NOT NULL DEFAULT now()
+);
+UPDATE egress_schema SET version = 2;
+)sql";
+
 Status Migrate(PgConnection& c) {
   auto exists = c.Exec("SELECT (to_regclass('egress_schema') IS NOT NULL)");
   if (!exists) {
@@ -57,7 +75,7 @@ Status Migrate(PgConnection& c) {
   }
   // Booleans come back as one byte in binary.
   if (exists->Bytes(0, 0) != std::string_view("\x01", 1)) {
-    return c.Run(fmt::format("BEGIN; {} COMMIT;", kSchemaV1));
+    return c.Run(fmt::format("BEGIN; {} {} COMMIT;", kSchemaV1, kSchemaV2));
   }
   auto version = c.Exec("SELECT version::int8 FROM egress_schema");
   if (!version) {
@@ -72,8 +90,12 @@ Status Migrate(PgConnection& c) {
         fmt::format("the database's relay-egress schema is version {}, this build knows up to {}",
                     v, kPgSchemaVersion));
   }
-  // Version 1 is the first: nothing older to migrate yet. A later version adds its steps here,
-  // one version at a time, each in one transaction with its version row.
+  // One version at a time, each in one transaction with its version row.
+  if (v < 2) {
+    if (Status s = c.Run(fmt::format("BEGIN; {} COMMIT;", kSchemaV2)); !s.ok()) {
+      return s;
+    }
+  }
   return Status::Ok();
 }
 

@@ -26,13 +26,18 @@ namespace egress::storage {
 //                      slot, summed on read. Moved in the same transaction as the records.
 //   egress_settings    key bytea PK -> value bytea (sealed ones as setting_seal.h writes them).
 //   egress_meta        key text PK -> value bytea (destinations_sealed).
-inline constexpr int kPgSchemaVersion = 1;
+// Version 2 adds the shard leases (pg_shard_leases.h):
+//   egress_shards      shard int2 PK (a row per shard, 0 to kPgShards - 1) -> owner text (the
+//                      node id holding it; NULL: never held), epoch int8 (bumped by each claim),
+//                      expires_at timestamptz (the database's clock).
+//   egress_nodes       node_id text PK -> expires_at timestamptz (its heartbeat), started_at.
+inline constexpr int kPgSchemaVersion = 2;
 
 // Counter rows per key: a transaction adds its deltas to the slot of its pool connection
 // (offset per store), so concurrent writers rarely wait on one counter row. Reads sum the slots.
 inline constexpr int kPgCounterSlots = 64;
 
-// Destinations hash into this many shards (PgShardOf), the unit of ownership to come.
+// Destinations hash into this many shards (PgShardOf), the unit of ownership.
 inline constexpr int kPgShards = 256;
 
 // The shard of a destination key as stored: FNV-1a (64-bit) of its bytes, mod kPgShards.

@@ -13,6 +13,7 @@
 #include "dispatcher/pacing/sliding_window_counter.h"
 #include "storage/delivery.h"
 #include "storage/secrets_key.h"
+#include "storage/shard_ownership.h"
 #include "storage/state_machine.h"
 
 namespace egress::storage {
@@ -284,6 +285,12 @@ class QueueStore {
   // enough for the loop. Empty for a quota never charged.
   virtual pacing::SlidingWindowCounter QuotaUsage(const std::string& tenant,
                                                   const std::string& quota, int64_t now_ms) = 0;
+
+  // Which destinations this node may dispatch when several nodes serve the store (the PostgreSQL
+  // store with shard leases); nullptr for a store of one node, which owns them all. Owned by the
+  // store, valid until Close. With it, ListDestinations and LeaseDue return only the work of
+  // shards this node may dispatch.
+  virtual ShardOwnership* ownership() { return nullptr; }
 
   // Flushes and closes; later calls fail. The destructor closes too, ignoring errors.
   virtual Status Close() = 0;

@@ -30,6 +30,13 @@ struct StateChange {
   // When set, the change applies only if the delivery is in this state (compare-and-set);
   // otherwise FailedPrecondition.
   std::optional<DeliveryState> expect;
+  // The dispatcher's change of a delivery of a shard it owns (a lease, an outcome, a pacing
+  // wait). A store several nodes serve (QueueStore::ownership()) applies it only while this
+  // node's lease of the delivery's shard is still the store's, checked in the writing
+  // transaction: Rejected once another node took the shard over (a lease it held is dropped),
+  // and for a lease Unavailable while this node may not dispatch the shard (shard_ownership.h).
+  // A store of one node ignores it. Default: false (an operator's change: applies on any node).
+  bool as_owner = false;
 };
 
 // OK when `from` may move to `to`; FailedPrecondition naming both states otherwise.

@@ -83,16 +83,20 @@ constexpr Definition kDefinitions[] = {
                  "Request to response time of delivery attempts, by platform.", kLatencyBuckets),
     GaugeRow(GaugeId::kDestinations, "relay_egress_destinations",
              "Destinations with work, known to the scheduler."),
-    CounterRow(CounterId::kStoreErrors, "relay_egress_store_errors_total",
-               "Store calls that failed, by operation: the delivery loop's lease, read, "
-               "outcome and scan (retried), outcome_refused (refused for good); purge (a retention "
-               "pass)."),
+    CounterRow(
+        CounterId::kStoreErrors, "relay_egress_store_errors_total",
+        "Store calls that failed, by operation: the delivery loop's lease, read, "
+        "outcome and scan (retried), outcome_refused (refused for good), outcome_fenced (the "
+        "shard went to another node meanwhile); purge (a retention pass)."),
     GaugeRow(GaugeId::kStoreHealthy, "relay_egress_store_healthy",
              "1 while the store takes writes; 0 after a write or background fault until it "
              "recovers."),
     GaugeRow(GaugeId::kBudgetStoreUp, "relay_egress_budget_store_up",
              "1 while the shared budget store ([cluster] Redis) answers, or when budgets are in "
              "memory; 0 while it cannot be reached (on_redis_down applies)."),
+    GaugeRow(GaugeId::kStoreShardsHeld, "relay_egress_store_shards_held",
+             "Shards of the shared PostgreSQL store whose destinations this node dispatches "
+             "(their leases held); absent with the embedded store."),
     CounterRow(CounterId::kCorruptRecords, "relay_egress_corrupt_records_total",
                "Stored records that could not be read and were moved to dead (reason "
                "corrupt_record)."),

@@ -50,7 +50,8 @@ enum class GaugeId : uint8_t {
   kTierUtilization,    // relay_egress_tier_utilization_ratio{tier,budget}
   kBuildInfo,          // relay_egress_build_info{version}
   kBudgetStoreUp,      // relay_egress_budget_store_up
-  kMaxValue = kBudgetStoreUp,
+  kStoreShardsHeld,    // relay_egress_store_shards_held
+  kMaxValue = kStoreShardsHeld,
 };
 enum class HistogramId : uint8_t {
   kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}

@@ -105,17 +105,6 @@ int RunService(ServiceOptions options, Millis grace,
   wait_hangup();
   int exit_code = 0;
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-  // A node that no longer holds the PostgreSQL store's node lock stops serving it: drains and
-  // exits 4, for its supervisor to start it again (it then waits its turn for the lock).
-  (*service)->WatchNodeLock([&](Status why) {
-    LogEvent(LogLevel::kError, "store_node_lock_lost", {{"error", why.ToString()}});
-    signals.cancel();
-    hangups.cancel();
-    (*service)->Shutdown(grace, [&](Status) {
-      exit_code = 4;
-      io.stop();
-    });
-  });
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) {
       return;

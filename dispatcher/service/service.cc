@@ -93,35 +93,28 @@ Result<std::unique_ptr<Service>> Service::Start(
     }
     store_options.secrets_key = key->key;
   }
-  if (o.postgres) {
-    // A standby: while another node serves the store, this one waits for the node lock (every
-    // second; logged at the start and every minute), neither listening nor sending, and serves
-    // the store once the other's connection is gone (killed, cut off). Any other failure ends
-    // the start.
-    for (int waited_s = 0;; ++waited_s) {
-      auto lock = storage::PgNodeLock::Acquire(o.postgres->url, o.postgres->password);
-      if (lock) {
-        if (waited_s > 0) {
-          LogEvent(LogLevel::kInfo, "store_lock_taken", {{"waited_s", waited_s}});
-        }
-        s->node_lock_ = std::move(*lock);
-        break;
-      }
-      if (lock.error().code() != Status::Code::kBusy || !o.postgres_standby) {
-        return lock.error();
-      }
-      if (waited_s % 60 == 0) {
-        LogEvent(LogLevel::kWarn, "store_standby",
-                 {{"waited_s", waited_s},
-                  {"note", "another node serves the store; waiting for its node lock"}});
-      }
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
+  std::optional<storage::PostgresStoreOptions> postgres = o.postgres;
+  if (postgres) {
+    // Every node serves the shards it holds a lease on. The id is unique per start: two
+    // processes under one name would both think they own a shard.
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    const std::string base = !o.shared_budgets.node_id.empty()
+                                 ? o.shared_budgets.node_id
+                                 : fmt::format("{}:{}", o.http.listen.host, o.http.listen.port);
+    postgres->shard_leases = storage::ShardLeaseOptions{
+        .node_id = fmt::format("{}@{}/{}/{:08x}", base.substr(0, 128), host, ::getpid(),
+                               static_cast<uint32_t>(std::random_device{}())),
+        .ttl = o.shard_lease_ttl,
+        .renew_every = o.shard_lease_renew,
+        .margin = o.shard_lease_renew,
+    };
+    postgres->clock = &clock;
   }
-  auto store = o.postgres
-                   ? storage::OpenPostgresQueueStore(*o.postgres, store_options,
-                                                     ToUnixMillis(clock.WallNow()))
-                   : storage::OpenRocksQueueStore(store_options, ToUnixMillis(clock.WallNow()));
+  auto store =
+      postgres
+          ? storage::OpenPostgresQueueStore(*postgres, store_options, ToUnixMillis(clock.WallNow()))
+          : storage::OpenRocksQueueStore(store_options, ToUnixMillis(clock.WallNow()));
   if (!store) {
     return store.error();
   }
@@ -260,6 +253,27 @@ Result<std::unique_ptr<Service>> Service::Start(
       io, s->storage_pool_->get_executor(), *s->store_, s->metrics_,
       [self](bool healthy) { self->loop_->SetStoreWritable(healthy); },
       StoreHealthMonitor::Options{});
+  if (storage::ShardOwnership* shards = s->store_->ownership()) {
+    // The leases' threads tell the loop; what they post runs only while the service lives.
+    shards->SetOwnershipObserver([self, alive = std::weak_ptr<bool>(s->alive_)] {
+      asio::post(self->io_, [self, alive] {
+        if (auto a = alive.lock(); a && *a) {
+          self->metrics_.Set(GaugeId::kStoreShardsHeld, {},
+                             static_cast<double>(self->store_->ownership()->held_count()));
+          self->loop_->OwnershipChanged();
+        }
+      });
+    });
+    shards->SetWakeObserver(
+        [self, alive = std::weak_ptr<bool>(s->alive_)](std::vector<std::string> ids) {
+          asio::post(self->io_, [self, alive, ids = std::move(ids)]() mutable {
+            if (auto a = alive.lock(); a && *a) {
+              self->loop_->Wake(std::move(ids));
+            }
+          });
+        });
+    s->metrics_.Set(GaugeId::kStoreShardsHeld, {}, static_cast<double>(shards->held_count()));
+  }
   s->loop_->Start();
   s->store_health_->Start();
   s->retention_ =
@@ -364,6 +378,11 @@ void Service::OnSharedSetting(const std::string& name, const std::string& text) 
 }
 
 Service::~Service() {
+  *alive_ = false;
+  if (store_ && store_->ownership() != nullptr) {
+    store_->ownership()->SetOwnershipObserver(nullptr);
+    store_->ownership()->SetWakeObserver(nullptr);
+  }
   if (server_) {
     server_->StopAccepting();
   }
@@ -385,36 +404,7 @@ Service::~Service() {
   }
 }
 
-void Service::WatchNodeLock(std::function<void(Status)> lost) {
-  if (!node_lock_) {
-    return;
-  }
-  if (!node_lock_timer_) {
-    node_lock_timer_ = std::make_unique<asio::steady_timer>(io_);
-  }
-  node_lock_timer_->expires_after(std::chrono::seconds(1));
-  node_lock_timer_->async_wait(
-      [this, lost = std::move(lost)](const boost::system::error_code& ec) mutable {
-        if (ec) {
-          return;
-        }
-        asio::post(*storage_pool_, [this, lost = std::move(lost)]() mutable {
-          Status held = node_lock_->Check();
-          asio::post(io_, [this, held = std::move(held), lost = std::move(lost)]() mutable {
-            if (!held.ok()) {
-              lost(held);
-              return;
-            }
-            WatchNodeLock(std::move(lost));
-          });
-        });
-      });
-}
-
 void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
-  if (node_lock_timer_) {
-    node_lock_timer_->cancel();
-  }
   accepting_ = false;
   server_->StopAccepting();
   store_health_->Stop();

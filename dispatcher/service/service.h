@@ -41,7 +41,6 @@
 #include "dispatcher/service/quota_ledger.h"
 #include "dispatcher/service/retention.h"
 #include "dispatcher/service/store_health_monitor.h"
-#include "storage/pg_node_lock.h"
 #include "storage/pg_queue_store.h"
 #include "storage/queue_store.h"
 
@@ -82,9 +81,12 @@ struct ServiceOptions {
   // generated per node would seal what no other node can open). Unset: the embedded RocksDB
   // store at store.path. Default: unset.
   std::optional<storage::PostgresStoreOptions> postgres;
-  // With postgres, while another node holds the store's node lock (storage/pg_node_lock.h):
-  // true waits in Start as a standby until it is free; false fails with Busy. Default: true.
-  bool postgres_standby = true;
+  // With postgres: the nodes share the store's destinations by shard leases
+  // (storage/pg_shard_leases.h; their node id is made by the service, unique per start, from
+  // shared_budgets.node_id or the listen address). The ttl and renewal period of the leases
+  // (tests shorten them). Default: 5 s and 1 s.
+  Millis shard_lease_ttl{5000};
+  Millis shard_lease_renew{1000};
   pacing::SchedulerOptions scheduler;
   std::vector<std::pair<pacing::BudgetName, pacing::Budget>> budget_defaults;
   adapters::PlatformEndpoints endpoints;
@@ -157,11 +159,6 @@ class Service {
   // Stops intake, waits for in-flight attempts (at most `grace`), cancels the rest, closes the
   // store, then calls `done` on the loop.
   void Shutdown(Millis grace, std::function<void(Status)> done);
-  // With the PostgreSQL store: checks every second (on the storage pool) that this node still
-  // holds the store's node lock (storage/pg_node_lock.h), and calls `lost` on the loop, once,
-  // when it does not: the node must stop serving the store (relay-egress serve drains and exits
-  // 4, for its supervisor to start it again). Nothing with the RocksDB store.
-  void WatchNodeLock(std::function<void(Status)> lost);
 
   // Pieces the API handlers use.
   storage::QueueStore& store() { return *store_; }
@@ -274,8 +271,8 @@ class Service {
   JobRegistry jobs_;
   int listings_in_flight_ = 0;
   MetricsText metrics_text_;
-  std::unique_ptr<storage::PgNodeLock> node_lock_;  // the PostgreSQL store's only
-  std::unique_ptr<boost::asio::steady_timer> node_lock_timer_;
+  // Set false by the destructor: what the store's shard leases post to the loop checks it.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::unique_ptr<storage::QueueStore> store_;
   std::unique_ptr<boost::asio::thread_pool> storage_pool_;
   std::optional<boost::asio::strand<boost::asio::thread_pool::executor_type>> settings_writes_;

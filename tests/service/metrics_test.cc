@@ -94,7 +94,7 @@ relay_egress_attempt_duration_seconds_count{platform="webhook"} 2
 # HELP relay_egress_destinations Destinations with work, known to the scheduler.
 # TYPE relay_egress_destinations gauge
 relay_egress_destinations 7
-# HELP relay_egress_store_errors_total Store calls that failed, by operation: the delivery loop's lease, read, outcome and scan (retried), outcome_refused (refused for good); purge (a retention pass).
+# HELP relay_egress_store_errors_total Store calls that failed, by operation: the delivery loop's lease, read, outcome and scan (retried), outcome_refused (refused for good), outcome_fenced (the shard went to another node meanwhile); purge (a retention pass).
 # TYPE relay_egress_store_errors_total counter
 relay_egress_store_errors_total{operation="outcome"} 1
 # HELP relay_egress_store_healthy 1 while the store takes writes; 0 after a write or background fault until it recovers.
@@ -102,6 +102,8 @@ relay_egress_store_errors_total{operation="outcome"} 1
 relay_egress_store_healthy 0
 # HELP relay_egress_budget_store_up 1 while the shared budget store ([cluster] Redis) answers, or when budgets are in memory; 0 while it cannot be reached (on_redis_down applies).
 # TYPE relay_egress_budget_store_up gauge
+# HELP relay_egress_store_shards_held Shards of the shared PostgreSQL store whose destinations this node dispatches (their leases held); absent with the embedded store.
+# TYPE relay_egress_store_shards_held gauge
 # HELP relay_egress_corrupt_records_total Stored records that could not be read and were moved to dead (reason corrupt_record).
 # TYPE relay_egress_corrupt_records_total counter
 relay_egress_corrupt_records_total 2
@@ -317,7 +319,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 34u);
+  EXPECT_EQ(names.size(), 35u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

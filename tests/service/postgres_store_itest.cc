@@ -1,8 +1,7 @@
 // relay-egress serve with [store] backend = "postgres" (issue 29), as real processes against a
 // real PostgreSQL 15 (tests/support/postgres_server.h) and the simulator: deliveries accepted,
-// delivered and counted from the shared store; a second node refused while the first holds the
-// store's node lock; a killed node's backlog served by the node started after it; the config's
-// typed refusals.
+// delivered and counted from the shared store; two nodes sharing its shards, one stopped and
+// one killed; the config's typed refusals.
 
 #include <signal.h>
 
@@ -12,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -98,67 +98,122 @@ class PostgresStoreServiceTest : public ::testing::Test {
   std::string config_;
 };
 
-// Verifies that a node on the shared store accepts, delivers and counts from it; that a second
-// node on the same store waits as a standby (not listening) while the first serves; and that when
-// the first is killed (SIGKILL) the standby takes the store within seconds and serves what it
-// left: its deferred delivery is there with its attempt, and new deliveries go out.
-TEST_F(PostgresStoreServiceTest, AStandbyTakesTheStoreWhenTheServingNodeIsKilled) {
-  std::string parked;
-  ChildProcess b;
-  std::atomic<int> standby_port{0};
-  std::thread standby;
+// The value of an unlabelled gauge in a /metrics answer; -1 when absent.
+double GaugeIn(const std::string& metrics, const std::string& name) {
+  const std::string line = "\n" + name + " ";
+  const size_t at = metrics.find(line);
+  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + line.size()));
+}
+
+// Verifies the nodes share the store's destinations by shard leases: two nodes split the 256
+// shards; a delivery accepted on either goes out from its shard's owner, once, without a polling
+// delay; a node stopped (SIGSTOP) for longer than its leases loses its shards to the other, which
+// sends what was accepted meanwhile, in order; the stopped node, continued, sends nothing of the
+// shards it lost (its writes are fenced by the epoch, its dispatch by its own clock) and takes
+// its share back; a node killed (SIGKILL) leaves its shards to the other within the lease's
+// ttl, with what it had been given, and the store's counts are the cluster's.
+TEST_F(PostgresStoreServiceTest, NodesShareShardsAndTakeOverAStoppedOrKilledNodesWork) {
   SystemClock clock;
-  SteadyTime killed;
-  {
-    ChildProcess a;
-    const int port = Start(a, config_);
-    ASSERT_NE(port, 0) << a.error();
-    json batch = {{"deliveries", {Hook("/hooks/a", 1), Hook("/hooks/a", 2)}}};
+  ChildProcess a, b;
+  const int pa = Start(a, config_);
+  ASSERT_NE(pa, 0) << a.error();
+  const int pb = Start(b, WriteConfig("b.toml", "node-b"));
+  ASSERT_NE(pb, 0) << b.error();
+  auto held = [&](int port) {
+    return GaugeIn(HttpCallAs(kAdminToken, port, "GET", "/metrics").body,
+                   "relay_egress_store_shards_held");
+  };
+  // Both hold a share, together all 256 (the gauge is set as the leases change; the text is
+  // made at most once a second).
+  auto wait_split = [&](const char* when) {
+    double ha = 0, hb = 0;
+    for (int waited = 0; waited < 20'000; waited += 250) {
+      ha = held(pa);
+      hb = held(pb);
+      if (ha > 0 && hb > 0 && ha + hb == 256) {
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    ADD_FAILURE() << when << ": shards held " << ha << " + " << hb;
+  };
+  wait_split("at start");
+  constexpr int kPaths = 20;
+  int sent = 0;
+  std::vector<int> seq(kPaths, 0);
+  // Deliveries to every path, each with its path's next sequence number and a unique msg_id
+  // (the simulator counts order violations and duplicates per destination).
+  auto post = [&](int port, int per_path) {
+    json batch = {{"deliveries", json::array()}};
+    for (int k = 0; k < per_path; ++k) {
+      for (int p = 0; p < kPaths; ++p) {
+        json h = Hook("/hooks/p" + std::to_string(p), 0);
+        h["payload"] = {{"seq", ++seq[p]}, {"msg_id", fmt::format("p{}-{}", p, seq[p])}};
+        batch["deliveries"].push_back(h);
+      }
+    }
     TestResponse r = HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries/batch", batch.dump());
     ASSERT_EQ(r.status, 202) << r.body;
-    WaitForStats(port, [](const json& s) { return s["delivered"] == 2; });
-    // One that cannot be delivered (a closed port): retried later, so it stays.
-    json closed = Hook("/unused", 3);
-    closed["destination"] = "http://127.0.0.1:9/closed";
-    r = HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries", closed.dump());
-    ASSERT_EQ(r.status, 202) << r.body;
-    parked = r.Json().value("id", "");
-    WaitForStats(port, [](const json& s) { return s["deferred"] == 1; });
+    sent += per_path * kPaths;
+  };
+  auto wait_accepted = [&](int n, int timeout_ms) {
+    json totals;
+    for (int waited = 0; waited < timeout_ms; waited += 50) {
+      totals = sim_.Stats()["totals"];
+      if (totals.value("accepted", 0) >= n) {
+        return totals;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "timed out waiting for " << n << "; totals " << totals.dump();
+    return totals;
+  };
+  // Half the paths' shards are the other node's: intake wakes the owner (LISTEN/NOTIFY).
+  SteadyTime t0 = clock.Now();
+  post(pa, 1);
+  post(pb, 1);
+  wait_accepted(sent, 10'000);
+  RecordProperty("cross_node_ms",
+                 static_cast<int>(std::chrono::duration_cast<Millis>(clock.Now() - t0).count()));
 
-    // A second node on the store waits as a standby: it does not listen while the first holds
-    // the store's node lock.
-    standby_port = 0;
-    standby = std::thread([&] {
-      standby_port = b.Start(BuildDir() + "/relay-egress",
-                             {"serve", "--config", WriteConfig("b.toml", "node-b"),
-                              "--profiles-dir", SourceDir() + "/config/profiles"},
-                             /*timeout_ms=*/60'000);
-    });
-    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
-    EXPECT_EQ(standby_port.load(), 0) << "the standby serves while the first node does";
-    // The first node still serves.
-    EXPECT_EQ(HttpCallAs(kAdminToken, port, "GET", "/healthz").status, 200);
+  // A stopped for three lease periods: B claims its shards when they expire and sends what B
+  // accepted meanwhile (half of it A's shards', waiting for A).
+  ASSERT_EQ(::kill(a.pid(), SIGSTOP), 0);
+  t0 = clock.Now();
+  post(pb, 2);
+  json totals = wait_accepted(sent, 20'000);
+  const auto takeover = std::chrono::duration_cast<Millis>(clock.Now() - t0);
+  RecordProperty("takeover_ms", static_cast<int>(takeover.count()));
+  EXPECT_LT(takeover.count(), 10'000);
+  EXPECT_EQ(held(pb), 256);
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(15'000 - std::min<int64_t>(15'000, takeover.count())));
+  // A continued: its leases are gone and its clock says so; it sends nothing of those shards
+  // (the wake-ups it missed name them), then takes its share back.
+  ASSERT_EQ(::kill(a.pid(), SIGCONT), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  totals = sim_.Stats()["totals"];
+  EXPECT_EQ(totals.value("accepted", 0), sent) << totals.dump();
+  EXPECT_EQ(totals.value("duplicates", 0), 0) << totals.dump();
+  EXPECT_EQ(totals.value("order_violations", 0), 0) << totals.dump();
+  wait_split("after SIGCONT");
+  post(pb, 1);
+  post(pa, 1);
+  wait_accepted(sent, 10'000);
 
-    const int status = a.Signal(SIGKILL);
-    EXPECT_TRUE(WIFSIGNALED(status));  // (no ASSERT while the standby's thread runs)
-    killed = clock.Now();
-  }
-  // The killed node's lock went with its connection: the standby takes the store.
-  standby.join();
-  const int port = standby_port.load();
-  ASSERT_NE(port, 0) << b.error();
-  const double takeover_s = std::chrono::duration<double>(clock.Now() - killed).count();
-  EXPECT_LT(takeover_s, 10.0);
-  RecordProperty("takeover_ms", static_cast<int>(takeover_s * 1000));
-  json d = HttpCallAs(kAdminToken, port, "GET", "/v1/deliveries/" + parked).Json();
-  EXPECT_EQ(d["state"], "deferred") << d.dump();
-  EXPECT_GE(d["attempts"].get<int>(), 1) << d.dump();
-  json stats = HttpCallAs(kAdminToken, port, "GET", "/v1/stats").Json();
-  EXPECT_EQ(stats["delivered"], 2) << stats.dump();
-  TestResponse r =
-      HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries", Hook("/hooks/b", 4).dump());
-  ASSERT_EQ(r.status, 202) << r.body;
-  WaitForStats(port, [](const json& s) { return s["delivered"] == 3; });
+  // A killed: B holds every shard again within the ttl and sends what was accepted for A's.
+  ASSERT_EQ(::kill(a.pid(), SIGSTOP), 0);  // nothing of this batch leaves A before the kill
+  post(pb, 1);
+  a.Signal(SIGKILL);
+  t0 = clock.Now();
+  totals = wait_accepted(sent, 20'000);
+  EXPECT_LT(std::chrono::duration_cast<Millis>(clock.Now() - t0).count(), 10'000);
+  EXPECT_EQ(totals.value("accepted", 0), sent) << totals.dump();
+  EXPECT_EQ(totals.value("duplicates", 0), 0) << totals.dump();
+  EXPECT_EQ(totals.value("order_violations", 0), 0) << totals.dump();
+  // The cluster's counts: everything either node accepted.
+  json stats = WaitForStats(pb, [&](const json& s) { return s["delivered"] == sent; });
+  EXPECT_EQ(stats["queued"], 0) << stats.dump();
   const int status = b.Signal(SIGTERM);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }

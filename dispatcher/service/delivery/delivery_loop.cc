@@ -82,7 +82,8 @@ DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::any_io_executor storage,
       discord_invalid_(options_.discord_invalid_requests),
       timer_(io),
       maintenance_(io),
-      alive_(std::make_shared<bool>(true)) {
+      alive_(std::make_shared<bool>(true)),
+      ownership_(store.ownership()) {
   scheduler_.SetWaitObserver(
       [this](pacing::DestinationId id, const pacing::Deferral& wait) { OnPacingWait(id, wait); });
   outcomes_.SetRetryObserver([this](const Status& error, size_t changes) {
@@ -125,6 +126,7 @@ void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral
     return;
   }
   dest.writing_wait = true;
+  change->as_owner = true;
   outcomes_.Submit(head->id, std::move(*change), [this, key = dest.key](Result<Delivery> stored) {
     auto it = dests_.find(key);
     if (it == dests_.end()) {
@@ -140,14 +142,32 @@ void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral
 }
 
 void DeliveryLoop::Start() {
+  LoadDestinations();
+  ScheduleMaintenance();
+}
+
+void DeliveryLoop::LoadDestinations() {
+  if (loading_) {
+    load_again_ = true;
+    return;
+  }
+  loading_ = true;
   // Page through the destinations with work on the storage pool, registering each on the loop.
   // The function holds itself only weakly (a shared_ptr to itself would never be freed); the
   // jobs on their way keep it. Pool jobs touch `this` only on the loop, behind `alive`.
   auto page = std::make_shared<std::function<void(std::string)>>();
-  *page = [this, alive = alive_, self = std::weak_ptr(page)](std::string after) {
-    asio::post(storage_, [this, &store = store_, &io = io_, alive, page = self.lock(), after] {
+  auto walked = [this] {
+    loading_ = false;
+    if (load_again_ && !draining_) {
+      load_again_ = false;
+      LoadDestinations();
+    }
+  };
+  *page = [this, alive = alive_, self = std::weak_ptr(page), walked](std::string after) {
+    asio::post(storage_, [this, &store = store_, &io = io_, alive, page = self.lock(), after,
+                          walked] {
       auto keys = store.ListDestinations(after, kDestinationPage);
-      asio::post(io, [this, alive, page, after, keys = std::move(keys)] {
+      asio::post(io, [this, alive, page, after, walked, keys = std::move(keys)] {
         if (!*alive || draining_) {
           return;
         }
@@ -163,9 +183,6 @@ void DeliveryLoop::Start() {
           });
           return;
         }
-        if (keys->empty()) {
-          return;
-        }
         for (const std::string& key : *keys) {
           if (Dest* dest = Ensure(key)) {
             Fetch(*dest);
@@ -173,12 +190,80 @@ void DeliveryLoop::Start() {
         }
         if (keys->size() == kDestinationPage) {
           (*page)(keys->back());
+        } else {
+          walked();
         }
       });
     });
   };
   (*page)("");
-  ScheduleMaintenance();
+}
+
+void DeliveryLoop::OwnershipChanged() {
+  if (ownership_ == nullptr || draining_) {
+    return;
+  }
+  for (auto it = dests_.begin(); it != dests_.end();) {
+    auto next = std::next(it);
+    if (!Owned(it->second)) {
+      Disown(it);
+    }
+    it = next;
+  }
+  metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
+  LoadDestinations();
+}
+
+void DeliveryLoop::Disown(std::unordered_map<std::string, Dest>::iterator it) {
+  Dest& dest = it->second;
+  if (!dest.offered_id.empty()) {
+    scheduler_.Withdraw(dest.id).IgnoreError();
+    dest.offered_id.clear();
+  }
+  dest.queue.Reset();
+  Reindex(dest);
+  Forget(it);  // refused while something of it is in flight: OnPersisted tries again
+}
+
+bool DeliveryLoop::Forget(std::unordered_map<std::string, Dest>::iterator it) {
+  Dest& dest = it->second;
+  if (dest.in_flight != 0 || dest.writing_wait || dest.queue.fetching() ||
+      !dest.offered_id.empty() || dest.queue.size() != 0 ||
+      !scheduler_.RemoveDestination(dest.id).ok()) {
+    return false;
+  }
+  failed_fetches_.erase(dest.key);
+  keys_by_id_.erase(dest.id.value);
+  index_.MoveDeferral(&dest.key, &dest.tenant, dest.hash, dest.indexed_deferral_ms, 0);
+  index_.Remove(&dest.key, &dest.tenant, dest.hash);
+  dests_.erase(it);
+  return true;
+}
+
+bool DeliveryLoop::Owned(const Dest& dest) const {
+  return ownership_ == nullptr || ownership_->MayDispatch(dest.shard);
+}
+
+void DeliveryLoop::Wake(std::vector<std::string> ids) {
+  if (draining_) {
+    return;
+  }
+  asio::post(storage_, [this, &store = store_, &io = io_, alive = alive_, ids = std::move(ids)] {
+    std::vector<Delivery> found;
+    for (const std::string& id : ids) {
+      if (auto d = store.Get(id); d && storage::IsWaiting(d->state)) {
+        found.push_back(std::move(*d));
+      }
+    }
+    asio::post(io, [this, alive, found = std::move(found)] {
+      if (!*alive || draining_) {
+        return;
+      }
+      for (const Delivery& d : found) {
+        Notify(d);
+      }
+    });
+  });
 }
 
 void DeliveryLoop::ScheduleMaintenance() {
@@ -204,6 +289,10 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   if (!storage::SplitDestinationKey(key, parts) || !(platform = ParsePlatform(parts.platform))) {
     return nullptr;  // intake validates platforms; an old record of a removed one waits
   }
+  const int shard = ownership_ == nullptr ? -1 : ownership_->ShardOf(key);
+  if (ownership_ != nullptr && !ownership_->MayDispatch(shard)) {
+    return nullptr;  // another node's (its owner loads it)
+  }
   // Customer webhooks and Slack incoming webhooks are URLs; the rest go to the platform's API.
   const std::string& url = adapters::IsHttpUrl(parts.destination)
                                ? parts.destination
@@ -226,6 +315,7 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   dest.platform = parts.platform;
   dest.last_active = clock_.Now();
   dest.hash = index_.Add(&dest.key, &dest.tenant);
+  dest.shard = shard;
   keys_by_id_[id->value] = key;
   metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
   return &dest;
@@ -236,7 +326,7 @@ void DeliveryLoop::Notify(const Delivery& d) {
     return;
   }
   Dest* dest = Ensure(storage::DestinationKeyOf(d));
-  if (dest == nullptr) {
+  if (dest == nullptr || !Owned(*dest)) {
     return;
   }
   dest->last_active = clock_.Now();
@@ -248,6 +338,9 @@ void DeliveryLoop::Notify(const Delivery& d) {
 }
 
 void DeliveryLoop::Fetch(Dest& dest) {
+  if (!Owned(dest)) {
+    return;
+  }
   auto plan = dest.queue.StartFetch(static_cast<size_t>(dest.in_flight));
   if (!plan) {
     return;
@@ -298,7 +391,7 @@ void DeliveryLoop::OnFetched(const std::string& key, Result<storage::Destination
 
 void DeliveryLoop::OfferHead(Dest& dest) {
   const PendingDelivery* head = dest.queue.head();
-  if (head == nullptr || head->id == dest.offered_id) {
+  if (head == nullptr || head->id == dest.offered_id || !Owned(dest)) {
     return;
   }
   if (!dest.offered_id.empty() && dest.offered_id < head->id) {
@@ -386,7 +479,7 @@ void DeliveryLoop::Dispatch(const Decision& decision) {
   OfferHead(dest);  // the next head, already read ahead
   Fetch(dest);
   // Only a waiting delivery may be leased (state_machine.cc): a cancelled one fails here.
-  storage::StateChange lease{.to = DeliveryState::kInFlight, .at_ms = WallMs()};
+  storage::StateChange lease{.to = DeliveryState::kInFlight, .at_ms = WallMs(), .as_owner = true};
   leases_.Submit(decision.delivery_id, std::move(lease),
                  [this, key, id = decision.delivery_id, sequence = decision.sequence](
                      Result<Delivery> leased) { OnLeased(key, sequence, id, std::move(leased)); });
@@ -427,7 +520,11 @@ void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std
   scheduler_.OnOutcome(dest.id, sequence, aborted, {}).status().IgnoreError();
   dest.queue.Reset();
   Reindex(dest);
-  Fetch(dest);
+  if (Owned(dest)) {
+    Fetch(dest);
+  } else {
+    Disown(dests_.find(key));
+  }
   SchedulePump();
   CheckDrained();
 }
@@ -463,6 +560,22 @@ void DeliveryLoop::SendGranted() {
 }
 
 void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
+  if (Dest& dest = dests_.at(key); !Owned(dest)) {
+    // The shard went to another node (or this node's lease may lapse) while the delivery waited
+    // for a connection: not sent. It goes back to queued, as its owner's write: refused when the
+    // other node took it over already, whose copy then stands.
+    scheduler_.EndSend(dest.id);
+    pacing::DeliveryOutcome aborted{.transport = pacing::TransportResult::kCancelled};
+    scheduler_.OnOutcome(dest.id, sequence, aborted, {}).status().IgnoreError();
+    in_flight_.erase(d.id);
+    --dest.in_flight;
+    const int64_t now_ms = WallMs();
+    storage::StateChange back{
+        .to = DeliveryState::kQueued, .at_ms = now_ms, .next_attempt_ms = now_ms, .as_owner = true};
+    outcomes_.Submit(d.id, std::move(back),
+                     [this, key](Result<Delivery> stored) { OnPersisted(key, std::move(stored)); });
+    return;
+  }
   auto adapter = adapters_(d.platform);
   auto credential = credentials_.Find(d.tenant, d.credential);
   Result<adapters::HttpRequest> request = Status::NotFound("no adapter");
@@ -605,6 +718,7 @@ void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdi
   in_flight_.erase(d.id);
   --dests_.at(key).in_flight;
   storage::StateChange change = StateChangeFor(verdict, LoopTimeOf(clock_), std::move(attempt));
+  change.as_owner = true;
   if (change.to == storage::DeliveryState::kDelivered) {
     change.actual_cost = actual_cost;
   }
@@ -641,7 +755,15 @@ void DeliveryLoop::OnPersisted(const std::string& key, Result<Delivery> stored) 
     return;
   }
   Dest& dest = it->second;
-  if (stored && storage::IsWaiting(stored->state)) {
+  if (!stored && stored.error().code() == Status::Code::kRejected) {
+    // Another node took the shard over while this attempt was out: its copy stands (the
+    // delivery may go out once more from there: at least once).
+    metrics_.Inc(CounterId::kStoreErrors, {{"operation", "outcome_fenced"}});
+    LogEvent(LogLevel::kWarn, "outcome_fenced",
+             {{"destination", key}, {"error", stored.error().ToString()}});
+  } else if (!Owned(dest)) {
+    // Written by this node, now another's: nothing more of it is paced here.
+  } else if (stored && storage::IsWaiting(stored->state)) {
     // An earlier delivery is waiting again: it becomes the head (order is kept).
     if (dest.queue.Add(PendingOf(*stored))) {
       OfferHead(dest);
@@ -655,7 +777,11 @@ void DeliveryLoop::OnPersisted(const std::string& key, Result<Delivery> stored) 
     LogEvent(LogLevel::kError, "outcome_not_written",
              {{"destination", key}, {"error", stored.error().ToString()}});
   }
-  Fetch(dest);
+  if (!Owned(dest)) {
+    Disown(it);
+  } else {
+    Fetch(dest);
+  }
   SchedulePump();
   CheckDrained();
 }
@@ -800,18 +926,15 @@ size_t DeliveryLoop::EvictIdle() {
                 now - dest.last_active >= options_.destination_idle;
     if (idle) {
       auto view = scheduler_.Inspect(dest.id);
-      // RemoveDestination refuses one with a head or work in flight: the Scheduler's word wins.
-      idle = view && !view->disabled && scheduler_.RemoveDestination(dest.id).ok();
+      idle = view && !view->disabled;
     }
-    if (!idle) {
-      ++it;
-      continue;
+    // RemoveDestination (in Forget) refuses one with a head or work in flight: the Scheduler's
+    // word wins.
+    auto next = std::next(it);
+    if (idle && Forget(it)) {
+      ++evicted;
     }
-    keys_by_id_.erase(dest.id.value);
-    index_.MoveDeferral(&dest.key, &dest.tenant, dest.hash, dest.indexed_deferral_ms, 0);
-    index_.Remove(&dest.key, &dest.tenant, dest.hash);
-    it = dests_.erase(it);
-    ++evicted;
+    it = next;
   }
   if (evicted > 0) {
     metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));

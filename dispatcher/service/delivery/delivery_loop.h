@@ -139,6 +139,14 @@ class DeliveryLoop {
 
   // Loads every destination with work from the store and starts pacing.
   void Start();
+  // The shards this node may dispatch changed (a store several nodes serve: the store's
+  // ShardOwnership): forgets the destinations of shards it no longer dispatches (their heads
+  // withdrawn; one with work in flight once that work is written) and loads those of the
+  // shards it gained. Nothing to do for a store of one node.
+  void OwnershipChanged();
+  // Deliveries made waiting through another node (ShardOwnership's wake-up): reads each and
+  // paces it when its shard is this node's.
+  void Wake(std::vector<std::string> ids);
   // A delivery became durable or was replayed: make sure its destination is paced.
   void Notify(const storage::Delivery& delivery);
   // Stops dispatching; calls `done` once no attempt is in flight and every outcome is written.
@@ -213,6 +221,7 @@ class DeliveryLoop {
     SteadyTime last_active{};         // when it was last given, sent or told of work
     uint64_t hash = 0;                // its place in index_
     int64_t indexed_deferral_ms = 0;  // its oldest deferral as index_ has it
+    int shard = -1;                   // ShardOwnership::ShardOf; -1: a store of one node
   };
   struct InFlight {
     std::string dest_key;
@@ -226,6 +235,18 @@ class DeliveryLoop {
   };
 
   Dest* Ensure(const std::string& key);
+  // Whether this node may dispatch the destination's work now (always, for a store of one node).
+  bool Owned(const Dest& dest) const;
+  // Pages through the destinations with work (the store's ListDestinations: those this node may
+  // dispatch), registering and reading each. One walk at a time; asked again while one runs,
+  // another follows it.
+  void LoadDestinations();
+  // Drops a destination that nothing holds (no head offered, nothing in flight or being written
+  // or read) from dests_, the index and the Scheduler; false when the Scheduler refuses.
+  bool Forget(std::unordered_map<std::string, Dest>::iterator it);
+  // A destination this node no longer dispatches: its head withdrawn and its read-ahead
+  // dropped; forgotten once nothing of it is in flight.
+  void Disown(std::unordered_map<std::string, Dest>::iterator it);
   // Counts `cost` units against every scope on the destination's path (budget_use_).
   void TakeBudgets(const Dest& dest, uint32_t cost);
   void Fetch(Dest& dest);
@@ -310,6 +331,9 @@ class DeliveryLoop {
   uint64_t next_send_token_ = 0;
   bool sending_granted_ = false;  // SendGranted() is running (re-entered by a failed Send)
   BudgetUse budget_use_;
+  storage::ShardOwnership* ownership_ = nullptr;  // the store's; null: it owns everything
+  bool loading_ = false;                          // a LoadDestinations walk is on its way
+  bool load_again_ = false;                       // and another is to follow it
 };
 
 }  // namespace egress::service

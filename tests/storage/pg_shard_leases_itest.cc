@@ -1,0 +1,267 @@
+// Shard leases of the PostgreSQL store (storage/pg_shard_leases.h) against a real PostgreSQL 15:
+// the spread over live nodes, a stopped node's shards claimed after the ttl, a graceful hand-
+// over, the wake-up channel, and the fencing of writes as owner by the shard's epoch.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "dispatcher/base/clock.h"
+#include "storage/pg_schema.h"
+#include "storage/pg_shard_leases.h"
+#include "tests/storage/pg_store_fixture.h"
+
+namespace egress::storage {
+namespace {
+
+// Short leases, so a test waits seconds, not tens of them.
+ShardLeaseOptions Fast(std::string node) {
+  return {.node_id = std::move(node),
+          .ttl = Millis(1500),
+          .renew_every = Millis(200),
+          .margin = Millis(300),
+          .handoff_timeout = Millis(3000)};
+}
+
+class PgShardLeasesTest : public PgStoreTest {
+ protected:
+  std::unique_ptr<PgShardLeases> Leases(std::string node, std::function<bool(int)> busy = nullptr) {
+    if (!busy) {
+      busy = [](int) { return false; };
+    }
+    auto l = PgShardLeases::Start(
+        pg_.url, "", Fast(std::move(node)), clock_,
+        [](std::string_view key) { return std::string(key); }, std::move(busy));
+    EXPECT_TRUE(l.has_value()) << l.error().ToString();
+    return l ? std::move(*l) : nullptr;
+  }
+  // Waits (up to 10 s) until `pred` holds.
+  bool WaitFor(const std::function<bool()>& pred) {
+    for (int waited = 0; waited < 10'000; waited += 20) {
+      if (pred()) {
+        return true;
+      }
+      std::this_thread::sleep_for(Millis(20));
+    }
+    return pred();
+  }
+  static std::set<int> Dispatchable(const PgShardLeases& l) {
+    std::set<int> out;
+    for (int s = 0; s < kPgShards; ++s) {
+      if (l.MayDispatch(s)) {
+        out.insert(s);
+      }
+    }
+    return out;
+  }
+
+  SystemClock clock_;
+};
+
+// Verifies that two nodes split the shards by rendezvous hashing, each the shards it is the
+// highest-ranked node of, with no shard dispatchable by both, and that the spread is near even.
+TEST_F(PgShardLeasesTest, TwoNodesSplitTheShards) {
+  auto a = Leases("node-a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->held_count(), kPgShards);  // alone at first: every shard
+  auto b = Leases("node-b");
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(WaitFor([&] {
+    return a->held_count() + b->held_count() == kPgShards && b->held_count() > 0;
+  })) << a->held_count()
+      << " + " << b->held_count();
+  const std::vector<std::string> nodes = {"node-a", "node-b"};
+  for (int s = 0; s < kPgShards; ++s) {
+    const bool a_owns = *PgShardLeases::RendezvousOwner(nodes, s) == "node-a";
+    EXPECT_EQ(a->MayDispatch(s), a_owns) << s;
+    EXPECT_EQ(b->MayDispatch(s), !a_owns) << s;
+  }
+  EXPECT_GT(a->held_count(), 90);
+  EXPECT_GT(b->held_count(), 90);
+  // The database agrees: every shard names one of them, with an epoch.
+  auto raw = Raw();
+  auto rows = raw->Exec(
+      "SELECT count(*)::int8 FROM egress_shards WHERE owner IN ('node-a', 'node-b') "
+      "AND expires_at > now() AND epoch > 0");
+  ASSERT_TRUE(rows.has_value()) << rows.error().ToString();
+  EXPECT_EQ(rows->Int(0, 0), kPgShards);
+}
+
+// Verifies that when a node stops renewing (its threads stopped without releasing, as a paused
+// or partitioned node), the other claims its shards only after the ttl, with a new epoch each;
+// and that a node stopped gracefully releases its shards for the other to claim at once.
+TEST_F(PgShardLeasesTest, ShardsOfASilentNodeAreClaimedAfterTheTtlAndAStoppedOnesAtOnce) {
+  auto a = Leases("node-a");
+  auto b = Leases("node-b");
+  ASSERT_TRUE(WaitFor(
+      [&] { return a->held_count() + b->held_count() == kPgShards && b->held_count() > 0; }));
+  const std::set<int> a_shards = Dispatchable(*a);
+  const int some = *a_shards.begin();
+  const int64_t epoch = *a->EpochOf(some);
+  // Silence: A's heartbeat and renewals stop (its row is left as it was) while the process
+  // lives. Simulated by taking the leases' rows from its point of view: nobody renews them.
+  auto raw = Raw();
+  a.reset();  // a graceful Stop: releases
+  const SteadyTime released = clock_.Now();
+  ASSERT_TRUE(WaitFor([&] { return b->held_count() == kPgShards; }));
+  // Released: claimed within a few renew periods, not a ttl.
+  EXPECT_LT(clock_.Now() - released, Millis(1400));
+  EXPECT_GT(*b->EpochOf(some), epoch);
+
+  // Now a node that goes silent without releasing: its row stays until it expires.
+  auto c = Leases("node-c");
+  ASSERT_TRUE(WaitFor(
+      [&] { return c->held_count() > 0 && b->held_count() + c->held_count() == kPgShards; }));
+  const std::set<int> c_shards = Dispatchable(*c);
+  // Make C silent: its leases are extended in the database by hand as its last renewal would,
+  // then C's object is dropped without its release (the rows keep naming node-c).
+  ASSERT_TRUE(raw->Run("UPDATE egress_nodes SET expires_at = now() + interval '1500 ms' "
+                       "WHERE node_id = 'node-c'")
+                  .ok());
+  c.reset();  // releases, so put its leases back as they were: owner node-c, unexpired
+  std::string list;
+  for (int s : c_shards) {
+    list += (list.empty() ? "" : ",") + std::to_string(s);
+  }
+  ASSERT_TRUE(raw->Run("UPDATE egress_shards SET owner = 'node-c', expires_at = now() + "
+                       "interval '1500 ms' WHERE shard IN (" +
+                       list + ")")
+                  .ok());
+  ASSERT_TRUE(raw->Run("INSERT INTO egress_nodes (node_id, expires_at) VALUES ('node-c', now() + "
+                       "interval '1500 ms') ON CONFLICT (node_id) DO UPDATE SET expires_at = "
+                       "excluded.expires_at")
+                  .ok());
+  const SteadyTime silent = clock_.Now();
+  std::this_thread::sleep_for(Millis(600));
+  for (int s : c_shards) {
+    EXPECT_FALSE(b->MayDispatch(s)) << "claimed before its lease expired: " << s;
+  }
+  ASSERT_TRUE(WaitFor([&] { return b->held_count() == kPgShards; }));
+  EXPECT_GE(clock_.Now() - silent, Millis(1400));
+}
+
+// Verifies the hand-over to a joining node waits for the shard's work in flight: a shard the
+// old owner says is busy stays with it (neither node dispatching it meanwhile) until it is not.
+TEST_F(PgShardLeasesTest, AHandoverWaitsForWorkInFlight) {
+  std::atomic<int> busy_shard{-1};
+  auto a = Leases("node-a", [&](int s) { return s == busy_shard.load(); });
+  const std::vector<std::string> nodes = {"node-a", "node-b"};
+  int moving = -1;
+  for (int s = 0; s < kPgShards && moving < 0; ++s) {
+    if (*PgShardLeases::RendezvousOwner(nodes, s) == "node-b") {
+      moving = s;
+    }
+  }
+  ASSERT_GE(moving, 0);
+  busy_shard = moving;
+  auto b = Leases("node-b");
+  ASSERT_TRUE(WaitFor([&] { return !a->MayDispatch(moving); }));
+  std::this_thread::sleep_for(Millis(800));
+  EXPECT_FALSE(b->MayDispatch(moving)) << "taken while the old owner had it in flight";
+  EXPECT_TRUE(a->EpochOf(moving).has_value());  // still held: its writes still go through
+  busy_shard = -1;
+  ASSERT_TRUE(WaitFor([&] { return b->MayDispatch(moving); }));
+  EXPECT_FALSE(a->EpochOf(moving).has_value());
+}
+
+// Verifies the wake-up channel: a delivery enqueued through a store whose node does not own its
+// shard is announced to the listening nodes with its id.
+TEST_F(PgShardLeasesTest, EnqueueForAnotherNodesShardWakesIt) {
+  auto owner = Leases("node-owner");
+  std::mutex mu;
+  std::vector<std::string> heard;
+  owner->SetWakeObserver([&](std::vector<std::string> ids) {
+    std::lock_guard<std::mutex> lock(mu);
+    heard.insert(heard.end(), ids.begin(), ids.end());
+  });
+  // A second node's store: it joins, so it owns some shards and not others.
+  PostgresStoreOptions pg = pg_;
+  pg.shard_leases = Fast("node-intake");
+  pg.clock = &clock_;
+  auto intake = OpenPostgresQueueStore(pg, options_, kPgT0);
+  ASSERT_TRUE(intake.has_value()) << intake.error().ToString();
+  ShardOwnership* own = (*intake)->ownership();
+  ASSERT_NE(own, nullptr);
+  ASSERT_TRUE(WaitFor([&] {
+    return owner->held_count() + own->held_count() == kPgShards && own->held_count() > 0 &&
+           owner->held_count() > 0;
+  }));
+  std::string foreign, local;
+  for (int i = 0; i < 200 && (foreign.empty() || local.empty()); ++i) {
+    const std::string channel = "C" + std::to_string(i);
+    const bool mine =
+        own->MayDispatch(own->ShardOf(DestinationKeyOf("slack", "acme", "bot", channel)));
+    auto r = (*intake)->Enqueue(PgSlack(channel), kPgT0);
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    std::string& slot = mine ? local : foreign;
+    if (slot.empty()) {
+      slot = r->id;
+    }
+  }
+  ASSERT_FALSE(foreign.empty());
+  ASSERT_FALSE(local.empty());
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::find(heard.begin(), heard.end(), foreign) != heard.end();
+  }));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(std::find(heard.begin(), heard.end(), local), heard.end())
+      << "a delivery of the intake node's own shard needs no wake-up";
+}
+
+// Verifies the fencing: a store's write as owner goes through while its node holds the shard's
+// epoch, and once another node claimed the shard (epoch + 1) its lease's outcome is Rejected,
+// the lease dropped and the stored version kept; a lease as owner of a shard the node may not
+// dispatch is Unavailable; an operator's change (not as owner) applies on any node.
+TEST_F(PgShardLeasesTest, WritesAsOwnerAreFencedByTheEpoch) {
+  PostgresStoreOptions pg = pg_;
+  pg.shard_leases = Fast("node-a");
+  pg.clock = &clock_;
+  auto a = OpenPostgresQueueStore(pg, options_, kPgT0);
+  ASSERT_TRUE(a.has_value()) << a.error().ToString();
+  QueueStore& store = **a;
+  const std::string first = MustEnqueue(PgSlack("C1"));
+  const std::string second = MustEnqueue(PgSlack("C1"));
+  const int shard = store.ownership()->ShardOf(DestinationKeyOf("slack", "acme", "bot", "C1"));
+  ASSERT_TRUE(store.ownership()->MayDispatch(shard));
+  const StateChange lease{.to = DeliveryState::kInFlight, .at_ms = kPgT0 + 1, .as_owner = true};
+  auto leased = store.Apply(first, lease);
+  ASSERT_TRUE(leased.has_value()) << leased.error().ToString();
+  // Another node claims the shard (as its leases would after A's expired).
+  auto raw = Raw();
+  ASSERT_TRUE(raw->Run("UPDATE egress_shards SET owner = 'node-z', epoch = epoch + 1, expires_at = "
+                       "now() + interval '1 hour' WHERE shard = " +
+                       std::to_string(shard))
+                  .ok());
+  const StateChange delivered{
+      .to = DeliveryState::kDelivered, .at_ms = kPgT0 + 2, .as_owner = true};
+  auto refused = store.Apply(first, delivered);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code(), Status::Code::kRejected) << refused.error().ToString();
+  EXPECT_EQ(store.Get(first)->state, DeliveryState::kQueued);  // the lease is gone
+  // A's renewal finds the epoch moved: the shard is not A's to dispatch any more.
+  ASSERT_TRUE(WaitFor([&] { return !store.ownership()->MayDispatch(shard); }));
+  auto no_lease = store.Apply(second, lease);
+  ASSERT_FALSE(no_lease.has_value());
+  EXPECT_EQ(no_lease.error().code(), Status::Code::kRejected) << no_lease.error().ToString();
+  // An operator's cancel on A still applies.
+  auto cancelled =
+      store.Apply(second, StateChange{.to = DeliveryState::kCancelled, .at_ms = kPgT0 + 3});
+  ASSERT_TRUE(cancelled.has_value()) << cancelled.error().ToString();
+  // And the batch form: one fenced change among others does not stop them.
+  const std::string third = MustEnqueue(PgSlack("C1"));
+  auto batch = store.ApplyBatch(
+      {{third, lease}, {first, StateChange{.to = DeliveryState::kCancelled, .at_ms = kPgT0 + 4}}});
+  ASSERT_TRUE(batch.has_value()) << batch.error().ToString();
+  EXPECT_FALSE((*batch)[0].has_value());
+  EXPECT_TRUE((*batch)[1].has_value());
+  EXPECT_EQ(store.Get(first)->state, DeliveryState::kCancelled);
+}
+
+}  // namespace
+}  // namespace egress::storage
