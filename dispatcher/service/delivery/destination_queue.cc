@@ -27,10 +27,10 @@ bool DestinationQueue::Add(PendingDelivery p) {
     }
     return false;
   }
-  const bool new_head = it == held_.begin();
+  const std::string head_before = head() == nullptr ? std::string() : head()->id;
   held_.insert(it, std::move(p));
   Trim();
-  return new_head;
+  return head() != nullptr && head()->id != head_before;
 }
 
 bool DestinationQueue::Notify(PendingDelivery p) {
@@ -49,7 +49,8 @@ bool DestinationQueue::Notify(PendingDelivery p) {
 }
 
 std::optional<DestinationQueue::FetchPlan> DestinationQueue::StartFetch(size_t in_flight) {
-  if (fetching_ || complete_ || held_.size() > read_ahead_ / 2) {
+  // A head not covered yet is read for, however much is held behind it.
+  if (fetching_ || complete_ || (held_.size() > read_ahead_ / 2 && HeadCovered())) {
     return std::nullopt;
   }
   fetching_ = true;
@@ -61,7 +62,7 @@ std::optional<DestinationQueue::FetchPlan> DestinationQueue::StartFetch(size_t i
 bool DestinationQueue::Fetched(std::vector<PendingDelivery> waiting, size_t read,
                                const std::string& last_id) {
   fetching_ = false;
-  const std::string head_before = held_.empty() ? std::string() : held_.front().id;
+  const std::string head_before = head() == nullptr ? std::string() : head()->id;
   held_.insert(held_.end(), std::make_move_iterator(waiting.begin()),
                std::make_move_iterator(waiting.end()));
   // Merge: both runs are in id order; keep the newest copy of an id held twice.
@@ -88,7 +89,7 @@ bool DestinationQueue::Fetched(std::vector<PendingDelivery> waiting, size_t read
     complete_ = read < asked_;
   }
   Trim();
-  return !held_.empty() && held_.front().id != head_before;
+  return head() != nullptr && head()->id != head_before;
 }
 
 void DestinationQueue::Reset() {

@@ -64,7 +64,11 @@ class DestinationQueue {
   // destination from its start.
   void Reset();
 
-  const PendingDelivery* head() const { return held_.empty() ? nullptr : &held_.front(); }
+  // The earliest delivery held, once nothing earlier can still be waiting unread: it is covered
+  // (its id is at most the cursor) or the queue is complete. A delivery notified while a read
+  // was on its way, or held again after a Reset, is not the head before a read has shown that
+  // nothing earlier waits (it would be sent ahead of what that read brings). nullptr otherwise.
+  const PendingDelivery* head() const { return HeadCovered() ? &held_.front() : nullptr; }
   // Removes the head (it was dispatched); the next in line becomes the head.
   std::optional<PendingDelivery> TakeHead();
 
@@ -78,6 +82,7 @@ class DestinationQueue {
 
  private:
   void Trim();
+  bool HeadCovered() const { return !held_.empty() && (complete_ || held_.front().id <= cursor_); }
 
   const size_t read_ahead_;
   std::deque<PendingDelivery> held_;  // id order; front is the head

@@ -144,5 +144,44 @@ TEST(DestinationQueueTest, NotifyDuringAFetchIsKeptWhenTheFetchComesBackShort) {
   EXPECT_EQ(Ids(q), (std::vector<std::string>{"d", "e", "f"}));
 }
 
+// The inversion the cluster bench found: a delivery notified while the first read of its
+// destination was on its way became the head and was sent before the earlier one that read
+// brought. It is held, but not the head, until a read shows nothing earlier waits.
+TEST(DestinationQueueTest, ADeliveryNotifiedDuringAReadWaitsForWhatTheReadBrings) {
+  DestinationQueue q(4);
+  ASSERT_TRUE(q.StartFetch(0).has_value());  // reads from the start ...
+  EXPECT_FALSE(q.Notify(P("b"))) << "held, but not the head: \"a\" may come with the read";
+  EXPECT_EQ(q.head(), nullptr);
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"b"}));
+  EXPECT_TRUE(q.Fetched({P("a")}, 1, "a"));  // ... which brings "a": short, so complete
+  EXPECT_EQ(q.head()->id, "a");
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"a", "b"}));
+
+  // A full read that stops before the notified one: still not the head; the next read is
+  // planned however much is held.
+  DestinationQueue r(2);
+  ASSERT_TRUE(r.StartFetch(0).has_value());
+  r.Notify(P("z"));
+  EXPECT_TRUE(r.Fetched({P("a"), P("b")}, 2, "b")) << "\"a\" is the head now";
+  EXPECT_EQ(r.head()->id, "a");
+  r.TakeHead();
+  r.TakeHead();
+  EXPECT_EQ(r.head(), nullptr) << "\"z\" is past the cursor of an incomplete read";
+  auto plan = r.StartFetch(0);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->after, "b");
+  EXPECT_TRUE(r.Fetched({P("c")}, 1, "c"));
+  EXPECT_EQ(r.head()->id, "c");
+
+  // Held again after a Reset (an outcome waiting again): not the head before a read.
+  DestinationQueue s(4);
+  s.Reset();
+  s.Add(P("m"));
+  EXPECT_EQ(s.head(), nullptr);
+  ASSERT_TRUE(s.StartFetch(0).has_value());
+  EXPECT_TRUE(s.Fetched({P("k"), P("m")}, 2, "m"));
+  EXPECT_EQ(s.head()->id, "k");
+}
+
 }  // namespace
 }  // namespace egress::service
