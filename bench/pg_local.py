@@ -71,8 +71,8 @@ def _check_reachable(path):
     parent = os.path.dirname(os.path.abspath(path))
     while True:
         if not os.stat(parent).st_mode & 0o001:
-            raise RuntimeError("%s: 'nobody' cannot reach %s (its parent %s is not searchable "
-                               "by others): use a directory under /tmp" % (path, path, parent))
+            raise RuntimeError("'nobody' cannot reach %s: %s is not searchable by others "
+                               "(chmod o+x, or use a directory under /tmp)" % (path, parent))
         if parent == "/":
             return
         parent = os.path.dirname(parent)
