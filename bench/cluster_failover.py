@@ -608,7 +608,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="cluster-failover-")
     os.chmod(tmp, 0o711)  # PostgreSQL runs as "nobody" under it when we are root
     log("logs and configs in %s" % tmp)
-    signal.signal(signal.SIGTERM, interrupt)  # as Ctrl-C: the finally below stops everything
+    # Ctrl-C and SIGTERM (also when started in the background): the finally below stops all.
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
     nodes, children, servers = [], [], []
     receiver = None
     readiness = None
@@ -667,7 +669,7 @@ def main():
         for n in nodes:
             if n.process is not None:
                 try:
-                    n.process.wait(10)
+                    n.process.wait(5)
                 except subprocess.TimeoutExpired:
                     n.process.kill()
                     n.process.wait()
