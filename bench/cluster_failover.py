@@ -722,9 +722,13 @@ def run(args, tmp, nodes, arrivals, hook_base, primary, standby):
             primary.kill()
             log("postgres primary killed (SIGKILL) after %d arrivals; promoting the standby"
                 % len(arrivals.distinct))
-            standby.promote()
-            promoted_s = round(time.monotonic() - action_t, 3)
-            log("standby promoted in %.2f s" % promoted_s)
+
+            def promote():  # on a thread of its own: the nodes' supervision goes on meanwhile
+                nonlocal promoted_s
+                standby.promote()
+                promoted_s = round(time.monotonic() - action_t, 3)
+                log("standby promoted in %.2f s" % promoted_s)
+            threading.Thread(target=promote, daemon=True).start()
             return
         if args.victim == "busiest":
             with arrivals.lock:
