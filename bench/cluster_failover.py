@@ -377,6 +377,14 @@ class Intake:
 
     def lane(self, u, count, start, rate, phase):
         """URL u's deliveries, one after another: the k-th at start + (k * urls + u) / rate."""
+        try:
+            self._lane(u, count, start, rate, phase)
+        except Exception as e:  # noqa: BLE001 (a lane that dies must say so, not vanish)
+            log("URL %d's posting thread failed: %r" % (u, e))
+            with self.lock:
+                self.failures["lane_failed"] += 1
+
+    def _lane(self, u, count, start, rate, phase):
         conns = {}
         for k in range(count):
             i = k * self.args.urls + u
