@@ -204,7 +204,8 @@ Result<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& c
   // libpq prints the server's notices and warnings (e.g. "terminating connection due to
   // unexpected postmaster exit") to stderr by default, a line no log reader expects; what
   // matters comes back as a statement's error (a Status) instead.
-  PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      conn, [](void*, const char*) {}, nullptr);
   std::unique_ptr<PgConnection> c(new PgConnection(conn));
   if (Status s = c->Run("SET synchronous_commit = on"); !s.ok()) {
     return s;

@@ -98,7 +98,10 @@ Status PgQueueStore::StartShardLeases(const PostgresStoreOptions& pg,
   auto leases = PgShardLeases::Start(
       pg.url, pg.password, options, *pg.clock,
       [this](std::string_view key) { return seal_.StoredKey(key); },
-      [this](int shard) { return HasLeasesIn(shard); });
+      [this](int shard) { return HasLeasesIn(shard); },
+      // Quotas are the cluster's: the other nodes' charges are read every round (a second);
+      // this node's own are in memory as they commit.
+      [this] { LoadQuotas().IgnoreError(); });
   if (!leases) {
     return leases.error();
   }

@@ -75,7 +75,7 @@ PgShardLeases::PgShardLeases(std::string conninfo, std::string password, ShardLe
 Result<std::unique_ptr<PgShardLeases>> PgShardLeases::Start(
     const std::string& conninfo, const std::string& password, ShardLeaseOptions options,
     const Clock& clock, std::function<std::string(std::string_view)> stored_key,
-    std::function<bool(int)> busy) {
+    std::function<bool(int)> busy, std::function<void()> after_round) {
   if (options.node_id.empty() || options.node_id.size() > 200) {
     return Status::InvalidArgument("shard leases: the node id must be 1 to 200 bytes");
   }
@@ -101,6 +101,7 @@ Result<std::unique_ptr<PgShardLeases>> PgShardLeases::Start(
   if (Status s = l->Tick(); !s.ok()) {
     return s;
   }
+  l->after_round_ = std::move(after_round);
   l->leases_thread_ = std::thread([p = l.get()] { p->RunLeases(); });
   l->listener_thread_ = std::thread([p = l.get()] { p->RunListener(); });
   return l;
@@ -316,6 +317,9 @@ void PgShardLeases::RunLeases() {
     lock.unlock();
     const SteadyTime started = clock_.Now();
     Tick().IgnoreError();  // a round that failed is the next one's to do; deadlines run out
+    if (after_round_) {
+      after_round_();
+    }
     const Millis spent = std::chrono::duration_cast<Millis>(clock_.Now() - started);
     lock.lock();
     stop_cv_.wait_for(lock, std::max(Millis(10), options_.renew_every - spent),

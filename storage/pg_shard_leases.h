@@ -61,13 +61,14 @@ class PgShardLeases final : public ShardOwnership {
  public:
   // `stored_key`: the destination key as the store keeps it (sealed), whose PgShardOf is the
   // shard. `busy`: whether this node has work of the shard in flight (leased in the store).
-  // Connects twice (`conninfo`, `password` as PgConnection::Connect) and starts the threads;
-  // the first round of claims runs before this returns. Unavailable when the server cannot be
-  // reached.
+  // `after_round`: called on the leases' thread after each round (the store refreshes what
+  // other nodes change, its quota slices). Connects twice (`conninfo`, `password` as
+  // PgConnection::Connect) and starts the threads; the first round of claims runs before this
+  // returns. Unavailable when the server cannot be reached.
   static Result<std::unique_ptr<PgShardLeases>> Start(
       const std::string& conninfo, const std::string& password, ShardLeaseOptions options,
       const Clock& clock, std::function<std::string(std::string_view)> stored_key,
-      std::function<bool(int)> busy);
+      std::function<bool(int)> busy, std::function<void()> after_round = nullptr);
   ~PgShardLeases() override;
 
   // The epoch this node holds the shard's lease with (handed over or past its local deadline
@@ -118,6 +119,7 @@ class PgShardLeases final : public ShardOwnership {
   const Clock& clock_;
   const std::function<std::string(std::string_view)> stored_key_;
   const std::function<bool(int)> busy_;
+  std::function<void()> after_round_;
 
   mutable std::mutex mu_;
   std::array<std::optional<Held>, kPgShards> held_;

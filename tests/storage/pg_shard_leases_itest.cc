@@ -263,5 +263,27 @@ TEST_F(PgShardLeasesTest, WritesAsOwnerAreFencedByTheEpoch) {
   EXPECT_EQ(store.Get(first)->state, DeliveryState::kCancelled);
 }
 
+// Verifies quotas are the cluster's: a charge made through another node's store is counted by
+// this node's QuotaUsage within a round of the leases (a second in service; 200 ms here), as is
+// its release.
+TEST_F(PgShardLeasesTest, QuotaChargesOfAnotherNodeAreCountedWithinARound) {
+  PostgresStoreOptions pg = pg_;
+  pg.shard_leases = Fast("node-a");
+  pg.clock = &clock_;
+  auto a = OpenPostgresQueueStore(pg, options_, kPgT0);
+  ASSERT_TRUE(a.has_value()) << a.error().ToString();
+  const pacing::WindowShape shape = pacing::WindowShape::Of(100'000);
+  NewDelivery d = PgSlack("C1");
+  d.cost = 4;
+  d.charges.push_back(
+      QuotaCharge{"monthly", shape.window_ms, shape.slice_ms, shape.ExpiryOf(kPgT0), 4});
+  auto used = [&] { return (*a)->QuotaUsage("acme", "monthly", kPgT0 + 1).Used(kPgT0 + 1); };
+  EXPECT_EQ(used(), 0);
+  const std::string id = MustEnqueue(d);  // through the fixture's store: another node
+  EXPECT_TRUE(WaitFor([&] { return used() == 4; })) << used();
+  MustApply(id, StateChange{.to = DeliveryState::kCancelled, .at_ms = kPgT0 + 2});
+  EXPECT_TRUE(WaitFor([&] { return used() == 0; })) << used();
+}
+
 }  // namespace
 }  // namespace egress::storage
