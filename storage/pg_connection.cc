@@ -207,7 +207,13 @@ Result<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& c
   PQsetNoticeProcessor(
       conn, [](void*, const char*) {}, nullptr);
   std::unique_ptr<PgConnection> c(new PgConnection(conn));
-  if (Status s = c->Run("SET synchronous_commit = on"); !s.ok()) {
+  // A transaction left open by a process that stopped (SIGSTOP, a stalled VM) would hold its row
+  // locks, a shard's FOR KEY SHARE among them, and keep every other node from claiming that
+  // shard for as long: the server ends such a session after 3 s idle inside a transaction (our
+  // transactions run their statements back to back), well inside a shard lease's 5 s.
+  if (Status s = c->Run("SET synchronous_commit = on; "
+                        "SET idle_in_transaction_session_timeout = '3s'");
+      !s.ok()) {
     return s;
   }
   return c;

@@ -79,7 +79,9 @@ class PgConnection {
   // Connects with `conninfo` (a libpq URI or key=value string, not copied into any message) and
   // `password` when it is not empty (over any password the conninfo holds: a password kept by
   // reference, [store] password_file or password_env), and sets synchronous_commit to on for the
-  // session, so a commit returns only once durable however the database is configured.
+  // session, so a commit returns only once durable however the database is configured, and
+  // idle_in_transaction_session_timeout to 3 s (a stopped process's open transaction must not
+  // hold its locks for long).
   // Unavailable when the server cannot be reached.
   static Result<std::unique_ptr<PgConnection>> Connect(const std::string& conninfo,
                                                        const std::string& password = {});

@@ -306,7 +306,14 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
     return nullptr;
   }
   Dest& dest =
-      dests_.try_emplace(key, Dest{.queue = DestinationQueue(options_.read_ahead)}).first->second;
+      dests_
+          .try_emplace(key, Dest{.queue = DestinationQueue(
+                                     options_.read_ahead,
+                                     // Several nodes accept for this one: the store says the
+                                     // order, not the order in which they tell of it.
+                                     ownership_ == nullptr ? DestinationQueue::Notified::kHold
+                                                           : DestinationQueue::Notified::kRead)})
+          .first->second;
   dest.id = *id;
   dest.key = key;
   dest.discord = *platform == Platform::kDiscord;

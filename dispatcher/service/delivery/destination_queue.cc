@@ -14,8 +14,8 @@ PendingDelivery PendingOf(const storage::Delivery& d) {
           .reason = d.reason};
 }
 
-DestinationQueue::DestinationQueue(size_t read_ahead)
-    : read_ahead_(std::max<size_t>(1, read_ahead)) {}
+DestinationQueue::DestinationQueue(size_t read_ahead, Notified notified)
+    : read_ahead_(std::max<size_t>(1, read_ahead)), notified_(notified) {}
 
 bool DestinationQueue::Add(PendingDelivery p) {
   auto it =
@@ -34,6 +34,11 @@ bool DestinationQueue::Add(PendingDelivery p) {
 }
 
 bool DestinationQueue::Notify(PendingDelivery p) {
+  if (notified_ == Notified::kRead && p.id > cursor_) {
+    complete_ = false;  // the next read after the cursor finds it, and whatever came before it
+    notified_while_fetching_ = fetching_;
+    return false;
+  }
   if (!complete_ && p.id > cursor_) {
     if (!fetching_) {
       return false;  // the next fetch reads it
@@ -86,8 +91,9 @@ bool DestinationQueue::Fetched(std::vector<PendingDelivery> waiting, size_t read
     if (last_id > cursor_) {
       cursor_ = last_id;
     }
-    complete_ = read < asked_;
+    complete_ = read < asked_ && !notified_while_fetching_;
   }
+  notified_while_fetching_ = false;
   Trim();
   return head() != nullptr && head()->id != head_before;
 }

@@ -35,15 +35,27 @@ PendingDelivery PendingOf(const storage::Delivery& d);
 // Anything else is read with the next fetch. Not thread-safe: the loop owns it.
 class DestinationQueue {
  public:
+  // How a delivery past the cursor that Notify tells of is taken.
+  enum class Notified {
+    // Held at once when the queue is complete: notifications come in the order the deliveries
+    // were accepted (one node's intake).
+    kHold,
+    // Left for a read of the store after the cursor, which is the order: notifications come from
+    // several nodes by different paths (a store several nodes serve), so a later delivery may be
+    // told of before an earlier one that was accepted first elsewhere; a read finds both.
+    kRead,
+  };
   // `read_ahead`: how many deliveries one fetch asks for; the queue holds up to twice that.
-  explicit DestinationQueue(size_t read_ahead = 32);
+  explicit DestinationQueue(size_t read_ahead = 32, Notified notified = Notified::kHold);
 
   // A waiting delivery the loop learned of from a fetch or an outcome. Ignores an id already
   // held unless this copy is newer (updated_ms). True when the head changed.
   bool Add(PendingDelivery p);
   // A delivery that became waiting elsewhere (intake, replay): added when it is covered (see
   // above) or a fetch is on its way (which may have read the store before it was there), left
-  // for a later fetch otherwise. True when the head changed.
+  // for a later fetch otherwise. With Notified::kRead one past the cursor is always left for a
+  // fetch (the queue is no longer complete; one on its way is followed by another). True when
+  // the head changed.
   bool Notify(PendingDelivery p);
 
   // The fetch to make, if any: read up to `limit` deliveries after `after`.
@@ -85,7 +97,9 @@ class DestinationQueue {
   bool HeadCovered() const { return !held_.empty() && (complete_ || held_.front().id <= cursor_); }
 
   const size_t read_ahead_;
-  std::deque<PendingDelivery> held_;  // id order; front is the head
+  const Notified notified_;
+  bool notified_while_fetching_ = false;  // kRead: the fetch on its way may have missed one
+  std::deque<PendingDelivery> held_;      // id order; front is the head
   std::string cursor_;
   bool complete_ = false;
   bool fetching_ = false;
