@@ -218,6 +218,62 @@ TEST_F(PostgresStoreServiceTest, NodesShareShardsAndTakeOverAStoppedOrKilledNode
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
+// Verifies a PostgreSQL outage is a mode, not a crash: while the server is down intake answers
+// 503 storage_unavailable with Retry-After, /readyz says why, and the node keeps running; once the
+// server is back, intake accepts again within 10 s and what was accepted before goes out.
+TEST_F(PostgresStoreServiceTest, AnOutageOfTheDatabaseIs503UntilItIsBack) {
+  PostgresServer own;  // its own server: this test stops it
+  ASSERT_NE(own.port(), 0) << own.error();
+  const std::string db = own.CreateDatabase();
+  ASSERT_FALSE(db.empty()) << own.error();
+  url_ = own.Url(db);
+  const std::string config = WriteConfig("own.toml", "node-own");
+  ChildProcess a;
+  const int port = Start(a, config);
+  ASSERT_NE(port, 0) << a.error();
+  TestResponse r =
+      HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries", Hook("/hooks/o", 1).dump());
+  ASSERT_EQ(r.status, 202) << r.body;
+  WaitForStats(port, [](const json& s) { return s["delivered"] == 1; });
+
+  own.Stop();
+  r = HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries", Hook("/hooks/o", 2).dump());
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(r.Json().value("error", ""), "storage_unavailable") << r.body;
+  EXPECT_FALSE(r.Header("Retry-After").empty()) << r.body;
+  TestResponse ready;
+  for (int waited = 0; waited < 5'000; waited += 100) {
+    ready = HttpCallAs(kAdminToken, port, "GET", "/readyz");
+    if (ready.status == 503) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(ready.status, 503) << ready.body;
+  EXPECT_EQ(ready.Json().value("error", ""), "store_unhealthy") << ready.body;
+  EXPECT_EQ(HttpCallAs(kAdminToken, port, "GET", "/healthz").status, 200);
+
+  ASSERT_TRUE(own.Start()) << own.error();
+  SystemClock clock;
+  const SteadyTime back = clock.Now();
+  int status = 0;
+  for (int waited = 0; waited < 15'000; waited += 100) {
+    r = HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries", Hook("/hooks/o", 3).dump());
+    if ((status = r.status) == 202) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(status, 202) << r.body;
+  const auto took = std::chrono::duration_cast<Millis>(clock.Now() - back);
+  RecordProperty("intake_back_ms", static_cast<int>(took.count()));
+  EXPECT_LT(took.count(), 10'000);
+  WaitForStats(port, [](const json& s) { return s["delivered"] == 2; });
+  EXPECT_EQ(HttpCallAs(kAdminToken, port, "GET", "/readyz").status, 200);
+  const int exit_status = a.Signal(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
+}
+
 // Verifies the typed refusals: postgres without a shared secrets key (a key generated per node
 // would seal what no other node can open), without a url, with an unknown backend, and with a
 // password file that is missing.
