@@ -276,7 +276,7 @@ void PutCredential(Service& s, const std::string& tenant, const std::string& nam
   StoreSettingThenApply(
       s, std::move(key), std::move(text), std::move(respond),
       [&s, tenant, c = std::move(*credential)](Respond respond) {
-        s.credentials().Put(tenant, c);
+        s.credentials().Register(tenant, c);
         // Names only: the token or secret is never logged.
         LogEvent(LogLevel::kInfo, "credential_registered",
                  {{"tenant", tenant}, {"name", c.name}, {"platform", c.platform}});
