@@ -41,6 +41,7 @@
 #include "dispatcher/service/quota_ledger.h"
 #include "dispatcher/service/retention.h"
 #include "dispatcher/service/store_health_monitor.h"
+#include "dispatcher/service/stored_settings.h"
 #include "storage/pg_node_lock.h"
 #include "storage/pg_queue_store.h"
 #include "storage/queue_store.h"
@@ -253,10 +254,20 @@ class Service {
 
  private:
   Service(boost::asio::io_context& io, const Clock& clock, ServiceOptions options);
-  // Applies the operator overrides, credentials and API keys persisted in the store.
+  // Reads the settings persisted in the store and puts them in force (ApplySettings), at start.
   Status LoadSettings();
-  // The config's API keys, then checks that the admin token is no tenant's key.
+  // Puts `stored` in force in place of the settings read before, as a restart would (at start;
+  // the one path a reload of them is to take too): the API keys are the config's with
+  // each stored tenant's list over its tenant's; the overrides and quotas are the stored ones,
+  // and a tenant whose stored ones are gone goes back to its tier's and the config's (as a PUT
+  // of {} does on the node that takes it); the registered credentials are the stored ones (the
+  // config's stay). InvalidArgument when a key is the admin token's, Corruption when two tenants
+  // share a key: nothing changes then. Loop thread.
+  Status ApplySettings(const StoredSettings& stored);
+  // The admin token's digest; then the config's API keys into the book (errors name the tenant).
   Status LoadApiKeys();
+  // The config's API keys, by tenant.
+  std::map<std::string, std::vector<std::string>> ConfigApiKeys() const;
   // Connects to Redis (in the background) and returns the store the Scheduler asks.
   pacing::BudgetStore* StartSharedBudgets();
   // A setting another node shared (ShareTenantOverrides): stored, then in force, unless it is
