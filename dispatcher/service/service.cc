@@ -190,8 +190,13 @@ Result<std::unique_ptr<Service>> Service::Start(
   if (Status st = s->LoadApiKeys(); !st.ok()) {
     return st;
   }
-  if (Status st = s->LoadSettings(); !st.ok()) {
-    return st;
+  s->settings_reloader_ = std::make_unique<SettingsReloader>(
+      io, s->storage_pool_->get_executor(), *s->store_,
+      [self = s.get()](const StoredSettings& stored) { return self->ApplySettings(stored); },
+      SettingsReloader::Options{});
+  Result<uint64_t> settings_version = s->LoadSettings();
+  if (!settings_version) {
+    return settings_version.error();
   }
   if (s->shared_settings_) {
     s->shared_settings_->Start();  // after the local settings: the shared ones go over them
@@ -259,6 +264,10 @@ Result<std::unique_ptr<Service>> Service::Start(
       StoreHealthMonitor::Options{});
   s->loop_->Start();
   s->store_health_->Start();
+  if (o.postgres) {
+    // Other nodes change the settings too: what they store is put in force here.
+    s->settings_reloader_->Start(*settings_version);
+  }
   s->retention_ =
       std::make_unique<RetentionRunner>(io, *s->store_, clock, s->metrics_, o.retention);
   s->retention_->Start();
@@ -329,9 +338,14 @@ void Service::OnSharedSetting(const std::string& name, const std::string& text) 
   if (SameOverrides(held == overrides_.end() ? BudgetOverrides() : held->second, parsed)) {
     return;  // what this node holds (its own PUT, or one it applied already)
   }
+  settings_reloader_->BeginLocalChange();
   asio::post(*storage_pool_, [this, tenant, text, parsed = std::move(parsed)]() mutable {
-    Status stored = store_->PutSetting(OverridesKey(tenant), text);
+    // A store every node shares holds it already (the node that took the PUT stored it first);
+    // writing it again could put an older value over one another node stored since.
+    Status stored =
+        options_.postgres ? Status::Ok() : store_->PutSetting(OverridesKey(tenant), text);
     asio::post(io_, [this, tenant, stored, parsed = std::move(parsed)]() {
+      settings_reloader_->EndLocalChange();
       if (!stored.ok()) {
         LogEvent(LogLevel::kWarn, "shared_setting_failed",
                  {{"tenant", tenant}, {"setting", "rate_limits"}, {"reason", stored.message()}});
@@ -412,6 +426,7 @@ void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
   accepting_ = false;
   server_->StopAccepting();
   store_health_->Stop();
+  settings_reloader_->Stop();
   auto finished = std::make_shared<bool>(false);
   auto timer = std::make_shared<asio::steady_timer>(io_, grace);
   auto finish = [this, finished, timer, done = std::move(done)] {
@@ -472,12 +487,15 @@ std::map<std::string, std::vector<std::string>> Service::ConfigApiKeys() const {
   return by_tenant;
 }
 
-Status Service::LoadSettings() {
+Result<uint64_t> Service::LoadSettings() {
   auto stored = ReadStoredSettings(*store_);
   if (!stored) {
     return stored.error();
   }
-  return ApplySettings(*stored);
+  if (Status st = ApplySettings(*stored); !st.ok()) {
+    return st;
+  }
+  return stored->version;
 }
 
 Status Service::ApplySettings(const StoredSettings& stored) {
