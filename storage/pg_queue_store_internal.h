@@ -111,6 +111,7 @@ class PgQueueStore final : public QueueStore {
   Status PutSetting(const std::string& key, const std::string& value) override;
   Result<std::vector<std::pair<std::string, std::string>>> ListSettings(
       const std::string& prefix) override;
+  Result<uint64_t> SettingsVersion() override;
   pacing::SlidingWindowCounter QuotaUsage(const std::string& tenant, const std::string& quota,
                                           int64_t now_ms) override;
   ShardOwnership* ownership() override { return shards_.get(); }

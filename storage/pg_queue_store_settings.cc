@@ -14,6 +14,21 @@ namespace {
 // key is refused at once.
 constexpr std::string_view kMarkerText = "~sealed1:relay-egress destinations";
 
+// The settings' version (QueueStore::SettingsVersion): the egress_meta row 'settings_version',
+// its value the number as 8 bytes big-endian (int8send), moved in the transaction of each
+// PutSetting. A row of egress_meta, which schema version 1 has, rather than a table of its own:
+// the schema's version stays as it is. kVersionOf reads the row's value as a number.
+constexpr std::string_view kVersionOf = "('x' || encode(egress_meta.value, 'hex'))::bit(64)::int8";
+
+// Adds one to the version (1 when there is no row yet). Takes the row's lock until COMMIT:
+// concurrent PutSettings of every node take turns here, and each commits a version of its own.
+std::string BumpVersionSql() {
+  return fmt::format(
+      "INSERT INTO egress_meta (key, value) VALUES ('settings_version', int8send(1)) "
+      "ON CONFLICT (key) DO UPDATE SET value = int8send({} + 1)",
+      kVersionOf);
+}
+
 bool SealedKey(const StoreOptions& options, std::string_view key) {
   for (const std::string& prefix : options.sealed_setting_prefixes) {
     if (key.starts_with(prefix)) {
@@ -42,14 +57,45 @@ Status PgQueueStore::PutSetting(const std::string& key, const std::string& value
   if (!c) {
     return c.error();
   }
-  auto r = value.empty()
-               ? Q(*c, "DELETE FROM egress_settings WHERE key = $1", PgParams().Bytes(key))
-               : Q(*c,
-                   "INSERT INTO egress_settings (key, value) VALUES ($1, $2) "
-                   "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                   PgParams().Bytes(key).Bytes(stored));
-  // The error names the statement, never the key or the value.
-  return r ? Status::Ok() : r.error();
+  // No delivery rows: Stats().writes does not count it, as before the version was written.
+  PgWrite w;
+  return Transact(*c, w, [&]() -> Status {
+    auto r = value.empty()
+                 ? Q(*c, "DELETE FROM egress_settings WHERE key = $1", PgParams().Bytes(key))
+                 : Q(*c,
+                     "INSERT INTO egress_settings (key, value) VALUES ($1, $2) "
+                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                     PgParams().Bytes(key).Bytes(stored));
+    if (!r) {
+      // The error names the statement, never the key or the value.
+      return r.error();
+    }
+    auto bumped = Q(*c, BumpVersionSql());
+    return bumped ? Status::Ok() : bumped.error();
+  });
+}
+
+Result<uint64_t> PgQueueStore::SettingsVersion() {
+  auto use = UsePool();
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  auto c = Take();
+  if (!c) {
+    return c.error();
+  }
+  auto r =
+      Q(*c, fmt::format("SELECT {} FROM egress_meta WHERE key = 'settings_version'", kVersionOf));
+  if (!r) {
+    return r.error();
+  }
+  if (r->rows() == 0) {
+    return uint64_t{0};  // no PutSetting yet
+  }
+  if (Status s = r->CheckInt(0); !s.ok()) {
+    return s;
+  }
+  return static_cast<uint64_t>(r->Int(0, 0));
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> PgQueueStore::ListSettings(

@@ -278,6 +278,15 @@ class QueueStore {
   // Every setting whose key starts with `prefix`, in key order.
   virtual Result<std::vector<std::pair<std::string, std::string>>> ListSettings(
       const std::string& prefix) = 0;
+  // The settings' version: a number that grows with every PutSetting that returned Ok (whether
+  // or not it changed a value) and with nothing else, so that a node learns cheaply whether the
+  // settings changed since it read them: one read, no scan. On a store several nodes share (the
+  // PostgreSQL store) it is the store's, moved in the same transaction as the setting by every
+  // store object on it, and durable; read it before ListSettings, and settings it lists are at
+  // least as new as the version. The RocksDB store, which one process opens alone, counts this
+  // object's writes in memory (from 0 at each open). FailedPrecondition once closed; the store's
+  // errors otherwise (Unavailable while the server cannot be reached).
+  virtual Result<uint64_t> SettingsVersion() = 0;
 
   // The slices of the tenant's quota `quota` still counting at `now_ms`, as the stored
   // deliveries charged them (NewDelivery::charges; docs/storage.md, "Quotas"): exact, durable,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -156,6 +157,7 @@ class RocksQueueStore final : public QueueStore {
   Result<size_t> SealDestinations();
   Result<std::vector<std::pair<std::string, std::string>>> ListSettings(
       const std::string& prefix) override;
+  Result<uint64_t> SettingsVersion() override;
   Status Close() override;
 
   // Moves every in_flight record on disk back to queued, due at `now_ms`. Returns how many.
@@ -311,6 +313,8 @@ class RocksQueueStore final : public QueueStore {
   QuotaTable quotas_;    // the quota slices the stored deliveries charged
   LeaseTable leases_;    // in_flight deliveries; empty in a read-only store
   RecordCache records_;  // waiting records as on disk; empty in a read-only store
+  // PutSettings of this object that returned Ok (SettingsVersion): one process opens the store.
+  std::atomic<uint64_t> settings_version_{0};
   const bool read_only_;
   // False when a read-only open found a store older than format 5: it holds no stored bytes.
   bool counts_stored_bytes_ = true;

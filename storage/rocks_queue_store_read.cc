@@ -293,9 +293,23 @@ Status RocksQueueStore::PutSetting(const std::string& key, const std::string& va
     }
     stored = std::move(*sealed);
   }
-  return FromRocks(value.empty() ? db_->Delete(SyncedWrite(), cf(Family::kMeta), full)
-                                 : db_->Put(SyncedWrite(), cf(Family::kMeta), full, stored),
-                   "write setting " + RedactText(key));
+  Status written =
+      FromRocks(value.empty() ? db_->Delete(SyncedWrite(), cf(Family::kMeta), full)
+                              : db_->Put(SyncedWrite(), cf(Family::kMeta), full, stored),
+                "write setting " + RedactText(key));
+  if (written.ok()) {
+    // After the write: a reader that sees the new version lists the new setting.
+    ++settings_version_;
+  }
+  return written;
+}
+
+Result<uint64_t> RocksQueueStore::SettingsVersion() {
+  auto use = UseDb();
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  return settings_version_.load();
 }
 
 Status RocksQueueStore::SealSettings() {

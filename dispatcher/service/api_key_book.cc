@@ -32,6 +32,29 @@ Status ApiKeyBook::Replace(const std::string& tenant, const std::vector<std::str
   return Status::Ok();
 }
 
+Status ApiKeyBook::ReplaceAll(const std::map<std::string, std::vector<std::string>>& by_tenant) {
+  std::unordered_map<std::string, std::string> tenant_of;
+  std::map<std::string, std::vector<std::string>> digests_of;
+  for (const auto& [tenant, digests] : by_tenant) {
+    if (digests.empty()) {
+      continue;
+    }
+    const std::set<std::string> unique(digests.begin(), digests.end());
+    for (const std::string& digest : unique) {
+      auto [it, added] = tenant_of.emplace(digest, tenant);
+      if (!added) {
+        return Status::FailedPrecondition("tenants " + it->second + " and " + tenant +
+                                          " have a key in common; a key belongs to one tenant "
+                                          "only");
+      }
+    }
+    digests_of[tenant] = std::vector<std::string>(unique.begin(), unique.end());
+  }
+  tenant_of_.swap(tenant_of);
+  digests_of_.swap(digests_of);
+  return Status::Ok();
+}
+
 std::vector<std::string> ApiKeyBook::DigestsOf(const std::string& tenant) const {
   auto it = digests_of_.find(tenant);
   return it == digests_of_.end() ? std::vector<std::string>() : it->second;

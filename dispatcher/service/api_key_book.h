@@ -19,6 +19,10 @@ class ApiKeyBook {
   // Replaces the tenant's keys with `digests` (empty: the tenant has none). FailedPrecondition
   // when one of them is another tenant's key, naming neither key; nothing changes then.
   Status Replace(const std::string& tenant, const std::vector<std::string>& digests);
+  // Replaces every tenant's keys with `by_tenant` (a tenant not in it has none).
+  // FailedPrecondition naming the two tenants when they share a digest (naming no key); nothing
+  // changes then.
+  Status ReplaceAll(const std::map<std::string, std::vector<std::string>>& by_tenant);
   // The tenant whose key has `digest`; nullopt when none. The lookup is by a hash of the digest
   // and the final comparison constant in time (CRYPTO_memcmp), so timing tells nothing of a key.
   std::optional<std::string> TenantOf(std::string_view digest) const;

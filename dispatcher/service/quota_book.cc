@@ -79,6 +79,10 @@ void QuotaBook::SetOwnQuotas(const std::string& tenant, std::optional<config::Qu
   }
 }
 
+void QuotaBook::ReplaceOwnQuotas(std::map<std::string, config::QuotaMap> quotas) {
+  admin_quotas_ = std::move(quotas);
+}
+
 QuotaBook::Usage QuotaBook::UsageOf(const std::string& tenant, const Quota& quota) {
   const int64_t now_ms = ToUnixMillis(clock_.WallNow());
   const pacing::SlidingWindowCounter counter = ledger_.Usage(tenant, quota.name, now_ms);

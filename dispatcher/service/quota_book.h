@@ -46,6 +46,10 @@ class QuotaBook {
   std::vector<std::string> Tenants() const;
   // Replaces the tenant's own quotas (PUT .../quotas); nullopt goes back to the config's.
   void SetOwnQuotas(const std::string& tenant, std::optional<config::QuotaMap> quotas);
+  // Replaces every tenant's own quotas put by SetOwnQuotas with `quotas`, by tenant: as
+  // SetOwnQuotas(tenant, quotas[tenant]) for each tenant in it and SetOwnQuotas(tenant, nullopt)
+  // for every other.
+  void ReplaceOwnQuotas(std::map<std::string, config::QuotaMap> quotas);
 
   // A quota's state at now.
   struct Usage {

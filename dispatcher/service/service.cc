@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <boost/asio/post.hpp>
@@ -182,8 +183,13 @@ Result<std::unique_ptr<Service>> Service::Start(
   if (Status st = s->LoadApiKeys(); !st.ok()) {
     return st;
   }
-  if (Status st = s->LoadSettings(); !st.ok()) {
-    return st;
+  s->settings_reloader_ = std::make_unique<SettingsReloader>(
+      io, s->storage_pool_->get_executor(), *s->store_,
+      [self = s.get()](const StoredSettings& stored) { return self->ApplySettings(stored); },
+      SettingsReloader::Options{});
+  Result<uint64_t> settings_version = s->LoadSettings();
+  if (!settings_version) {
+    return settings_version.error();
   }
   if (s->shared_settings_) {
     s->shared_settings_->Start();  // after the local settings: the shared ones go over them
@@ -201,10 +207,6 @@ Result<std::unique_ptr<Service>> Service::Start(
         });
     s->scheduler_->SetLearnedShare(s->shared_learned_.get());
     s->shared_learned_->Start();
-  }
-  if (!s->admin_token_digest_.empty() && s->api_keys_.TenantOf(s->admin_token_digest_)) {
-    return Status::InvalidArgument(
-        "the admin token is also a tenant's API key: give the admin its own token");
   }
   s->transport_ = std::move(transport);
   Service* self = s.get();
@@ -276,6 +278,10 @@ Result<std::unique_ptr<Service>> Service::Start(
   }
   s->loop_->Start();
   s->store_health_->Start();
+  if (o.postgres) {
+    // Other nodes change the settings too: what they store is put in force here.
+    s->settings_reloader_->Start(*settings_version);
+  }
   s->retention_ =
       std::make_unique<RetentionRunner>(io, *s->store_, clock, s->metrics_, o.retention);
   s->retention_->Start();
@@ -343,15 +349,17 @@ void Service::OnSharedSetting(const std::string& name, const std::string& text) 
     parsed = std::move(*overrides);
   }
   auto held = overrides_.find(tenant);
-  const std::string mine = held == overrides_.end() || held->second.empty()
-                               ? std::string()
-                               : RateLimitsToJson(held->second).dump();
-  if (mine == (parsed.empty() ? std::string() : RateLimitsToJson(parsed).dump())) {
+  if (SameOverrides(held == overrides_.end() ? BudgetOverrides() : held->second, parsed)) {
     return;  // what this node holds (its own PUT, or one it applied already)
   }
+  settings_reloader_->BeginLocalChange();
   asio::post(*storage_pool_, [this, tenant, text, parsed = std::move(parsed)]() mutable {
-    Status stored = store_->PutSetting(OverridesKey(tenant), text);
+    // A store every node shares holds it already (the node that took the PUT stored it first);
+    // writing it again could put an older value over one another node stored since.
+    Status stored =
+        options_.postgres ? Status::Ok() : store_->PutSetting(OverridesKey(tenant), text);
     asio::post(io_, [this, tenant, stored, parsed = std::move(parsed)]() {
+      settings_reloader_->EndLocalChange();
       if (!stored.ok()) {
         LogEvent(LogLevel::kWarn, "shared_setting_failed",
                  {{"tenant", tenant}, {"setting", "rate_limits"}, {"reason", stored.message()}});
@@ -408,6 +416,7 @@ void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
   accepting_ = false;
   server_->StopAccepting();
   store_health_->Stop();
+  settings_reloader_->Stop();
   auto finished = std::make_shared<bool>(false);
   auto timer = std::make_shared<asio::steady_timer>(io_, grace);
   auto finish = [this, finished, timer, done = std::move(done)] {
@@ -452,11 +461,7 @@ Status Service::LoadApiKeys() {
     }
     admin_token_digest_ = std::move(*digest);
   }
-  std::map<std::string, std::vector<std::string>> by_tenant;
-  for (const auto& [tenant, digest] : options_.auth.api_keys) {
-    by_tenant[tenant].push_back(digest);
-  }
-  for (const auto& [tenant, digests] : by_tenant) {
+  for (const auto& [tenant, digests] : ConfigApiKeys()) {
     if (Status st = api_keys_.Replace(tenant, digests); !st.ok()) {
       return Status::InvalidArgument("tenants." + tenant + ".api_keys: " + st.message());
     }
@@ -464,60 +469,66 @@ Status Service::LoadApiKeys() {
   return Status::Ok();
 }
 
-Status Service::LoadSettings() {
-  auto overrides = store_->ListSettings("overrides/");
-  if (!overrides) {
-    return overrides.error();
+std::map<std::string, std::vector<std::string>> Service::ConfigApiKeys() const {
+  std::map<std::string, std::vector<std::string>> by_tenant;
+  for (const auto& [tenant, digest] : options_.auth.api_keys) {
+    by_tenant[tenant].push_back(digest);
   }
-  for (const auto& [key, text] : *overrides) {
-    auto parsed = ParseRateLimits(nlohmann::json::parse(text, nullptr, false));
-    if (!parsed) {
-      return Status::Corruption("stored setting " + key + ": " + parsed.error().message);
+  return by_tenant;
+}
+
+Result<uint64_t> Service::LoadSettings() {
+  auto stored = ReadStoredSettings(*store_);
+  if (!stored) {
+    return stored.error();
+  }
+  if (Status st = ApplySettings(*stored); !st.ok()) {
+    return st;
+  }
+  return stored->version;
+}
+
+Status Service::ApplySettings(const StoredSettings& stored) {
+  // The API keys first and all at once: the only part that can be refused, before anything
+  // changed. Replaced at run time by the admin API: a tenant's stored list wins over the config's.
+  std::map<std::string, std::vector<std::string>> keys = ConfigApiKeys();
+  for (const auto& [tenant, digests] : stored.api_keys) {
+    keys[tenant] = digests;
+  }
+  for (const auto& [tenant, digests] : keys) {
+    if (!admin_token_digest_.empty() &&
+        std::find(digests.begin(), digests.end(), admin_token_digest_) != digests.end()) {
+      return Status::InvalidArgument(
+          "the admin token is also a tenant's API key: give the admin its own token");
     }
-    if (Status st = SetTenantOverrides(key.substr(std::string("overrides/").size()), *parsed);
-        !st.ok()) {
+  }
+  if (Status st = api_keys_.ReplaceAll(keys); !st.ok()) {
+    return Status::Corruption("stored settings " + std::string(kApiKeysPrefix) + ": " +
+                              st.message());
+  }
+  // Only the tenants whose overrides differ from those in force: SetTenantOverrides re-paces
+  // their live meters. Every budget was checked when parsed, so none is refused here.
+  std::set<std::string> tenants;
+  for (const auto& [tenant, overrides] : stored.overrides) {
+    tenants.insert(tenant);
+  }
+  for (const auto& [tenant, overrides] : overrides_) {
+    tenants.insert(tenant);
+  }
+  for (const std::string& tenant : tenants) {
+    auto want = stored.overrides.find(tenant);
+    auto held = overrides_.find(tenant);
+    const BudgetOverrides none;
+    const BudgetOverrides& next = want == stored.overrides.end() ? none : want->second;
+    if (SameOverrides(held == overrides_.end() ? none : held->second, next)) {
+      continue;
+    }
+    if (Status st = SetTenantOverrides(tenant, next); !st.ok()) {
       return st;
     }
   }
-  auto quotas = store_->ListSettings(std::string(kQuotasPrefix));
-  if (!quotas) {
-    return quotas.error();
-  }
-  for (const auto& [key, text] : *quotas) {
-    auto parsed = ParseQuotas(nlohmann::json::parse(text, nullptr, false));
-    if (!parsed) {
-      return Status::Corruption("stored setting " + key + ": " + parsed.error().message);
-    }
-    quotas_->SetOwnQuotas(key.substr(kQuotasPrefix.size()), std::move(*parsed));
-  }
-  auto credentials = store_->ListSettings("credentials/");
-  if (!credentials) {
-    return credentials.error();
-  }
-  for (const auto& [key, text] : *credentials) {
-    const std::string rest = key.substr(std::string("credentials/").size());
-    const size_t sep = rest.find('\x1f');
-    auto c = CredentialFromJson(rest.substr(sep + 1), nlohmann::json::parse(text, nullptr, false));
-    if (sep == std::string::npos || !c) {
-      return Status::Corruption("stored setting " + key + " is not a credential");
-    }
-    credentials_.Put(rest.substr(0, sep), *c);
-  }
-  auto api_keys = store_->ListSettings(std::string(kApiKeysPrefix));
-  if (!api_keys) {
-    return api_keys.error();
-  }
-  // Replaced at run time by the admin API: the stored list wins over the config's.
-  for (const auto& [key, text] : *api_keys) {
-    auto digests = ApiKeysFromSetting(text);
-    if (!digests) {
-      return Status::Corruption("stored setting " + key + " is not a list of API key digests");
-    }
-    const std::string tenant = key.substr(kApiKeysPrefix.size());
-    if (Status st = api_keys_.Replace(tenant, *digests); !st.ok()) {
-      return Status::Corruption("stored setting " + key + ": " + st.message());
-    }
-  }
+  quotas_->ReplaceOwnQuotas(stored.quotas);
+  credentials_.ReplaceRegistered(stored.credentials);
   return Status::Ok();
 }
 

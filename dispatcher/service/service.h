@@ -40,7 +40,9 @@
 #include "dispatcher/service/quota_book.h"
 #include "dispatcher/service/quota_ledger.h"
 #include "dispatcher/service/retention.h"
+#include "dispatcher/service/settings_reloader.h"
 #include "dispatcher/service/store_health_monitor.h"
+#include "dispatcher/service/stored_settings.h"
 #include "storage/pg_queue_store.h"
 #include "storage/queue_store.h"
 
@@ -169,6 +171,10 @@ class Service {
   boost::asio::strand<boost::asio::thread_pool::executor_type>& settings_writes() {
     return *settings_writes_;
   }
+  // With the PostgreSQL store, puts in force what other nodes changed in the store's settings
+  // (within about a second); every setting change of this node is bracketed by its
+  // BeginLocalChange and EndLocalChange. Loop thread only.
+  SettingsReloader& settings_reloader() { return *settings_reloader_; }
   DeliveryLoop& loop() { return *loop_; }
   pacing::Scheduler& scheduler() { return *scheduler_; }
   IntakeLimiter& intake_limiter() { return *intake_limiter_; }
@@ -250,10 +256,21 @@ class Service {
 
  private:
   Service(boost::asio::io_context& io, const Clock& clock, ServiceOptions options);
-  // Applies the operator overrides, credentials and API keys persisted in the store.
-  Status LoadSettings();
-  // The config's API keys, then checks that the admin token is no tenant's key.
+  // Reads the settings persisted in the store and puts them in force (ApplySettings), at start.
+  // Returns their version (StoredSettings::version).
+  Result<uint64_t> LoadSettings();
+  // Puts `stored` in force in place of the settings read before (at start, or the reload of a
+  // shared store's, SettingsReloader), as a restart would: the API keys are the config's with
+  // each stored tenant's list over its tenant's; the overrides and quotas are the stored ones,
+  // and a tenant whose stored ones are gone goes back to its tier's and the config's (as a PUT
+  // of {} does on the node that takes it); the registered credentials are the stored ones (the
+  // config's stay). InvalidArgument when a key is the admin token's, Corruption when two tenants
+  // share a key: nothing changes then. Loop thread.
+  Status ApplySettings(const StoredSettings& stored);
+  // The admin token's digest; then the config's API keys into the book (errors name the tenant).
   Status LoadApiKeys();
+  // The config's API keys, by tenant.
+  std::map<std::string, std::vector<std::string>> ConfigApiKeys() const;
   // Connects to Redis (in the background) and returns the store the Scheduler asks.
   pacing::BudgetStore* StartSharedBudgets();
   // A setting another node shared (ShareTenantOverrides): stored, then in force, unless it is
@@ -297,7 +314,8 @@ class Service {
   std::unique_ptr<adapters::TimedAdapters> timed_adapters_;  // adapters_ with the timeouts
   std::unique_ptr<DeliveryLoop> loop_;
   std::unique_ptr<RetentionRunner> retention_;
-  std::unique_ptr<StoreHealthMonitor> store_health_;  // tells loop_ whether the store writes
+  std::unique_ptr<StoreHealthMonitor> store_health_;     // tells loop_ whether the store writes
+  std::unique_ptr<SettingsReloader> settings_reloader_;  // started with the PostgreSQL store only
   std::unique_ptr<IntakeLimiter> intake_limiter_;
   std::unique_ptr<StoreQuotaLedger> quota_ledger_;
   std::unique_ptr<QuotaBook> quotas_;

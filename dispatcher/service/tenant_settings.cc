@@ -76,6 +76,11 @@ json RateLimitsToJson(const BudgetOverrides& overrides) {
   return j;
 }
 
+bool SameOverrides(const BudgetOverrides& a, const BudgetOverrides& b) {
+  // Objects compare by key, so the order of the budgets does not matter.
+  return RateLimitsToJson(a) == RateLimitsToJson(b);
+}
+
 tl::expected<config::QuotaMap, ApiError> ParseQuotas(const json& quotas) {
   if (!quotas.is_object()) {
     return tl::unexpected(ApiError{400, "invalid_request", "quotas: must be an object", "quotas"});

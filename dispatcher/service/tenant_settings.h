@@ -23,6 +23,8 @@ using BudgetOverrides = std::vector<std::pair<pacing::BudgetName, pacing::Budget
 // "overrides/<tenant>" and read back on start.
 tl::expected<BudgetOverrides, ApiError> ParseRateLimits(const nlohmann::json& limits);
 nlohmann::json RateLimitsToJson(const BudgetOverrides& overrides);
+// Whether `a` and `b` set the same budgets to the same values, in whatever order.
+bool SameOverrides(const BudgetOverrides& a, const BudgetOverrides& b);
 
 // A credential as persisted ("credentials/<tenant>\x1f<name>"): platform, token, secrets.
 nlohmann::json CredentialToJson(const adapters::Credential& c);
@@ -50,9 +52,13 @@ inline std::string QuotasKey(const std::string& tenant) {
   return std::string(kQuotasPrefix) + tenant;
 }
 
-inline std::string OverridesKey(const std::string& tenant) { return "overrides/" + tenant; }
+inline constexpr std::string_view kOverridesPrefix = "overrides/";
+inline std::string OverridesKey(const std::string& tenant) {
+  return std::string(kOverridesPrefix) + tenant;
+}
+inline constexpr std::string_view kCredentialsPrefix = "credentials/";
 inline std::string CredentialKey(const std::string& tenant, const std::string& name) {
-  return "credentials/" + tenant + "\x1f" + name;
+  return std::string(kCredentialsPrefix) + tenant + "\x1f" + name;
 }
 
 }  // namespace egress::service

@@ -58,5 +58,36 @@ TEST(ApiKeyBookTest, EntriesParseWithoutEchoing) {
   }
 }
 
+// Verifies that ReplaceAll puts exactly the given tenants' keys in force (a tenant left out has
+// none, a key may move from one tenant to another in one call), and that a key two tenants share
+// is refused naming both tenants, with nothing changed.
+TEST(ApiKeyBookTest, ReplaceAllReplacesTheWholeBook) {
+  ApiKeyBook book;
+  const std::string a1 = ApiKeyDigest("a-key-one-0123456789");
+  const std::string a2 = ApiKeyDigest("a-key-two-0123456789");
+  const std::string b1 = ApiKeyDigest("b-key-one-0123456789");
+  ASSERT_TRUE(book.Replace("acme", {a1}).ok());
+  ASSERT_TRUE(book.Replace("globex", {b1}).ok());
+  ASSERT_TRUE(book.Replace("initech", {a2}).ok());
+
+  // a2 moves from initech to acme, which loses a1; globex is left out: no keys.
+  ASSERT_TRUE(book.ReplaceAll({{"acme", {a2, a2}}, {"initech", {}}}).ok());
+  EXPECT_EQ(book.TenantOf(a2), "acme");
+  EXPECT_EQ(book.TenantOf(a1), std::nullopt);
+  EXPECT_EQ(book.TenantOf(b1), std::nullopt);
+  EXPECT_EQ(book.DigestsOf("acme"), std::vector<std::string>{a2});
+  EXPECT_EQ(book.CountOf("initech"), 0u);
+  EXPECT_EQ(book.size(), 1u);
+
+  Status shared = book.ReplaceAll({{"acme", {a1}}, {"globex", {b1, a1}}});
+  EXPECT_EQ(shared.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(shared.message().find("acme"), std::string::npos) << shared.message();
+  EXPECT_NE(shared.message().find("globex"), std::string::npos) << shared.message();
+  EXPECT_EQ(shared.message().find(a1), std::string::npos);
+  EXPECT_EQ(book.TenantOf(a2), "acme");
+  EXPECT_EQ(book.TenantOf(a1), std::nullopt);
+  EXPECT_EQ(book.size(), 1u);
+}
+
 }  // namespace
 }  // namespace egress::service

@@ -68,6 +68,31 @@ TEST_F(QuotaBookTest, TenantQuotasOverlayTheTiers) {
   EXPECT_EQ(book_->Tenants(), (std::vector<std::string>{"acme", "solo"}));
 }
 
+// Verifies that ReplaceOwnQuotas sets every tenant's own quotas at once: a tenant in the map gets
+// exactly those (an empty map: none of its own, over the config's), every other goes back to the
+// config's and its tier's.
+TEST_F(QuotaBookTest, ReplaceOwnQuotasReplacesEveryTenants) {
+  book_->SetOwnQuotas("acme",
+                      config::QuotaMap{{"monthly", {.limit = 3, .window = Millis(60'000)}}});
+  book_->SetOwnQuotas("other",
+                      config::QuotaMap{{"daily", {.limit = 7, .window = Millis(86'400'000)}}});
+  book_->ReplaceOwnQuotas({{"solo", config::QuotaMap{}},
+                           {"fresh", {{"hourly", {.limit = 2, .window = Millis(3'600'000)}}}}});
+  auto acme = book_->QuotasOf("acme");
+  ASSERT_EQ(acme.size(), 2u);
+  EXPECT_EQ(acme[1].config.limit, 10);  // the tier's again
+  EXPECT_FALSE(acme[1].own);
+  EXPECT_TRUE(book_->QuotasOf("other").empty());
+  EXPECT_TRUE(book_->QuotasOf("solo").empty());  // over the config's hourly
+  auto fresh = book_->QuotasOf("fresh");
+  ASSERT_EQ(fresh.size(), 1u);
+  EXPECT_EQ(fresh[0].config.limit, 2);
+  EXPECT_TRUE(fresh[0].own);
+  book_->ReplaceOwnQuotas({});
+  EXPECT_EQ(book_->QuotasOf("solo").size(), 1u);  // the config's again
+  EXPECT_TRUE(book_->QuotasOf("fresh").empty());
+}
+
 // Verifies that Charge writes a charge per applying quota into each part, reserves the units
 // until Release, and refuses with the first quota that would go over.
 TEST_F(QuotaBookTest, ChargesReservesAndRefuses) {

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dispatcher/base/result.h"
@@ -31,6 +32,10 @@ class PostgresStoreSite final : public StoreSite {
 
   Result<std::unique_ptr<QueueStore>> Open(StoreOptions options, int64_t now_ms) override;
   Result<std::unique_ptr<QueueStore>> Reopen(StoreOptions options, int64_t now_ms) override;
+  // Another store object on the database, as a second node's.
+  Result<std::unique_ptr<QueueStore>> OpenPeer(StoreOptions options, int64_t now_ms) override {
+    return Reopen(std::move(options), now_ms);
+  }
   std::string RecordAtRest(const std::string& id) override;
   void PutRecordAtRest(const std::string& id, const std::string& bytes) override;
   std::vector<std::string> Audit() override;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -42,6 +43,10 @@ class StoreSite {
   // Opens the same store again, as a restart does: it holds what the handles before it made
   // durable, and nothing they kept in memory only (leases).
   virtual Result<std::unique_ptr<QueueStore>> Reopen(StoreOptions options, int64_t now_ms) = 0;
+  // Opens another handle on the store while the test's stays open, as a second node opens a
+  // store it shares: the store's own answer, Busy for a store one process opens alone (RocksDB).
+  // The only method a test may call with a handle open.
+  virtual Result<std::unique_ptr<QueueStore>> OpenPeer(StoreOptions options, int64_t now_ms) = 0;
 
   // At rest: the bytes the store keeps as delivery `id`'s record (what TenantStoredBytes counts
   // beside the id, what MoveCorruptToDead returns as the payload), "" when it has none.
@@ -156,6 +161,9 @@ class RocksStoreSite final : public StoreSite {
 
   Result<std::unique_ptr<QueueStore>> Open(StoreOptions options, int64_t now_ms) override;
   Result<std::unique_ptr<QueueStore>> Reopen(StoreOptions options, int64_t now_ms) override;
+  Result<std::unique_ptr<QueueStore>> OpenPeer(StoreOptions options, int64_t now_ms) override {
+    return Reopen(std::move(options), now_ms);  // RocksDB's lock refuses it: Busy
+  }
   std::string RecordAtRest(const std::string& id) override;
   void PutRecordAtRest(const std::string& id, const std::string& bytes) override;
   std::vector<std::string> Audit() override;

@@ -443,7 +443,16 @@ Status MemoryQueueStore::PutSetting(const std::string& key, const std::string& v
   } else {
     settings_[key] = value;
   }
+  ++settings_version_;
   return Status::Ok();
+}
+
+Result<uint64_t> MemoryQueueStore::SettingsVersion() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  return settings_version_;
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> MemoryQueueStore::ListSettings(

@@ -23,7 +23,7 @@ namespace egress::storage {
 // PendingFor, MoveCorruptToDead, Counts, TenantBacklog, DestinationCounts,
 // BacklogByTenantPlatform, ScanCounts, TenantStoredBytes and ScanStoredBytes (each record's id
 // and EncodeDelivery bytes, summed on every call), PurgeExpired, Purge, Stats, Health, Recover,
-// PutSetting, ListSettings, Close. Not implemented: List (FailedPrecondition).
+// PutSetting, ListSettings, SettingsVersion, Close. Not implemented: List (FailedPrecondition).
 //
 // Faults are injected as leveldb's SpecialEnv does, by setting fields: the next calls fail as a
 // whole, with nothing applied. Thread-safe (one mutex), like every QueueStore.
@@ -67,6 +67,7 @@ class MemoryQueueStore final : public QueueStore {
   }
   Result<std::vector<std::pair<std::string, std::string>>> ListSettings(
       const std::string& prefix) override;
+  Result<uint64_t> SettingsVersion() override;
   Status Close() override;
 
   // A fault for the next matching ApplyBatch (or Apply) calls: each fails as a whole with
@@ -104,6 +105,7 @@ class MemoryQueueStore final : public QueueStore {
   std::map<std::string, Delivery> deliveries_;                              // by id: enqueue order
   std::map<std::pair<std::string, std::string>, std::string> idempotency_;  // (tenant, key) -> id
   std::map<std::string, std::string> settings_;
+  uint64_t settings_version_ = 0;               // PutSettings that returned Ok
   std::map<std::string, std::string> corrupt_;  // id -> error
   StoreHealth health_;
   int failed_recovers_ = 0;

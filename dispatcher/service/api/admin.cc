@@ -101,15 +101,19 @@ tl::expected<json, ApiError> TenantObjectBody(Service& s, const std::string& ten
 // setting), then runs `apply` on the loop, which answers through `respond`. A failed write
 // answers with its error, runs `undo` (when given) and applies nothing, so a restart keeps what
 // the operator was told. Writes go one after another in the order of the calls
-// (Service::settings_writes), so two PUTs of one setting end stored and in force alike.
+// (Service::settings_writes), so two PUTs of one setting end stored and in force alike. From the
+// call to `apply` or `undo` it is a local change (SettingsReloader): no reload of the shared
+// store's settings read before the write puts the old value back.
 void StoreSettingThenApply(Service& s, std::string key, std::string text, Respond respond,
                            std::function<void(Respond)> apply, std::function<void()> undo = {}) {
+  s.settings_reloader().BeginLocalChange();
   asio::post(s.settings_writes(),
              [&s, key = std::move(key), text = std::move(text), respond = std::move(respond),
               apply = std::move(apply), undo = std::move(undo)]() mutable {
                Status stored = s.store().PutSetting(key, text);
-               asio::post(s.io(), [stored, respond = std::move(respond), apply = std::move(apply),
-                                   undo = std::move(undo)]() mutable {
+               asio::post(s.io(), [&s, stored, respond = std::move(respond),
+                                   apply = std::move(apply), undo = std::move(undo)]() mutable {
+                 s.settings_reloader().EndLocalChange();
                  if (!stored.ok()) {
                    if (undo) {
                      undo();
@@ -276,7 +280,7 @@ void PutCredential(Service& s, const std::string& tenant, const std::string& nam
   StoreSettingThenApply(
       s, std::move(key), std::move(text), std::move(respond),
       [&s, tenant, c = std::move(*credential)](Respond respond) {
-        s.credentials().Put(tenant, c);
+        s.credentials().Register(tenant, c);
         // Names only: the token or secret is never logged.
         LogEvent(LogLevel::kInfo, "credential_registered",
                  {{"tenant", tenant}, {"name", c.name}, {"platform", c.platform}});
