@@ -381,8 +381,8 @@ Status PgQueueStore::NotifyWaiting(PgPool::Use& c, const PgWrite& w) {
   if (!shards_) {
     return Status::Ok();
   }
-  // The ids of rows this write makes waiting in shards another node dispatches, a payload of at
-  // most ~7,000 bytes each (NOTIFY takes up to 8,000): sent when the transaction commits.
+  // "<shard>/<id>" of rows this write makes waiting in shards another node dispatches, a payload
+  // of at most ~7,000 bytes each (NOTIFY takes up to 8,000): sent when the transaction commits.
   std::vector<std::string> payloads;
   auto add = [&](const PgRow& r) {
     const bool waiting = r.state == static_cast<int64_t>(DeliveryState::kQueued) ||
@@ -390,12 +390,13 @@ Status PgQueueStore::NotifyWaiting(PgPool::Use& c, const PgWrite& w) {
     if (!waiting || shards_->MayDispatch(static_cast<int>(r.shard))) {
       return;
     }
-    if (payloads.empty() || payloads.back().size() + r.id.size() + 1 > 7000) {
+    const std::string entry = fmt::format("{}/{}", r.shard, r.id);
+    if (payloads.empty() || payloads.back().size() + entry.size() + 1 > 7000) {
       payloads.emplace_back();
     } else {
       payloads.back().push_back(',');
     }
-    payloads.back().append(r.id);
+    payloads.back().append(entry);
   };
   for (const PgRow& r : w.inserts) {
     add(r);

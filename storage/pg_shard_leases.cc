@@ -1,6 +1,7 @@
 #include "storage/pg_shard_leases.h"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 
 #include <fmt/format.h>
@@ -217,6 +218,9 @@ Status PgShardLeases::Tick() {
     for (int64_t s : shards) {
       std::optional<Held>& h = held_[static_cast<size_t>(s)];
       if (kept.contains(s)) {
+        if (clock_.Now() >= h->deadline) {
+          changed = true;  // it had lapsed (renewals failed or were held up): dispatchable again
+        }
         h->deadline = deadline;
       } else {
         h.reset();  // another node claimed it (this node was away longer than the ttl)
@@ -278,23 +282,31 @@ Status PgShardLeases::Tick() {
     }
   }
   for (int s : handed) {
+    // Asked outside mu_: busy_ walks the store's leases, and MayDispatch waits for mu_.
+    const bool busy = busy_(s);
     std::optional<int64_t> epoch;
     {
       std::lock_guard<std::mutex> lock(mu_);
       const std::optional<Held>& h = held_[static_cast<size_t>(s)];
       if (!h || !h->handing_over ||
-          (busy_(s) && clock_.Now() - h->handover_since < options_.handoff_timeout)) {
+          (busy && clock_.Now() - h->handover_since < options_.handoff_timeout)) {
         continue;
       }
       epoch = h->epoch;
     }
-    // FOR UPDATE waits for this node's own writers of the shard (they hold it FOR KEY SHARE).
+    // FOR UPDATE takes the row from this node's own writers of the shard (they hold it FOR KEY
+    // SHARE) and makes the UPDATE a key update for them: a writer that comes after re-reads it.
+    // SKIP LOCKED: while one writes, the release waits for the next round rather than stalling
+    // the renewals behind it.
     auto released = c.Exec(
         "UPDATE egress_shards SET expires_at = '-infinity' WHERE shard IN (SELECT shard FROM "
-        "egress_shards WHERE shard = $1 AND owner = $2 AND epoch = $3 FOR UPDATE)",
+        "egress_shards WHERE shard = $1 AND owner = $2 AND epoch = $3 FOR UPDATE SKIP LOCKED)",
         PgParams().Int64(s).Text(options_.node_id).Int64(*epoch));
     if (!released) {
       return released.error();
+    }
+    if (released->affected() != 1) {
+      continue;  // a writer holds it now, or it is no longer this node's (the renewal says)
     }
     std::lock_guard<std::mutex> lock(mu_);
     held_[static_cast<size_t>(s)].reset();
@@ -306,9 +318,18 @@ Status PgShardLeases::Tick() {
         .IgnoreError();
   }
   if (changed) {
+    dispatchable_ = Dispatchable();
     NotifyChanged();
   }
   return Status::Ok();
+}
+
+std::bitset<kPgShards> PgShardLeases::Dispatchable() const {
+  std::bitset<kPgShards> out;
+  for (int s = 0; s < kPgShards; ++s) {
+    out[static_cast<size_t>(s)] = MayDispatch(s);
+  }
+  return out;
 }
 
 void PgShardLeases::RunLeases() {
@@ -317,8 +338,11 @@ void PgShardLeases::RunLeases() {
     lock.unlock();
     const SteadyTime started = clock_.Now();
     Tick().IgnoreError();  // a round that failed is the next one's to do; deadlines run out
-    if (after_round_) {
-      after_round_();
+    // A deadline that ran out between rounds (renewals failing) and a lease renewed after it
+    // had: the shards this node may dispatch changed without a claim or a loss.
+    if (const std::bitset<kPgShards> now = Dispatchable(); now != dispatchable_) {
+      dispatchable_ = now;
+      NotifyChanged();
     }
     const Millis spent = std::chrono::duration_cast<Millis>(clock_.Now() - started);
     lock.lock();
@@ -329,6 +353,7 @@ void PgShardLeases::RunLeases() {
 
 void PgShardLeases::RunListener() {
   bool lost = false;
+  SteadyTime refreshed = clock_.Now();
   while (!stopped_.load()) {
     if (lost) {
       listener_.reset();
@@ -340,16 +365,29 @@ void PgShardLeases::RunListener() {
       lost = false;
       NotifyChanged();  // what was notified meanwhile was not heard: look again
     }
+    if (after_round_ && clock_.Now() - refreshed >= options_.renew_every) {
+      // Here, not on the leases' thread: its wait for a pool connection must not delay a renewal.
+      after_round_();
+      refreshed = clock_.Now();
+    }
     auto heard = listener_->WaitForNotifications(200);
     if (!heard) {
       lost = true;
       continue;
     }
+    // Entries "<shard>/<id>": those of shards this node does not dispatch are dropped unread.
     std::vector<std::string> ids;
     for (const std::string& payload : *heard) {
-      std::vector<std::string> part = Split(payload);
-      ids.insert(ids.end(), std::make_move_iterator(part.begin()),
-                 std::make_move_iterator(part.end()));
+      for (std::string& entry : Split(payload)) {
+        const size_t slash = entry.find('/');
+        int shard = -1;
+        if (slash != std::string::npos) {
+          std::from_chars(entry.data(), entry.data() + slash, shard);
+        }
+        if (MayDispatch(shard)) {
+          ids.push_back(entry.substr(slash + 1));
+        }
+      }
     }
     if (ids.empty()) {
       continue;

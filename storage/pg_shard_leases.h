@@ -2,6 +2,7 @@
 
 #include <array>
 #include <atomic>
+#include <bitset>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -51,8 +52,11 @@ struct ShardLeaseOptions {
 //      = this node, epoch + 1, expiry now() + ttl, skipping a row a writer holds locked;
 //   5. hands over the shards another node should hold: stops dispatching them, and once
 //      `busy(shard)` says nothing of it is in flight (or after handoff_timeout) releases them.
-// A second thread LISTENs on the wake-up channel (egress_wake, PgNotifyWake in the store) and
-// passes the ids it hears to the wake observer.
+// A second thread LISTENs on the wake-up channel (egress_wake: entries "<shard>/<id>", written by
+// the store's NotifyWaiting) and passes the ids of shards this node dispatches to the wake
+// observer. The ownership observer is also told when the shards MayDispatch allows change
+// without a claim or a loss: a deadline that ran out while renewals failed, a lease renewed
+// after it had.
 //
 // Fencing: the store's writes as owner lock the shard's row FOR KEY SHARE and compare owner and
 // epoch with EpochOf in the same transaction; a claim takes the row FOR UPDATE, which waits for
@@ -61,10 +65,10 @@ class PgShardLeases final : public ShardOwnership {
  public:
   // `stored_key`: the destination key as the store keeps it (sealed), whose PgShardOf is the
   // shard. `busy`: whether this node has work of the shard in flight (leased in the store).
-  // `after_round`: called on the leases' thread after each round (the store refreshes what
-  // other nodes change, its quota slices). Connects twice (`conninfo`, `password` as
-  // PgConnection::Connect) and starts the threads; the first round of claims runs before this
-  // returns. Unavailable when the server cannot be reached.
+  // `after_round`: called about every `renew_every` on the listener's thread (the store refreshes
+  // what other nodes change, its quota slices), never on the leases' (it must not delay them).
+  // Connects twice (`conninfo`, `password` as PgConnection::Connect) and starts the threads; the
+  // first round of claims runs before this returns. Unavailable when the server cannot be reached.
   static Result<std::unique_ptr<PgShardLeases>> Start(
       const std::string& conninfo, const std::string& password, ShardLeaseOptions options,
       const Clock& clock, std::function<std::string(std::string_view)> stored_key,
@@ -112,6 +116,8 @@ class PgShardLeases final : public ShardOwnership {
   // Connects `conn` again when it was lost. False while the server cannot be reached.
   bool Reconnect(std::unique_ptr<PgConnection>& conn);
   void NotifyChanged();
+  // The shards MayDispatch says yes to now.
+  std::bitset<kPgShards> Dispatchable() const;
 
   const std::string conninfo_;
   const std::string password_;
@@ -129,6 +135,7 @@ class PgShardLeases final : public ShardOwnership {
   std::unique_ptr<PgConnection> conn_;      // the leases' (RunLeases and Stop only)
   std::unique_ptr<PgConnection> listener_;  // RunListener's
   uint64_t ticks_ = 0;
+  std::bitset<kPgShards> dispatchable_;  // as the ownership observer was last told
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;

@@ -285,5 +285,24 @@ TEST_F(PgShardLeasesTest, QuotaChargesOfAnotherNodeAreCountedWithinARound) {
   EXPECT_TRUE(WaitFor([&] { return used() == 0; })) << used();
 }
 
+// Verifies a lease that lapsed by the node's own clock (its renewals held up longer than the ttl
+// less the margin) stops dispatch, and that its renewal afterwards tells the ownership observer,
+// so the loop reads again what it forgot meanwhile (a shard neither lost nor claimed).
+TEST_F(PgShardLeasesTest, ALapsedLeaseRenewedAgainTellsTheObserver) {
+  auto a = Leases("node-a");
+  ASSERT_EQ(a->held_count(), kPgShards);
+  std::atomic<int> told{0};
+  a->SetOwnershipObserver([&] { ++told; });
+  // The heartbeat's row locked by another session: the next round waits on it.
+  auto raw = Raw();
+  ASSERT_TRUE(
+      raw->Run("BEGIN; SELECT * FROM egress_nodes WHERE node_id = 'node-a' FOR UPDATE").ok());
+  ASSERT_TRUE(WaitFor([&] { return a->held_count() == 0; })) << "dispatch goes on past the lease";
+  const int before = told.load();
+  ASSERT_TRUE(raw->Run("COMMIT").ok());
+  ASSERT_TRUE(WaitFor([&] { return a->held_count() == kPgShards && told.load() > before; }))
+      << a->held_count() << " held, told " << told.load() << " times";
+}
+
 }  // namespace
 }  // namespace egress::storage

@@ -133,10 +133,14 @@ void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral
       return;
     }
     it->second.writing_wait = false;
-    if (stored && storage::IsWaiting(stored->state) && it->second.queue.Add(PendingOf(*stored))) {
-      OfferHead(it->second);
+    if (!Owned(it->second)) {
+      Disown(it);
+    } else {
+      if (stored && storage::IsWaiting(stored->state) && it->second.queue.Add(PendingOf(*stored))) {
+        OfferHead(it->second);
+      }
+      Reindex(it->second);
     }
-    Reindex(it->second);
     CheckDrained();
   });
 }
@@ -185,6 +189,9 @@ void DeliveryLoop::LoadDestinations() {
         }
         for (const std::string& key : *keys) {
           if (Dest* dest = Ensure(key)) {
+            // One already held may have missed work told of while this node could not hear it
+            // (a lost wake-up, a lapsed lease): read it again after its cursor.
+            dest->queue.Invalidate();
             Fetch(*dest);
           }
         }
@@ -237,6 +244,7 @@ bool DeliveryLoop::Forget(std::unordered_map<std::string, Dest>::iterator it) {
   index_.MoveDeferral(&dest.key, &dest.tenant, dest.hash, dest.indexed_deferral_ms, 0);
   index_.Remove(&dest.key, &dest.tenant, dest.hash);
   dests_.erase(it);
+  metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
   return true;
 }
 
@@ -369,6 +377,11 @@ void DeliveryLoop::OnFetched(const std::string& key, Result<storage::Destination
     return;
   }
   Dest& dest = it->second;
+  if (!Owned(dest)) {
+    dest.queue.FetchFailed();  // what it read is another node's now
+    Disown(it);
+    return;
+  }
   if (!work) {
     dest.queue.FetchFailed();
     failed_fetches_.insert(key);  // read again when the back-off is over
@@ -473,6 +486,14 @@ void DeliveryLoop::Dispatch(const Decision& decision) {
   const std::string key = key_it->second;
   Dest& dest = dests_.at(key);
   dest.offered_id.clear();
+  if (!Owned(dest)) {
+    // Its shard is being handed over (or this node's lease may lapse): not leased, not sent;
+    // the Scheduler's slot goes back, and the destination is forgotten here.
+    pacing::DeliveryOutcome aborted{.transport = pacing::TransportResult::kCancelled};
+    scheduler_.OnOutcome(dest.id, decision.sequence, aborted, {}).status().IgnoreError();
+    Disown(dests_.find(key));
+    return;
+  }
   dest.last_active = clock_.Now();
   uint32_t cost = 1;
   if (const PendingDelivery* head = dest.queue.head(); head && head->id == decision.delivery_id) {
@@ -515,7 +536,7 @@ void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std
     SendWhenConnected(key, sequence, std::move(*leased));
     return;
   }
-  if (Passing(leased.error())) {
+  if (Passing(leased.error()) && Owned(dests_.at(key))) {
     OnStoreTrouble("lease", leased.error());  // not sent: leased again after the back-off
   }
   // Cancelled or changed meanwhile (or not leased at all): release the scheduler's slot,

@@ -36,7 +36,7 @@ bool DestinationQueue::Add(PendingDelivery p) {
 bool DestinationQueue::Notify(PendingDelivery p) {
   if (notified_ == Notified::kRead && p.id > cursor_) {
     complete_ = false;  // the next read after the cursor finds it, and whatever came before it
-    notified_while_fetching_ = fetching_;
+    notified_while_fetching_ = notified_while_fetching_ || fetching_;
     return false;
   }
   if (!complete_ && p.id > cursor_) {
@@ -96,6 +96,11 @@ bool DestinationQueue::Fetched(std::vector<PendingDelivery> waiting, size_t read
   notified_while_fetching_ = false;
   Trim();
   return head() != nullptr && head()->id != head_before;
+}
+
+void DestinationQueue::Invalidate() {
+  complete_ = false;
+  notified_while_fetching_ = notified_while_fetching_ || fetching_;
 }
 
 void DestinationQueue::Reset() {

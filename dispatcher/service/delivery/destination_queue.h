@@ -75,6 +75,9 @@ class DestinationQueue {
   // Forgets what was read ahead (after the store disagreed with it); the next fetch reads the
   // destination from its start.
   void Reset();
+  // Work may have arrived unannounced: the queue is no longer complete, so the next fetch reads
+  // after the cursor (a fetch on its way is followed by another). Keeps what is held.
+  void Invalidate();
 
   // The earliest delivery held, once nothing earlier can still be waiting unread: it is covered
   // (its id is at most the cursor) or the queue is complete. A delivery notified while a read

@@ -211,5 +211,25 @@ TEST(DestinationQueueTest, NotifiedForAReadLeavesTheOrderToTheStore) {
   EXPECT_EQ(Ids(q), (std::vector<std::string>{"b", "c", "d"}));
 }
 
+// Verifies Invalidate: a complete queue reads after its cursor again (work may have arrived
+// unannounced: a lost wake-up, a lapsed lease), keeping what it holds; during a read, another
+// read follows it.
+TEST(DestinationQueueTest, InvalidateReadsAfterTheCursorAgain) {
+  DestinationQueue q(4, DestinationQueue::Notified::kRead);
+  q.StartFetch(0);
+  q.Fetched({P("a")}, 1, "a");
+  ASSERT_TRUE(q.complete());
+  EXPECT_FALSE(q.StartFetch(0).has_value());
+  q.Invalidate();
+  EXPECT_EQ(q.head()->id, "a");
+  auto plan = q.StartFetch(0);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->after, "a");
+  q.Invalidate();  // while that read is on its way
+  q.Fetched({}, 0, "");
+  EXPECT_FALSE(q.complete());
+  EXPECT_TRUE(q.StartFetch(0).has_value());
+}
+
 }  // namespace
 }  // namespace egress::service
