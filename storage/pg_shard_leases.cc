@@ -404,14 +404,13 @@ void PgShardLeases::RunListener() {
 }
 
 void PgShardLeases::Stop() {
+  if (stopped_.exchange(true)) {
+    return;  // stopped before (Close, then the destructor)
+  }
   {
     std::lock_guard<std::mutex> lock(stop_mu_);
-    if (stopping_ && !leases_thread_.joinable() && !listener_thread_.joinable()) {
-      return;
-    }
     stopping_ = true;
   }
-  stopped_ = true;
   stop_cv_.notify_all();
   if (leases_thread_.joinable()) {
     leases_thread_.join();

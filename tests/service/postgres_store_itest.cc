@@ -35,14 +35,12 @@ constexpr char kSecretsKey[] = "8f2b0c5d7e1a4b6c9d3e5f708192a3b4c5d6e7f8091a2b3c
 class PostgresStoreServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (PostgresServer::BinDir().empty()) {
-      GTEST_SKIP() << "PostgreSQL 15 is not installed (apt-get install postgresql-15)";
+    PostgresServer::TestDatabase db = PostgresServer::FreshDatabase();
+    if (db.not_installed) {
+      GTEST_SKIP() << PostgresServer::kNotInstalled;
     }
-    PostgresServer& pg = PostgresServer::Shared();
-    ASSERT_NE(pg.port(), 0) << pg.error();
-    const std::string db = pg.CreateDatabase();
-    ASSERT_FALSE(db.empty()) << pg.error();
-    url_ = pg.Url(db);
+    ASSERT_TRUE(db.error.empty()) << db.error;
+    url_ = db.url;
     Status started = sim_.Start(SimWire::kHttp);
     ASSERT_TRUE(started.ok()) << started.ToString();
     std::ofstream(dir_.Sub("secrets.key")) << kSecretsKey << "\n";

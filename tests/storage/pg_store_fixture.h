@@ -30,14 +30,12 @@ inline NewDelivery PgSlack(std::string channel, std::string idem = "") {
 class PgStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (PostgresServer::BinDir().empty()) {
-      GTEST_SKIP() << "PostgreSQL 15 is not installed (apt-get install postgresql-15)";
+    PostgresServer::TestDatabase db = PostgresServer::FreshDatabase();
+    if (db.not_installed) {
+      GTEST_SKIP() << PostgresServer::kNotInstalled;
     }
-    PostgresServer& pg = PostgresServer::Shared();
-    ASSERT_NE(pg.port(), 0) << pg.error();
-    const std::string db = pg.CreateDatabase();
-    ASSERT_FALSE(db.empty()) << pg.error();
-    pg_.url = pg.Url(db);
+    ASSERT_TRUE(db.error.empty()) << db.error;
+    pg_.url = db.url;
     pg_.pool_size = 4;
     Reopen();
   }

@@ -89,6 +89,26 @@ PostgresServer& PostgresServer::Shared() {
   return server;
 }
 
+PostgresServer::TestDatabase PostgresServer::FreshDatabase() {
+  TestDatabase db;
+  if (BinDir().empty()) {
+    db.not_installed = true;
+    return db;
+  }
+  PostgresServer& pg = Shared();
+  if (pg.port() == 0) {
+    db.error = pg.error();
+    return db;
+  }
+  const std::string name = pg.CreateDatabase();
+  if (name.empty()) {
+    db.error = pg.error();
+    return db;
+  }
+  db.url = pg.Url(name);
+  return db;
+}
+
 PostgresServer::PostgresServer(bool fsync) : fsync_(fsync) { Start(); }
 
 PostgresServer::~PostgresServer() { Stop(); }

@@ -25,6 +25,19 @@ class PostgresServer {
   // error() before use.
   static PostgresServer& Shared();
 
+  // A new database on the shared server, for one test's SetUp:
+  //   TestDatabase db = PostgresServer::FreshDatabase();
+  //   if (db.not_installed) GTEST_SKIP() << kPostgresNotInstalled;
+  //   ASSERT_TRUE(db.error.empty()) << db.error;
+  struct TestDatabase {
+    std::string url;             // set when it was made
+    bool not_installed = false;  // PostgreSQL 15 is missing: the test skips
+    std::string error;           // why the server or the database could not be made
+  };
+  static TestDatabase FreshDatabase();
+  static constexpr const char* kNotInstalled =
+      "PostgreSQL 15 is not installed (apt-get install postgresql-15)";
+
   // `fsync`: flush the WAL on commit, as a production server does (for measurements).
   explicit PostgresServer(bool fsync = false);
   ~PostgresServer();

@@ -217,7 +217,6 @@ void DeliveryLoop::OwnershipChanged() {
     }
     it = next;
   }
-  metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
   LoadDestinations();
 }
 
@@ -963,9 +962,6 @@ size_t DeliveryLoop::EvictIdle() {
       ++evicted;
     }
     it = next;
-  }
-  if (evicted > 0) {
-    metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
   }
   return evicted;
 }
