@@ -22,7 +22,12 @@ bool DestinationQueue::Add(PendingDelivery p) {
       std::lower_bound(held_.begin(), held_.end(), p.id,
                        [](const PendingDelivery& a, const std::string& id) { return a.id < id; });
   if (it != held_.end() && it->id == p.id) {
-    if (p.updated_ms > it->updated_ms) {
+    // A copy from the same millisecond (intake's copy, then the pacing wait the loop wrote
+    // within that ms) is taken too when it says something else: Add's copies are the store's
+    // answers to writes, never older than what is held.
+    if (p.updated_ms > it->updated_ms ||
+        (p.updated_ms == it->updated_ms &&
+         (p.state != it->state || p.next_attempt_ms != it->next_attempt_ms))) {
       *it = std::move(p);
     }
     return false;

@@ -74,6 +74,14 @@ TEST(DestinationQueueTest, AnEarlierDeliveryWaitingAgainBecomesTheHead) {
   newer.state = storage::DeliveryState::kDeferred;
   q.Add(newer);
   EXPECT_EQ(q.held()[2].state, storage::DeliveryState::kDeferred);
+  // The answer to a write in the same millisecond as the copy held (a pacing wait written right
+  // after intake) still replaces it: ServiceTest.BudgetWaitIsDeferredWithReasonAndNextEligibleTime
+  // once found no oldest_deferral_ms.
+  PendingDelivery same_ms = P("d", 1);
+  same_ms.state = storage::DeliveryState::kDeferred;
+  q.Add(same_ms);
+  EXPECT_EQ(q.held()[3].state, storage::DeliveryState::kDeferred);
+  EXPECT_GT(q.oldest_deferral_ms(), 0);
 }
 
 TEST(DestinationQueueTest, OverflowDropsTheTailAndReadsItAgainLater) {
