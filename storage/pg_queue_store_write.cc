@@ -1,6 +1,7 @@
 // The PgQueueStore methods that change deliveries: intake, state changes, leases. Each write is
 // one transaction (Transact).
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -171,25 +172,38 @@ Result<std::vector<Result<Delivery>>> PgQueueStore::ApplyBatch(
   if (!c) {
     return c.error();
   }
+  // A batch of leases alone writes nothing to the database (a lease is this store's memory), so
+  // its rows are read without a transaction or row locks: a lock would end with the read anyway,
+  // long before the delivery is sent, yet cost a WAL record per row and a flush at the commit.
+  // Should such a batch turn out to write after all (a charge), it runs again, locked.
+  bool lock = !std::all_of(changes.begin(), changes.end(), [&](const IdChange& ch) {
+    return ch.second.to == DeliveryState::kInFlight && !leases_.Contains(ch.first);
+  });
   std::vector<Result<Delivery>> results;
-  results.reserve(changes.size());
   PgWrite w;
-  Status s = Transact(*c, w, [&]() -> Status {
+  auto body = [&]() -> Status {
+    results.clear();
+    results.reserve(changes.size());
+    w = PgWrite();
     // Every row of the batch, locked in id order until the commit; a leased one's record is
     // this store's memory, so only its state and due time are read (to check the lease).
     // With shard leases, each row's shard row too, FOR KEY SHARE until the commit: a claim of
     // the shard by another node (FOR UPDATE, epoch + 1) waits for this transaction, or this one
     // sees the claim's epoch (pg_shard_leases.h, "Fencing").
     auto rows = Q(*c,
-                  shards_ ? "SELECT d.id, d.state::int8, d.due_ms, (octet_length(d.id) + "
-                            "octet_length(d.record))::int8, d.record, d.shard::int8, "
-                            "coalesce(sh.owner, ''), sh.epoch FROM egress_deliveries d JOIN "
-                            "egress_shards sh ON sh.shard = d.shard WHERE d.id = ANY($1::text[]) "
-                            "ORDER BY d.id FOR UPDATE OF d FOR KEY SHARE OF sh"
-                          : "SELECT id, state::int8, due_ms, (octet_length(id) + "
-                            "octet_length(record))::int8, record, shard::int8, ''::text, 0::int8 "
-                            "FROM egress_deliveries WHERE id = ANY($1::text[]) ORDER BY id "
-                            "FOR UPDATE",
+                  !lock     ? "SELECT d.id, d.state::int8, d.due_ms, (octet_length(d.id) + "
+                              "octet_length(d.record))::int8, d.record, d.shard::int8, "
+                              "coalesce(sh.owner, ''), sh.epoch FROM egress_deliveries d JOIN "
+                              "egress_shards sh ON sh.shard = d.shard WHERE d.id = ANY($1::text[])"
+                  : shards_ ? "SELECT d.id, d.state::int8, d.due_ms, (octet_length(d.id) + "
+                              "octet_length(d.record))::int8, d.record, d.shard::int8, "
+                              "coalesce(sh.owner, ''), sh.epoch FROM egress_deliveries d JOIN "
+                              "egress_shards sh ON sh.shard = d.shard WHERE d.id = "
+                              "ANY($1::text[]) ORDER BY d.id FOR UPDATE OF d FOR KEY SHARE OF sh"
+                            : "SELECT id, state::int8, due_ms, (octet_length(id) + "
+                              "octet_length(record))::int8, record, shard::int8, ''::text, "
+                              "0::int8 FROM egress_deliveries WHERE id = ANY($1::text[]) ORDER BY "
+                              "id FOR UPDATE",
                   PgParams().TextArray(ids));
     if (!rows) {
       return rows.error();
@@ -296,8 +310,19 @@ Result<std::vector<Result<Delivery>>> PgQueueStore::ApplyBatch(
         w.leases.emplace_back(std::string(id), std::nullopt);
       }
     }
-    return WriteRows(*c, w);
-  });
+    // Unlocked, nothing is written: a batch that would write runs again in a transaction.
+    return lock ? WriteRows(*c, w) : Status::Ok();
+  };
+  Status s;
+  if (!lock) {
+    s = body();
+    if (s.ok() && !w.writes()) {
+      ApplyMemory(w);
+      return results;
+    }
+    lock = true;
+  }
+  s = Transact(*c, w, body);
   if (!s.ok()) {
     return s;
   }

@@ -112,6 +112,31 @@ TEST_F(PgStoreTest, PostgresApplyMovesStatesAndCounters) {
   ExpectCountsMatchScan();
 }
 
+// Verifies that a batch of leases alone locks no row (a row lock would write the locker into the
+// row's xmax and cost a WAL flush at its commit), and that the outcome after it is written.
+TEST_F(PgStoreTest, PostgresALeaseAloneLocksNoRow) {
+  const std::string a = MustEnqueue(PgSlack("C1"));
+  const std::string b = MustEnqueue(PgSlack("C1"));
+  auto raw = Raw();
+  ASSERT_NE(raw, nullptr);
+  auto xmax = [&](const std::string& id) {
+    auto r =
+        raw->Exec("SELECT xmax::text FROM egress_deliveries WHERE id = $1", PgParams().Text(id));
+    EXPECT_TRUE(r.has_value() && r->rows() == 1);
+    return r.has_value() && r->rows() == 1 ? std::string(r->Bytes(0, 0)) : std::string("?");
+  };
+  auto leases = store_->ApplyBatch(
+      {{a, To(DeliveryState::kInFlight, kPgT0 + 1)}, {b, To(DeliveryState::kInFlight, kPgT0 + 1)}});
+  ASSERT_TRUE(leases.has_value()) << leases.error().ToString();
+  EXPECT_TRUE((*leases)[0].has_value() && (*leases)[1].has_value());
+  EXPECT_EQ(xmax(a), "0");
+  EXPECT_EQ(xmax(b), "0");
+  MustApply(a, To(DeliveryState::kDelivered, kPgT0 + 2));
+  EXPECT_EQ(store_->Get(a)->state, DeliveryState::kDelivered);
+  EXPECT_EQ(store_->Get(b)->state, DeliveryState::kInFlight);  // the lease, in memory only
+  ExpectCountsMatchScan();
+}
+
 // Verifies that LeaseDue takes waiting deliveries in due order (deferred ones by their time,
 // not before it), skips leased ones, and that a lease ends as the delivery's next change.
 TEST_F(PgStoreTest, PostgresLeaseDueTakesWaitingWorkInDueOrder) {
