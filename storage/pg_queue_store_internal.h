@@ -84,6 +84,7 @@ class PgQueueStore final : public QueueStore {
   Result<std::vector<Result<EnqueueResult>>> EnqueueBatch(const std::vector<NewDelivery>& ds,
                                                           int64_t now_ms) override;
   Result<Delivery> Get(const std::string& id) override;
+  Result<std::vector<Delivery>> GetMany(const std::vector<std::string>& ids) override;
   Result<Delivery> Apply(const std::string& id, const StateChange& change) override;
   Result<std::vector<Result<Delivery>>> ApplyBatch(const std::vector<IdChange>& changes) override;
   Result<std::vector<Delivery>> LeaseDue(int64_t now_ms, size_t max) override;

@@ -55,6 +55,48 @@ Result<Delivery> PgQueueStore::Get(const std::string& id) {
   return ReadCurrent(*c, id);
 }
 
+Result<std::vector<Delivery>> PgQueueStore::GetMany(const std::vector<std::string>& ids) {
+  auto use = UsePool();
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  std::vector<Delivery> out;
+  std::vector<std::string> unleased;
+  std::map<std::string, Delivery, std::less<>> found;
+  for (const std::string& id : ids) {
+    if (std::optional<Lease> lease = leases_.Find(id)) {
+      found.emplace(id, std::move(lease->delivery));
+    } else {
+      unleased.push_back(id);
+    }
+  }
+  if (!unleased.empty()) {
+    auto c = Take();
+    if (!c) {
+      return c.error();
+    }
+    auto r = Q(*c, "SELECT id, record FROM egress_deliveries WHERE id = ANY($1::text[])",
+               PgParams().TextArray(unleased));
+    if (!r) {
+      return r.error();
+    }
+    for (int i = 0; i < r->rows(); ++i) {
+      Result<Delivery> d = Decode(r->Bytes(i, 1));
+      if (!d) {
+        return Status::Corruption(
+            fmt::format("delivery {}: {}", r->Bytes(i, 0), d.error().message()));
+      }
+      found.emplace(std::string(r->Bytes(i, 0)), std::move(*d));
+    }
+  }
+  for (const std::string& id : ids) {
+    if (auto it = found.find(id); it != found.end()) {
+      out.push_back(it->second);
+    }
+  }
+  return out;
+}
+
 Result<std::vector<std::string>> PgQueueStore::ListDestinations(const std::string& after_key,
                                                                 size_t limit) {
   auto use = UsePool();

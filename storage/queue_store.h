@@ -169,6 +169,22 @@ class QueueStore {
 
   virtual Result<Delivery> Get(const std::string& id) = 0;
 
+  // The deliveries of `ids` that exist, in the order of `ids` (those not found are left out).
+  // Fails as a whole on any other error. This default asks Get for each; a store with a round
+  // trip per read answers in one.
+  virtual Result<std::vector<Delivery>> GetMany(const std::vector<std::string>& ids) {
+    std::vector<Delivery> out;
+    for (const std::string& id : ids) {
+      Result<Delivery> d = Get(id);
+      if (d) {
+        out.push_back(std::move(*d));
+      } else if (d.error().code() != Status::Code::kNotFound) {
+        return d.error();
+      }
+    }
+    return out;
+  }
+
   // Moves one delivery to another state (state_machine.h), updating every index in the same
   // write. Returns the delivery as stored after the change.
   //

@@ -38,6 +38,27 @@ TEST_P(QueueStoreTest, EnqueueThenGet) {
   EXPECT_EQ(store_->Get("01NOPE").error().code(), Status::Code::kNotFound);
 }
 
+// Verifies that GetMany answers what exists in the order asked, leaves out what does not, and
+// shows a leased delivery as leased (the lease is the store's, as Get shows it).
+TEST_P(QueueStoreTest, GetManyAnswersWhatExistsInTheOrderAsked) {
+  const std::string a = Enqueue(Slack("C1"));
+  const std::string b = Enqueue(Slack("C2"));
+  const std::string c = Enqueue(Slack("C3"));
+  ASSERT_TRUE(store_->Apply(b, {.to = DeliveryState::kInFlight, .at_ms = kT0 + 1}).has_value());
+  auto many = store_->GetMany({c, "01NOPE", b, a, c});
+  ASSERT_TRUE(many.has_value()) << many.error().message();
+  ASSERT_EQ(many->size(), 4u);
+  EXPECT_EQ((*many)[0].id, c);
+  EXPECT_EQ((*many)[1].id, b);
+  EXPECT_EQ((*many)[1].state, DeliveryState::kInFlight);
+  EXPECT_EQ((*many)[2].id, a);
+  EXPECT_EQ((*many)[2].destination, "C1");
+  EXPECT_EQ((*many)[3].id, c);
+  auto none = store_->GetMany({});
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->empty());
+}
+
 // Verifies that the same (tenant, key) returns the same id and other tenants do not collide.
 TEST_P(QueueStoreTest, IdempotencyPerTenant) {
   const std::string first = Enqueue(Slack("C1", "order-1"));

@@ -256,10 +256,13 @@ void DeliveryLoop::Wake(std::vector<std::string> ids) {
     return;
   }
   asio::post(storage_, [this, &store = store_, &io = io_, alive = alive_, ids = std::move(ids)] {
+    // One read for the lot (a lost one is found by the next destination walk).
     std::vector<Delivery> found;
-    for (const std::string& id : ids) {
-      if (auto d = store.Get(id); d && storage::IsWaiting(d->state)) {
-        found.push_back(std::move(*d));
+    if (auto many = store.GetMany(ids)) {
+      for (Delivery& d : *many) {
+        if (storage::IsWaiting(d.state)) {
+          found.push_back(std::move(d));
+        }
       }
     }
     asio::post(io, [this, alive, found = std::move(found)] {
