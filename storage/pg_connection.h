@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "dispatcher/base/result.h"
@@ -89,7 +90,10 @@ class PgConnection {
   PgConnection(const PgConnection&) = delete;
   PgConnection& operator=(const PgConnection&) = delete;
 
-  // Runs one statement with binary parameters and binary results.
+  // Runs one statement with binary parameters and binary results. The first run of a statement
+  // text (with its parameter types) on this connection prepares it under a name of its own, and
+  // later runs execute that: the server parses and plans it once per connection, not per run
+  // (the statements are few and fixed; see kMaxPrepared).
   Result<PgResult> Exec(std::string_view sql, const PgParams& params = PgParams());
   // Runs SQL without parameters (one or more statements; DDL, BEGIN, COMMIT), text results.
   Status Run(std::string_view sql);
@@ -101,10 +105,19 @@ class PgConnection {
   Result<std::vector<std::string>> WaitForNotifications(int timeout_ms);
 
  private:
+  // Statements prepared per connection at most; past it a new text runs unprepared (a bound on
+  // the server's memory should a caller ever build statement texts from values).
+  static constexpr size_t kMaxPrepared = 128;
+
   explicit PgConnection(pg_conn* conn) : conn_(conn) {}
   Status ErrorOf(pg_result* r, std::string_view what) const;
+  // The prepared statement's name for `text` with `params`' types, preparing it on first use;
+  // empty when it is not to be prepared (kMaxPrepared reached). Errors are the server's.
+  Result<std::string> Prepared(const std::string& text, const PgParams& params);
 
   pg_conn* conn_;
+  // Statement text and parameter types -> prepared statement name ("egress_<n>").
+  std::unordered_map<std::string, std::string> prepared_;
 };
 
 // Removes the password from a libpq URI or key=value string, for logs and messages:
