@@ -45,6 +45,16 @@ acknowledged count (GET /_sim/stats every 20 ms): delivered/s is from the first 
 poll. The summary has the batches' CPU seconds per process (/proc/<pid>/stat: each node,
 PostgreSQL's postmaster with its backends, Redis, the simulator, this script), and no per-URL
 gaps or arrivals.tsv (the simulator does not time arrivals).
+--bullmq (with --sink sim): before relay-egress's batches, the same deliveries (same URLs,
+payloads) through BullMQ (bench/bullmq/: package.json pins it, `npm ci` installs it there the
+first time) on a redis-server of its own (FLUSHALL before each run; the simulator reset too):
+bench/bullmq/producer.js adds them with Queue.addBulk in batches of --batch, one call after
+another; --bullmq-shapes (default 1x64: one process, concurrency 64) worker processes of
+bench/bullmq/worker.js POST each payload over keep-alive HTTP/1.1 (a non-2xx fails the attempt),
+jobs removed on completion; --bullmq-warmup (2,000) other jobs go through the same workers first,
+unmeasured. Measured like relay-egress's (first add to the simulator's count
+reaching them all), with the CPU seconds of the same processes, BullMQ's Redis, workers and
+producer; the summary gives each shape's delivered/s and relay-egress's ratio to the fastest.
 
 Then it waits until every acknowledged delivery arrived (or --stall-timeout seconds without a new
 one), --settle seconds more (late duplicates), and prints one JSON summary and a short table:
@@ -60,7 +70,7 @@ phase, node, delivery id, acknowledged) stay in the temp dir it prints (--keep: 
 
 Usage: bench/cluster_failover.py [BUILD_DIR] [--nodes 3] [--urls 30] [--deliveries 6000]
          [--kill-after 1500] [--mode kill|stop|pg-kill|none] [--no-limit] [--rate 200]
-         [--sink sim|python] ...
+         [--sink sim|python] [--bullmq [--bullmq-shapes 1x64,2x64]] ...
        (--help lists every option)
 """
 
@@ -82,6 +92,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
+import bullmq_baseline  # noqa: E402
 import pg_local  # noqa: E402
 import proc_cpu  # noqa: E402
 import scale_support  # noqa: E402
@@ -611,6 +622,14 @@ def parse_args():
                    "the default with --no-limit, which it needs) or python (this script's "
                    "receiver, /u/<i>: the default otherwise)")
     p.add_argument("--sim-threads", type=int, default=1, help="--sink sim: its --threads")
+    p.add_argument("--bullmq", action="store_true",
+                   help="--sink sim: first the same deliveries through BullMQ on a Redis of its "
+                   "own (bench/bullmq/), then relay-egress's; both figures and their ratio")
+    p.add_argument("--bullmq-shapes", default="1x64",
+                   help="BullMQ worker processes x concurrency each, comma-separated (e.g. "
+                   "1x64,2x64,1x256): each is run; the ratio is to the fastest")
+    p.add_argument("--bullmq-warmup", type=int, default=2000,
+                   help="jobs through BullMQ's workers before each measured run (unmeasured)")
     p.add_argument("--no-ordering-key", action="store_true")
     p.add_argument("--store", choices=("postgres", "rocksdb"), default="postgres",
                    help="rocksdb: each node its own store (a baseline; no PostgreSQL)")
@@ -639,8 +658,14 @@ def parse_args():
         args.sink = "sim" if args.no_limit else "python"
     if args.sink == "sim" and not args.no_limit:
         p.error("--sink sim is for the throughput shape: --mode none --no-limit")
+    if args.bullmq and args.sink != "sim":
+        p.error("--bullmq needs --sink sim")
     if args.deliveries is None:
         args.deliveries = 30000 if args.sink == "sim" else 6000
+    try:
+        args.bullmq_shapes = bullmq_baseline.parse_shapes(args.bullmq_shapes)
+    except ValueError:
+        p.error("--bullmq-shapes: e.g. 1x64,2x256")
     return args
 
 
@@ -681,6 +706,11 @@ def main():
             log("postgres: %s" % url)
         redis, redis_port = start_redis(tmp)
         children.append(redis)
+        bullmq_redis = None
+        if args.bullmq:
+            bullmq_baseline.install(log)
+            bullmq_redis = start_redis(tmp, "redis-bullmq")
+            children.append(bullmq_redis[0])
         if args.sink == "sim":
             sink = sim_sink.SimSink(build, os.path.join(tmp, "sim.log"), args.sim_threads)
             hook_base = sink.base
@@ -710,7 +740,7 @@ def main():
         log("ready: %s" % " ".join("%s:%d%s" % (n.name, n.port, "" if n.ready else "(not ready)")
                                    for n in nodes))
         if sink is not None:
-            result = run_sim(args, tmp, nodes, sink, primary, redis)
+            result = run_sim(args, tmp, nodes, sink, primary, redis, bullmq_redis)
         else:
             result = run(args, tmp, nodes, receiver.arrivals, hook_base, primary, standby)
     except KeyboardInterrupt:
@@ -954,9 +984,10 @@ def cpu_groups(nodes, primary, redis, sink):
     return groups
 
 
-def run_sim(args, tmp, nodes, sink, primary, redis):
-    """--sink sim (the throughput shape): the batches as fast as the nodes take them, then
-    --probe-seconds of single posts at --rate; the verdict from the simulator's counts."""
+def run_sim(args, tmp, nodes, sink, primary, redis, bullmq_redis):
+    """--sink sim (the throughput shape): with --bullmq first the same deliveries through BullMQ,
+    then the batches as fast as the nodes take them, then --probe-seconds of single posts at
+    --rate; the verdict from the simulator's counts."""
     intake = Intake(args, nodes, sink.base, sink)
     cpu = cpu_groups(nodes, primary, redis, sink)
 
@@ -971,6 +1002,18 @@ def run_sim(args, tmp, nodes, sink, primary, redis):
             log("%s: nothing new accepted for %.0f s: giving up" % (what, args.stall_timeout))
         return done
 
+    bullmq = []
+    if args.bullmq:
+        jobs = []
+        for i in range(args.deliveries):
+            url, payload = sim_delivery(sink, i % args.urls, i // args.urls, 0)
+            jobs.append({"url": url, "payload": payload})
+        for shape in args.bullmq_shapes:
+            log("BullMQ %s, %d worker process(es) x concurrency %d: %d deliveries, addBulk of %d"
+                % (bullmq_baseline.version(), shape[0], shape[1], len(jobs), args.batch))
+            bullmq.append(bullmq_baseline.run(jobs, shape, args.batch, bullmq_redis, sink, tmp,
+                                              args.stall_timeout, cpu, log, args.bullmq_warmup))
+            tick()
     sink.reset()
 
     log("posting %d deliveries in batches of %d" % (args.deliveries, args.batch))
@@ -1031,6 +1074,13 @@ def run_sim(args, tmp, nodes, sink, primary, redis):
     summary["intake_gave_up"] = len(intake.gave_up)
     summary["intake_rejections"] = intake.rejections
     summary["throughput"] = throughput
+    if bullmq:
+        best = max(bullmq, key=lambda r: r["delivered_per_s"] or 0)
+        summary["bullmq"] = {"version": bullmq_baseline.version(), "runs": bullmq,
+                             "best": "%dx%d" % (best["workers"], best["concurrency"])}
+        if best["delivered_per_s"] and throughput["delivered_per_s"]:
+            summary["ratio_to_bullmq"] = round(
+                throughput["delivered_per_s"] / best["delivered_per_s"], 2)
     summary["node_exits"] = {n.name: n.exits for n in nodes if n.exits}
     summary["node_ready_changes"] = {n.name: n.ready_changes for n in nodes}
     summary["logs"] = tmp
@@ -1053,6 +1103,15 @@ def run_sim(args, tmp, nodes, sink, primary, redis):
             ("batches: delivered/s (accepted/s)", "%s (%s)" % (
                 throughput["delivered_per_s"], throughput["accepted_per_s"])),
             ("batches: cpu s", cpu_line(throughput["cpu_s"]))]
+    for r in bullmq:
+        rows.append(("BullMQ %dx%d: delivered/s (missing, dups, order)" % (
+            r["workers"], r["concurrency"]), "%s (%d, %d, %d)" % (
+                r["delivered_per_s"], r["missing"], r["duplicates"], r["order_violations"])))
+        rows.append(("BullMQ %dx%d: cpu s" % (r["workers"], r["concurrency"]),
+                     cpu_line(r["cpu_s"])))
+    if "ratio_to_bullmq" in summary:
+        rows.append(("relay-egress / BullMQ %s delivered/s" % summary["bullmq"]["best"],
+                     summary["ratio_to_bullmq"]))
     for name, value in rows:
         print("%-48s %s" % (name, value))
     return 0 if summary["missing"] == 0 and complete else 1
