@@ -34,6 +34,28 @@ The acknowledged set is what must arrive.
   the nodes take them (delivered/s across the cluster), then --probe-seconds of single posts at
   --rate (the intake latency at that rate).
 
+--sink sim (the default with --no-limit, which it needs; --sink python keeps the receiver
+above): the receiver is build/relay-egress-sim (--sim-threads, 1), its webhook receivers
+/hooks/u<i> with no limit, instead of this script's, which takes at most ~3,300 requests/s.
+Payloads also carry msg_id (the idempotency key) and ordering_key "u<i>": the simulator counts
+accepted requests, duplicates (a webhook-id again, or a msg_id again) and order violations (a seq
+below the last accepted one of its URL). --deliveries defaults to 30,000 then (the batches last
+several seconds). A phase is complete when the simulator's accepted count reaches the
+acknowledged count (GET /_sim/stats every 20 ms): delivered/s is from the first post to that
+poll. The summary has the batches' CPU seconds per process (/proc/<pid>/stat: each node,
+PostgreSQL's postmaster with its backends, Redis, the simulator, this script), and no per-URL
+gaps or arrivals.tsv (the simulator does not time arrivals).
+--bullmq (with --sink sim): before relay-egress's batches, the same deliveries (same URLs,
+payloads) through BullMQ (bench/bullmq/: package.json pins it, `npm ci` installs it there the
+first time) on a redis-server of its own (FLUSHALL before each run; the simulator reset too):
+bench/bullmq/producer.js adds them with Queue.addBulk in batches of --batch, one call after
+another; --bullmq-shapes (default 1x64: one process, concurrency 64) worker processes of
+bench/bullmq/worker.js POST each payload over keep-alive HTTP/1.1 (a non-2xx fails the attempt),
+jobs removed on completion; --bullmq-warmup (2,000) other jobs go through the same workers first,
+unmeasured. Measured like relay-egress's (first add to the simulator's count
+reaching them all), with the CPU seconds of the same processes, BullMQ's Redis, workers and
+producer; the summary gives each shape's delivered/s and relay-egress's ratio to the fastest.
+
 Then it waits until every acknowledged delivery arrived (or --stall-timeout seconds without a new
 one), --settle seconds more (late duplicates), and prints one JSON summary and a short table:
 acknowledged, arrived, missing (acknowledged, never arrived: must be 0), duplicates (same
@@ -47,7 +69,8 @@ phase, node, delivery id, acknowledged) stay in the temp dir it prints (--keep: 
 ./dev build first.
 
 Usage: bench/cluster_failover.py [BUILD_DIR] [--nodes 3] [--urls 30] [--deliveries 6000]
-         [--kill-after 1500] [--mode kill|stop|pg-kill|none] [--no-limit] [--rate 200] ...
+         [--kill-after 1500] [--mode kill|stop|pg-kill|none] [--no-limit] [--rate 200]
+         [--sink sim|python] [--bullmq [--bullmq-shapes 1x64,2x64]] ...
        (--help lists every option)
 """
 
@@ -69,8 +92,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
+import bullmq_baseline  # noqa: E402
 import pg_local  # noqa: E402
+import proc_cpu  # noqa: E402
 import scale_support  # noqa: E402
+import sim_sink  # noqa: E402
 
 TOKEN = "cluster-failover-admin-token-0123456789"
 TENANT = "bench"
@@ -177,15 +203,15 @@ def wait_port(port, seconds=10):
     return False
 
 
-def start_redis(tmp):
+def start_redis(tmp, name="redis"):
     port = pg_local.free_port()
-    out = open(os.path.join(tmp, "redis.log"), "ab")
+    out = open(os.path.join(tmp, name + ".log"), "ab")
     child = subprocess.Popen(
         ["/usr/bin/setpriv", "--pdeathsig=KILL", "redis-server", "--port", str(port), "--bind",
          "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp],
         stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
     if not wait_port(port):
-        raise RuntimeError("redis-server did not start (see %s/redis.log)" % tmp)
+        raise RuntimeError("redis-server did not start (see %s/%s.log)" % (tmp, name))
     return child, port
 
 
@@ -306,13 +332,21 @@ class Readiness(threading.Thread):
 # Intake
 
 
+def sim_delivery(sink, u, seq, phase):
+    """URL u's delivery `seq` to the simulator: its receiver /hooks/u<u>, and a payload whose
+    msg_id (the idempotency key), seq and ordering_key the simulator checks."""
+    return sink.hook("u%d" % u), {"u": u, "seq": seq, "p": phase, "t": time.monotonic(),
+                                  "msg_id": "u%d-%d" % (u, seq), "ordering_key": "u%d" % u}
+
+
 class Intake:
     """Posts deliveries to the ready nodes and remembers what was acknowledged."""
 
-    def __init__(self, args, nodes, hook_base):
+    def __init__(self, args, nodes, hook_base, sink=None):
         self.args = args
         self.nodes = nodes
         self.hook_base = hook_base
+        self.sink = sink         # a SimSink, or None: this script's receiver
         self.lock = threading.Lock()
         self.acked = {}          # (u, seq) -> ack time
         self.gave_up = []        # (u, seq) never acknowledged
@@ -324,9 +358,13 @@ class Intake:
         self.first_post = None
 
     def item(self, u, seq, phase):
+        if self.sink is None:
+            destination = "%s/u/%d" % (self.hook_base, u)
+            payload = {"u": u, "seq": seq, "p": phase, "t": time.monotonic()}
+        else:
+            destination, payload = sim_delivery(self.sink, u, seq, phase)
         item = {"tenant": TENANT, "platform": "webhook", "credential": "hooks",
-                "destination": "%s/u/%d" % (self.hook_base, u),
-                "payload": {"u": u, "seq": seq, "p": phase, "t": time.monotonic()},
+                "destination": destination, "payload": payload,
                 "idempotency_key": "u%d-%d" % (u, seq)}
         if not self.args.no_ordering_key:
             item["ordering_key"] = "u%d" % u
@@ -564,7 +602,9 @@ def parse_args():
     p.add_argument("build", nargs="?", default=os.path.join(HERE, "..", "build"))
     p.add_argument("--nodes", type=int, default=3)
     p.add_argument("--urls", type=int, default=30)
-    p.add_argument("--deliveries", type=int, default=6000)
+    p.add_argument("--deliveries", type=int, default=None,
+                   help="deliveries posted (--no-limit: in batches): default 6,000, with "
+                   "--sink sim 30,000")
     p.add_argument("--kill-after", type=int, default=1500, help="arrivals before the action")
     p.add_argument("--mode", choices=("kill", "stop", "pg-kill", "none"), default="kill")
     p.add_argument("--victim", default="busiest",
@@ -577,6 +617,19 @@ def parse_args():
     p.add_argument("--batch", type=int, default=100, help="--no-limit: deliveries per batch")
     p.add_argument("--probe-seconds", type=float, default=10.0,
                    help="--no-limit: seconds of single posts at --rate after the batches")
+    p.add_argument("--sink", choices=("sim", "python"), default=None,
+                   help="where the deliveries go: sim (build/relay-egress-sim's /hooks/u<i>; "
+                   "the default with --no-limit, which it needs) or python (this script's "
+                   "receiver, /u/<i>: the default otherwise)")
+    p.add_argument("--sim-threads", type=int, default=1, help="--sink sim: its --threads")
+    p.add_argument("--bullmq", action="store_true",
+                   help="--sink sim: first the same deliveries through BullMQ on a Redis of its "
+                   "own (bench/bullmq/), then relay-egress's; both figures and their ratio")
+    p.add_argument("--bullmq-shapes", default="1x64",
+                   help="BullMQ worker processes x concurrency each, comma-separated (e.g. "
+                   "1x64,2x64,1x256): each is run; the ratio is to the fastest")
+    p.add_argument("--bullmq-warmup", type=int, default=2000,
+                   help="jobs through BullMQ's workers before each measured run (unmeasured)")
     p.add_argument("--no-ordering-key", action="store_true")
     p.add_argument("--store", choices=("postgres", "rocksdb"), default="postgres",
                    help="rocksdb: each node its own store (a baseline; no PostgreSQL)")
@@ -601,6 +654,18 @@ def parse_args():
         p.error("--mode pg-kill and --pg-standby need --store postgres")
     if args.no_limit and args.mode != "none":
         p.error("--no-limit is the throughput shape: --mode none")
+    if args.sink is None:
+        args.sink = "sim" if args.no_limit else "python"
+    if args.sink == "sim" and not args.no_limit:
+        p.error("--sink sim is for the throughput shape: --mode none --no-limit")
+    if args.bullmq and args.sink != "sim":
+        p.error("--bullmq needs --sink sim")
+    if args.deliveries is None:
+        args.deliveries = 30000 if args.sink == "sim" else 6000
+    try:
+        args.bullmq_shapes = bullmq_baseline.parse_shapes(args.bullmq_shapes)
+    except ValueError:
+        p.error("--bullmq-shapes: e.g. 1x64,2x256")
     return args
 
 
@@ -620,7 +685,7 @@ def main():
     signal.signal(signal.SIGTERM, interrupt)
     signal.signal(signal.SIGINT, interrupt)
     nodes, children, servers = [], [], []
-    receiver = None
+    receiver = sink = None
     readiness = None
     result = 2
     try:
@@ -641,9 +706,19 @@ def main():
             log("postgres: %s" % url)
         redis, redis_port = start_redis(tmp)
         children.append(redis)
-        limit = 0 if args.no_limit else args.url_limit
-        receiver = start_receiver(args.urls, limit)
-        hook_base = "http://127.0.0.1:%d" % receiver.server_address[1]
+        bullmq_redis = None
+        if args.bullmq:
+            bullmq_baseline.install(log)
+            bullmq_redis = start_redis(tmp, "redis-bullmq")
+            children.append(bullmq_redis[0])
+        if args.sink == "sim":
+            sink = sim_sink.SimSink(build, os.path.join(tmp, "sim.log"), args.sim_threads)
+            hook_base = sink.base
+            log("sink: relay-egress-sim on %s" % hook_base)
+        else:
+            limit = 0 if args.no_limit else args.url_limit
+            receiver = start_receiver(args.urls, limit)
+            hook_base = "http://127.0.0.1:%d" % receiver.server_address[1]
         with open(os.path.join(tmp, "secrets.key"), "w") as f:
             f.write(secrets.token_hex(32) + "\n")
         os.chmod(os.path.join(tmp, "secrets.key"), 0o600)
@@ -664,7 +739,10 @@ def main():
         time.sleep(1.0)  # the others' first answers (standbys stay unready)
         log("ready: %s" % " ".join("%s:%d%s" % (n.name, n.port, "" if n.ready else "(not ready)")
                                    for n in nodes))
-        result = run(args, tmp, nodes, receiver.arrivals, hook_base, primary, standby)
+        if sink is not None:
+            result = run_sim(args, tmp, nodes, sink, primary, redis, bullmq_redis)
+        else:
+            result = run(args, tmp, nodes, receiver.arrivals, hook_base, primary, standby)
     except KeyboardInterrupt:
         log("interrupted")
     finally:
@@ -688,6 +766,8 @@ def main():
             s.stop()
         if receiver is not None:
             receiver.shutdown()
+        if sink is not None:
+            sink.stop()
         if not args.keep:
             for name in ["pg-primary/data", "pg-standby/data"] + [n.name + "-data" for n in nodes]:
                 subprocess.run(["rm", "-rf", os.path.join(tmp, name)], check=False)
@@ -884,6 +964,154 @@ def run(args, tmp, nodes, arrivals, hook_base, primary, standby):
     if throughput:
         rows.append(("batches: delivered/s (accepted/s)", "%s (%s)" % (
             throughput["delivered_per_s"], throughput["accepted_per_s"])))
+    for name, value in rows:
+        print("%-48s %s" % (name, value))
+    return 0 if summary["missing"] == 0 and complete else 1
+
+
+def cpu_groups(nodes, primary, redis, sink):
+    """{name: CPU seconds so far} of the processes of a --sink sim run: each node, PostgreSQL
+    (the postmaster and its backends), the nodes' Redis, the simulator and this script (the
+    intake)."""
+    groups = {}
+    for n in nodes:
+        groups[n.name] = (lambda node: lambda: proc_cpu.seconds(node.process.pid))(n)
+    if primary is not None:
+        groups["postgres"] = lambda: proc_cpu.tree_seconds(primary.process.pid)
+    groups["redis"] = lambda: proc_cpu.seconds(redis.pid)
+    groups["sim"] = lambda: proc_cpu.seconds(sink.process.pid)
+    groups["this script (intake, polls)"] = proc_cpu.self_seconds
+    return groups
+
+
+def run_sim(args, tmp, nodes, sink, primary, redis, bullmq_redis):
+    """--sink sim (the throughput shape): with --bullmq first the same deliveries through BullMQ,
+    then the batches as fast as the nodes take them, then --probe-seconds of single posts at
+    --rate; the verdict from the simulator's counts."""
+    intake = Intake(args, nodes, sink.base, sink)
+    cpu = cpu_groups(nodes, primary, redis, sink)
+
+    def tick():
+        for n in nodes:
+            n.supervise()
+
+    def deliver(what):
+        """Until the simulator accepted every acknowledged delivery: the time it saw that."""
+        done = sink.wait_accepted(len(intake.acked), args.stall_timeout, tick=tick)
+        if done is None:
+            log("%s: nothing new accepted for %.0f s: giving up" % (what, args.stall_timeout))
+        return done
+
+    bullmq = []
+    if args.bullmq:
+        jobs = []
+        for i in range(args.deliveries):
+            url, payload = sim_delivery(sink, i % args.urls, i // args.urls, 0)
+            jobs.append({"url": url, "payload": payload})
+        for shape in args.bullmq_shapes:
+            log("BullMQ %s, %d worker process(es) x concurrency %d: %d deliveries, addBulk of %d"
+                % (bullmq_baseline.version(), shape[0], shape[1], len(jobs), args.batch))
+            bullmq.append(bullmq_baseline.run(jobs, shape, args.batch, bullmq_redis, sink, tmp,
+                                              args.stall_timeout, cpu, log, args.bullmq_warmup))
+            tick()
+    sink.reset()
+
+    log("posting %d deliveries in batches of %d" % (args.deliveries, args.batch))
+    before = proc_cpu.snapshot(cpu)
+    t0 = time.monotonic()
+    batcher = threading.Thread(target=intake.batches, args=(args.deliveries, args.batch),
+                               daemon=True)
+    batcher.start()
+    while batcher.is_alive():
+        tick()
+        time.sleep(0.05)
+    accepted_s = time.monotonic() - t0
+    done = deliver("batches")
+    after = proc_cpu.snapshot(cpu)
+    acked = len(intake.acked)
+    throughput = {
+        "deliveries": args.deliveries, "acknowledged": acked,
+        "posted_in_s": round(accepted_s, 2),
+        "accepted_per_s": round(acked / accepted_s, 1),
+        "delivered_in_s": round(done - t0, 2) if done else None,
+        "delivered_per_s": round(acked / (done - t0), 1) if done else None,
+        "batch_intake_p50_ms": ms(intake.latencies[0], 0.5),
+        "batch_intake_p99_ms": ms(intake.latencies[0], 0.99),
+        "cpu_s": proc_cpu.difference(before, after),
+    }
+    throughput.update(sink.verdict(acked))
+    log("throughput: %s" % json.dumps(throughput))
+
+    total = int(args.probe_seconds * args.rate)
+    log("posting %d deliveries at %s/s over %d URLs" % (total, args.rate or "max", args.urls))
+    lanes = intake.paced(total, args.rate, 1)
+    while any(t.is_alive() for t in lanes):
+        tick()
+        time.sleep(0.05)
+    end = deliver("single posts")
+    complete = done is not None and end is not None
+    settle_until = time.monotonic() + args.settle
+    while time.monotonic() < settle_until:
+        tick()
+        time.sleep(0.05)
+
+    summary = {
+        "mode": args.mode, "nodes": args.nodes, "store": args.store, "urls": args.urls,
+        "posted": args.deliveries + total, "rate_per_s": args.rate, "url_limit_per_s": 0,
+        "ordering_key": not args.no_ordering_key, "sink": "relay-egress-sim",
+        "complete": complete,
+    }
+    summary.update(sink.verdict(len(intake.acked)))
+    wall = (end or time.monotonic()) - intake.first_post
+    summary["wall_s"] = round(wall, 2)
+    summary["delivered_per_s"] = round(summary["arrived"] / wall, 1) if wall > 0 else None
+    summary["intake_p50_ms"] = ms(intake.latencies[1], 0.5)
+    summary["intake_p99_ms"] = ms(intake.latencies[1], 0.99)
+    summary["intake_max_ms"] = round(1000 * max(intake.latencies[1]), 1) \
+        if intake.latencies[1] else None
+    summary["ack_wait_p99_ms"] = ms(intake.ack_waits, 0.99)
+    summary["intake_failures"] = dict(intake.failures)
+    summary["intake_gave_up"] = len(intake.gave_up)
+    summary["intake_rejections"] = intake.rejections
+    summary["throughput"] = throughput
+    if bullmq:
+        best = max(bullmq, key=lambda r: r["delivered_per_s"] or 0)
+        summary["bullmq"] = {"version": bullmq_baseline.version(), "runs": bullmq,
+                             "best": "%dx%d" % (best["workers"], best["concurrency"])}
+        if best["delivered_per_s"] and throughput["delivered_per_s"]:
+            summary["ratio_to_bullmq"] = round(
+                throughput["delivered_per_s"] / best["delivered_per_s"], 2)
+    summary["node_exits"] = {n.name: n.exits for n in nodes if n.exits}
+    summary["node_ready_changes"] = {n.name: n.ready_changes for n in nodes}
+    summary["logs"] = tmp
+    with open(os.path.join(tmp, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    print(json.dumps(summary, indent=1))
+
+    def cpu_line(cpu_s):
+        return " ".join("%s %.1f" % (k, v) for k, v in cpu_s.items())
+
+    rows = [("acknowledged", summary["acknowledged"]), ("arrived", summary["arrived"]),
+            ("missing (must be 0)", summary["missing"]),
+            ("duplicates (same delivery / another)", "%d (%d / %d)" % (
+                summary["duplicates"], summary["duplicates_same_delivery"],
+                summary["duplicates_other_delivery"])),
+            ("order violations (URLs)", "%d (%d)" % (summary["order_violations"],
+                                                     summary["urls_with_order_violations"])),
+            ("intake at %g/s: p50 / p99 (ms)" % args.rate, "%s / %s" % (
+                summary["intake_p50_ms"], summary["intake_p99_ms"])),
+            ("batches: delivered/s (accepted/s)", "%s (%s)" % (
+                throughput["delivered_per_s"], throughput["accepted_per_s"])),
+            ("batches: cpu s", cpu_line(throughput["cpu_s"]))]
+    for r in bullmq:
+        rows.append(("BullMQ %dx%d: delivered/s (missing, dups, order)" % (
+            r["workers"], r["concurrency"]), "%s (%d, %d, %d)" % (
+                r["delivered_per_s"], r["missing"], r["duplicates"], r["order_violations"])))
+        rows.append(("BullMQ %dx%d: cpu s" % (r["workers"], r["concurrency"]),
+                     cpu_line(r["cpu_s"])))
+    if "ratio_to_bullmq" in summary:
+        rows.append(("relay-egress / BullMQ %s delivered/s" % summary["bullmq"]["best"],
+                     summary["ratio_to_bullmq"]))
     for name, value in rows:
         print("%-48s %s" % (name, value))
     return 0 if summary["missing"] == 0 and complete else 1
