@@ -208,11 +208,17 @@ Result<ListPage> PgQueueStore::List(const ListFilter& filter) {
   std::string last_id;   // the last id fetched: the next chunk starts after it
   bool first = true;     // the first chunk starts at `start` inclusive
   for (;;) {
-    auto r = Q(*c,
-               first ? "SELECT id, record FROM egress_deliveries WHERE ($1 = 0 OR state = $1) "
-                       "AND id >= $2 ORDER BY id LIMIT $3"
-                     : "SELECT id, record FROM egress_deliveries WHERE ($1 = 0 OR state = $1) "
-                       "AND id > $2 ORDER BY id LIMIT $3",
+    // One text per shape, so each has a plan of its own (plans are made once per connection,
+    // pg_connection.h): with a state, the (state, id) index; without, the primary key.
+    static constexpr const char* kChunk[2][2] = {
+        {"SELECT id, record FROM egress_deliveries WHERE $1 = 0 AND id > $2 ORDER BY id LIMIT $3",
+         "SELECT id, record FROM egress_deliveries WHERE $1 = 0 AND id >= $2 ORDER BY id "
+         "LIMIT $3"},
+        {"SELECT id, record FROM egress_deliveries WHERE state = $1 AND id > $2 ORDER BY id "
+         "LIMIT $3",
+         "SELECT id, record FROM egress_deliveries WHERE state = $1 AND id >= $2 ORDER BY id "
+         "LIMIT $3"}};
+    auto r = Q(*c, kChunk[state != 0][first],
                PgParams()
                    .Int32(static_cast<int32_t>(state))
                    .Text(first ? start : last_id)

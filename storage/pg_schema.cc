@@ -68,6 +68,14 @@ CREATE TABLE egress_nodes (
 UPDATE egress_schema SET version = 2;
 )sql";
 
+// Version 3: no (shard, state) index. No statement reads deliveries by shard (a shard's work is
+// found by destination), and every insert and state change paid for it: one B-tree insert of
+// about 13 per delivery in the throughput run.
+constexpr std::string_view kSchemaV3 = R"sql(
+DROP INDEX IF EXISTS egress_deliveries_shard;
+UPDATE egress_schema SET version = 3;
+)sql";
+
 Status Migrate(PgConnection& c) {
   auto exists = c.Exec("SELECT (to_regclass('egress_schema') IS NOT NULL)");
   if (!exists) {
@@ -75,7 +83,7 @@ Status Migrate(PgConnection& c) {
   }
   // Booleans come back as one byte in binary.
   if (exists->Bytes(0, 0) != std::string_view("\x01", 1)) {
-    return c.Run(fmt::format("BEGIN; {} {} COMMIT;", kSchemaV1, kSchemaV2));
+    return c.Run(fmt::format("BEGIN; {} {} {} COMMIT;", kSchemaV1, kSchemaV2, kSchemaV3));
   }
   auto version = c.Exec("SELECT version::int8 FROM egress_schema");
   if (!version) {
@@ -93,6 +101,11 @@ Status Migrate(PgConnection& c) {
   // One version at a time, each in one transaction with its version row.
   if (v < 2) {
     if (Status s = c.Run(fmt::format("BEGIN; {} COMMIT;", kSchemaV2)); !s.ok()) {
+      return s;
+    }
+  }
+  if (v < 3) {
+    if (Status s = c.Run(fmt::format("BEGIN; {} COMMIT;", kSchemaV3)); !s.ok()) {
       return s;
     }
   }

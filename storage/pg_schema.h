@@ -17,8 +17,8 @@ namespace egress::storage {
 //                      delivery_codec bytes, the destination as stored). Partial indexes:
 //                      (dest_key, id) of non-terminal rows (PendingFor, ListDestinations),
 //                      (state, id) (List, LeaseDue of queued), (due_ms, id) of deferred rows
-//                      (LeaseDue), (state, finished_ms, id) of finished rows (retention),
-//                      (shard, state) (the shard's work, for the owners to come).
+//                      (LeaseDue), (state, finished_ms, id) of finished rows (retention);
+//                      (shard, state) until version 3, which drops it (nothing read by it).
 //   egress_idem        (tenant, key) PK -> id; finished_ms set while it names a finished
 //                      delivery (NULL while live): the idempotency key's expiry index.
 //   egress_counters    (key, slot) PK -> n: the exact counters (index_keys.h keys: count/,
@@ -31,7 +31,8 @@ namespace egress::storage {
 //                      node id holding it; NULL: never held), epoch int8 (bumped by each claim),
 //                      expires_at timestamptz (the database's clock).
 //   egress_nodes       node_id text PK -> expires_at timestamptz (its heartbeat), started_at.
-inline constexpr int kPgSchemaVersion = 2;
+// Version 3 drops the (shard, state) index of egress_deliveries.
+inline constexpr int kPgSchemaVersion = 3;
 
 // Counter rows per key: a transaction adds its deltas to the slot of its pool connection
 // (offset per store), so concurrent writers rarely wait on one counter row. Reads sum the slots.
