@@ -57,7 +57,11 @@ bool Passing(const Status& s) {
 }
 
 StoreWriter::Options OutcomeWriterOptions(const DeliveryLoop::Options& o) {
-  return {.retry = true, .first_retry = o.first_store_retry, .max_retry = o.max_store_retry};
+  return {.retry = true,
+          .first_retry = o.first_store_retry,
+          .max_retry = o.max_store_retry,
+          .linger = o.outcome_linger,
+          .linger_batch = o.outcome_linger_batch};
 }
 
 }  // namespace

@@ -114,6 +114,13 @@ class DeliveryLoop {
     // 200 ms up to 5 s.
     Millis first_store_retry{200};
     Millis max_store_retry{5000};
+    // Outcomes (StoreWriter's linger): a write of fewer than outcome_linger_batch outcomes waits
+    // up to outcome_linger for more. The next delivery of a destination does not wait for its
+    // predecessor's outcome to be written, so this delays only when an outcome is durable.
+    // Default: none. Service sets it for a PostgreSQL store, whose transactions cost much more
+    // than their rows.
+    Millis outcome_linger{0};
+    size_t outcome_linger_batch = 0;
     // Each platform's API root (slack, discord, line, webhook): a destination that is no URL of
     // its own sends to this origin, which its connections are counted against
     // (pacing::DestinationSpec::origin). Empty: no connection limit for that platform's

@@ -38,6 +38,7 @@ StoreWriter::StoreWriter(asio::io_context& io, asio::any_io_executor storage,
       clock_(clock),
       options_(options),
       timer_(io),
+      linger_timer_(io),
       alive_(std::make_shared<bool>(true)) {}
 
 StoreWriter::~StoreWriter() { *alive_ = false; }
@@ -46,8 +47,32 @@ void StoreWriter::Submit(std::string id, storage::StateChange change, Done done)
   waiting_.emplace_back(std::move(id), std::move(change));
   waiting_done_.push_back(std::move(done));
   if (writing_ == 0 && !retry_at_) {
-    Flush();
+    FlushOrLinger();
   }
+}
+
+void StoreWriter::FlushOrLinger() {
+  if (options_.linger.count() > 0 && waiting_.size() < options_.linger_batch) {
+    if (!lingering_ && !waiting_.empty()) {
+      lingering_ = true;
+      linger_timer_.expires_after(options_.linger);
+      linger_timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+        if (ec || !*alive) {
+          return;
+        }
+        lingering_ = false;
+        if (writing_ == 0 && !retry_at_) {
+          Flush();
+        }
+      });
+    }
+    return;
+  }
+  if (lingering_) {
+    lingering_ = false;
+    linger_timer_.cancel();
+  }
+  Flush();
 }
 
 void StoreWriter::Poke() {
@@ -139,7 +164,7 @@ void StoreWriter::Finished(std::vector<storage::QueueStore::IdChange> changes,
   writing_ = 0;
   if (again.empty()) {
     backoff_ = Millis(0);
-    Flush();
+    FlushOrLinger();
     return;
   }
   // The failed changes go first, ahead of those submitted since.

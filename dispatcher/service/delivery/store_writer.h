@@ -20,6 +20,11 @@ namespace egress::service {
 // them (QueueStore::ApplyBatch). At most one write is on the pool at a time, so a busy loop
 // writes in large batches and an idle one with no added delay.
 //
+// With a linger (Options::linger, linger_batch), a write that would start with fewer than
+// linger_batch changes waits up to `linger` for more: fewer, larger transactions where each has
+// a high fixed cost (a PostgreSQL store's statements and commit), at the price of that much
+// delay before a change is durable. The linger is waited for with a timer on the loop.
+//
 // With `retry` on, a change whose write failed for a passing reason is written again, never
 // handed back as failed: when the whole write failed (anything but FailedPrecondition or
 // InvalidArgument: a full disk, an I/O error, a store refusing writes until it recovers) or
@@ -50,6 +55,9 @@ class StoreWriter {
     Millis first_retry{200};
     // Longest back-off. Default: 5 s.
     Millis max_retry{5000};
+    // Longest wait for linger_batch changes before a write starts with fewer. Default: 0 (none).
+    Millis linger{0};
+    size_t linger_batch = 0;
   };
 
   StoreWriter(boost::asio::io_context& io, boost::asio::any_io_executor storage,
@@ -76,6 +84,9 @@ class StoreWriter {
   uint64_t batches() const { return batches_; }
 
  private:
+  // Flush, unless a linger is set and fewer than linger_batch changes wait: then the write
+  // starts when they are that many or the linger timer fires.
+  void FlushOrLinger();
   void Flush();
   // The write of `changes` came back with `results`: hands each result to its `done`, or keeps
   // the change for a retry.
@@ -89,6 +100,8 @@ class StoreWriter {
   const Clock& clock_;
   const Options options_;
   boost::asio::steady_timer timer_;
+  boost::asio::steady_timer linger_timer_;
+  bool lingering_ = false;  // linger_timer_ is armed
   std::shared_ptr<bool> alive_;
   RetryObserver on_retry_;
   std::vector<storage::QueueStore::IdChange> waiting_;

@@ -66,6 +66,39 @@ class StoreWriterTest : public ::testing::Test {
   asio::thread_pool pool_{1};
 };
 
+// Verifies that with a linger a write waits for linger_batch changes (here the linger is an
+// hour, so only the count can start it), and that a short linger starts a lone change's write.
+TEST_F(StoreWriterTest, ALingeringWriteWaitsForItsBatchOrItsTime) {
+  auto work = asio::make_work_guard(io_);
+  std::vector<std::string> done;
+  auto record = [&](Result<Delivery> d) {
+    ASSERT_TRUE(d.has_value()) << d.error().ToString();
+    done.push_back(d->id);
+  };
+  {
+    StoreWriter writer(io_, pool_.get_executor(), *store_, clock_,
+                       {.linger = Millis(3'600'000), .linger_batch = 2});
+    writer.Submit(ids_[0], Lease(), record);
+    io_.poll();
+    EXPECT_EQ(writer.batches(), 0u);
+    EXPECT_EQ(writer.pending(), 1u);
+    writer.Submit(ids_[1], Lease(), record);
+    while (writer.pending() != 0) {
+      io_.run_one();
+    }
+    EXPECT_EQ(writer.batches(), 1u);  // both in one write, started by the second
+    EXPECT_EQ(done, std::vector<std::string>(ids_.begin(), ids_.begin() + 2));
+  }
+  StoreWriter writer(io_, pool_.get_executor(), *store_, clock_,
+                     {.linger = Millis(1), .linger_batch = 100});
+  writer.Submit(ids_[2], Lease(), record);
+  while (writer.pending() != 0) {
+    io_.run_one();  // the linger's timer, then the pool's answer
+  }
+  EXPECT_EQ(writer.batches(), 1u);
+  EXPECT_EQ(done.back(), ids_[2]);
+}
+
 // Verifies that changes submitted while a write is on the pool go together in the next write,
 // and that each `done` gets its own change's result, in order.
 TEST_F(StoreWriterTest, ChangesSubmittedDuringAWriteGoInTheNextOne) {
