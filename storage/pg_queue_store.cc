@@ -4,7 +4,9 @@
 // statement over unnest() of binary arrays (PgParams), so a batch of 100 enqueues is BEGIN, one
 // INSERT of the rows, one upsert of the counters and COMMIT (plus one idempotency insert when
 // keys are given), whatever its size. libpq's pipeline mode would save the remaining round trips
-// too, at the price of a second code path for errors; not measured yet.
+// too, at the price of a second code path for errors; not measured yet. Statements are prepared
+// and planned once per connection (PgConnection::Exec); the delivery loop lingers up to 5 ms to
+// batch outcomes (docs/storage.md, "Statements").
 
 #include "storage/pg_queue_store.h"
 
