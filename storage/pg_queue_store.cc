@@ -3,8 +3,11 @@
 // Batches are written with multi-row statements: each table's rows of one transaction go in one
 // statement over unnest() of binary arrays (PgParams), so a batch of 100 enqueues is BEGIN, one
 // INSERT of the rows, one upsert of the counters and COMMIT (plus one idempotency insert when
-// keys are given), whatever its size. libpq's pipeline mode would save the remaining round trips
-// too, at the price of a second code path for errors; not measured yet. Statements are prepared
+// keys are given), whatever its size. libpq's pipeline mode for a transaction's writes (all of
+// them in one round trip, the COMMIT after their answers) was built and measured against this in
+// the three-node throughput run, alternating (2026-12-05): 4,291-4,415 delivered/s with it,
+// 4,200-5,232 without, the same CPU; not kept, for a second error path that bought nothing
+// measurable (bench/README.md, section 13). Statements are prepared
 // and planned once per connection (PgConnection::Exec); the delivery loop lingers up to 5 ms to
 // batch outcomes (docs/storage.md, "Statements").
 
