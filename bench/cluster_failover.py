@@ -496,6 +496,22 @@ def ms(values, q):
     return None if v is None else round(1000 * v, 1)
 
 
+def add_intake_figures(summary, intake, wall):
+    """The run's wall time, delivered/s and the single posts' figures, into `summary`."""
+    summary["wall_s"] = round(wall, 2)
+    summary["delivered_per_s"] = round(summary["arrived"] / wall, 1) if wall > 0 else None
+    summary["intake_p50_ms"] = ms(intake.latencies[1], 0.5)
+    summary["intake_p99_ms"] = ms(intake.latencies[1], 0.99)
+    summary["intake_max_ms"] = round(1000 * max(intake.latencies[1]), 1) \
+        if intake.latencies[1] else None
+    summary["ack_wait_p99_ms"] = ms(intake.ack_waits, 0.99)
+    summary["ack_wait_max_ms"] = round(1000 * max(intake.ack_waits), 1) \
+        if intake.ack_waits else None
+    summary["intake_failures"] = dict(intake.failures)
+    summary["intake_gave_up"] = len(intake.gave_up)
+    summary["intake_rejections"] = intake.rejections
+
+
 def analyse(log_, acked, urls, action_t, cont_t, victim, stop_s):
     """What the arrivals say: see the module's comment."""
     first = {}                     # (u, seq) -> its first arrival's (t, node, webhook id)
@@ -907,19 +923,7 @@ def run(args, tmp, nodes, arrivals, hook_base, primary, standby):
     summary.update(analyse(log_, intake.acked, args.urls, action_t, cont_t,
                            victim.name if victim else None, args.stop_seconds))
     end = summary.pop("last_arrival") or time.monotonic()
-    wall = end - intake.first_post
-    summary["wall_s"] = round(wall, 2)
-    summary["delivered_per_s"] = round(summary["arrived"] / wall, 1) if wall > 0 else None
-    summary["intake_p50_ms"] = ms(intake.latencies[1], 0.5)
-    summary["intake_p99_ms"] = ms(intake.latencies[1], 0.99)
-    summary["intake_max_ms"] = round(1000 * max(intake.latencies[1]), 1) \
-        if intake.latencies[1] else None
-    summary["ack_wait_p99_ms"] = ms(intake.ack_waits, 0.99)
-    summary["ack_wait_max_ms"] = round(1000 * max(intake.ack_waits), 1) \
-        if intake.ack_waits else None
-    summary["intake_failures"] = dict(intake.failures)
-    summary["intake_gave_up"] = len(intake.gave_up)
-    summary["intake_rejections"] = intake.rejections
+    add_intake_figures(summary, intake, end - intake.first_post)
     summary["receiver_429s"] = sum(arrivals.refused.values())
     summary["receiver_429s_by_node"] = dict(arrivals.refused)
     summary["unparsed_arrivals"] = arrivals.unparsed
@@ -1062,17 +1066,7 @@ def run_sim(args, tmp, nodes, sink, primary, redis, bullmq_redis):
         "complete": complete,
     }
     summary.update(sink.verdict(len(intake.acked)))
-    wall = (end or time.monotonic()) - intake.first_post
-    summary["wall_s"] = round(wall, 2)
-    summary["delivered_per_s"] = round(summary["arrived"] / wall, 1) if wall > 0 else None
-    summary["intake_p50_ms"] = ms(intake.latencies[1], 0.5)
-    summary["intake_p99_ms"] = ms(intake.latencies[1], 0.99)
-    summary["intake_max_ms"] = round(1000 * max(intake.latencies[1]), 1) \
-        if intake.latencies[1] else None
-    summary["ack_wait_p99_ms"] = ms(intake.ack_waits, 0.99)
-    summary["intake_failures"] = dict(intake.failures)
-    summary["intake_gave_up"] = len(intake.gave_up)
-    summary["intake_rejections"] = intake.rejections
+    add_intake_figures(summary, intake, (end or time.monotonic()) - intake.first_post)
     summary["throughput"] = throughput
     if bullmq:
         best = max(bullmq, key=lambda r: r["delivered_per_s"] or 0)
