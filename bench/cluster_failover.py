@@ -512,6 +512,18 @@ def add_intake_figures(summary, intake, wall):
     summary["intake_rejections"] = intake.rejections
 
 
+def verdict_rows(summary):
+    """The table's first rows, what every run must show: acknowledged, arrived, missing,
+    duplicates, order violations."""
+    return [("acknowledged", summary["acknowledged"]), ("arrived", summary["arrived"]),
+            ("missing (must be 0)", summary["missing"]),
+            ("duplicates (same delivery / another)", "%d (%d / %d)" % (
+                summary["duplicates"], summary["duplicates_same_delivery"],
+                summary["duplicates_other_delivery"])),
+            ("order violations (URLs)", "%d (%d)" % (summary["order_violations"],
+                                                     summary["urls_with_order_violations"]))]
+
+
 def analyse(log_, acked, urls, action_t, cont_t, victim, stop_s):
     """What the arrivals say: see the module's comment."""
     first = {}                     # (u, seq) -> its first arrival's (t, node, webhook id)
@@ -945,13 +957,7 @@ def run(args, tmp, nodes, arrivals, hook_base, primary, standby):
             f.write("%.4f\t%d\t%d\t%d\t%s\t%s\t%d\n" % (t - T0, u, seq, phase, node, wid,
                                                        (u, seq) in intake.acked))
     print(json.dumps(summary, indent=1))
-    rows = [("acknowledged", summary["acknowledged"]), ("arrived", summary["arrived"]),
-            ("missing (must be 0)", summary["missing"]),
-            ("duplicates (same delivery / another)", "%d (%d / %d)" % (
-                summary["duplicates"], summary["duplicates_same_delivery"],
-                summary["duplicates_other_delivery"])),
-            ("order violations (URLs)", "%d (%d)" % (summary["order_violations"],
-                                                     summary["urls_with_order_violations"])),
+    rows = verdict_rows(summary) + [
             ("longest gap per URL: max / p50 (s)", "%s / %s" % (summary["gap_max_s"],
                                                                 summary["gap_p50_s"])),
             ("wall time (s)", summary["wall_s"]), ("delivered/s", summary["delivered_per_s"]),
@@ -1085,13 +1091,7 @@ def run_sim(args, tmp, nodes, sink, primary, redis, bullmq_redis):
     def cpu_line(cpu_s):
         return " ".join("%s %.1f" % (k, v) for k, v in cpu_s.items())
 
-    rows = [("acknowledged", summary["acknowledged"]), ("arrived", summary["arrived"]),
-            ("missing (must be 0)", summary["missing"]),
-            ("duplicates (same delivery / another)", "%d (%d / %d)" % (
-                summary["duplicates"], summary["duplicates_same_delivery"],
-                summary["duplicates_other_delivery"])),
-            ("order violations (URLs)", "%d (%d)" % (summary["order_violations"],
-                                                     summary["urls_with_order_violations"])),
+    rows = verdict_rows(summary) + [
             ("intake at %g/s: p50 / p99 (ms)" % args.rate, "%s / %s" % (
                 summary["intake_p50_ms"], summary["intake_p99_ms"])),
             ("batches: delivered/s (accepted/s)", "%s (%s)" % (
