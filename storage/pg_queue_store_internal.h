@@ -139,6 +139,26 @@ class PgQueueStore final : public QueueStore {
   Status CheckOpen() const;
   // A pool connection, or why there is none. Call under UsePool, after CheckOpen.
   Result<PgPool::Use> Take() { return pool_->Take(); }
+  // What most calls start with: the pool held open (UsePool), checked open (CheckOpen) and one
+  // of its connections (Take), usable where a PgPool::Use is. The lock outlives the connection.
+  struct Held {
+    std::shared_lock<std::shared_mutex> use;
+    PgPool::Use c;
+    operator PgPool::Use&() { return c; }  // NOLINT(google-explicit-constructor)
+    PgConnection* operator->() const { return c.operator->(); }
+    size_t index() const { return c.index(); }
+  };
+  Result<Held> Hold() {
+    auto use = UsePool();
+    if (Status s = CheckOpen(); !s.ok()) {
+      return s;
+    }
+    auto c = Take();
+    if (!c) {
+      return c.error();
+    }
+    return Held{std::move(use), std::move(*c)};
+  }
   // Runs one statement; an error that lost the connection turns the store unhealthy.
   Result<PgResult> Q(PgPool::Use& c, std::string_view sql, const PgParams& params = PgParams());
   Status Run(PgPool::Use& c, std::string_view sql);

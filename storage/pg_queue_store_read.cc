@@ -44,11 +44,7 @@ Result<Delivery> PgQueueStore::ReadCurrent(PgPool::Use& c, const std::string& id
 }
 
 Result<Delivery> PgQueueStore::Get(const std::string& id) {
-  auto use = UsePool();
-  if (Status s = CheckOpen(); !s.ok()) {
-    return s;
-  }
-  auto c = Take();
+  auto c = Hold();
   if (!c) {
     return c.error();
   }
@@ -99,11 +95,7 @@ Result<std::vector<Delivery>> PgQueueStore::GetMany(const std::vector<std::strin
 
 Result<std::vector<std::string>> PgQueueStore::ListDestinations(const std::string& after_key,
                                                                 size_t limit) {
-  auto use = UsePool();
-  if (Status s = CheckOpen(); !s.ok()) {
-    return s;
-  }
-  auto c = Take();
+  auto c = Hold();
   if (!c) {
     return c.error();
   }
@@ -295,11 +287,7 @@ Result<CounterMap> PgQueueStore::SumCountersWithPrefix(PgPool::Use& c, std::stri
 }
 
 Result<StateCounts> PgQueueStore::Counts() {
-  auto use = UsePool();
-  if (Status s = CheckOpen(); !s.ok()) {
-    return s;
-  }
-  auto c = Take();
+  auto c = Hold();
   if (!c) {
     return c.error();
   }
@@ -323,11 +311,7 @@ Result<StateCounts> PgQueueStore::Counts() {
 }
 
 Result<uint64_t> PgQueueStore::TenantBacklog(const std::string& tenant) {
-  auto use = UsePool();
-  if (Status s = CheckOpen(); !s.ok()) {
-    return s;
-  }
-  auto c = Take();
+  auto c = Hold();
   if (!c) {
     return c.error();
   }
@@ -342,11 +326,7 @@ Result<uint64_t> PgQueueStore::TenantBacklog(const std::string& tenant) {
 
 Result<std::vector<StateCounts>> PgQueueStore::DestinationCounts(
     const std::vector<std::string>& destination_keys) {
-  auto use = UsePool();
-  if (Status s = CheckOpen(); !s.ok()) {
-    return s;
-  }
-  auto c = Take();
+  auto c = Hold();
   if (!c) {
     return c.error();
   }
@@ -373,11 +353,7 @@ Result<std::vector<StateCounts>> PgQueueStore::DestinationCounts(
 }
 
 Result<std::vector<GroupCounts>> PgQueueStore::BacklogByTenantPlatform() {
-  auto use = UsePool();
-  if (Status s = CheckOpen(); !s.ok()) {
-    return s;
-  }
-  auto c = Take();
+  auto c = Hold();
   if (!c) {
     return c.error();
   }
@@ -442,11 +418,7 @@ Status PgQueueStore::ScanRecords(
 }
 
 Result<StateCounts> PgQueueStore::ScanCounts() {
-  auto use = UsePool();
-  if (Status s = CheckOpen(); !s.ok()) {
-    return s;
-  }
-  auto c = Take();
+  auto c = Hold();
   if (!c) {
     return c.error();
   }
@@ -468,11 +440,7 @@ Result<StateCounts> PgQueueStore::ScanCounts() {
 }
 
 Result<uint64_t> PgQueueStore::TenantStoredBytes(const std::string& tenant) {
-  auto use = UsePool();
-  if (Status s = CheckOpen(); !s.ok()) {
-    return s;
-  }
-  auto c = Take();
+  auto c = Hold();
   if (!c) {
     return c.error();
   }
@@ -486,11 +454,7 @@ Result<uint64_t> PgQueueStore::TenantStoredBytes(const std::string& tenant) {
 }
 
 Result<std::map<std::string, uint64_t>> PgQueueStore::ScanStoredBytes() {
-  auto use = UsePool();
-  if (Status s = CheckOpen(); !s.ok()) {
-    return s;
-  }
-  auto c = Take();
+  auto c = Hold();
   if (!c) {
     return c.error();
   }
@@ -520,11 +484,7 @@ pacing::SlidingWindowCounter PgQueueStore::QuotaUsage(const std::string& tenant,
 }
 
 Status PgQueueStore::LoadQuotas() {
-  auto use = UsePool();
-  if (Status s = CheckOpen(); !s.ok()) {
-    return s;
-  }
-  auto c = Take();
+  auto c = Hold();
   if (!c) {
     return c.error();
   }

@@ -76,11 +76,7 @@ Status PgQueueStore::PutSetting(const std::string& key, const std::string& value
 }
 
 Result<uint64_t> PgQueueStore::SettingsVersion() {
-  auto use = UsePool();
-  if (Status s = CheckOpen(); !s.ok()) {
-    return s;
-  }
-  auto c = Take();
+  auto c = Hold();
   if (!c) {
     return c.error();
   }
@@ -100,11 +96,7 @@ Result<uint64_t> PgQueueStore::SettingsVersion() {
 
 Result<std::vector<std::pair<std::string, std::string>>> PgQueueStore::ListSettings(
     const std::string& prefix) {
-  auto use = UsePool();
-  if (Status s = CheckOpen(); !s.ok()) {
-    return s;
-  }
-  auto c = Take();
+  auto c = Hold();
   if (!c) {
     return c.error();
   }
