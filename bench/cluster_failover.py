@@ -271,6 +271,9 @@ def write_node_config(node, args, url, redis_port, receiver_limit):
         'admin_token = "%s"' % TOKEN,
         'secrets_key_file = "%s"' % os.path.join(os.path.dirname(node.config), "secrets.key"),
         "tenant_backlog_watermark = 10000000",
+        # The script posts from one address with a connection per URL thread and node (300 with
+        # --urls 300): past the default 64 per address a node would close them (by design).
+        "max_connections_per_address = 0",
         'log_level = "%s"' % args.log_level,
         "[transport]",
         'user_agent = "%s%s"' % (AGENT, node.name),
