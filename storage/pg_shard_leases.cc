@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "storage/delivery_id.h"
+
 namespace egress::storage {
 namespace {
 
@@ -375,7 +377,9 @@ void PgShardLeases::RunListener() {
       lost = true;
       continue;
     }
-    // Entries "<shard>/<id>": those of shards this node does not dispatch are dropped unread.
+    // Entries "<shard>/<id>": those of shards this node does not dispatch are dropped unread,
+    // as is one whose id is no delivery id (the channel is open to any session of the
+    // database; one bad id would fail the read of all the others).
     std::vector<std::string> ids;
     for (const std::string& payload : *heard) {
       for (std::string& entry : Split(payload)) {
@@ -384,7 +388,7 @@ void PgShardLeases::RunListener() {
         if (slash != std::string::npos) {
           std::from_chars(entry.data(), entry.data() + slash, shard);
         }
-        if (MayDispatch(shard)) {
+        if (MayDispatch(shard) && IsDeliveryId(std::string_view(entry).substr(slash + 1))) {
           ids.push_back(entry.substr(slash + 1));
         }
       }

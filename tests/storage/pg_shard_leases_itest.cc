@@ -40,6 +40,13 @@ class PgShardLeasesTest : public PgStoreTest {
     EXPECT_TRUE(l.has_value()) << l.error().ToString();
     return l ? std::move(*l) : nullptr;
   }
+  // A store of the test's database as node `node` with Fast shard leases.
+  Result<std::unique_ptr<QueueStore>> OpenNode(std::string node) {
+    PostgresStoreOptions pg = pg_;
+    pg.shard_leases = Fast(std::move(node));
+    pg.clock = &clock_;
+    return OpenPostgresQueueStore(pg, options_, kPgT0);
+  }
   // Waits (up to 10 s) until `pred` holds.
   bool WaitFor(const std::function<bool()>& pred) {
     for (int waited = 0; waited < 10'000; waited += 20) {
@@ -180,10 +187,7 @@ TEST_F(PgShardLeasesTest, EnqueueForAnotherNodesShardWakesIt) {
     heard.insert(heard.end(), ids.begin(), ids.end());
   });
   // A second node's store: it joins, so it owns some shards and not others.
-  PostgresStoreOptions pg = pg_;
-  pg.shard_leases = Fast("node-intake");
-  pg.clock = &clock_;
-  auto intake = OpenPostgresQueueStore(pg, options_, kPgT0);
+  auto intake = OpenNode("node-intake");
   ASSERT_TRUE(intake.has_value()) << intake.error().ToString();
   ShardOwnership* own = (*intake)->ownership();
   ASSERT_NE(own, nullptr);
@@ -214,15 +218,40 @@ TEST_F(PgShardLeasesTest, EnqueueForAnotherNodesShardWakesIt) {
       << "a delivery of the intake node's own shard needs no wake-up";
 }
 
+// Verifies that wake-up entries from any session of the database are checked: one whose id is
+// no delivery id, or whose shard is no number or not this node's, is dropped; a good one in the
+// same payload is heard.
+TEST_F(PgShardLeasesTest, AWakeUpEntryThatIsNoDeliveryIdIsDropped) {
+  auto owner = Leases("node-owner");
+  std::mutex mu;
+  std::vector<std::string> heard;
+  owner->SetWakeObserver([&](std::vector<std::string> ids) {
+    std::lock_guard<std::mutex> lock(mu);
+    heard.insert(heard.end(), ids.begin(), ids.end());
+  });
+  ASSERT_TRUE(WaitFor([&] { return owner->held_count() == kPgShards; }));
+  const std::string good = MustEnqueue(PgSlack("C1"));
+  auto raw = Raw();
+  ASSERT_NE(raw, nullptr);
+  const std::string payload =
+      "7/not an id,7/01\u00fc\u00fcJ,x/" + good + ",999/" + good + ",7/" + good;
+  ASSERT_TRUE(
+      raw->Exec("SELECT pg_notify('egress_wake', $1)", PgParams().Text(payload)).has_value());
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return !heard.empty();
+  }));
+  std::this_thread::sleep_for(Millis(300));  // anything else of that payload would be in too
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(heard, std::vector<std::string>{good});
+}
+
 // Verifies the fencing: a store's write as owner goes through while its node holds the shard's
 // epoch, and once another node claimed the shard (epoch + 1) its lease's outcome is Rejected,
 // the lease dropped and the stored version kept; a lease as owner of a shard the node may not
 // dispatch is Unavailable; an operator's change (not as owner) applies on any node.
 TEST_F(PgShardLeasesTest, WritesAsOwnerAreFencedByTheEpoch) {
-  PostgresStoreOptions pg = pg_;
-  pg.shard_leases = Fast("node-a");
-  pg.clock = &clock_;
-  auto a = OpenPostgresQueueStore(pg, options_, kPgT0);
+  auto a = OpenNode("node-a");
   ASSERT_TRUE(a.has_value()) << a.error().ToString();
   QueueStore& store = **a;
   const std::string first = MustEnqueue(PgSlack("C1"));
@@ -267,10 +296,7 @@ TEST_F(PgShardLeasesTest, WritesAsOwnerAreFencedByTheEpoch) {
 // this node's QuotaUsage within a round of the leases (a second in service; 200 ms here), as is
 // its release.
 TEST_F(PgShardLeasesTest, QuotaChargesOfAnotherNodeAreCountedWithinARound) {
-  PostgresStoreOptions pg = pg_;
-  pg.shard_leases = Fast("node-a");
-  pg.clock = &clock_;
-  auto a = OpenPostgresQueueStore(pg, options_, kPgT0);
+  auto a = OpenNode("node-a");
   ASSERT_TRUE(a.has_value()) << a.error().ToString();
   const pacing::WindowShape shape = pacing::WindowShape::Of(100'000);
   NewDelivery d = PgSlack("C1");
