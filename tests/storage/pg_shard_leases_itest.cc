@@ -28,6 +28,29 @@ ShardLeaseOptions Fast(std::string node) {
           .handoff_timeout = Millis(3000)};
 }
 
+// The ids a node's wake-up observer was told, from its listener thread.
+class Heard {
+ public:
+  void Listen(PgShardLeases& leases) {
+    leases.SetWakeObserver([this](std::vector<std::string> ids) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ids_.insert(ids_.end(), ids.begin(), ids.end());
+    });
+  }
+  std::vector<std::string> ids() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ids_;
+  }
+  bool Has(const std::string& id) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::find(ids_.begin(), ids_.end(), id) != ids_.end();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> ids_;
+};
+
 class PgShardLeasesTest : public PgStoreTest {
  protected:
   std::unique_ptr<PgShardLeases> Leases(std::string node, std::function<bool(int)> busy = nullptr) {
@@ -179,13 +202,9 @@ TEST_F(PgShardLeasesTest, AHandoverWaitsForWorkInFlight) {
 // Verifies the wake-up channel: a delivery enqueued through a store whose node does not own its
 // shard is announced to the listening nodes with its id.
 TEST_F(PgShardLeasesTest, EnqueueForAnotherNodesShardWakesIt) {
+  Heard heard;  // outlives the leases, whose listener thread tells it
   auto owner = Leases("node-owner");
-  std::mutex mu;
-  std::vector<std::string> heard;
-  owner->SetWakeObserver([&](std::vector<std::string> ids) {
-    std::lock_guard<std::mutex> lock(mu);
-    heard.insert(heard.end(), ids.begin(), ids.end());
-  });
+  heard.Listen(*owner);
   // A second node's store: it joins, so it owns some shards and not others.
   auto intake = OpenNode("node-intake");
   ASSERT_TRUE(intake.has_value()) << intake.error().ToString();
@@ -209,26 +228,17 @@ TEST_F(PgShardLeasesTest, EnqueueForAnotherNodesShardWakesIt) {
   }
   ASSERT_FALSE(foreign.empty());
   ASSERT_FALSE(local.empty());
-  ASSERT_TRUE(WaitFor([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return std::find(heard.begin(), heard.end(), foreign) != heard.end();
-  }));
-  std::lock_guard<std::mutex> lock(mu);
-  EXPECT_EQ(std::find(heard.begin(), heard.end(), local), heard.end())
-      << "a delivery of the intake node's own shard needs no wake-up";
+  ASSERT_TRUE(WaitFor([&] { return heard.Has(foreign); }));
+  EXPECT_FALSE(heard.Has(local)) << "a delivery of the intake node's own shard needs no wake-up";
 }
 
 // Verifies that wake-up entries from any session of the database are checked: one whose id is
 // no delivery id, or whose shard is no number or not this node's, is dropped; a good one in the
 // same payload is heard.
 TEST_F(PgShardLeasesTest, AWakeUpEntryThatIsNoDeliveryIdIsDropped) {
+  Heard heard;
   auto owner = Leases("node-owner");
-  std::mutex mu;
-  std::vector<std::string> heard;
-  owner->SetWakeObserver([&](std::vector<std::string> ids) {
-    std::lock_guard<std::mutex> lock(mu);
-    heard.insert(heard.end(), ids.begin(), ids.end());
-  });
+  heard.Listen(*owner);
   ASSERT_TRUE(WaitFor([&] { return owner->held_count() == kPgShards; }));
   const std::string good = MustEnqueue(PgSlack("C1"));
   auto raw = Raw();
@@ -237,13 +247,9 @@ TEST_F(PgShardLeasesTest, AWakeUpEntryThatIsNoDeliveryIdIsDropped) {
       "7/not an id,7/01\u00fc\u00fcJ,x/" + good + ",999/" + good + ",7/" + good;
   ASSERT_TRUE(
       raw->Exec("SELECT pg_notify('egress_wake', $1)", PgParams().Text(payload)).has_value());
-  ASSERT_TRUE(WaitFor([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return !heard.empty();
-  }));
+  ASSERT_TRUE(WaitFor([&] { return !heard.ids().empty(); }));
   std::this_thread::sleep_for(Millis(300));  // anything else of that payload would be in too
-  std::lock_guard<std::mutex> lock(mu);
-  EXPECT_EQ(heard, std::vector<std::string>{good});
+  EXPECT_EQ(heard.ids(), std::vector<std::string>{good});
 }
 
 // Verifies the fencing: a store's write as owner goes through while its node holds the shard's
