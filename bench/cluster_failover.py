@@ -515,6 +515,26 @@ def add_intake_figures(summary, intake, wall):
     summary["intake_rejections"] = intake.rejections
 
 
+def report_statements(primary, tmp):
+    """With --pg-setting shared_preload_libraries=pg_stat_statements: the statements by the
+    server's time (execution, and planning with pg_stat_statements.track_planning=on), into
+    pg_stat_statements.txt in the run's directory."""
+    try:
+        primary.sql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements", pg_local.DATABASE)
+        text = primary.sql(
+            "SELECT calls || ' calls, ' || round(total_exec_time::numeric) || ' ms executing, ' "
+            "|| round(total_plan_time::numeric) || ' ms planning, ' || rows || ' rows: ' || "
+            "left(regexp_replace(query, '\\s+', ' ', 'g'), 160) FROM pg_stat_statements "
+            "ORDER BY total_exec_time + total_plan_time DESC LIMIT 30", pg_local.DATABASE)
+    except Exception as e:  # a report, not the run's verdict
+        log("pg_stat_statements: %s" % e)
+        return
+    path = os.path.join(tmp, "pg_stat_statements.txt")
+    with open(path, "w") as f:
+        f.write(text + "\n")
+    log("the server's statements by time: %s" % path)
+
+
 def verdict_rows(summary):
     """The table's first rows, what every run must show: acknowledged, arrived, missing,
     duplicates, order violations."""
@@ -667,6 +687,9 @@ def parse_args():
     p.add_argument("--pg-standby", action="store_true",
                    help="a synchronous streaming standby (implied by --mode pg-kill)")
     p.add_argument("--pg-no-fsync", action="store_true")
+    p.add_argument("--pg-setting", action="append", default=[], metavar="NAME=VALUE",
+                   help="a setting of the primary's (postgres -c), e.g. "
+                        "shared_preload_libraries=pg_stat_statements; repeatable")
     p.add_argument("--intake-timeout", type=float, default=2.0)
     p.add_argument("--post-deadline", type=float, default=120.0)
     p.add_argument("--stall-timeout", type=float, default=120.0)
@@ -718,14 +741,15 @@ def main():
     nodes, children, servers = [], [], []
     receiver = sink = None
     readiness = None
+    primary = None
     result = 2
     try:
-        primary = standby = url = None
+        standby = url = None
         if args.store == "postgres":
             primary = pg_local.Server(os.path.join(tmp, "pg-primary"),
                                       fsync=not args.pg_no_fsync)
             servers.append(primary)
-            primary.start()
+            primary.start(args.pg_setting)
             url = primary.create_database()
         if args.pg_standby:
             standby = pg_local.Standby(primary, os.path.join(tmp, "pg-standby"))
@@ -793,6 +817,8 @@ def main():
         for c in children:
             c.terminate()
             c.wait()
+        if primary is not None and any("pg_stat_statements" in x for x in args.pg_setting):
+            report_statements(primary, tmp)
         for s in reversed(servers):
             s.stop()
         if receiver is not None:
