@@ -1,5 +1,6 @@
 #include "storage/counter_table.h"
 
+#include <algorithm>
 #include <array>
 #include <memory>
 
@@ -27,7 +28,39 @@ Status CounterTable::Load(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   values_ = std::move(loaded);
+  groups_.clear();
+  for (const auto& [key, n] : values_) {
+    MoveGroup(key, 0, n);
+  }
   return Status::Ok();
+}
+
+void CounterTable::MoveGroup(std::string_view key, int64_t before, int64_t after) {
+  const int64_t change = std::max<int64_t>(0, after) - std::max<int64_t>(0, before);
+  DestCountKeyParts parts;
+  if (change == 0 || !ParseDestCountKey(key, parts)) {
+    return;
+  }
+  const std::pair<std::string_view, std::string_view> group(parts.tenant, parts.platform);
+  auto it = groups_.find(group);
+  if (it == groups_.end()) {
+    it = groups_.emplace(GroupKey(group.first, group.second), StateCounts{}).first;
+  }
+  uint64_t& n = it->second[static_cast<size_t>(parts.state) - 1];
+  n = static_cast<uint64_t>(static_cast<int64_t>(n) + change);
+  if (std::all_of(it->second.begin(), it->second.end(), [](uint64_t v) { return v == 0; })) {
+    groups_.erase(it);  // memory follows the groups with work
+  }
+}
+
+std::vector<GroupCounts> CounterTable::Groups() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<GroupCounts> out;
+  out.reserve(groups_.size());
+  for (const auto& [group, counts] : groups_) {
+    out.push_back({group.first, group.second, counts});
+  }
+  return out;
 }
 
 void CounterTable::Apply(const CounterDeltas& deltas) {
@@ -40,7 +73,9 @@ void CounterTable::Apply(const CounterDeltas& deltas) {
     if (it == values_.end()) {
       it = values_.emplace(key, 0).first;
     }
+    const int64_t before = it->second;
     it->second += delta;
+    MoveGroup(key, before, it->second);
     if (it->second == 0) {
       values_.erase(it);  // memory follows the counters in use
     }

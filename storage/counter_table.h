@@ -1,14 +1,19 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include <rocksdb/db.h>
 
 #include "dispatcher/base/result.h"
 #include "storage/counter_deltas.h"
+#include "storage/queue_store.h"
 
 namespace egress::storage {
 
@@ -26,21 +31,27 @@ class CounterTable {
   void Apply(const CounterDeltas& deltas);
   // 0 for a counter never written.
   int64_t Get(std::string_view key) const;
-  // Calls `fn(key, value)` for every counter whose key starts with `prefix` and is not 0, in no
-  // particular order, under the table's lock (`fn` must not call back into the table).
-  template <class Fn>
-  void ForEachWithPrefix(std::string_view prefix, Fn&& fn) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [key, value] : values_) {
-      if (std::string_view(key).starts_with(prefix)) {
-        fn(std::string_view(key), value);
-      }
-    }
-  }
+  // The destination counters (destcount/ keys) summed per (tenant, platform), the negative ones
+  // read as 0, ordered by tenant then platform; kept as the counters change, so the copy under
+  // the lock is all a read costs (one entry per group, not per destination and state).
+  std::vector<GroupCounts> Groups() const;
 
  private:
+  // Moves the group of `key` (when it is a destination counter) from `before` to `after`.
+  void MoveGroup(std::string_view key, int64_t before, int64_t after);
+
+  struct GroupOrder {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return std::tie(a.first, a.second) < std::tie(b.first, b.second);
+    }
+  };
+  using GroupKey = std::pair<std::string, std::string>;  // (tenant, platform)
+
   mutable std::mutex mu_;
   CounterMap values_;
+  std::map<GroupKey, StateCounts, GroupOrder> groups_;
 };
 
 }  // namespace egress::storage

@@ -1,5 +1,7 @@
 #include "storage/index_keys.h"
 
+#include <optional>
+
 #include "storage/coding.h"
 
 namespace egress::storage {
@@ -103,6 +105,29 @@ void SetDestCountKey(std::string& out, std::string_view destination_key, Deliver
   out.append(StateName(state));
   out.push_back('/');
   out.append(destination_key);
+}
+
+bool ParseDestCountKey(std::string_view key, DestCountKeyParts& out) {
+  constexpr std::string_view kPrefix = "destcount/";
+  if (!key.starts_with(kPrefix)) {
+    return false;
+  }
+  key.remove_prefix(kPrefix.size());
+  const size_t slash = key.find('/');
+  if (slash == std::string_view::npos) {
+    return false;
+  }
+  const std::optional<DeliveryState> state = ParseState(key.substr(0, slash));
+  const std::string_view dest = key.substr(slash + 1);
+  const size_t p_end = dest.find('\x1f');
+  const size_t t_end = p_end == std::string_view::npos ? p_end : dest.find('\x1f', p_end + 1);
+  if (!state || t_end == std::string_view::npos) {
+    return false;
+  }
+  out.state = *state;
+  out.platform = dest.substr(0, p_end);
+  out.tenant = dest.substr(p_end + 1, t_end - p_end - 1);
+  return true;
 }
 
 std::string BacklogKey(std::string_view tenant) {

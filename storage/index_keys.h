@@ -56,6 +56,15 @@ std::string StoredBytesKey(std::string_view tenant);
 std::string DestCountKey(std::string_view destination_key, DeliveryState state);
 // The same key written over `out` (whose capacity is reused).
 void SetDestCountKey(std::string& out, std::string_view destination_key, DeliveryState state);
+// What a destination's counter key counts: its state and the (tenant, platform) its destination
+// key begins with ("<platform>\x1f<tenant>\x1f..."; a sealed key keeps both in the clear). False
+// when `key` is no such key.
+struct DestCountKeyParts {
+  DeliveryState state{};
+  std::string_view tenant;
+  std::string_view platform;
+};
+bool ParseDestCountKey(std::string_view key, DestCountKeyParts& out);
 
 // meta: the units charged to one slice of a tenant's quota (a merged signed counter):
 // "quota/", tenant, '\x1f', quota, '\x1f', be64(expires_ms). Tenant and quota names hold no

@@ -369,25 +369,13 @@ Result<std::vector<GroupCounts>> PgQueueStore::BacklogByTenantPlatform() {
       }
     }
   }
-  // destcount/<state>/<destination key>: the key begins "<platform>\x1f<tenant>\x1f".
   std::map<std::pair<std::string, std::string>, StateCounts> groups;
-  for (const auto& [full, n] : *sums) {
-    std::string_view key = full;
-    key.remove_prefix(std::string_view("destcount/").size());
-    const size_t slash = key.find('/');
-    if (n <= 0 || slash == std::string_view::npos) {
-      continue;
+  for (const auto& [key, n] : *sums) {
+    DestCountKeyParts parts;
+    if (n > 0 && ParseDestCountKey(key, parts)) {
+      groups[{std::string(parts.tenant), std::string(parts.platform)}]
+            [static_cast<size_t>(parts.state) - 1] += static_cast<uint64_t>(n);
     }
-    const std::optional<DeliveryState> state = ParseState(key.substr(0, slash));
-    const std::string_view dest = key.substr(slash + 1);
-    const size_t p_end = dest.find('\x1f');
-    const size_t t_end = p_end == std::string_view::npos ? p_end : dest.find('\x1f', p_end + 1);
-    if (!state || t_end == std::string_view::npos) {
-      continue;
-    }
-    std::pair<std::string, std::string> group(dest.substr(p_end + 1, t_end - p_end - 1),
-                                              dest.substr(0, p_end));
-    groups[std::move(group)][static_cast<size_t>(*state) - 1] += static_cast<uint64_t>(n);
   }
   std::vector<GroupCounts> out;
   for (const auto& [group, counts] : groups) {

@@ -243,8 +243,9 @@ class QueueStore {
       const std::vector<std::string>& destination_keys) = 0;
 
   // Counts per non-terminal state of every (tenant, platform) with such deliveries, summed from
-  // the per-destination counters in memory (no disk read; cost grows with the destinations that
-  // have work), ordered by tenant then platform.
+  // the per-destination counters (no record read), ordered by tenant then platform. The RocksDB
+  // store keeps the sums in memory as its counters change (a read copies one entry per group);
+  // the PostgreSQL store sums the counter rows.
   virtual Result<std::vector<GroupCounts>> BacklogByTenantPlatform() = 0;
 
   // Counts per state found by scanning every record: a consistency check for tests and `fsck`.

@@ -210,31 +210,7 @@ Result<std::vector<GroupCounts>> RocksQueueStore::BacklogByTenantPlatform() {
   if (Status s = CheckOpen(); !s.ok()) {
     return s;
   }
-  // destcount/<state>/<destination key>: the destination key begins "<platform>\x1f<tenant>\x1f".
-  // Keyed by (tenant, platform) copies: the table's keys may go once its lock is released.
-  std::map<std::pair<std::string, std::string>, StateCounts, std::less<>> groups;
-  counters_.ForEachWithPrefix("destcount/", [&groups](std::string_view key, int64_t n) {
-    key.remove_prefix(std::string_view("destcount/").size());
-    const size_t slash = key.find('/');
-    if (n <= 0 || slash == std::string_view::npos) {
-      return;
-    }
-    const std::optional<DeliveryState> state = ParseState(key.substr(0, slash));
-    const std::string_view dest = key.substr(slash + 1);
-    const size_t p_end = dest.find('\x1f');
-    const size_t t_end = p_end == std::string_view::npos ? p_end : dest.find('\x1f', p_end + 1);
-    if (!state || t_end == std::string_view::npos) {
-      return;
-    }
-    std::pair<std::string, std::string> group(dest.substr(p_end + 1, t_end - p_end - 1),
-                                              dest.substr(0, p_end));
-    groups[std::move(group)][static_cast<size_t>(*state) - 1] += static_cast<uint64_t>(n);
-  });
-  std::vector<GroupCounts> out;
-  for (const auto& [group, counts] : groups) {
-    out.push_back({std::string(group.first), std::string(group.second), counts});
-  }
-  return out;
+  return counters_.Groups();
 }
 
 Result<StateCounts> RocksQueueStore::ScanCounts() {

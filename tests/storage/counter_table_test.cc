@@ -1,0 +1,80 @@
+// CounterTable's group sums: the destination counters per (tenant, platform), kept as the
+// counters change.
+
+#include "storage/counter_table.h"
+
+#include <gtest/gtest.h>
+
+#include "storage/delivery.h"
+#include "storage/index_keys.h"
+
+namespace egress::storage {
+namespace {
+
+std::string Key(std::string_view platform, std::string_view tenant, std::string_view destination,
+                DeliveryState state) {
+  return DestCountKey(DestinationKeyOf(platform, tenant, "cred", destination), state);
+}
+
+CounterDeltas Deltas(std::initializer_list<std::pair<std::string, int64_t>> moves) {
+  CounterDeltas d;
+  for (const auto& [key, n] : moves) {
+    d.Add(key, n);
+  }
+  return d;
+}
+
+// Verifies that destinations of one (tenant, platform) add up, groups come ordered by tenant then
+// platform, other counters are no group, a negative destination counter reads as 0 (as each
+// destination's own count does), and a group whose counts all reach 0 goes.
+TEST(CounterTableTest, GroupsFollowTheDestinationCounters) {
+  CounterTable table;
+  table.Apply(Deltas({{Key("webhook", "beta", "a", DeliveryState::kQueued), 2},
+                      {Key("webhook", "acme", "a", DeliveryState::kQueued), 1},
+                      {Key("webhook", "acme", "b", DeliveryState::kDeferred), 3},
+                      {Key("slack", "acme", "C1", DeliveryState::kInFlight), 1},
+                      {CountKey(DeliveryState::kQueued), 3},
+                      {BacklogKey("acme"), 5}}));
+  std::vector<GroupCounts> groups = table.Groups();
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(groups[0].tenant, "acme");
+  EXPECT_EQ(groups[0].platform, "slack");
+  EXPECT_EQ(CountOf(groups[0].counts, DeliveryState::kInFlight), 1u);
+  EXPECT_EQ(groups[1].platform, "webhook");
+  EXPECT_EQ(CountOf(groups[1].counts, DeliveryState::kQueued), 1u);
+  EXPECT_EQ(CountOf(groups[1].counts, DeliveryState::kDeferred), 3u);
+  EXPECT_EQ(groups[2].tenant, "beta");
+
+  // acme/webhook/a goes to -1: it counts 0, not -1; back to +1 it counts 1 again.
+  table.Apply(Deltas({{Key("webhook", "acme", "a", DeliveryState::kQueued), -2}}));
+  groups = table.Groups();
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(CountOf(groups[1].counts, DeliveryState::kQueued), 0u);
+  table.Apply(Deltas({{Key("webhook", "acme", "a", DeliveryState::kQueued), 2}}));
+  EXPECT_EQ(CountOf(table.Groups()[1].counts, DeliveryState::kQueued), 1u);
+
+  // acme/slack's only count ends: the group goes.
+  table.Apply(Deltas({{Key("slack", "acme", "C1", DeliveryState::kInFlight), -1}}));
+  groups = table.Groups();
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].platform, "webhook");
+  EXPECT_EQ(table.Get(CountKey(DeliveryState::kQueued)), 3);
+}
+
+// Verifies that a key under destcount/ that does not name a state and a destination key is no
+// group (a hostile or damaged key read back from the meta column family).
+TEST(CounterTableTest, AMalformedDestinationCounterIsNoGroup) {
+  CounterTable table;
+  table.Apply(Deltas({{"destcount/queued/no-separators", 4},
+                      {"destcount/nostate/webhook\x1f"
+                       "acme\x1f"
+                       "c\x1f"
+                       "d",
+                       4},
+                      {"destcount/queued", 4}}));
+  EXPECT_TRUE(table.Groups().empty());
+  EXPECT_EQ(table.Get("destcount/queued/no-separators"), 4);
+}
+
+}  // namespace
+}  // namespace egress::storage
