@@ -198,19 +198,19 @@ class Service {
   // GET /metrics' text, made at most once a second and served to every scrape in that second
   // (api/metrics_scrape.cc); loop only.
   struct MetricsText {
-    std::optional<SteadyTime> made;  // when `text` was made
-    std::string text;
-    bool making = false;           // a refresh and render are on their way
-    std::vector<Respond> waiting;  // scrapes that wait for them
-    int64_t tat_ns = 0;            // the scrapes' GCRA meter (kMetricsBytesPerSecond)
-    size_t last_bytes = 0;         // the size of the last text made
+    std::optional<SteadyTime> made;           // when `text` was made
+    std::shared_ptr<const std::string> text;  // shared by the answers that send it
+    bool making = false;                      // a refresh and render are on their way
+    std::vector<Respond> waiting;             // scrapes that wait for them
+    int64_t tat_ns = 0;                       // the scrapes' GCRA meter (kMetricsBytesPerSecond)
+    size_t last_bytes = 0;                    // the size of the last text made
   };
   // The bytes of /metrics text answered a second: a scrape costs the size of the last text made,
-  // the rest are 429 with Retry-After. Each scrape takes a copy of the text (9.5 MB at 10,000
-  // tenants) written from the loop, and a client scraping back to back took 78 a second and the
-  // loop with them (bench/README.md, section 12). 32 MiB a second is 3.5 scrapes a second at
-  // 10,000 tenants, hundreds with a few; Prometheus scrapes a target once per interval (15 s
-  // by default), twice with an HA pair.
+  // the rest are 429 with Retry-After. Each scrape is written the text (9.5 MB at 10,000
+  // tenants) from the loop, and a client scraping back to back took 78 a second and the loop
+  // with them (bench/README.md, section 12; each took a copy then, now they share one). 32 MiB a
+  // second is 3.5 scrapes a second at 10,000 tenants, hundreds with a few; Prometheus scrapes a
+  // target once per interval (15 s by default), twice with an HA pair.
   static constexpr size_t kMetricsBytesPerSecond = 32 << 20;
   MetricsText& metrics_text() { return metrics_text_; }
   StoreHealthMonitor& store_health() { return *store_health_; }

@@ -116,7 +116,7 @@ std::string Clip(std::string_view text, size_t n = 300) {
 // request to this service carried (it may show what a client stored itself).
 std::string CheckAnswer(const HttpResponse& res, const std::set<std::string_view>& client_secrets) {
   const unsigned status = res.result_int();
-  const std::string& body = res.body();
+  const std::string_view body = res.body().view();
   if (status < 100 || status > 599) {
     return fmt::format("status {} is outside 100..599", status);
   }
@@ -301,7 +301,7 @@ std::string ApiFuzzHarness::RunRequest(std::string_view request) {
     return fmt::format("{}: answered {} times", what, answers->count);
   }
   last_status_ = answers->first->result_int();
-  last_body_ = answers->first->body();
+  last_body_ = std::string(answers->first->body().view());
   for (std::string_view secret : kSecrets) {
     if (wire.find(secret) != std::string::npos) {
       state_->client_secrets.insert(secret);

@@ -18,11 +18,12 @@
 #include "dispatcher/base/result.h"
 #include "dispatcher/service/api/client_address.h"
 #include "dispatcher/service/api/principal.h"
+#include "dispatcher/service/api/response_body.h"
 
 namespace egress::service {
 
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
-using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+using HttpResponse = boost::beast::http::response<ResponseBody>;
 // A request as far as its header: what the gate decides on. An HttpRequest is one.
 using HttpRequestHeader = boost::beast::http::request_header<>;
 

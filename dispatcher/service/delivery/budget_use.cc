@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <iterator>
 #include <tuple>
 
@@ -47,15 +48,6 @@ void BudgetUse::Take(std::string_view tenant, pacing::BudgetName budget, pacing:
   totals_.find(*scope.owner)->second += units;
 }
 
-std::vector<BudgetUse::Total> BudgetUse::Totals() const {
-  std::vector<Total> out;
-  out.reserve(totals_.size());
-  for (const auto& [owner, units] : totals_) {
-    out.push_back({owner.first, owner.second, units});
-  }
-  return out;
-}
-
 void BudgetUse::Prune(SteadyTime now) {
   const int64_t slot = SlotOf(now);
   for (auto it = scopes_.begin(); it != scopes_.end();) {
@@ -66,26 +58,74 @@ void BudgetUse::Prune(SteadyTime now) {
   }
 }
 
-std::vector<BudgetUse::Ratio> BudgetUse::Utilization(SteadyTime now) {
-  Prune(now);
-  std::map<const std::pair<std::string, pacing::BudgetName>*, double> highest;
-  for (const auto& [key, scope] : scopes_) {
-    uint64_t units = 0;
-    for (uint32_t n : scope.slots) {
-      units += n;
-    }
-    double& ratio = highest[scope.owner];
-    ratio = std::max(ratio, static_cast<double>(units) / scope.per_minute);
+std::vector<BudgetUse::Total> BudgetUse::Totals() const {
+  std::vector<Total> out;
+  out.reserve(totals_.size());
+  for (const auto& [owner, units] : totals_) {
+    out.push_back({owner.first, owner.second, units});
   }
+  return out;
+}
+
+std::vector<BudgetUse::Ratio> BudgetUse::Utilization(SteadyTime now) {
   std::vector<Ratio> out;
-  out.reserve(highest.size());
-  for (const auto& [owner, ratio] : highest) {
-    out.push_back({owner->first, owner->second, ratio});
+  Walk walk(*this, now);
+  while (!walk.Step(
+      SIZE_MAX, [](const Total&) {}, [&out](const Ratio& r) { out.push_back(r); })) {
   }
   std::sort(out.begin(), out.end(), [](const Ratio& a, const Ratio& b) {
     return std::tie(a.tenant, a.budget) < std::tie(b.tenant, b.budget);
   });
   return out;
+}
+
+BudgetUse::Walk::Walk(BudgetUse& use, SteadyTime now) : use_(use), slot_(SlotOf(now)) {
+  scopes_.reserve(use.scopes_.size());
+  for (const auto& [key, scope] : use.scopes_) {
+    scopes_.push_back(key);
+  }
+}
+
+bool BudgetUse::Walk::Step(size_t max, const std::function<void(const Total&)>& total,
+                           const std::function<void(const Ratio&)>& ratio) {
+  size_t budget = std::max<size_t>(1, max);
+  if (!totals_done_) {
+    auto it = last_total_ ? use_.totals_.upper_bound(*last_total_) : use_.totals_.begin();
+    for (; it != use_.totals_.end() && budget > 0; ++it, --budget) {
+      total({it->first.first, it->first.second, it->second});
+      last_total_ = it->first;
+    }
+    totals_done_ = it == use_.totals_.end();
+  }
+  for (; next_scope_ < scopes_.size() && budget > 0; ++next_scope_, --budget) {
+    auto it = use_.scopes_.find(scopes_[next_scope_]);
+    if (it == use_.scopes_.end()) {
+      continue;  // pruned meanwhile
+    }
+    Scope& scope = it->second;
+    Advance(scope, slot_);
+    uint64_t units = 0;
+    for (uint32_t n : scope.slots) {
+      units += n;
+    }
+    if (units == 0) {
+      use_.scopes_.erase(it);
+      continue;
+    }
+    double& highest = highest_[scope.owner];
+    highest = std::max(highest, static_cast<double>(units) / scope.per_minute);
+  }
+  if (next_scope_ < scopes_.size()) {
+    return false;
+  }
+  if (!ratios_started_) {
+    next_ratio_ = highest_.cbegin();
+    ratios_started_ = true;
+  }
+  for (; next_ratio_ != highest_.cend() && budget > 0; ++next_ratio_, --budget) {
+    ratio({next_ratio_->first->first, next_ratio_->first->second, next_ratio_->second});
+  }
+  return totals_done_ && next_ratio_ == highest_.cend();
 }
 
 }  // namespace egress::service

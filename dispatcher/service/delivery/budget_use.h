@@ -2,7 +2,9 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -48,6 +50,36 @@ class BudgetUse {
   // Forgets the scopes with nothing taken in the last minute.
   void Prune(SteadyTime now);
   size_t scope_count() const { return scopes_.size(); }
+
+  // Totals() and Utilization() a bounded number at a time, for a refresh spread over turns of
+  // the loop (GET /metrics at 10,000 tenants: tens of thousands of each): a walk made at `now` is
+  // stepped until Step returns true. Each (tenant, budget) total is read when a step reaches it
+  // (the totals are walked by key, so those added meanwhile after the step's place are seen too);
+  // the scopes' keys are copied when the walk starts (8 bytes a scope), each is read, and pruned
+  // when idle, when a step reaches it, and the ratios are told once every scope was read.
+  // Must not outlive the BudgetUse; the loop's thread only.
+  class Walk {
+   public:
+    Walk(BudgetUse& use, SteadyTime now);
+    // Calls `total` for each total, then `ratio` for each ratio, reading up to `max` totals,
+    // scopes or ratios in all; true when the walk is done.
+    bool Step(size_t max, const std::function<void(const Total&)>& total,
+              const std::function<void(const Ratio&)>& ratio);
+
+   private:
+    using Owner = std::pair<std::string, pacing::BudgetName>;
+    BudgetUse& use_;
+    int64_t slot_ = 0;
+    std::optional<Owner> last_total_;  // where the totals' walk is (none: at the start)
+    bool totals_done_ = false;
+    std::vector<pacing::ScopeKey> scopes_;
+    size_t next_scope_ = 0;
+    // The highest ratio of each (tenant, budget)'s scopes; keys point into use_.totals_, whose
+    // entries are never erased.
+    std::map<const Owner*, double> highest_;
+    std::map<const Owner*, double>::const_iterator next_ratio_;
+    bool ratios_started_ = false;
+  };
 
  private:
   static constexpr int64_t kSlotMs = 5000;

@@ -984,22 +984,15 @@ bool DeliveryLoop::Enable(const std::string& destination_key) {
   return true;
 }
 
-std::map<std::pair<std::string, std::string>, int64_t> DeliveryLoop::OldestDeferrals() const {
-  std::map<std::pair<std::string, std::string>, int64_t> out;
-  for (const auto& [key, dest] : dests_) {
-    int64_t oldest = 0;
-    for (const PendingDelivery& p : dest.queue.held()) {
-      if (p.state == DeliveryState::kDeferred && (oldest == 0 || p.updated_ms < oldest)) {
-        oldest = p.updated_ms;
-      }
-    }
-    if (oldest == 0) {
-      continue;
-    }
-    auto [it, added] = out.try_emplace({dest.tenant, dest.platform}, oldest);
-    it->second = std::min(it->second, oldest);
-  }
-  return out;
+std::optional<DestinationPosition> DeliveryLoop::WalkDeferrals(
+    const std::optional<DestinationPosition>& after, size_t max_steps,
+    const DeferralVisit& visit) const {
+  return index_.Walk(/*by_deferral=*/true, /*tenant=*/"", after, std::max<size_t>(1, max_steps),
+                     [&](const std::string& key, const DestinationPosition& at) {
+                       const Dest& dest = dests_.at(key);
+                       visit(dest.tenant, dest.platform, at.deferral_ms);
+                       return true;
+                     });
 }
 
 DestinationInfo DeliveryLoop::InfoOf(const Dest& dest) const {

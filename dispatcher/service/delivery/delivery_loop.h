@@ -201,9 +201,16 @@ class DeliveryLoop {
   // The tenant's destinations with work: O(1).
   size_t DestinationCountOf(const std::string& tenant) const { return index_.CountOf(tenant); }
   uint64_t destination_epoch() const { return index_.epoch(); }
-  // When the oldest deferred delivery the loop holds was deferred (Unix ms), per (tenant,
-  // platform) that holds one; O(destinations and their read-ahead), no store access.
-  std::map<std::pair<std::string, std::string>, int64_t> OldestDeferrals() const;
+  // The destinations holding a deferred delivery, oldest deferral first (GET /metrics' oldest
+  // deferral per tenant and platform, found in steps): calls `visit(tenant, platform,
+  // deferral_ms)` for up to `max_steps` of them after `after` (from the start without it);
+  // returns where it stopped, nullopt at the end. A destination whose oldest deferral changes
+  // between two calls moves in this order, so a walk over several may miss or repeat it.
+  using DeferralVisit =
+      std::function<void(const std::string& tenant, const std::string& platform, int64_t ms)>;
+  std::optional<DestinationPosition> WalkDeferrals(const std::optional<DestinationPosition>& after,
+                                                   size_t max_steps,
+                                                   const DeferralVisit& visit) const;
   // Units each dispatched delivery took from the budgets on its path (for /metrics).
   BudgetUse& budget_use() { return budget_use_; }
   size_t destination_count() const { return dests_.size(); }

@@ -35,7 +35,7 @@ TEST(ConsoleTest, IndexIsServedWithItsSecurityHeaders) {
     EXPECT_EQ(Header(res, "X-Content-Type-Options"), "nosniff");
     EXPECT_EQ(Header(res, "X-Frame-Options"), "DENY");
     EXPECT_EQ(Header(res, "Referrer-Policy"), "no-referrer");
-    EXPECT_NE(res.body().find(R"(<script type="module" src="js/main.js"></script>)"),
+    EXPECT_NE(res.body().view().find(R"(<script type="module" src="js/main.js"></script>)"),
               std::string::npos);
   }
   EXPECT_EQ(std::string(kConsoleCsp).find("unsafe"), std::string::npos);
@@ -50,7 +50,7 @@ TEST(ConsoleTest, EveryAssetIsServedWithItsContentType) {
     paths.insert(a.path);
     const HttpResponse res = ConsoleResponse(http::verb::get, "/ui/" + std::string(a.path));
     ASSERT_EQ(res.result_int(), 200u) << a.path;
-    EXPECT_EQ(res.body(), a.body) << a.path;
+    EXPECT_EQ(res.body().view(), a.body) << a.path;
     const std::string type = Header(res, "Content-Type");
     if (EndsWith(a.path, ".js")) {
       EXPECT_EQ(type, "text/javascript; charset=utf-8") << a.path;
@@ -115,12 +115,12 @@ TEST(ConsoleTest, OtherTargetsAndMethods) {
                              "/ui//index.html", "/uix"}) {
     const HttpResponse res = ConsoleResponse(http::verb::get, target);
     EXPECT_EQ(res.result_int(), 404u) << target;
-    EXPECT_EQ(nlohmann::json::parse(res.body())["error"], "not_found") << target;
+    EXPECT_EQ(nlohmann::json::parse(res.body().view())["error"], "not_found") << target;
   }
   for (http::verb m : {http::verb::post, http::verb::put, http::verb::delete_, http::verb::head}) {
     const HttpResponse res = ConsoleResponse(m, "/ui/");
     EXPECT_EQ(res.result_int(), 405u);
-    EXPECT_EQ(nlohmann::json::parse(res.body())["error"], "method_not_allowed");
+    EXPECT_EQ(nlohmann::json::parse(res.body().view())["error"], "method_not_allowed");
   }
 }
 

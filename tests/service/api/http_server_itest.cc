@@ -272,13 +272,13 @@ TEST(HttpServerTest, StalledBodyIsClosedAtTheReadDeadline) {
 // Verifies the write deadline: a client that asks for a large answer and never reads it is
 // closed when write_timeout passes; the server's connection count returns to zero.
 TEST(HttpServerTest, ClientThatStopsReadingIsClosedAtTheWriteDeadline) {
-  RunningServer server(
-      {.write_timeout = Millis(300)}, [](HttpRequest&& request, const Admission&, Respond respond) {
-        HttpResponse res{http::status::ok, request.version()};
-        res.body().assign(64 << 20, 'x');  // far more than the socket buffers on both sides hold
-        res.prepare_payload();
-        respond(std::move(res));
-      });
+  RunningServer server({.write_timeout = Millis(300)}, [](HttpRequest&& request, const Admission&,
+                                                          Respond respond) {
+    HttpResponse res{http::status::ok, request.version()};
+    res.body() = std::string(64 << 20, 'x');  // far more than the socket buffers on both sides hold
+    res.prepare_payload();
+    respond(std::move(res));
+  });
   RawClient client(server.port());
   ASSERT_TRUE(client.connected());
   client.Send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");

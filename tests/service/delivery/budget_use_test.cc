@@ -3,6 +3,10 @@
 
 #include "dispatcher/service/delivery/budget_use.h"
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "tests/support/fake_clock.h"
@@ -63,6 +67,66 @@ TEST(BudgetUseTest, UtilizationIsTheBusiestScopesShareOfTheLastMinute) {
   EXPECT_EQ(use.scope_count(), 1u) << "idle scopes are forgotten";
   clock.Advance(std::chrono::seconds(61));
   EXPECT_TRUE(use.Utilization(clock.Now()).empty());
+  EXPECT_EQ(use.scope_count(), 0u);
+}
+
+// Verifies that a walk in steps of one reads what Totals and Utilization read, one total, scope
+// or ratio a step; that a total added after the walk's place meanwhile is read as the step that
+// reaches it finds it, while the scopes are those of the walk's start; and that a walk forgets
+// the idle scopes it reaches.
+TEST(BudgetUseTest, AWalkInStepsReadsWhatTheWholeReadsAndWhatChangedMeanwhile) {
+  FakeClock clock;
+  BudgetUse use;
+  use.Take("acme", BudgetName::kTenantEgress, 1, kTenPerSecond, 60, clock.Now());   // 10%
+  use.Take("beta", BudgetName::kTenantEgress, 2, kTenPerSecond, 30, clock.Now());   // 5%
+  use.Take("beta", BudgetName::kTenantEgress, 3, kTenPerSecond, 120, clock.Now());  // 20%
+  clock.Advance(std::chrono::seconds(59));
+  use.Take("gamma", BudgetName::kTenantEgress, 4, kTenPerSecond, 6, clock.Now());  // 1%
+
+  BudgetUse::Walk walk(use, clock.Now());
+  std::vector<BudgetUse::Total> totals;
+  std::vector<BudgetUse::Ratio> ratios;
+  auto step = [&] {
+    return walk.Step(
+        1, [&](const BudgetUse::Total& t) { totals.push_back(t); },
+        [&](const BudgetUse::Ratio& r) { ratios.push_back(r); });
+  };
+  EXPECT_FALSE(step());
+  ASSERT_EQ(totals.size(), 1u);
+  EXPECT_EQ(totals[0].tenant, "acme");
+  // Meanwhile a new tenant takes units (after the walk's place, before gamma) and acme more.
+  use.Take("delta", BudgetName::kTenantEgress, 5, kTenPerSecond, 12, clock.Now());
+  use.Take("beta", BudgetName::kTenantEgress, 2, kTenPerSecond, 1, clock.Now());
+  size_t steps = 1;
+  while (!step()) {
+    ++steps;
+    ASSERT_LT(steps, 100u);
+  }
+  ASSERT_EQ(totals.size(), 4u);
+  EXPECT_EQ(totals[1].tenant, "beta");
+  EXPECT_EQ(totals[1].units, 151u) << "read after the take meanwhile";
+  EXPECT_EQ(totals[2].tenant, "delta");
+  EXPECT_EQ(totals[2].units, 12u);
+  EXPECT_EQ(totals[3].tenant, "gamma");
+  // The scopes are those of the walk's start (delta's is not among them), each read when its
+  // step reaches it: acme's and beta's, 59 s old, still count.
+  ASSERT_EQ(ratios.size(), 3u);
+  std::map<std::string, double> by_tenant;
+  for (const BudgetUse::Ratio& r : ratios) {
+    by_tenant[r.tenant] = r.ratio;
+  }
+  EXPECT_DOUBLE_EQ(by_tenant["acme"], 0.1);
+  EXPECT_DOUBLE_EQ(by_tenant["beta"], 0.2) << "the busiest of beta's two scopes";
+  EXPECT_EQ(by_tenant.count("delta"), 0u);
+  EXPECT_DOUBLE_EQ(by_tenant["gamma"], 0.01);
+  EXPECT_GE(steps, totals.size() + 4 + ratios.size() - 1) << "one read a step";
+
+  // A later walk prunes what went idle: only the scopes used in the last minute stay.
+  clock.Advance(std::chrono::seconds(60));
+  BudgetUse::Walk later(use, clock.Now());
+  while (!later.Step(
+      1, [](const BudgetUse::Total&) {}, [](const BudgetUse::Ratio&) {})) {
+  }
   EXPECT_EQ(use.scope_count(), 0u);
 }
 

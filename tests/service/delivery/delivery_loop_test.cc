@@ -81,6 +81,23 @@ class DeliveryLoopTest : public ::testing::Test {
 
   int64_t NowMs() const { return ToUnixMillis(clock_.WallNow()); }
 
+  // What WalkDeferrals visits, walked one destination a call.
+  struct Deferral {
+    std::string tenant, platform;
+    int64_t ms = 0;
+  };
+  std::vector<Deferral> WalkDeferrals() {
+    std::vector<Deferral> out;
+    std::optional<DestinationPosition> at;
+    do {
+      at = loop_->WalkDeferrals(
+          at, 1, [&](const std::string& tenant, const std::string& platform, int64_t ms) {
+            out.push_back({tenant, platform, ms});
+          });
+    } while (at);
+    return out;
+  }
+
   std::string Enqueue(int n, const std::string& destination = kHook) {
     storage::NewDelivery d{.tenant = "acme",
                            .platform = "webhook",
@@ -179,12 +196,13 @@ TEST_F(DeliveryLoopTest, CountsBudgetUnitsResponsesAndOldestDeferral) {
   EXPECT_EQ(metrics_.Value(CounterId::kPlatformResponses,
                            {{"platform", "webhook"}, {"code_class", "4xx"}}),
             0);
-  auto oldest = loop_->OldestDeferrals();
+  std::vector<Deferral> oldest = WalkDeferrals();
   ASSERT_EQ(oldest.size(), 1u);
-  EXPECT_EQ(oldest.begin()->first, std::make_pair(std::string("acme"), std::string("webhook")));
-  EXPECT_EQ(oldest.begin()->second, deferred.updated_ms);
+  EXPECT_EQ(oldest[0].tenant, "acme");
+  EXPECT_EQ(oldest[0].platform, "webhook");
+  EXPECT_EQ(oldest[0].ms, deferred.updated_ms);
   Advance(Millis(31'000));  // sent again and delivered: nothing deferred is held
-  EXPECT_TRUE(loop_->OldestDeferrals().empty());
+  EXPECT_TRUE(WalkDeferrals().empty());
   EXPECT_EQ(loop_->budget_use().Totals()[0].units, 3u);
 }
 
