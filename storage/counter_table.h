@@ -5,7 +5,6 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -44,7 +43,9 @@ class CounterTable {
     using is_transparent = void;
     template <class A, class B>
     bool operator()(const A& a, const B& b) const {
-      return std::tie(a.first, a.second) < std::tie(b.first, b.second);
+      const std::string_view a_tenant(a.first), b_tenant(b.first);
+      return a_tenant != b_tenant ? a_tenant < b_tenant
+                                  : std::string_view(a.second) < std::string_view(b.second);
     }
   };
   using GroupKey = std::pair<std::string, std::string>;  // (tenant, platform)
