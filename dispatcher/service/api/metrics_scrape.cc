@@ -176,26 +176,25 @@ bool RefreshSome(Service& s, Refresh& r) {
         continue;
       }
       case 2: {  // budget units per (tenant, budget) since start, then their utilization
-                 // over the last minute
-        size_t read = 0;
+                 // over the last minute; the step reads up to `budget` totals, scopes and
+                 // ratios (a scope sets nothing), and ends the turn, done or not
         const bool done = r.budget_use.Step(
             budget,
             [&](const BudgetUse::Total& t) {
-              ++read;
               m.SetTotal(CounterId::kBudgetUnits,
                          {{"tenant", t.tenant}, {"budget", pacing::BudgetNameString(t.budget)}},
                          static_cast<double>(t.units));
             },
             [&](const BudgetUse::Ratio& u) {
-              ++read;
               m.Set(GaugeId::kBudgetUtilization,
                     {{"tenant", u.tenant}, {"budget", pacing::BudgetNameString(u.budget)}},
                     u.ratio);
             });
         if (done) {
-          break;
+          ++r.phase;
+          r.at = 0;
         }
-        budget -= std::min(budget, std::max<size_t>(1, read));
+        budget = 0;
         continue;
       }
       case 3: {  // quota use per (tenant, quota), summed per (tier, quota) on the way
