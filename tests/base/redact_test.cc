@@ -227,7 +227,9 @@ TEST(RedactTest, HostileInputs) {
   EXPECT_EQ(RedactText("xwebhooks/1/NOTATOKEN"), "xwebhooks/1/NOTATOKEN");
   std::string big(1 << 16, '\x01');
   EXPECT_EQ(RedactText(big).size(), big.size() * 4);
-  EXPECT_EQ(RedactText("https://h/?a=S\xc3\xa9" "CRET"), "https://h/?a=…");
+  EXPECT_EQ(RedactText("https://h/?a=S\xc3\xa9"
+                       "CRET"),
+            "https://h/?a=…");
 }
 
 }  // namespace
