@@ -30,7 +30,7 @@ std::string Decode(std::string_view s) {
 
 }  // namespace
 
-HttpResponse TextResponse(unsigned status, std::string body, std::string_view content_type) {
+HttpResponse TextResponse(unsigned status, ResponseText body, std::string_view content_type) {
   HttpResponse res{static_cast<http::status>(status), 11};
   res.set(http::field::content_type, std::string(content_type));
   res.body() = std::move(body);

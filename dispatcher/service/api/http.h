@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,7 +18,10 @@ namespace egress::service {
 // `body` serialised compactly; invalid UTF-8 in its strings becomes U+FFFD, never an exception.
 HttpResponse JsonResponse(unsigned status, const nlohmann::json& body);
 HttpResponse ErrorResponse(const ApiError& error);
-HttpResponse TextResponse(unsigned status, std::string body, std::string_view content_type);
+HttpResponse TextResponse(unsigned status, ResponseText body, std::string_view content_type);
+inline HttpResponse TextResponse(unsigned status, std::string body, std::string_view content_type) {
+  return TextResponse(status, ResponseText(std::move(body)), content_type);
+}
 
 // A name or filter taken from a request (a tenant or credential name in an admin path, a list
 // filter): nullopt when it has at most `max_bytes` bytes and no control character (U+0000 to

@@ -42,10 +42,7 @@ struct Scrape {
 
 // The text, shared with every other scrape it is sent to (no copy).
 HttpResponse TextOf(std::shared_ptr<const std::string> text) {
-  HttpResponse res = TextResponse(200, std::string(), "text/plain; version=0.0.4");
-  res.body() = ResponseText::Shared(std::move(text));
-  res.prepare_payload();
-  return res;
+  return TextResponse(200, ResponseText::Shared(std::move(text)), "text/plain; version=0.0.4");
 }
 
 void RenderStep(Service& s, std::shared_ptr<Scrape> scrape) {
