@@ -32,6 +32,8 @@ std::string_view DeferReasonString(DeferReason reason) {
       return "connections";
     case DeferReason::kTenantConcurrency:
       return "tenant_concurrency";
+    case DeferReason::kPaused:
+      return "paused";
   }
   return "unknown";
 }

@@ -27,6 +27,7 @@ enum class DeferReason : uint8_t {
   kStoreUnavailable,     // "budget_store_unavailable": the budget store failed; retried later
   kConnections,          // "connections": every connection of its origin is busy
   kTenantConcurrency,    // "tenant_concurrency": the tenant's in-flight cap on the platform
+  kPaused,               // "paused": an operator's pause holds it (Deferral::detail: which)
 };
 
 // "scheduled", "retry_after", ...; kBudget alone gives "budget" (see Deferral::ToString).

@@ -115,6 +115,7 @@ Status Scheduler::RemoveDestination(DestinationId id) {
   ClearHeadId(id.value);
   held_.erase(id.value);
   disabled_reasons_.erase(id.value);
+  paused_reasons_.erase(id.value);
   discord_.erase(id.value);
   free_dests_.push_back(id.value);
   --live_count_;
@@ -426,9 +427,12 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
   if (!dest.has_head) {
     return false;
   }
-  if (dest.disabled) {
+  if (dest.disabled || dest.paused) {
     dest.state = State::kDisabled;
-    dest.reason = DeferReason::kDestinationDisabled;
+    dest.reason = dest.disabled ? DeferReason::kDestinationDisabled : DeferReason::kPaused;
+    if (!dest.disabled) {
+      TellPaused(d);
+    }
     return false;
   }
   if (dest.head_not_before_ns > now_ns) {

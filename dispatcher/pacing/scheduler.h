@@ -120,6 +120,7 @@ struct DestinationView {
   Deferral deferral;
   bool disabled = false;
   std::string disabled_reason;
+  bool paused = false;  // Pause(): an operator holds it
   // Its origin's requests on a connection and the most it may have (connections, or HTTP/2
   // streams), and its requests dispatched and waiting for one (StartSend); 0, 0 and 0 when no
   // connection limit applies.
@@ -199,6 +200,13 @@ class Scheduler {
   // until Enable().
   Status Disable(DestinationId id, std::string reason);
   Status Enable(DestinationId id);
+  // An operator's pause (docs/api.md, "Pauses"): the destination keeps its head, deferred with
+  // reason paused and detail `why` (the WaitObserver is told, with no end time), sends nothing
+  // new until Resume(), and its deliveries in flight finish as they would. Independent of
+  // Disable(): a destination both disabled and paused waits for both Enable() and Resume().
+  // Pausing a paused one replaces `why`.
+  Status Pause(DestinationId id, std::string why);
+  Status Resume(DestinationId id);
 
   // Replaces the tenant's operator overrides (see BudgetTable::SetOverrides); applies at once
   // to every scope not governed by learned limits.
@@ -278,7 +286,7 @@ class Scheduler {
     kScopeWait,  // in a scope's FIFO
     kBlocked,    // waits for an outcome (concurrency or ordering)
     kConnWait,   // waits for a connection of its origin (ConnectionBudget)
-    kDisabled,   // waits for Enable()
+    kDisabled,   // waits for Enable() or Resume()
   };
 
   // 88 bytes: this and its heap entry are most of what an idle destination costs.
@@ -312,6 +320,7 @@ class Scheduler {
     uint8_t head_form : 2 = 0;  // IdForm
     bool has_head : 1 = false;
     bool disabled : 1 = false;
+    bool paused : 1 = false;
     bool live : 1 = false;
     // The last Observe() carried rate-limit headers; read and cleared by OnOutcome().
     bool headers_seen : 1 = false;
@@ -396,6 +405,10 @@ class Scheduler {
   void ExpireKept(int64_t now_ns);
   int TenantCap(const Tenant& tenant, int platform) const;
   void ClearHeadId(uint32_t d);
+  // After Enable() or Resume(): a held head goes to its FIFO once neither holds it.
+  void ReleaseHeld(uint32_t d);
+  // Tells the WaitObserver that `d`'s head is held by a pause.
+  void TellPaused(uint32_t d);
   void RekeyDiscord(uint32_t d);
   void ReleaseOrdering(uint32_t d, uint64_t sequence, bool retrying);
   void ParkScope(const Dest& dest, uint8_t index, Millis wait, ParkKind kind);
@@ -456,6 +469,7 @@ class Scheduler {
   std::vector<KeptConnection> kept_;
   std::unordered_map<uint32_t, std::vector<HeldKey>> held_;
   std::unordered_map<uint32_t, std::string> disabled_reasons_;
+  std::unordered_map<uint32_t, std::string> paused_reasons_;  // Pause()'s `why`
   std::unordered_map<uint32_t, std::string> long_ids_;  // heads whose id packs in no other form
   std::unordered_map<uint32_t, DiscordKeys> discord_;
   std::unordered_map<ScopeKey, ScopeKey> discord_buckets_;  // route hash → bucket hash

@@ -15,6 +15,7 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
   view.has_head = dest.has_head;
   view.in_flight = dest.in_flight;
   view.disabled = dest.disabled;
+  view.paused = dest.paused;
   if (dest.origin != ConnectionBudget::kNoOrigin) {
     view.origin_kept = conns_.kept(dest.origin);
     view.origin_in_flight = conns_.sending(dest.origin) - view.origin_kept;
@@ -58,7 +59,11 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
     view.deferral.until = FromNanos(dest.until_ns);
   }
   if (dest.state == State::kDisabled) {
-    view.deferral.detail = view.disabled_reason;
+    if (dest.disabled) {
+      view.deferral.detail = view.disabled_reason;
+    } else if (auto it = paused_reasons_.find(id.value); it != paused_reasons_.end()) {
+      view.deferral.detail = it->second;
+    }
   }
   return view;
 }

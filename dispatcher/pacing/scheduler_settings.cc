@@ -53,14 +53,68 @@ Status Scheduler::Enable(DestinationId id) {
   Dest& dest = **found;
   dest.disabled = false;
   disabled_reasons_.erase(id.value);
-  if (dest.state == State::kDisabled) {
-    if (dest.has_head) {
-      MakeReady(id.value);
-    } else {
-      dest.state = State::kEmpty;
+  ReleaseHeld(id.value);
+  return Status::Ok();
+}
+
+Status Scheduler::Pause(DestinationId id, std::string why) {
+  Result<Dest*> found = Find(id);
+  if (!found.has_value()) {
+    return found.error();
+  }
+  Dest& dest = **found;
+  dest.paused = true;
+  paused_reasons_[id.value] = std::move(why);
+  // A head waiting on time or for an outcome is held now; one in a FIFO (ready, a scope's, a
+  // connection's) is held when next evaluated, before it could go.
+  if (dest.state == State::kTimer || dest.state == State::kBlocked) {
+    ++dest.generation;
+    dest.state = State::kDisabled;
+    dest.reason = dest.disabled ? DeferReason::kDestinationDisabled : DeferReason::kPaused;
+    if (!dest.disabled && dest.has_head) {
+      TellPaused(id.value);
     }
   }
   return Status::Ok();
+}
+
+Status Scheduler::Resume(DestinationId id) {
+  Result<Dest*> found = Find(id);
+  if (!found.has_value()) {
+    return found.error();
+  }
+  Dest& dest = **found;
+  dest.paused = false;
+  paused_reasons_.erase(id.value);
+  ReleaseHeld(id.value);
+  return Status::Ok();
+}
+
+void Scheduler::ReleaseHeld(uint32_t d) {
+  Dest& dest = dests_[d];
+  if (dest.state != State::kDisabled) {
+    return;
+  }
+  if (dest.disabled || dest.paused) {
+    dest.reason = dest.disabled ? DeferReason::kDestinationDisabled : DeferReason::kPaused;
+    return;
+  }
+  if (dest.has_head) {
+    MakeReady(d);
+  } else {
+    dest.state = State::kEmpty;
+  }
+}
+
+void Scheduler::TellPaused(uint32_t d) {
+  if (!wait_observer_) {
+    return;
+  }
+  Deferral wait{.reason = DeferReason::kPaused};
+  if (auto it = paused_reasons_.find(d); it != paused_reasons_.end()) {
+    wait.detail = it->second;
+  }
+  wait_observer_(DestinationId{d}, wait);
 }
 
 Status Scheduler::SetTenantBudgets(const std::string& tenant,

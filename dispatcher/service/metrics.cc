@@ -83,6 +83,11 @@ constexpr Definition kDefinitions[] = {
                  "Request to response time of delivery attempts, by platform.", kLatencyBuckets),
     GaugeRow(GaugeId::kDestinations, "relay_egress_destinations",
              "Destinations with work, known to the scheduler."),
+    GaugeRow(GaugeId::kPauses, "relay_egress_pauses",
+             "Operator pauses in force (POST /api/admin/pauses)."),
+    GaugeRow(GaugeId::kPaused, "relay_egress_paused",
+             "Destinations with work this node holds under a pause, by tenant and platform "
+             "(their deliveries wait, deferred with reason paused)."),
     CounterRow(
         CounterId::kStoreErrors, "relay_egress_store_errors_total",
         "Store calls that failed, by operation: the delivery loop's lease, read, "

@@ -51,7 +51,9 @@ enum class GaugeId : uint8_t {
   kBuildInfo,          // relay_egress_build_info{version}
   kBudgetStoreUp,      // relay_egress_budget_store_up
   kStoreShardsHeld,    // relay_egress_store_shards_held
-  kMaxValue = kStoreShardsHeld,
+  kPauses,             // relay_egress_pauses
+  kPaused,             // relay_egress_paused{tenant,platform}
+  kMaxValue = kPaused,
 };
 enum class HistogramId : uint8_t {
   kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}

@@ -196,6 +196,7 @@ Result<std::unique_ptr<Service>> Service::Start(
   if (!settings_version) {
     return settings_version.error();
   }
+  s->PublishPauses();
   if (s->shared_settings_) {
     s->shared_settings_->Start();  // after the local settings: the shared ones go over them
     // What other nodes' responses taught (docs/pacing.md, "Shared learning"). The instance id
@@ -287,6 +288,7 @@ Result<std::unique_ptr<Service>> Service::Start(
         });
     s->metrics_.Set(GaugeId::kStoreShardsHeld, {}, static_cast<double>(shards->held_count()));
   }
+  s->loop_->SetPauses(&s->pauses_);
   s->loop_->Start();
   s->store_health_->Start();
   if (o.postgres) {
@@ -342,6 +344,10 @@ void Service::ShareTenantOverrides(const std::string& tenant, const std::string&
 }
 
 void Service::OnSharedSetting(const std::string& name, const std::string& text) {
+  if (name.starts_with(kPausesPrefix)) {
+    OnSharedPause(name, text);
+    return;
+  }
   const std::string prefix = OverridesKey("");
   if (!name.starts_with(prefix)) {
     return;  // a setting of a newer version: not ours to apply
@@ -540,7 +546,92 @@ Status Service::ApplySettings(const StoredSettings& stored) {
   }
   quotas_->ReplaceOwnQuotas(stored.quotas);
   credentials_.ReplaceRegistered(stored.credentials);
+  if (!pauses_.Same(stored.pauses)) {
+    pauses_.ReplaceAll(stored.pauses);
+    PublishPauses();
+    if (loop_) {
+      loop_->PausesChanged();
+    }
+  }
   return Status::Ok();
+}
+
+Status Service::PutPause(Pause pause) {
+  if (Status st = pauses_.Put(std::move(pause)); !st.ok()) {
+    return st;
+  }
+  PublishPauses();
+  loop_->PausesChanged();
+  return Status::Ok();
+}
+
+bool Service::RemovePause(const std::string& id) {
+  if (!pauses_.Remove(id)) {
+    return false;
+  }
+  PublishPauses();
+  loop_->PausesChanged();
+  return true;
+}
+
+void Service::PublishPauses() {
+  metrics_.Set(GaugeId::kPauses, {}, static_cast<double>(pauses_.size()));
+}
+
+void Service::SharePause(const std::string& id, const std::string& text) {
+  if (!shared_settings_) {
+    return;
+  }
+  shared_settings_->Put(PauseKey(id), text, [id](Status st) {
+    if (!st.ok()) {
+      LogEvent(LogLevel::kWarn, "shared_setting_failed",
+               {{"pause", id}, {"setting", "pause"}, {"reason", st.message()}});
+    }
+  });
+}
+
+void Service::OnSharedPause(const std::string& name, const std::string& text) {
+  const std::string id = name.substr(kPausesPrefix.size());
+  std::optional<Pause> pause;
+  if (!text.empty()) {
+    auto parsed = PauseFromSetting(name, text);
+    if (!parsed) {
+      LogEvent(LogLevel::kWarn, "shared_setting_rejected",
+               {{"setting", "pause"}, {"reason", parsed.error().message()}});
+      return;
+    }
+    pause = std::move(*parsed);
+  } else if (!IsPauseId(id)) {
+    return;
+  }
+  const Pause* held = pauses_.Find(id);
+  if (pause ? held != nullptr && held->SameScope(*pause) && held->reason == pause->reason
+            : held == nullptr) {
+    return;  // what this node holds (its own POST or DELETE, or one it applied already)
+  }
+  settings_reloader_->BeginLocalChange();
+  asio::post(*storage_pool_, [this, name, text, id, pause = std::move(pause)]() mutable {
+    // A store every node shares holds it already (see OnSharedSetting).
+    Status stored = options_.postgres ? Status::Ok() : store_->PutSetting(name, text);
+    asio::post(io_, [this, stored, id, pause = std::move(pause)]() mutable {
+      settings_reloader_->EndLocalChange();
+      Status st = stored;
+      if (st.ok()) {
+        if (pause) {
+          st = PutPause(std::move(*pause));
+        } else {
+          RemovePause(id);
+        }
+      }
+      if (!st.ok()) {
+        LogEvent(LogLevel::kWarn, "shared_setting_failed",
+                 {{"pause", id}, {"setting", "pause"}, {"reason", st.message()}});
+        return;
+      }
+      LogEvent(LogLevel::kInfo, pause ? "paused" : "resumed",
+               {{"pause", id}, {"source", "cluster"}});
+    });
+  });
 }
 
 void Service::ReloadCredentialRefs(std::function<void(Status)> done) {

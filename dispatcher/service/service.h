@@ -37,6 +37,7 @@
 #include "dispatcher/service/delivery/delivery_loop.h"
 #include "dispatcher/service/job_registry.h"
 #include "dispatcher/service/metrics.h"
+#include "dispatcher/service/pause_book.h"
 #include "dispatcher/service/quota_book.h"
 #include "dispatcher/service/quota_ledger.h"
 #include "dispatcher/service/retention.h"
@@ -227,6 +228,17 @@ class Service {
   // from where every node applies them within settings_poll; without, does nothing.
   // Fire and forget (a failure is logged). Runs on the loop.
   void ShareTenantOverrides(const std::string& tenant, const std::string& text);
+  // The operator's pauses in force (docs/api.md, "Pauses"); loop thread.
+  const PauseBook& pauses() const { return pauses_; }
+  // Puts a stored pause in force (`pause` added or replaced by id) or ends one (`id`; false
+  // when none has it), here only: the delivery loop holds or lets go of the destinations at once.
+  // PutPause is FailedPrecondition past PauseBook::kMaxPauses. Loop thread.
+  Status PutPause(Pause pause);
+  bool RemovePause(const std::string& id);
+  // With [cluster]: stores the pause's setting (PauseToJson text, "" when it ended) in Redis,
+  // from where every node applies it within settings_poll; without, does nothing. Fire and
+  // forget (a failure is logged). Runs on the loop.
+  void SharePause(const std::string& id, const std::string& text);
   // Replaces a tenant's operator overrides (all budgets at once; empty clears them).
   Status SetTenantOverrides(
       const std::string& tenant,
@@ -273,9 +285,12 @@ class Service {
   std::map<std::string, std::vector<std::string>> ConfigApiKeys() const;
   // Connects to Redis (in the background) and returns the store the Scheduler asks.
   pacing::BudgetStore* StartSharedBudgets();
-  // A setting another node shared (ShareTenantOverrides): stored, then in force, unless it is
-  // what this node holds already. Runs on the loop.
+  // A setting another node shared (ShareTenantOverrides, SharePause): stored, then in force,
+  // unless it is what this node holds already. Runs on the loop.
   void OnSharedSetting(const std::string& name, const std::string& text);
+  void OnSharedPause(const std::string& name, const std::string& text);
+  // relay_egress_pauses from pauses_.
+  void PublishPauses();
 
   boost::asio::io_context& io_;
   const Clock& clock_;
@@ -323,6 +338,7 @@ class Service {
   std::unique_ptr<HttpServer> server_;
   bool accepting_ = true;
   std::map<std::string, std::vector<std::pair<pacing::BudgetName, pacing::Budget>>> overrides_;
+  PauseBook pauses_;
   // options_.budget_defaults, then what ReloadBudgets applied; loop thread only.
   BudgetDefaults budget_defaults_;
 };

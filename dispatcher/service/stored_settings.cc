@@ -72,6 +72,18 @@ Result<StoredSettings> ReadStoredSettings(storage::QueueStore& store) {
     }
     out.api_keys[key.substr(kApiKeysPrefix.size())] = std::move(*digests);
   }
+
+  auto pauses = store.ListSettings(std::string(kPausesPrefix));
+  if (!pauses) {
+    return pauses.error();
+  }
+  for (const auto& [key, text] : *pauses) {
+    auto pause = PauseFromSetting(key, text);
+    if (!pause) {
+      return pause.error();
+    }
+    out.pauses.push_back(std::move(*pause));
+  }
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "adapters/platform_adapter.h"
 #include "config/tenant_config.h"
 #include "dispatcher/base/result.h"
+#include "dispatcher/service/pause_book.h"
 #include "dispatcher/service/tenant_settings.h"
 #include "storage/queue_store.h"
 
@@ -26,6 +27,7 @@ struct StoredSettings {
   std::vector<std::pair<std::string, adapters::Credential>> credentials;
   // "api_keys/<tenant>": each tenant's digests (an empty list: the tenant has no key).
   std::map<std::string, std::vector<std::string>> api_keys;
+  std::vector<Pause> pauses;  // "pauses/<id>"
 };
 
 // Reads the version, then every prefix, and parses each setting. Blocks on the store: call it

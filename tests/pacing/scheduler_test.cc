@@ -181,6 +181,104 @@ TEST_F(SchedulerTest, DisabledDestinationDefersUntilEnabled) {
   EXPECT_EQ(scheduler_.Next().delivery_id, "d1");
 }
 
+// Verifies that a paused destination keeps its head, deferred with reason paused (the wait
+// observer told, with no end time), while another of its tenant goes on; that a delivery in
+// flight when it was paused finishes and the next head is held; and that Resume lets it go.
+TEST_F(SchedulerTest, PausedDestinationHoldsItsHeadUntilResumed) {
+  std::vector<Deferral> told;
+  scheduler_.SetWaitObserver([&](DestinationId, const Deferral& wait) { told.push_back(wait); });
+  const Budget roomy{1000, 1000, 1000};
+  ASSERT_TRUE(scheduler_
+                  .SetDefaultBudgets({{BudgetName::kTenantEgress, roomy},
+                                      {BudgetName::kWebhookDestination, roomy}})
+                  .ok());
+  DestinationId paused = Add(Webhook("https://paused.example/hook"));
+  DestinationId other = Add(Webhook("https://other.example/hook"));
+  ASSERT_TRUE(scheduler_.Offer(paused, Item(1)).ok());
+  ASSERT_EQ(scheduler_.Next().delivery_id, "d1");  // in flight when the pause comes
+  ASSERT_TRUE(scheduler_.Pause(paused, "p1: incident 42").ok());
+  ASSERT_TRUE(scheduler_.Offer(paused, Item(2)).ok());
+  ASSERT_TRUE(scheduler_.Offer(other, Item(10)).ok());
+  Decision next = scheduler_.Next();
+  ASSERT_EQ(next.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(next.delivery_id, "d10");
+  EXPECT_NE(scheduler_.Next().kind, Decision::Kind::kDispatch);
+  Result<DestinationView> view = scheduler_.Inspect(paused);
+  EXPECT_TRUE(view->has_head);
+  EXPECT_TRUE(view->paused);
+  EXPECT_FALSE(view->disabled);
+  EXPECT_EQ(view->deferral.ToString(), "paused");
+  EXPECT_EQ(view->deferral.detail, "p1: incident 42");
+  EXPECT_FALSE(view->deferral.until.has_value());
+  ASSERT_FALSE(told.empty());
+  EXPECT_EQ(told.back().reason, DeferReason::kPaused);
+  EXPECT_EQ(told.back().detail, "p1: incident 42");
+  EXPECT_FALSE(told.back().until.has_value());
+  // The delivery in flight finishes as it would; the next head stays held.
+  EXPECT_EQ(Finish(paused, 1, 200).kind, VerdictKind::kDelivered);
+  clock_.Advance(milliseconds(10'000));
+  EXPECT_NE(scheduler_.Next().kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(Reason(paused), "paused");
+  ASSERT_TRUE(scheduler_.Resume(paused).ok());
+  EXPECT_FALSE(scheduler_.Inspect(paused)->paused);
+  EXPECT_EQ(scheduler_.Next().delivery_id, "d2");
+}
+
+// Verifies that a pause and a disable are independent: a destination both paused and disabled
+// waits for both Resume and Enable, in either order, and shows the disable while it holds.
+TEST_F(SchedulerTest, PausedAndDisabledWaitsForBoth) {
+  for (const bool resume_first : {true, false}) {
+    DestinationId dest = Add(Webhook("https://both.example/hook" + std::to_string(resume_first)));
+    ASSERT_TRUE(scheduler_.Pause(dest, "p2").ok());
+    ASSERT_TRUE(scheduler_.Disable(dest, "webhook 410").ok());
+    ASSERT_TRUE(scheduler_.Offer(dest, Item(1)).ok());
+    EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kIdle);
+    EXPECT_EQ(Reason(dest), "destination_disabled");
+    if (resume_first) {
+      ASSERT_TRUE(scheduler_.Resume(dest).ok());
+      EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kIdle);
+      EXPECT_EQ(Reason(dest), "destination_disabled");
+      ASSERT_TRUE(scheduler_.Enable(dest).ok());
+    } else {
+      ASSERT_TRUE(scheduler_.Enable(dest).ok());
+      EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kIdle);
+      EXPECT_EQ(Reason(dest), "paused");
+      ASSERT_TRUE(scheduler_.Resume(dest).ok());
+    }
+    Decision next = scheduler_.Next();
+    ASSERT_EQ(next.kind, Decision::Kind::kDispatch) << resume_first;
+    EXPECT_EQ(next.delivery_id, "d1");
+    Finish(dest, 1, 200);
+    clock_.Advance(milliseconds(5000));
+  }
+  EXPECT_EQ(scheduler_.Pause(DestinationId{12345}, "x").code(), Status::Code::kNotFound);
+  EXPECT_EQ(scheduler_.Resume(DestinationId{12345}).code(), Status::Code::kNotFound);
+}
+
+// Verifies that pausing a head waiting on a budget holds it (its timer no longer fires it) and
+// that resuming puts it back under the budget, not past it.
+TEST_F(SchedulerTest, PauseHoldsAHeadWaitingOnItsBudget) {
+  DestinationId dest = Add(Webhook("https://slow.example/hook"));
+  const Budget one{1, 1000, 1};
+  ASSERT_TRUE(scheduler_.SetDefaultBudgets({{BudgetName::kWebhookDestination, one}}).ok());
+  ASSERT_TRUE(scheduler_.Offer(dest, Item(1)).ok());
+  ASSERT_EQ(scheduler_.Next().kind, Decision::Kind::kDispatch);
+  Finish(dest, 1, 200);
+  ASSERT_TRUE(scheduler_.Offer(dest, Item(2)).ok());
+  ASSERT_EQ(scheduler_.Next().kind, Decision::Kind::kWait);
+  ASSERT_TRUE(scheduler_.Pause(dest, "p3").ok());
+  EXPECT_EQ(Reason(dest), "paused");
+  clock_.Advance(milliseconds(2000));
+  EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kIdle);
+  ASSERT_TRUE(scheduler_.Resume(dest).ok());
+  EXPECT_EQ(scheduler_.Next().delivery_id, "d2");
+  Finish(dest, 2, 200);
+  ASSERT_TRUE(scheduler_.Offer(dest, Item(3)).ok());
+  ASSERT_TRUE(scheduler_.Pause(dest, "p3").ok());
+  ASSERT_TRUE(scheduler_.Resume(dest).ok());
+  EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kWait);  // the budget still holds it
+}
+
 // Verifies the per-destination in-flight cap and that an outcome frees the slot.
 TEST_F(SchedulerTest, CapsInFlightPerDestination) {
   DestinationSpec spec = Webhook("https://slow.example/hook");

@@ -94,6 +94,10 @@ relay_egress_attempt_duration_seconds_count{platform="webhook"} 2
 # HELP relay_egress_destinations Destinations with work, known to the scheduler.
 # TYPE relay_egress_destinations gauge
 relay_egress_destinations 7
+# HELP relay_egress_pauses Operator pauses in force (POST /api/admin/pauses).
+# TYPE relay_egress_pauses gauge
+# HELP relay_egress_paused Destinations with work this node holds under a pause, by tenant and platform (their deliveries wait, deferred with reason paused).
+# TYPE relay_egress_paused gauge
 # HELP relay_egress_store_errors_total Store calls that failed, by operation: the delivery loop's lease, read, outcome and scan (retried), outcome_refused (refused for good), outcome_fenced (the shard went to another node meanwhile); purge (a retention pass).
 # TYPE relay_egress_store_errors_total counter
 relay_egress_store_errors_total{operation="outcome"} 1
@@ -319,7 +323,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 35u);
+  EXPECT_EQ(names.size(), 37u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }
@@ -329,6 +333,8 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   EXPECT_EQ(Metrics::Name(CounterId::kPurged), "relay_egress_purged_total");
   EXPECT_EQ(Metrics::Name(GaugeId::kStoreBytes), "relay_egress_store_bytes");
   EXPECT_EQ(Metrics::Name(GaugeId::kTierUtilization), "relay_egress_tier_utilization_ratio");
+  EXPECT_EQ(Metrics::Name(GaugeId::kPaused), "relay_egress_paused");
+  EXPECT_EQ(Metrics::Name(GaugeId::kPauses), "relay_egress_pauses");
 }
 
 }  // namespace

@@ -97,15 +97,11 @@ tl::expected<json, ApiError> TenantObjectBody(Service& s, const std::string& ten
   return body;
 }
 
-// Durable first, then in force: stores `text` under `key` (an empty `text` deletes the
-// setting), then runs `apply` on the loop, which answers through `respond`. A failed write
-// answers with its error, runs `undo` (when given) and applies nothing, so a restart keeps what
-// the operator was told. Writes go one after another in the order of the calls
-// (Service::settings_writes), so two PUTs of one setting end stored and in force alike. From the
-// call to `apply` or `undo` it is a local change (SettingsReloader): no reload of the shared
-// store's settings read before the write puts the old value back.
+}  // namespace
+
+// handlers.h. Two PUTs of one setting end stored and in force alike: the writes are in order.
 void StoreSettingThenApply(Service& s, std::string key, std::string text, Respond respond,
-                           std::function<void(Respond)> apply, std::function<void()> undo = {}) {
+                           std::function<void(Respond)> apply, std::function<void()> undo) {
   s.settings_reloader().BeginLocalChange();
   asio::post(s.settings_writes(),
              [&s, key = std::move(key), text = std::move(text), respond = std::move(respond),
@@ -125,8 +121,6 @@ void StoreSettingThenApply(Service& s, std::string key, std::string text, Respon
                });
              });
 }
-
-}  // namespace
 
 void PutRateLimits(Service& s, const std::string& tenant, const HttpRequest& request,
                    Respond respond) {

@@ -91,6 +91,26 @@ void EnableDestination(Service& service, const HttpRequest& request, const Tenan
                        Respond respond);
 void GetMetrics(Service& service, Respond respond);
 
+// Durable first, then in force: stores `text` under the setting `key` (an empty `text` deletes
+// it), then runs `apply` on the loop, which answers through `respond`. A failed write answers
+// with its error, runs `undo` (when given) and applies nothing, so a restart keeps what the
+// operator was told. Writes go one after another in the order of the calls
+// (Service::settings_writes). From the call to `apply` or `undo` it is a local change
+// (SettingsReloader): no reload of the shared store's settings read before the write puts the
+// old value back.
+void StoreSettingThenApply(Service& service, std::string key, std::string text, Respond respond,
+                           std::function<void(Respond)> apply, std::function<void()> undo = {});
+
+// POST /api/admin/pauses: 201 with the new pause, stored before it is in force (docs/api.md,
+// "Pauses"); 200 with the pause in force that has the same scope, if any; 400 for a body
+// PauseFromRequest refuses; 409 pause_limit past PauseBook::kMaxPauses.
+void CreatePause(Service& service, const HttpRequest& request, Respond respond);
+// GET /api/admin/pauses: 200 {"pauses":[...]} in creation order.
+void ListPauses(Service& service, Respond respond);
+// DELETE /api/admin/pauses/{id}: 200 with the pause and "resumed": true once its deletion is
+// stored and its destinations let go; 404 for an id no pause in force has.
+void DeletePause(Service& service, const std::string& id, Respond respond);
+
 void PutRateLimits(Service& service, const std::string& tenant, const HttpRequest& request,
                    Respond respond);
 void GetRateLimits(Service& service, const std::string& tenant, Respond respond);

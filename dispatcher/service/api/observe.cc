@@ -98,6 +98,7 @@ json DestinationJson(const DestinationInfo& d, const std::string& key, SteadyTim
             {"has_head", d.view.has_head},
             {"in_flight", d.view.in_flight},
             {"disabled", d.view.disabled},
+            {"paused", !d.pause_id.empty()},
             {"budget",
              {{"name", pacing::BudgetNameString(d.view.budget_name)},
               {"limit", d.view.budget.limit},
@@ -122,6 +123,9 @@ json DestinationJson(const DestinationInfo& d, const std::string& key, SteadyTim
   }
   if (d.view.disabled) {
     j["disabled_reason"] = d.view.disabled_reason;
+  }
+  if (!d.pause_id.empty()) {
+    j["pause_id"] = d.pause_id;  // GET /api/admin/pauses shows the pause
   }
   if (d.view.deferral.reason != pacing::DeferReason::kNone) {
     j["deferral"] = d.view.deferral.ToString();

@@ -112,6 +112,19 @@ void RouteAdmin(Service& s, HttpRequest&& req, const std::vector<std::string>& p
     return req.method() == verb::put ? PutApiKeys(s, p[3], req, std::move(respond))
                                      : respond(NotAllowed());
   }
+  if (p.size() == 3 && p[2] == "pauses") {
+    if (req.method() == verb::post) {
+      return CreatePause(s, req, std::move(respond));
+    }
+    if (req.method() == verb::get) {
+      return ListPauses(s, std::move(respond));
+    }
+    return respond(NotAllowed());
+  }
+  if (p.size() == 4 && p[2] == "pauses") {
+    return req.method() == verb::delete_ ? DeletePause(s, p[3], std::move(respond))
+                                         : respond(NotAllowed());
+  }
   if (p.size() == 6 && p[2] == "tenants" && p[4] == "credentials") {
     return req.method() == verb::put ? PutCredential(s, p[3], p[5], req, std::move(respond))
                                      : respond(NotAllowed());
@@ -144,6 +157,9 @@ constexpr RouteInfo kRoutes[] = {
     {"GET", "/v1/quotas"},
     {"PUT", "/api/admin/tenants/{tenant}/api_keys"},
     {"PUT", "/api/admin/tenants/{tenant}/credentials/{name}"},
+    {"POST", "/api/admin/pauses"},
+    {"GET", "/api/admin/pauses"},
+    {"DELETE", "/api/admin/pauses/{id}"},
 };
 
 }  // namespace

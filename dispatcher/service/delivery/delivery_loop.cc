@@ -121,11 +121,14 @@ void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral
                    {{"tenant", parts.tenant}, {"platform", parts.platform}, {"reason", reason}});
     }
   }
-  if (!wait.until || dest.writing_wait) {
+  if (dest.writing_wait) {
     return;
   }
   std::optional<storage::StateChange> change =
-      PacingWaitChangeFor(*head, wait.until, reason, LoopTimeOf(clock_), options_.persist_wait);
+      wait.reason == pacing::DeferReason::kPaused
+          ? PausedChangeFor(*head, reason, LoopTimeOf(clock_))
+          : PacingWaitChangeFor(*head, wait.until, reason, LoopTimeOf(clock_),
+                                options_.persist_wait);
   if (!change) {
     return;
   }
@@ -244,6 +247,13 @@ bool DeliveryLoop::Forget(std::unordered_map<std::string, Dest>::iterator it) {
   }
   failed_fetches_.erase(dest.key);
   keys_by_id_.erase(dest.id.value);
+  if (!dest.pause_id.empty()) {
+    if (auto held = paused_.find({dest.tenant, dest.platform});
+        held != paused_.end() && --held->second <= 0) {
+      paused_.erase(held);
+    }
+    PublishPaused();
+  }
   index_.MoveDeferral(&dest.key, &dest.tenant, dest.hash, dest.indexed_deferral_ms, 0);
   index_.Remove(&dest.key, &dest.tenant, dest.hash);
   dests_.erase(it);
@@ -339,6 +349,9 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   dest.shard = shard;
   keys_by_id_[id->value] = key;
   metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
+  if (pauses_ != nullptr && !pauses_->empty() && ApplyPause(dest)) {
+    PublishPaused();
+  }
   return &dest;
 }
 
@@ -984,6 +997,60 @@ bool DeliveryLoop::Enable(const std::string& destination_key) {
   return true;
 }
 
+bool DeliveryLoop::ApplyPause(Dest& dest) {
+  const Pause* pause = nullptr;
+  if (pauses_ != nullptr && !pauses_->empty()) {
+    storage::DestinationParts parts;
+    if (storage::SplitDestinationKey(dest.key, parts)) {
+      pause = pauses_->Match(parts.tenant, parts.platform, parts.credential,
+                             [&] { return RedactDestination(parts.destination); });
+    }
+  }
+  const std::string want = pause == nullptr ? std::string() : pause->id;
+  if (want == dest.pause_id) {
+    return false;
+  }
+  const std::pair<std::string, std::string> group{dest.tenant, dest.platform};
+  if (dest.pause_id.empty()) {
+    ++paused_[group];
+  } else if (want.empty()) {
+    if (auto held = paused_.find(group); held != paused_.end() && --held->second <= 0) {
+      paused_.erase(held);
+    }
+  }
+  if (pause != nullptr) {
+    // The detail a deferral shows: which pause, and the operator's note.
+    std::string why = pause->id;
+    if (!pause->reason.empty()) {
+      why += ": " + pause->reason;
+    }
+    scheduler_.Pause(dest.id, std::move(why)).IgnoreError();  // a known destination
+  } else {
+    scheduler_.Resume(dest.id).IgnoreError();
+  }
+  dest.pause_id = want;
+  return true;
+}
+
+void DeliveryLoop::PublishPaused() {
+  metrics_.Clear(GaugeId::kPaused);
+  for (const auto& [group, count] : paused_) {
+    metrics_.Set(GaugeId::kPaused, {{"tenant", group.first}, {"platform", group.second}},
+                 static_cast<double>(count));
+  }
+}
+
+void DeliveryLoop::PausesChanged() {
+  size_t changed = 0;
+  for (auto& [key, dest] : dests_) {
+    changed += ApplyPause(dest) ? 1 : 0;
+  }
+  if (changed != 0) {
+    PublishPaused();
+    SchedulePump();
+  }
+}
+
 std::optional<DestinationPosition> DeliveryLoop::WalkDeferrals(
     const std::optional<DestinationPosition>& after, size_t max_steps,
     const DeferralVisit& visit) const {
@@ -1010,6 +1077,7 @@ DestinationInfo DeliveryLoop::InfoOf(const Dest& dest) const {
   info.last_headers = dest.last_headers;
   info.last_response_ms = dest.last_response_ms;
   info.oldest_deferral_ms = dest.queue.oldest_deferral_ms();
+  info.pause_id = dest.pause_id;
   return info;
 }
 

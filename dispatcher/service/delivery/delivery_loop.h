@@ -26,6 +26,7 @@
 #include "dispatcher/service/delivery/destination_queue.h"
 #include "dispatcher/service/delivery/store_writer.h"
 #include "dispatcher/service/metrics.h"
+#include "dispatcher/service/pause_book.h"
 #include "storage/queue_store.h"
 
 namespace egress::service {
@@ -60,6 +61,7 @@ struct DestinationInfo {
   // When the oldest deferred delivery the loop holds (head and read-ahead) was deferred
   // (Unix ms, 0: none).
   int64_t oldest_deferral_ms = 0;
+  std::string pause_id;  // the pause holding it; empty when none
 };
 
 struct DestinationPage {
@@ -160,6 +162,14 @@ class DeliveryLoop {
   void Drain(std::function<void()> done);
   // Re-enables a disabled destination (by its destination key); false when unknown.
   bool Enable(const std::string& destination_key);
+  // The operator's pauses (docs/api.md, "Pauses"), which `pauses` holds (null: none; it must
+  // outlive the loop). Call before Start(). Each destination is matched when it is registered,
+  // and every one again at PausesChanged().
+  void SetPauses(const PauseBook* pauses) { pauses_ = pauses; }
+  // The pauses changed: holds each destination a pause now names (Scheduler::Pause: its head
+  // waits, deferred with reason paused) and lets go of those none names (in store order, paced
+  // as before). O(destinations x pauses) in one turn, when an operator changes a pause.
+  void PausesChanged();
   // The Scheduler's budgets changed (an operator override): looks at the waiting work again now
   // rather than at the wake-up the old budgets had set.
   void BudgetsChanged();
@@ -236,6 +246,7 @@ class DeliveryLoop {
     uint64_t hash = 0;                // its place in index_
     int64_t indexed_deferral_ms = 0;  // its oldest deferral as index_ has it
     int shard = -1;                   // ShardOwnership::ShardOf; -1: a store of one node
+    std::string pause_id;             // the pause holding it; empty when none
   };
   struct InFlight {
     std::string dest_key;
@@ -301,6 +312,11 @@ class DeliveryLoop {
   // back-off. OnStoreOk ends the streak.
   void OnStoreTrouble(std::string_view operation, const Status& error);
   void OnStoreOk() { store_backoff_ = Millis(0); }
+  // Holds the destination under the first pause that names it, or lets it go when none does;
+  // true when that changed. Updates paused_ (not the gauge: PublishPaused).
+  bool ApplyPause(Dest& dest);
+  // relay_egress_paused from paused_.
+  void PublishPaused();
   // After the destination's held deliveries changed: its place in the order by oldest deferral.
   void Reindex(Dest& dest);
   DestinationInfo InfoOf(const Dest& dest) const;
@@ -346,8 +362,11 @@ class DeliveryLoop {
   bool sending_granted_ = false;  // SendGranted() is running (re-entered by a failed Send)
   BudgetUse budget_use_;
   storage::ShardOwnership* ownership_ = nullptr;  // the store's; null: it owns everything
-  bool loading_ = false;                          // a LoadDestinations walk is on its way
-  bool load_again_ = false;                       // and another is to follow it
+  const PauseBook* pauses_ = nullptr;
+  // Destinations held by a pause, by tenant and platform (relay_egress_paused).
+  std::map<std::pair<std::string, std::string>, int64_t> paused_;
+  bool loading_ = false;     // a LoadDestinations walk is on its way
+  bool load_again_ = false;  // and another is to follow it
 };
 
 }  // namespace egress::service

@@ -92,4 +92,17 @@ std::optional<storage::StateChange> PacingWaitChangeFor(const PendingDelivery& h
   return change;
 }
 
+std::optional<storage::StateChange> PausedChangeFor(const PendingDelivery& head,
+                                                    const std::string& reason, LoopTime now) {
+  if (head.state == DeliveryState::kDeferred && head.reason == reason) {
+    return std::nullopt;
+  }
+  // Due at once when the pause ends (its end is the operator's): the record says why it waits.
+  storage::StateChange change{.to = DeliveryState::kDeferred, .at_ms = now.wall_ms};
+  change.next_attempt_ms = now.wall_ms;
+  change.reason = reason;
+  change.expect = head.state;
+  return change;
+}
+
 }  // namespace egress::service

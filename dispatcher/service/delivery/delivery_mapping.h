@@ -58,5 +58,10 @@ std::optional<storage::StateChange> PacingWaitChangeFor(const PendingDelivery& h
                                                         std::optional<SteadyTime> until,
                                                         const std::string& reason, LoopTime now,
                                                         Millis persist_wait);
+// The change that records a head held by a pause: deferred with `reason` ("paused"), due at
+// once (the pause's end decides when it goes), no attempt consumed, compare-and-set on the state
+// read; nullopt when the head records it already.
+std::optional<storage::StateChange> PausedChangeFor(const PendingDelivery& head,
+                                                    const std::string& reason, LoopTime now);
 
 }  // namespace egress::service

@@ -211,6 +211,64 @@ def budgets(c):
     c.d.set_window_size(1360, 900)
 
 
+def pauses(c):
+    """Pauses tenant acme (the tenant post_traffic posts for) from the Pauses view: the
+    service's refusal of a pause without a scope shown, the pause listed, acme's throttled
+    destination (an hour's Retry-After: it has work all along) shown paused with a link to its
+    pause, then resumed from the list and the list empty again."""
+    c.find('#nav a[data-page="pauses"]').click()
+    c.until("the pause form", lambda: c.find("#pause-form"))
+    c.until("the list of pauses loaded", lambda: c.find("#pauses tbody tr"))
+    assert "No pause in force" in c.text("#pauses tbody"), c.text("#pauses tbody")
+    # A reason alone pauses nothing: the service's 400 and its message are shown.
+    c.find("#pause-reason").send_keys("no scope")
+    c.find("#pause-submit").click()
+
+    def refusal():
+        shown = [t for t in c.texts("#pause-form .field-error, #pause-error") if t.strip()]
+        return shown or None
+    c.until("the service's refusal shown", refusal)
+    assert c.text("#pauses tbody").startswith("No pause"), c.text("#pauses tbody")
+    # Tenant acme with a reason: listed, with its reason.
+    reason = "held by the console test"
+    c.find("#pause-reason").clear()
+    c.find("#pause-tenant").send_keys("acme")
+    c.find("#pause-reason").send_keys(reason)
+    c.find("#pause-submit").click()
+    c.until("the pause listed",
+            lambda: "acme" in c.text("#pauses tbody") and reason in c.text("#pauses tbody"))
+    assert not refusal(), refusal()
+    assert c.text("#pause-summary") == "1 in force", c.text("#pause-summary")
+    pause_id = c.d.execute_script(
+        "const r = document.querySelector('#pauses tbody tr[data-id]'); return r ? r.dataset.id : ''")
+    assert pause_id.startswith("pause_"), pause_id
+    # The destinations page shows the throttled destination paused, linked to the pause.
+    c.find('#nav a[data-page="destinations"]').click()
+
+    def paused_link():
+        return c.d.execute_script(
+            "for (const r of document.querySelectorAll('#destinations tbody tr')) {"
+            "  const a = r.querySelector('a.tag.paused');"
+            "  if (a && r.innerText.includes(arguments[0])) { return a.getAttribute('href'); }"
+            "} return null", c.args.throttled)
+    href = c.until("the throttled destination shown paused", paused_link)
+    assert href == "#/pauses?id=" + pause_id, (href, pause_id)
+    c.shot("destinations-paused")
+    # The link leads to the pause, marked in the list; Resume empties the list.
+    c.find("#destinations a.tag.paused").click()
+    c.until("the pause marked", lambda: c.find("#pauses tr.row-target#row-" + pause_id))
+    c.shot("pauses")
+    c.find("#resume-" + pause_id).click()
+    c.until("the list empty", lambda: c.text("#pauses tbody").startswith("No pause in force"))
+    # Resumed: the destination is no longer shown paused.
+    c.find('#nav a[data-page="destinations"]').click()
+
+    def unpaused():
+        rows = [r for r in c.texts("#destinations tbody tr") if c.args.throttled in r]
+        return rows and not c.find("#destinations .tag.paused")
+    c.until("the throttled destination no longer paused", unpaused)
+
+
 def tenant_view(c):
     c.sign_out()
     c.sign_in(c.args.tenant_key)
@@ -231,6 +289,10 @@ def tenant_view(c):
     body = c.text("#destinations tbody")
     assert c.args.throttled not in body, "another tenant's destination is shown"
     assert "beta-receiver" in body or "No destination" in body, body
+    # Pauses are the admin's: the page says so and lists nothing.
+    c.find('#nav a[data-page="pauses"]').click()
+    c.until("pauses said to need the admin token", lambda: "admin token" in c.text("main"))
+    assert c.find("#pauses") is None and c.find("#pause-form") is None
 
 
 def narrow(c):
@@ -261,6 +323,7 @@ def main():
         destinations(c)
         deliveries(c)
         budgets(c)
+        pauses(c)
         tenant_view(c)
         narrow(c)
         violations = csp_violations(driver)

@@ -161,8 +161,8 @@ TEST_F(ConsoleBrowserTest, OperatorWorkflows) {
   EXPECT_EQ(shown.Json().value("state", ""), "delivered") << shown.body;
   EXPECT_TRUE(WaitFor("/v1/deliveries?state=dead&tenant=acme",
                       [](const json& j) { return j["deliveries"].empty(); }));
-  for (const char* page :
-       {"overview", "destinations", "deliveries", "budgets", "tenant-deliveries", "narrow"}) {
+  for (const char* page : {"overview", "destinations", "deliveries", "budgets",
+                           "destinations-paused", "pauses", "tenant-deliveries", "narrow"}) {
     EXPECT_EQ(access((shots + "/" + page + ".png").c_str(), R_OK), 0) << page;
   }
 }

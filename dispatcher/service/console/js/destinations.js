@@ -3,6 +3,8 @@
 // are), in its order (by key, or the oldest deferral first) and filtered by platform there; the
 // rows of a page sortable and filtered in the browser. Each with its budget and remaining units
 // as a fill bar, why its head waits and until when (a countdown), and Enable for a disabled one.
+// One an operator paused shows a "paused" badge (for the admin a link to its pause on #/pauses)
+// and waits until resumed.
 
 import { api, query } from './api.js';
 import { clear, duration, errorBox, fillBar, h, num, toast } from './dom.js';
@@ -83,7 +85,8 @@ export function mount(root, session, params) {
   const visible = () => {
     const f = state.filter.toLowerCase();
     const rows = state.list.filter((d) => !f ||
-      [d.platform, d.tenant, d.destination, d.key, d.deferral || '', d.disabled_reason || '', d.budget.name]
+      [d.platform, d.tenant, d.destination, d.key, d.deferral || '', d.disabled_reason || '', d.budget.name,
+        d.paused ? 'paused' : '']
         .some((s) => String(s).toLowerCase().includes(f)));
     const col = columns.find((c) => c.key === state.sort) || columns[0];
     rows.sort((a, b) => {
@@ -105,10 +108,15 @@ export function mount(root, session, params) {
         const cap = Math.max(1, d.budget.burst || d.budget.limit);
         return h('td', {}, fillBar(d.remaining, cap, `${num(d.remaining)} of ${num(cap)}`));
       }
-      case 'deferral':
-        return h('td', { class: 'reason' }, d.deferral ? h('span', { class: 'tag warn', text: d.deferral }) : h('span', { class: 'muted', text: '–' }));
+      case 'deferral': {
+        // A pause's own reason is its badge; any other is shown beside it.
+        const reason = d.deferral && !(d.paused && /^paused(:|$)/.test(d.deferral))
+          ? h('span', { class: 'tag warn', text: d.deferral }) : null;
+        return h('td', { class: 'reason' }, d.paused ? pausedBadge(d) : null, d.paused && reason ? ' ' : null,
+          reason, !d.paused && !reason ? h('span', { class: 'muted', text: '–' }) : null);
+      }
       case 'next':
-        return h('td', { class: 'num countdown', dataset: { until: d.next_eligible_ms || 0 } }, countdown(d));
+        return h('td', { class: 'num countdown', dataset: { until: d.paused ? 0 : d.next_eligible_ms || 0 } }, countdown(d));
       case 'status':
         if (!d.disabled) {
           return h('td', {}, h('span', { class: 'tag ok', text: 'enabled' }));
@@ -120,9 +128,18 @@ export function mount(root, session, params) {
     }
   };
 
+  // The admin follows it to its pause (and Resume there); a tenant key cannot see pauses.
+  const pausedBadge = (d) => (session.admin && d.pause_id
+    ? h('a', { class: 'tag paused', href: `#/pauses?id=${encodeURIComponent(d.pause_id)}`,
+      title: `Paused by ${d.pause_id}: open it on the Pauses page`, text: 'paused' })
+    : h('span', { class: 'tag paused', title: 'Paused by an operator', text: 'paused' }));
+
   const countdown = (d) => {
     if (!d.has_head) {
       return '–';
+    }
+    if (d.paused) {
+      return 'on resume';
     }
     return duration((d.next_eligible_ms || 0) - Date.now());
   };
@@ -146,7 +163,7 @@ export function mount(root, session, params) {
     const rows = visible();
     clear(body);
     for (const d of rows) {
-      body.append(h('tr', { dataset: { key: d.key }, class: d.disabled ? 'row-bad' : d.deferral ? 'row-warn' : '' },
+      body.append(h('tr', { dataset: { key: d.key }, class: d.disabled ? 'row-bad' : d.paused ? 'row-paused' : d.deferral ? 'row-warn' : '' },
         columns.map((c) => cell(c, d))));
     }
     if (state.loaded && rows.length === 0) {
@@ -154,9 +171,10 @@ export function mount(root, session, params) {
     }
     const throttled = state.list.filter((d) => d.deferral).length;
     const disabled = state.list.filter((d) => d.disabled).length;
+    const paused = state.list.filter((d) => d.paused).length;
     const page = state.cursors.length;
     summary.textContent = `${state.total === null ? '' : `${num(state.total)} with work · `}` +
-      `this page: ${num(state.list.length)} · ${num(throttled)} waiting · ${num(disabled)} disabled`;
+      `this page: ${num(state.list.length)} · ${num(throttled)} waiting · ${num(paused)} paused · ${num(disabled)} disabled`;
     clear(pager).append(
       h('button', { type: 'button', disabled: page === 1, onclick: () => { state.cursors.pop(); load(); } }, '‹ Previous'),
       h('span', { class: 'muted small', text: `page ${num(page)} · ${num(rows.length)} rows` }),

@@ -1,5 +1,5 @@
 // Entry point: sign-in, the hash router (#/overview, #/destinations, #/deliveries,
-// #/budgets) and the stats sampler that feeds the overview's chart.
+// #/budgets, #/pauses) and the stats sampler that feeds the overview's chart.
 
 import { api, ApiError, setToken, token } from './api.js';
 import { clear, h, errorBox } from './dom.js';
@@ -7,8 +7,9 @@ import * as overview from './overview.js';
 import * as destinations from './destinations.js';
 import * as deliveries from './deliveries.js';
 import * as budgets from './budgets.js';
+import * as pauses from './pauses.js';
 
-const pages = { overview, destinations, deliveries, budgets };
+const pages = { overview, destinations, deliveries, budgets, pauses };
 const main = document.getElementById('main');
 // Who the token is: {admin: bool, tenant: string|null}.
 const session = { admin: false, tenant: null };
@@ -25,7 +26,7 @@ function signInForm(problem) {
     input,
     h('p', { id: 'token-help', class: 'muted small' },
       'Kept in this tab only (sessionStorage). A tenant key shows that tenant\u2019s work; the ',
-      'admin token shows every tenant and the budgets.'),
+      'admin token shows every tenant, the budgets and the pauses.'),
     problem ? errorBox(problem) : null,
     h('button', { type: 'submit', class: 'primary', text: 'Sign in' }));
   form.addEventListener('submit', async (ev) => {
