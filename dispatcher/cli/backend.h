@@ -76,6 +76,14 @@ class Backend {
   // tenant's ({"tenants":[...]}, GET /api/admin/quotas); Unavailable from the store (the tiers
   // and quotas are the running service's).
   virtual Result<nlohmann::json> Quotas(const std::string& tenant) = 0;
+  // The operator's pauses (docs/api.md, "Pauses"): {"pauses":[...]} (GET /api/admin/pauses);
+  // the pause `scope` makes ({"tenant"?, "platform"?, "credential"?, "destination"?,
+  // "reason"?}; POST), the one in force with that scope if any; the pause `id` ended,
+  // {"id", ..., "resumed": true} (DELETE /api/admin/pauses/{id}). Unavailable from the store
+  // (pauses are the running service's settings).
+  virtual Result<nlohmann::json> Pauses() = 0;
+  virtual Result<nlohmann::json> Pause(const nlohmann::json& scope) = 0;
+  virtual Result<nlohmann::json> Resume(const std::string& id) = 0;
   // "http://127.0.0.1:8686" or "store ./var/data": for messages.
   virtual std::string Describe() const = 0;
 };

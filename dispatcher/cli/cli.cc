@@ -173,10 +173,32 @@ Commands::Commands(CLI::App& app) {
   AddConnection(quotas_, flags_, true);
   quotas_->add_option("--tenant", flags_.filter.tenant, "Only this tenant");
   quotas_->footer("Examples:\n  relay-egress quotas\n  relay-egress quotas --tenant acme --json");
+
+  pause_ = app.add_subcommand(
+      "pause", "Stop sending to what the scope names until resumed; nothing is dropped");
+  AddConnection(pause_, flags_, true);
+  pause_->add_option("--tenant", flags_.filter.tenant, "Only this tenant's destinations");
+  pause_->add_option("--platform", flags_.filter.platform, "Only this platform's")
+      ->check(CLI::IsMember({"slack", "discord", "line", "webhook"}));
+  pause_->add_option("--credential", flags_.credential, "Only this credential's");
+  pause_->add_option("--destination", flags_.filter.destination,
+                     "Only this destination (as sent, or as `destinations` shows it)");
+  pause_->add_option("--reason", flags_.reason, "Why, for the other operators");
+  pause_->footer(
+      "Examples:\n  relay-egress pause --tenant acme --platform discord --reason \"token leaked\"\n"
+      "  relay-egress pause --platform line --reason \"LINE outage\"");
+  resume_ = app.add_subcommand("resume", "End a pause: what it held goes, in order");
+  AddConnection(resume_, flags_, true);
+  resume_->add_option("id", flags_.key, "The pause's id (see `pauses`)")->required();
+  resume_->footer("Example:\n  relay-egress resume pause_5f0c2a9d81e4b7c3");
+  pauses_ = app.add_subcommand("pauses", "The pauses in force");
+  AddConnection(pauses_, flags_, true);
+  pauses_->footer("Examples:\n  relay-egress pauses\n  relay-egress pauses --json");
 }
 
 bool Commands::Parsed() const {
-  for (CLI::App* c : {list_, show_, replay_, cancel_, stats_, destinations_, top_, quotas_}) {
+  for (CLI::App* c : {list_, show_, replay_, cancel_, stats_, destinations_, top_, quotas_, pause_,
+                      resume_, pauses_}) {
     if (c->parsed()) {
       return true;
     }
@@ -206,7 +228,8 @@ int Commands::Run() {
   StoreAccess access = StoreAccess::kReadOnly;
   if (replay_->parsed() || cancel_->parsed()) {
     access = StoreAccess::kExclusive;
-  } else if (top_->parsed() || quotas_->parsed()) {
+  } else if (top_->parsed() || quotas_->parsed() || pause_->parsed() || resume_->parsed() ||
+             pauses_->parsed()) {
     access = StoreAccess::kNone;
   }
   auto backend = Connect(flags_.connection, access);
@@ -230,6 +253,12 @@ int Commands::Run() {
     return Top(b, flags_);
   if (quotas_->parsed())
     return PrintQuotas(b, flags_);
+  if (pause_->parsed())
+    return PauseSending(b, flags_);
+  if (resume_->parsed())
+    return ResumeSending(b, flags_);
+  if (pauses_->parsed())
+    return ListPauses(b, flags_);
   return ListDestinations(b, flags_);
 }
 

@@ -54,11 +54,14 @@ struct CommandFlags {
   std::string cursor;
   bool all = false;
   std::string sort;
+  // pause: the scope and the note.
+  std::string credential;
+  std::string reason;
 };
 
 // The operator commands (docs/cli.md): `deliveries list|show|replay|cancel`, `stats`,
-// `destinations [enable]`, `top`, `quotas`. Register on the app before parsing; Run after, when
-// Parsed().
+// `destinations [enable]`, `top`, `quotas`, `pause`, `resume`, `pauses`. Register on the app before
+// parsing; Run after, when Parsed().
 class Commands {
  public:
   explicit Commands(CLI::App& app);
@@ -76,6 +79,9 @@ class Commands {
   CLI::App* enable_ = nullptr;
   CLI::App* top_ = nullptr;
   CLI::App* quotas_ = nullptr;
+  CLI::App* pause_ = nullptr;
+  CLI::App* resume_ = nullptr;
+  CLI::App* pauses_ = nullptr;
 };
 
 // The exit code for an error, printed to stderr as "relay-egress: message".
@@ -96,6 +102,9 @@ int ListDestinations(Backend& b, const CommandFlags& f);
 int EnableDestination(Backend& b, const CommandFlags& f);
 int Top(Backend& b, const CommandFlags& f);  // commands_top.cc
 int PrintQuotas(Backend& b, const CommandFlags& f);
+int PauseSending(Backend& b, const CommandFlags& f);  // commands_pauses.cc
+int ResumeSending(Backend& b, const CommandFlags& f);
+int ListPauses(Backend& b, const CommandFlags& f);
 
 // Wall clock now, Unix ms (for relative times).
 int64_t NowMs();

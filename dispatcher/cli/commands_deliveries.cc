@@ -20,25 +20,12 @@ using nlohmann::json;
 
 constexpr size_t kReplayWithoutYes = 100;
 
-std::string Str(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    return "";
-  }
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-int64_t Ms(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
-}
-
 // When it is due (waiting) or when it last changed.
 std::string When(const json& d, int64_t now_ms) {
   if (d.contains("next_attempt_ms")) {
-    return "due " + RelativeTime(Ms(d, "next_attempt_ms"), now_ms);
+    return "due " + RelativeTime(FieldInt(d, "next_attempt_ms"), now_ms);
   }
-  return "updated " + RelativeTime(Ms(d, "updated_ms"), now_ms);
+  return "updated " + RelativeTime(FieldInt(d, "updated_ms"), now_ms);
 }
 
 // Invalid UTF-8 (an id typed on the command line) prints as U+FFFD rather than throwing.
@@ -49,7 +36,7 @@ void PrintLine(const json& j) {
 // `d` (a delivery as Get answers it) when a replay would take it, else why not: the store's
 // refusal, or IoError when the answer names no state.
 Result<json> Replayable(const std::string& id, json&& d) {
-  const std::string state = Str(d, "state");
+  const std::string state = FieldText(d, "state", "");
   const std::optional<storage::DeliveryState> parsed = storage::ParseState(state);
   if (!parsed) {
     return Status::IoError(fmt::format("delivery {}: unknown state '{}' in the answer", id, state));
@@ -68,7 +55,7 @@ int ListDeliveries(Backend& b, const CommandFlags& f) {
     return Fail(page.error());
   }
   const json& list = (*page)["deliveries"];
-  const std::string cursor = Str(*page, "next_cursor");
+  const std::string cursor = FieldText(*page, "next_cursor", "");
   if (f.json) {
     for (const json& d : list) {
       PrintLine(d);
@@ -81,9 +68,9 @@ int ListDeliveries(Backend& b, const CommandFlags& f) {
     std::vector<std::vector<std::string>> rows = {
         {"ID", "STATE", "TENANT", "PLATFORM", "DESTINATION", "ATTEMPTS", "WHEN", "REASON"}};
     for (const json& d : list) {
-      rows.push_back({Str(d, "id"), Str(d, "state"), Str(d, "tenant"), Str(d, "platform"),
-                      Truncate(Str(d, "destination"), 40), Str(d, "attempts"), When(d, now),
-                      Str(d, "reason")});
+      rows.push_back({FieldText(d, "id", ""), FieldText(d, "state", ""), FieldText(d, "tenant", ""),
+                      FieldText(d, "platform", ""), Truncate(FieldText(d, "destination", ""), 40),
+                      FieldText(d, "attempts", ""), When(d, now), FieldText(d, "reason", "")});
     }
     fmt::print("{}", RenderTable(rows));
     if (!cursor.empty()) {
@@ -109,24 +96,24 @@ int ShowDelivery(Backend& b, const CommandFlags& f) {
   }
   const int64_t now = NowMs();
   std::vector<std::vector<std::string>> fields = {
-      {"id:", Str(*d, "id")},
-      {"state:", Str(*d, "state")},
-      {"tenant:", Str(*d, "tenant")},
-      {"platform:", Str(*d, "platform")},
-      {"destination:", Str(*d, "destination")},
-      {"credential:", Str(*d, "credential")},
-      {"attempts:", Str(*d, "attempts")},
-      {"created:", RelativeTime(Ms(*d, "created_ms"), now)},
-      {"updated:", RelativeTime(Ms(*d, "updated_ms"), now)}};
+      {"id:", FieldText(*d, "id", "")},
+      {"state:", FieldText(*d, "state", "")},
+      {"tenant:", FieldText(*d, "tenant", "")},
+      {"platform:", FieldText(*d, "platform", "")},
+      {"destination:", FieldText(*d, "destination", "")},
+      {"credential:", FieldText(*d, "credential", "")},
+      {"attempts:", FieldText(*d, "attempts", "")},
+      {"created:", RelativeTime(FieldInt(*d, "created_ms"), now)},
+      {"updated:", RelativeTime(FieldInt(*d, "updated_ms"), now)}};
   if (d->contains("next_attempt_ms")) {
-    fields.push_back({"next attempt:", RelativeTime(Ms(*d, "next_attempt_ms"), now)});
+    fields.push_back({"next attempt:", RelativeTime(FieldInt(*d, "next_attempt_ms"), now)});
   }
   if (d->contains("reason")) {
-    fields.push_back({"reason:", Str(*d, "reason")});
+    fields.push_back({"reason:", FieldText(*d, "reason", "")});
   }
   for (const char* key : {"idempotency_key", "ordering_key"}) {
     if (d->contains(key)) {
-      fields.push_back({std::string(key) + ":", Str(*d, key)});
+      fields.push_back({std::string(key) + ":", FieldText(*d, key, "")});
     }
   }
   if (d->contains("payload")) {
@@ -142,9 +129,9 @@ int ShowDelivery(Backend& b, const CommandFlags& f) {
       for (const auto& [name, value] : a["rate_limit_headers"].items()) {
         headers += (headers.empty() ? "" : " ") + name + "=" + value.get<std::string>();
       }
-      rows.push_back({RelativeTime(Ms(a, "at_ms"), now), Str(a, "http_status"),
-                      Str(a, "duration_ms") + "ms", Str(a, "platform_error"),
-                      Truncate(Str(a, "detail"), 40), headers});
+      rows.push_back({RelativeTime(FieldInt(a, "at_ms"), now), FieldText(a, "http_status", ""),
+                      FieldText(a, "duration_ms", "") + "ms", FieldText(a, "platform_error", ""),
+                      Truncate(FieldText(a, "detail", ""), 40), headers});
     }
     fmt::print("\n{}", RenderTable(rows));
   }
@@ -165,7 +152,7 @@ int ReplayDeliveries(Backend& b, const CommandFlags& f) {
       }
       if (f.json) {
         PrintLine({{"id", id},
-                   {"state", f.dry_run ? Str(*done, "state") : "queued"},
+                   {"state", f.dry_run ? FieldText(*done, "state", "") : "queued"},
                    {"dry_run", f.dry_run}});
       } else {
         fmt::print("{} {}\n", f.dry_run ? "would replay" : "replayed", id);

@@ -12,25 +12,12 @@ namespace {
 
 using nlohmann::json;
 
-std::string Field(const json& j, const char* key, const char* missing = "-") {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    return missing;
-  }
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-int64_t Ms(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
-}
-
 std::string StateOf(const json& d) {
   if (d.value("disabled", false)) {
-    return "disabled: " + Field(d, "disabled_reason", "?");
+    return "disabled: " + FieldText(d, "disabled_reason", "?");
   }
   if (d.contains("deferral")) {
-    return "deferred: " + Field(d, "deferral");
+    return "deferred: " + FieldText(d, "deferral");
   }
   return "active";
 }
@@ -48,14 +35,14 @@ int PrintStats(Backend& b, const CommandFlags& f) {
   }
   std::vector<std::vector<std::string>> rows = {{"STATE", "COUNT"}};
   for (const char* s : {"queued", "in_flight", "deferred", "delivered", "dead", "cancelled"}) {
-    rows.push_back({s, Field(*stats, s, "0")});
+    rows.push_back({s, FieldText(*stats, s, "0")});
   }
   fmt::print("{} ({})\n{}", "deliveries by state", b.Describe(), RenderTable(rows));
   std::vector<std::vector<std::string>> counters = {{"COUNTER", "TOTAL"}};
   for (const char* c : {"accepted", "platform_429s", "throttles", "deferrals", "intake_rejections",
                         "destinations"}) {
     if (stats->contains(c)) {
-      counters.push_back({c, Field(*stats, c)});
+      counters.push_back({c, FieldText(*stats, c)});
     }
   }
   if (counters.size() > 1) {
@@ -92,9 +79,9 @@ int PrintQuotas(Backend& b, const CommandFlags& f) {
               (platforms.empty() ? "" : ",") + (p.is_string() ? p.get<std::string>() : "?");
         }
       }
-      const int64_t resets = Ms(q, "resets_in_ms");
-      rows.push_back({Field(t, "tenant"), Field(t, "tier", "-"), name, Field(q, "used"),
-                      Field(q, "limit"), Field(q, "window"), platforms,
+      const int64_t resets = FieldInt(q, "resets_in_ms");
+      rows.push_back({FieldText(t, "tenant"), FieldText(t, "tier", "-"), name, FieldText(q, "used"),
+                      FieldText(q, "limit"), FieldText(q, "window"), platforms,
                       resets > 0 ? fmt::format("{}s", (resets + 999) / 1000) : "-"});
     }
   }
@@ -132,7 +119,7 @@ int ListDestinations(Backend& b, const CommandFlags& f) {
   }
   if (f.json) {
     for (json d : list) {
-      d["ref"] = DestinationRef(Field(d, "key", ""));
+      d["ref"] = DestinationRef(FieldText(d, "key", ""));
       fmt::print("{}\n", d.dump());
     }
   } else if (!list.empty()) {
@@ -140,10 +127,10 @@ int ListDestinations(Backend& b, const CommandFlags& f) {
     std::vector<std::vector<std::string>> rows = {
         {"DESTINATION", "STATE", "NEXT", "QUEUED", "DEFERRED", "IN-FLIGHT", "LAST RESPONSE"}};
     for (const json& d : list) {
-      rows.push_back({Truncate(DestinationRef(Field(d, "key", "")), 48), StateOf(d),
-                      RelativeTime(Ms(d, "next_eligible_ms"), now), Field(d, "queued"),
-                      Field(d, "deferred"), Field(d, "in_flight"),
-                      RelativeTime(Ms(d, "last_response_ms"), now)});
+      rows.push_back({Truncate(DestinationRef(FieldText(d, "key", "")), 48), StateOf(d),
+                      RelativeTime(FieldInt(d, "next_eligible_ms"), now), FieldText(d, "queued"),
+                      FieldText(d, "deferred"), FieldText(d, "in_flight"),
+                      RelativeTime(FieldInt(d, "last_response_ms"), now)});
     }
     fmt::print("{}", RenderTable(rows));
   }

@@ -40,6 +40,25 @@ std::string RelativeTime(int64_t at_ms, int64_t now_ms) {
   return delta > 0 ? "in " + Span(delta) : Span(-delta) + " ago";
 }
 
+std::string FieldText(const nlohmann::json& j, const char* key, const char* missing) {
+  if (!j.is_object()) {
+    return missing;
+  }
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    return missing;
+  }
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+int64_t FieldInt(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) {
+    return 0;
+  }
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
 std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> widths;
   for (const auto& row : rows) {

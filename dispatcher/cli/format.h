@@ -4,11 +4,19 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace egress::cli {
 
 // "now", "in 12s", "3m ago", "in 2h5m", "4d ago": `at_ms` relative to `now_ms` (both Unix ms).
 // Zero `at_ms` means unknown and gives "-".
 std::string RelativeTime(int64_t at_ms, int64_t now_ms);
+
+// A field of an answer as a table cell: a string as it is, another value as JSON, `missing`
+// when it is absent or null (or `j` is not an object).
+std::string FieldText(const nlohmann::json& j, const char* key, const char* missing = "-");
+// An integer field (Unix ms, a count): 0 when absent or not an integer.
+int64_t FieldInt(const nlohmann::json& j, const char* key);
 
 // Left-aligned columns separated by two spaces, one line per row (rows[0] is the header),
 // no trailing spaces. Cells must not contain newlines; width counts bytes.

@@ -144,6 +144,13 @@ class ServiceBackend final : public Backend {
         tenant.empty() ? "/api/admin/quotas" : "/api/admin/tenants/" + Escape(tenant) + "/quotas",
         "");
   }
+  Result<json> Pauses() override { return Call("GET", "/api/admin/pauses", ""); }
+  Result<json> Pause(const json& scope) override {
+    return Call("POST", "/api/admin/pauses", scope.dump());
+  }
+  Result<json> Resume(const std::string& id) override {
+    return Call("DELETE", "/api/admin/pauses/" + Escape(id), "");
+  }
   std::string Describe() const override { return server_.ToString(); }
 
  private:

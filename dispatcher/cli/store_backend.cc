@@ -195,9 +195,18 @@ class StoreBackend final : public Backend {
         "quotas need the running service: tiers and quotas are its configuration");
   }
 
+  Result<json> Pauses() override { return PausesNeedTheService(); }
+  Result<json> Pause(const json&) override { return PausesNeedTheService(); }
+  Result<json> Resume(const std::string&) override { return PausesNeedTheService(); }
+
   std::string Describe() const override { return "store " + dir_; }
 
  private:
+  static Status PausesNeedTheService() {
+    return Status::Unavailable(
+        "pauses need the running service: they are its settings, and it holds what they name");
+  }
+
   static int64_t NowMs() { return ToUnixMillis(SystemClock().WallNow()); }
 
   Result<json> Summarize(const std::string& key, const storage::DestinationParts& p) {
