@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -39,14 +40,33 @@ class RedisSharedSettings {
 
   // Starts polling; call once.
   void Start();
-  // Stores `text` under `name` for every node. `done` (may be empty) gets kUnavailable when
-  // Redis cannot be reached or refuses the script.
+  // Stores `text` under `name` for every node. `done` (may be empty) gets the first try's
+  // outcome: kUnavailable when Redis cannot be reached or refuses the script (Ok at once when a
+  // Put of the name is in flight: this text follows it at the next poll). A Put that did not
+  // land is tried again at every poll until it does (a later Put of the same name replaces it),
+  // so a change made while Redis was away reaches the other nodes once it is back, and an ended
+  // setting (a resumed pause) does not come back from the old value Redis still holds. What
+  // waits is lost if this process stops first.
   void Put(const std::string& name, const std::string& text, Done done);
+  // Puts not landed yet.
+  size_t pending() const { return pending_.size(); }
 
  private:
   void Arm();
   void Poll();
   void Read(int64_t counter);
+  // Sends the pending text of `name` (one script in flight per name).
+  void Send(const std::string& name, Done done);
+  // Sends every pending Put that is not in flight.
+  void Flush();
+
+  struct Pending {
+    std::string text;
+    uint64_t generation = 0;  // of the Put it holds
+    bool sending = false;
+  };
+  std::map<std::string, Pending> pending_;
+  uint64_t generation_ = 0;
 
   boost::asio::steady_timer timer_;
   RedisConnection& connection_;

@@ -149,6 +149,8 @@ Status Scheduler::Offer(DestinationId id, WorkItem&& item) {
   if (dest.state == State::kEmpty || dest.state == State::kTimer || dest.state == State::kBlocked) {
     ++dest.generation;
     MakeReady(id.value);
+  } else if (dest.state == State::kDisabled && dest.paused && !dest.disabled) {
+    TellPaused(id.value);  // an earlier head replaced the held one: it is held now
   }
   return Status::Ok();
 }

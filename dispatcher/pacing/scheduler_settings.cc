@@ -37,6 +37,9 @@ Status Scheduler::Disable(DestinationId id, std::string reason) {
   Dest& dest = **found;
   dest.disabled = true;
   disabled_reasons_[id.value] = std::move(reason);
+  if (dest.state == State::kDisabled) {
+    dest.reason = DeferReason::kDestinationDisabled;  // held by a pause until now
+  }
   if (dest.state == State::kTimer || dest.state == State::kBlocked) {
     ++dest.generation;
     dest.state = State::kDisabled;
@@ -97,6 +100,9 @@ void Scheduler::ReleaseHeld(uint32_t d) {
   }
   if (dest.disabled || dest.paused) {
     dest.reason = dest.disabled ? DeferReason::kDestinationDisabled : DeferReason::kPaused;
+    if (!dest.disabled && dest.has_head) {
+      TellPaused(d);  // enabled, still paused: the head is held by the pause now
+    }
     return;
   }
   if (dest.has_head) {

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "adapters/api_key.h"
+#include "dispatcher/base/hex.h"
 #include "dispatcher/base/platform.h"
 #include "dispatcher/base/redact.h"
 #include "dispatcher/base/time_text.h"
@@ -17,6 +20,11 @@ using nlohmann::json;
 
 constexpr std::string_view kIdHead = "pause_";
 constexpr size_t kIdHexDigits = 16;
+
+// The exact destination's SHA-256, as hex: what a pause keeps of a destination with a secret.
+std::string DestinationDigest(std::string_view destination) {
+  return HexEncode(adapters::ApiKeyDigest(destination));  // SHA-256 of any text
+}
 
 ApiError Invalid(const std::string& field, const std::string& why) {
   return ApiError{400, "invalid_request", field + ": " + why, field};
@@ -33,6 +41,9 @@ json PauseToJson(const Pause& pause) {
       {"destination", &pause.destination},
       {"reason", &pause.reason},
   }};
+  if (!pause.destination_sha256.empty()) {
+    out["destination_sha256"] = pause.destination_sha256;
+  }
   for (const auto& [name, value] : fields) {
     if (!value->empty()) {
       out[std::string(name)] = *value;
@@ -89,7 +100,11 @@ tl::expected<Pause, ApiError> PauseFromRequest(const json& body, size_t max_fiel
         "a pause names at least one of tenant, platform, credential and destination", "body"});
   }
   if (!pause.destination.empty()) {
-    pause.destination = RedactDestination(pause.destination);
+    std::string shown = RedactDestination(pause.destination);
+    if (shown != pause.destination) {
+      pause.destination_sha256 = DestinationDigest(pause.destination);
+    }
+    pause.destination = std::move(shown);
   }
   return pause;
 }
@@ -114,6 +129,15 @@ Result<Pause> PauseFromSetting(const std::string& key, const std::string& text) 
   if (!pause) {
     return bad;
   }
+  // The digest of a destination with a secret: the request's form holds the shown one only.
+  pause->destination_sha256.clear();
+  if (auto it = j.find("destination_sha256"); it != j.end()) {
+    if (!it->is_string() || pause->destination.empty() || it->get<std::string>().size() != 64 ||
+        !HexDecode(it->get<std::string>())) {
+      return bad;
+    }
+    pause->destination_sha256 = it->get<std::string>();
+  }
   pause->id = j["id"].get<std::string>();
   pause->created_ms = j["created_ms"].get<int64_t>();
   if (!IsPauseId(pause->id) || key != PauseKey(pause->id)) {
@@ -130,19 +154,14 @@ bool IsPauseId(std::string_view id) {
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-Status PauseBook::Put(Pause pause) {
+void PauseBook::Put(Pause pause) {
   auto it = std::lower_bound(pauses_.begin(), pauses_.end(), pause.id,
                              [](const Pause& p, const std::string& id) { return p.id < id; });
   if (it != pauses_.end() && it->id == pause.id) {
     *it = std::move(pause);
-    return Status::Ok();
-  }
-  if (pauses_.size() >= kMaxPauses) {
-    return Status::FailedPrecondition(
-        fmt::format("{} pauses are in force, the most there may be; resume one first", kMaxPauses));
+    return;
   }
   pauses_.insert(it, std::move(pause));
-  return Status::Ok();
 }
 
 bool PauseBook::Remove(const std::string& id) {
@@ -161,10 +180,36 @@ void PauseBook::ReplaceAll(std::vector<Pause> pauses) {
   pauses.erase(std::unique(pauses.begin(), pauses.end(),
                            [](const Pause& a, const Pause& b) { return a.id == b.id; }),
                pauses.end());
-  if (pauses.size() > kMaxPauses) {
-    pauses.resize(kMaxPauses);
-  }
   pauses_ = std::move(pauses);
+}
+
+const Pause* PauseBook::Match(std::string_view tenant, std::string_view platform,
+                              std::string_view credential, std::string_view destination) const {
+  std::optional<std::string> shown, digest;
+  for (const Pause& p : pauses_) {
+    if ((!p.tenant.empty() && p.tenant != tenant) ||
+        (!p.platform.empty() && p.platform != platform) ||
+        (!p.credential.empty() && p.credential != credential)) {
+      continue;
+    }
+    if (!p.destination_sha256.empty()) {
+      if (!digest) {
+        digest = DestinationDigest(destination);
+      }
+      if (p.destination_sha256 != *digest) {
+        continue;
+      }
+    } else if (!p.destination.empty()) {
+      if (!shown) {
+        shown = RedactDestination(destination);
+      }
+      if (p.destination != *shown) {
+        continue;
+      }
+    }
+    return &p;
+  }
+  return nullptr;
 }
 
 const Pause* PauseBook::FindScope(const Pause& pause) const {

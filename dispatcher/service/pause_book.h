@@ -1,7 +1,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,18 +17,21 @@ namespace egress::service {
 // An operator's pause (docs/api.md, "Pauses"): the destinations it names send nothing until it is
 // deleted; their deliveries wait, deferred with reason paused. Each of the four scope fields left
 // empty matches anything; at least one is set. `destination` is kept as an operator reads it
-// (RedactDestination), so a pause stores no secret a webhook URL may carry, and a destination
-// matches when its own shown form is the same text.
+// (RedactDestination), so a pause stores no secret a webhook URL may carry. When the destination
+// given had a part that form hides (a Slack incoming webhook's path, a token in a query), its
+// SHA-256 is kept too and only that exact destination matches; a destination given in its shown
+// form matches every destination shown the same.
 struct Pause {
   std::string id;  // "pause_" and 16 hex digits
   std::string tenant, platform, credential, destination;
-  std::string reason;  // the operator's note; may be empty
+  std::string destination_sha256;  // 64 lowercase hex digits, or empty (see above)
+  std::string reason;              // the operator's note; may be empty
   int64_t created_ms = 0;
 
   // Whether the scope fields are the same (the reason and time aside).
   bool SameScope(const Pause& other) const {
     return tenant == other.tenant && platform == other.platform && credential == other.credential &&
-           destination == other.destination;
+           destination == other.destination && destination_sha256 == other.destination_sha256;
   }
 };
 
@@ -61,11 +63,13 @@ bool IsPauseId(std::string_view id);
 // one pause (Put, Remove), and the delivery loop asks it which pause holds a destination.
 class PauseBook {
  public:
-  // The most pauses at once: each costs every destination a comparison when pauses change.
+  // The most pauses the API makes (POST answers 409 at it): each costs every destination a
+  // comparison when pauses change. The book itself holds whatever the store holds (two nodes
+  // may each make the last one), so no stored pause is ever out of force or out of reach.
   static constexpr size_t kMaxPauses = 1000;
 
-  // Adds or replaces the pause with its id. FailedPrecondition past kMaxPauses (the API's 409).
-  Status Put(Pause pause);
+  // Adds or replaces the pause with its id.
+  void Put(Pause pause);
   // False when no pause has `id`.
   bool Remove(const std::string& id);
   void ReplaceAll(std::vector<Pause> pauses);
@@ -74,31 +78,11 @@ class PauseBook {
   const Pause* FindScope(const Pause& pause) const;
   const Pause* Find(const std::string& id) const;
 
-  // The first pause (in id order) that holds the destination, or null. `shown_destination` is
-  // called only when a pause names a destination and the other fields matched: it returns the
-  // destination as RedactDestination shows it.
-  template <class Shown>
+  // The first pause (in id order) that holds the destination, or null. The destination's shown
+  // form and digest are computed only when a pause names a destination and the other fields
+  // matched, at most once a call.
   const Pause* Match(std::string_view tenant, std::string_view platform,
-                     std::string_view credential, Shown&& shown_destination) const {
-    std::optional<std::string> shown;
-    for (const Pause& p : pauses_) {
-      if ((!p.tenant.empty() && p.tenant != tenant) ||
-          (!p.platform.empty() && p.platform != platform) ||
-          (!p.credential.empty() && p.credential != credential)) {
-        continue;
-      }
-      if (!p.destination.empty()) {
-        if (!shown) {
-          shown = shown_destination();
-        }
-        if (p.destination != *shown) {
-          continue;
-        }
-      }
-      return &p;
-    }
-    return nullptr;
-  }
+                     std::string_view credential, std::string_view destination) const;
 
   // In creation order (by created_ms, then id).
   std::vector<Pause> InCreationOrder() const;

@@ -196,7 +196,7 @@ Result<std::unique_ptr<Service>> Service::Start(
   if (!settings_version) {
     return settings_version.error();
   }
-  s->PublishPauses();
+  s->PausesChanged();
   if (s->shared_settings_) {
     s->shared_settings_->Start();  // after the local settings: the shared ones go over them
     // What other nodes' responses taught (docs/pacing.md, "Shared learning"). The instance id
@@ -370,7 +370,7 @@ void Service::OnSharedSetting(const std::string& name, const std::string& text) 
     return;  // what this node holds (its own PUT, or one it applied already)
   }
   settings_reloader_->BeginLocalChange();
-  asio::post(*storage_pool_, [this, tenant, text, parsed = std::move(parsed)]() mutable {
+  asio::post(*settings_writes_, [this, tenant, text, parsed = std::move(parsed)]() mutable {
     // A store every node shares holds it already (the node that took the PUT stored it first);
     // writing it again could put an older value over one another node stored since.
     Status stored =
@@ -548,34 +548,38 @@ Status Service::ApplySettings(const StoredSettings& stored) {
   credentials_.ReplaceRegistered(stored.credentials);
   if (!pauses_.Same(stored.pauses)) {
     pauses_.ReplaceAll(stored.pauses);
-    PublishPauses();
-    if (loop_) {
-      loop_->PausesChanged();
-    }
+    PausesChanged();
   }
   return Status::Ok();
 }
 
-Status Service::PutPause(Pause pause) {
-  if (Status st = pauses_.Put(std::move(pause)); !st.ok()) {
-    return st;
-  }
-  PublishPauses();
-  loop_->PausesChanged();
-  return Status::Ok();
+void Service::PutPause(Pause pause) {
+  pauses_.Put(std::move(pause));
+  PausesChanged();
 }
 
 bool Service::RemovePause(const std::string& id) {
   if (!pauses_.Remove(id)) {
     return false;
   }
-  PublishPauses();
-  loop_->PausesChanged();
+  PausesChanged();
   return true;
 }
 
-void Service::PublishPauses() {
+void Service::PausesChanged() {
   metrics_.Set(GaugeId::kPauses, {}, static_cast<double>(pauses_.size()));
+  if (!loop_ || pauses_pass_posted_) {
+    return;  // before the loop exists it matches each destination as it registers it
+  }
+  // One pass over the destinations for every change made in this turn (a node that reads many
+  // pauses from Redis at once applies them in one pass, not one each).
+  pauses_pass_posted_ = true;
+  asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_)] {
+    if (auto a = alive.lock(); a && *a) {
+      pauses_pass_posted_ = false;
+      loop_->PausesChanged();
+    }
+  });
 }
 
 void Service::SharePause(const std::string& id, const std::string& text) {
@@ -604,29 +608,27 @@ void Service::OnSharedPause(const std::string& name, const std::string& text) {
   } else if (!IsPauseId(id)) {
     return;
   }
-  const Pause* held = pauses_.Find(id);
-  if (pause ? held != nullptr && held->SameScope(*pause) && held->reason == pause->reason
-            : held == nullptr) {
-    return;  // what this node holds (its own POST or DELETE, or one it applied already)
+  if (const Pause* held = pauses_.Find(id);
+      pause && held != nullptr && held->SameScope(*pause) && held->reason == pause->reason) {
+    return;  // what this node holds (its own POST, or one it applied already)
   }
+  // In order with every other settings write, so a DELETE that follows a POST is stored and
+  // applied after it (and an ended pause not held here yet is let go once it is).
   settings_reloader_->BeginLocalChange();
-  asio::post(*storage_pool_, [this, name, text, id, pause = std::move(pause)]() mutable {
+  asio::post(*settings_writes_, [this, name, text, id, pause = std::move(pause)]() mutable {
     // A store every node shares holds it already (see OnSharedSetting).
     Status stored = options_.postgres ? Status::Ok() : store_->PutSetting(name, text);
     asio::post(io_, [this, stored, id, pause = std::move(pause)]() mutable {
       settings_reloader_->EndLocalChange();
-      Status st = stored;
-      if (st.ok()) {
-        if (pause) {
-          st = PutPause(std::move(*pause));
-        } else {
-          RemovePause(id);
-        }
-      }
-      if (!st.ok()) {
+      if (!stored.ok()) {
         LogEvent(LogLevel::kWarn, "shared_setting_failed",
-                 {{"pause", id}, {"setting", "pause"}, {"reason", st.message()}});
+                 {{"pause", id}, {"setting", "pause"}, {"reason", stored.message()}});
         return;
+      }
+      if (pause) {
+        PutPause(std::move(*pause));
+      } else if (!RemovePause(id)) {
+        return;  // not held here: this node's own DELETE coming back, or one never seen
       }
       LogEvent(LogLevel::kInfo, pause ? "paused" : "resumed",
                {{"pause", id}, {"source", "cluster"}});

@@ -231,9 +231,10 @@ class Service {
   // The operator's pauses in force (docs/api.md, "Pauses"); loop thread.
   const PauseBook& pauses() const { return pauses_; }
   // Puts a stored pause in force (`pause` added or replaced by id) or ends one (`id`; false
-  // when none has it), here only: the delivery loop holds or lets go of the destinations at once.
-  // PutPause is FailedPrecondition past PauseBook::kMaxPauses. Loop thread.
-  Status PutPause(Pause pause);
+  // when none has it), here only: the delivery loop holds or lets go of the destinations in its
+  // next turn (PausesChanged). No limit here: the API holds new pauses to PauseBook::kMaxPauses,
+  // and what another node stored is put in force whatever the count. Loop thread.
+  void PutPause(Pause pause);
   bool RemovePause(const std::string& id);
   // With [cluster]: stores the pause's setting (PauseToJson text, "" when it ended) in Redis,
   // from where every node applies it within settings_poll; without, does nothing. Fire and
@@ -289,8 +290,9 @@ class Service {
   // unless it is what this node holds already. Runs on the loop.
   void OnSharedSetting(const std::string& name, const std::string& text);
   void OnSharedPause(const std::string& name, const std::string& text);
-  // relay_egress_pauses from pauses_.
-  void PublishPauses();
+  // After pauses_ changed: relay_egress_pauses, and one DeliveryLoop::PausesChanged posted for
+  // every change of this turn.
+  void PausesChanged();
 
   boost::asio::io_context& io_;
   const Clock& clock_;
@@ -339,6 +341,7 @@ class Service {
   bool accepting_ = true;
   std::map<std::string, std::vector<std::pair<pacing::BudgetName, pacing::Budget>>> overrides_;
   PauseBook pauses_;
+  bool pauses_pass_posted_ = false;
   // options_.budget_defaults, then what ReloadBudgets applied; loop thread only.
   BudgetDefaults budget_defaults_;
 };

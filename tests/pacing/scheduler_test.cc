@@ -255,6 +255,33 @@ TEST_F(SchedulerTest, PausedAndDisabledWaitsForBoth) {
   EXPECT_EQ(scheduler_.Resume(DestinationId{12345}).code(), Status::Code::kNotFound);
 }
 
+// Verifies what the wait observer hears of a held head: an earlier head offered in place of a
+// held one is held (and told); a disable over a pause shows destination_disabled; an enable that
+// leaves the pause tells the observer the head is paused now.
+TEST_F(SchedulerTest, PausedHeadsAreToldAsTheyChange) {
+  std::vector<std::string> told;
+  scheduler_.SetWaitObserver([&](DestinationId, const Deferral& wait) {
+    if (wait.reason == DeferReason::kPaused) {
+      told.push_back(wait.detail);
+    }
+  });
+  DestinationId dest = Add(Webhook("https://held.example/hook"));
+  ASSERT_TRUE(scheduler_.Pause(dest, "p4").ok());
+  ASSERT_TRUE(scheduler_.Offer(dest, Item(5)).ok());
+  EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kIdle);
+  EXPECT_EQ(told.size(), 1u);
+  ASSERT_TRUE(scheduler_.Offer(dest, Item(3)).ok());  // an earlier head, read late
+  EXPECT_EQ(told.size(), 2u);
+  EXPECT_EQ(scheduler_.Inspect(dest)->has_head, true);
+  ASSERT_TRUE(scheduler_.Disable(dest, "webhook 410").ok());
+  EXPECT_EQ(Reason(dest), "destination_disabled");
+  ASSERT_TRUE(scheduler_.Enable(dest).ok());
+  EXPECT_EQ(Reason(dest), "paused");
+  EXPECT_EQ(told.size(), 3u);
+  ASSERT_TRUE(scheduler_.Resume(dest).ok());
+  EXPECT_EQ(scheduler_.Next().delivery_id, "d3");
+}
+
 // Verifies that pausing a head waiting on a budget holds it (its timer no longer fires it) and
 // that resuming puts it back under the budget, not past it.
 TEST_F(SchedulerTest, PauseHoldsAHeadWaitingOnItsBudget) {

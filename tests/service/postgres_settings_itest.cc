@@ -125,6 +125,45 @@ class PostgresSettingsTest : public ::testing::Test {
   std::unique_ptr<storage::QueueStore> other_;  // the other node's store object
 };
 
+// Verifies that a pause another node stores holds this node's work within the bound (a delivery
+// posted here waits, deferred with reason paused, and is not sent), and that once that node ends
+// it, the delivery goes.
+TEST_F(PostgresSettingsTest, PauseStoredOnAnotherNodeHoldsHereUntilEnded) {
+  const std::string id = "pause_00000000000000a1";
+  OtherNodePuts(PauseKey(id), json{{"id", id},
+                                   {"tenant", "acme"},
+                                   {"platform", "webhook"},
+                                   {"reason", "drill"},
+                                   {"created_ms", ToUnixMillis(clock_.WallNow())}}
+                                  .dump());
+  ASSERT_TRUE(WaitOnLoop([&] { return svc_.service().pauses().Find(id) != nullptr; },
+                         "pause_seen_ms"));
+  TestResponse r = Post(Delivery("hooks", 1));
+  ASSERT_EQ(r.status, 202) << r.body;
+  const std::string delivery = r.Json().value("id", "");
+  auto state_of = [&] {
+    json d = HttpCallAs(kAdminToken, svc_.port(), "GET", "/v1/deliveries/" + delivery).Json();
+    return d.value("state", "") + "/" + d.value("reason", "");
+  };
+  std::string state;
+  for (int waited = 0; waited < 5'000 && state != "deferred/paused"; waited += 20) {
+    state = state_of();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(state, "deferred/paused");
+  json dests = HttpCallAs(kAdminToken, svc_.port(), "GET", "/v1/destinations").Json();
+  ASSERT_EQ(dests["destinations"].size(), 1u) << dests.dump();
+  EXPECT_EQ(dests["destinations"][0]["pause_id"], id) << dests.dump();
+
+  OtherNodePuts(PauseKey(id), "");
+  ASSERT_TRUE(WaitOnLoop([&] { return svc_.service().pauses().empty(); }));
+  for (int waited = 0; waited < 10'000 && state != "delivered/"; waited += 20) {
+    state = state_of();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(state, "delivered/");
+}
+
 // Verifies that a credential another node registers is usable here within the bound (a delivery
 // with it is accepted and sent), and that once that node removes it, it is gone here too while
 // the config's credentials stay.

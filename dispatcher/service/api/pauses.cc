@@ -37,6 +37,13 @@ void LogPause(std::string_view event, const Pause& p, std::string_view source) {
             {"source", source}});
 }
 
+ApiError PauseLimit() {
+  return {409, "pause_limit",
+          fmt::format("{} pauses are in force, the most there may be; resume one or pause a wider "
+                      "scope",
+                      PauseBook::kMaxPauses)};
+}
+
 }  // namespace
 
 void CreatePause(Service& s, const HttpRequest& request, Respond respond) {
@@ -53,11 +60,7 @@ void CreatePause(Service& s, const HttpRequest& request, Respond respond) {
     return respond(JsonResponse(200, PauseToJson(*held)));
   }
   if (s.pauses().size() >= PauseBook::kMaxPauses) {
-    return respond(ErrorResponse(
-        {409, "pause_limit",
-         fmt::format("{} pauses are in force, the most there may be; resume one or pause a wider "
-                     "scope",
-                     PauseBook::kMaxPauses)}));
+    return respond(ErrorResponse(PauseLimit()));
   }
   pause->id = NewPauseId();
   pause->created_ms = ToUnixMillis(s.clock().WallNow());
@@ -65,14 +68,15 @@ void CreatePause(Service& s, const HttpRequest& request, Respond respond) {
   std::string key = PauseKey(pause->id);  // before the lambda below takes the pause
   StoreSettingThenApply(s, std::move(key), text, std::move(respond),
                         [&s, pause = std::move(*pause), text](Respond respond) mutable {
-                          if (Status st = s.PutPause(pause); !st.ok()) {
-                            // Past the limit since the check (two POSTs at once): the stored record
+                          if (s.pauses().size() >= PauseBook::kMaxPauses) {
+                            // Past the limit since the check (POSTs at once): the stored record
                             // is taken back, so a restart does not put it in force.
                             StoreSettingThenApply(
                                 s, PauseKey(pause.id), "", std::move(respond),
-                                [st](Respond respond) { respond(ErrorResponse(FromStatus(st))); });
+                                [](Respond respond) { respond(ErrorResponse(PauseLimit())); });
                             return;
                           }
+                          s.PutPause(pause);
                           s.SharePause(pause.id, text);
                           LogPause("paused", pause, "api");
                           respond(JsonResponse(201, PauseToJson(pause)));

@@ -1002,8 +1002,7 @@ bool DeliveryLoop::ApplyPause(Dest& dest) {
   if (pauses_ != nullptr && !pauses_->empty()) {
     storage::DestinationParts parts;
     if (storage::SplitDestinationKey(dest.key, parts)) {
-      pause = pauses_->Match(parts.tenant, parts.platform, parts.credential,
-                             [&] { return RedactDestination(parts.destination); });
+      pause = pauses_->Match(parts.tenant, parts.platform, parts.credential, parts.destination);
     }
   }
   const std::string want = pause == nullptr ? std::string() : pause->id;

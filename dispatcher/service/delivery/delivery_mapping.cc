@@ -94,7 +94,12 @@ std::optional<storage::StateChange> PacingWaitChangeFor(const PendingDelivery& h
 
 std::optional<storage::StateChange> PausedChangeFor(const PendingDelivery& head,
                                                     const std::string& reason, LoopTime now) {
-  if (head.state == DeliveryState::kDeferred && head.reason == reason) {
+  const bool deferred = head.state == DeliveryState::kDeferred;
+  // A time WorkItemFor binds (a back-off, a Retry-After; not a budget's, which is due at once):
+  // that wait stands, so the pause must not make it due at once.
+  const bool own_time = deferred && head.next_attempt_ms > now.wall_ms &&
+                        !head.reason.starts_with(DeferReasonString(DeferReason::kBudget));
+  if ((deferred && head.reason == reason) || own_time) {
     return std::nullopt;
   }
   // Due at once when the pause ends (its end is the operator's): the record says why it waits.

@@ -60,7 +60,8 @@ std::optional<storage::StateChange> PacingWaitChangeFor(const PendingDelivery& h
                                                         Millis persist_wait);
 // The change that records a head held by a pause: deferred with `reason` ("paused"), due at
 // once (the pause's end decides when it goes), no attempt consumed, compare-and-set on the state
-// read; nullopt when the head records it already.
+// read; nullopt when the head records it already, or is deferred until a later time of its own
+// (a back-off or a Retry-After, which must outlast the pause: the record keeps that reason).
 std::optional<storage::StateChange> PausedChangeFor(const PendingDelivery& head,
                                                     const std::string& reason, LoopTime now);
 

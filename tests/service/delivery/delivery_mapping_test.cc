@@ -167,5 +167,30 @@ TEST(PacingWaitChangeForTest, WaitAlreadyRecordedIsNotWrittenAgain) {
   EXPECT_EQ(later->expect, DeliveryState::kDeferred);
 }
 
+// Verifies what a pause writes of a held head: deferred with reason paused, due at once, compare-
+// and-set on its state; nothing when it records that already, or when it waits for a time of its
+// own (a back-off or a Retry-After outlasts the pause); a budget wait is replaced.
+TEST(PausedChangeForTest, RecordsThePauseButKeepsARetryTime) {
+  auto change = PausedChangeFor(Head(DeliveryState::kQueued, kWallMs - 1'000), "paused", kNow);
+  ASSERT_TRUE(change.has_value());
+  EXPECT_EQ(change->to, DeliveryState::kDeferred);
+  EXPECT_EQ(change->reason, "paused");
+  EXPECT_EQ(change->next_attempt_ms, kWallMs);
+  EXPECT_EQ(change->expect, DeliveryState::kQueued);
+  EXPECT_FALSE(change->consume_attempt);
+  EXPECT_FALSE(PausedChangeFor(Head(DeliveryState::kDeferred, kWallMs, "paused"), "paused", kNow));
+  EXPECT_FALSE(PausedChangeFor(Head(DeliveryState::kDeferred, kWallMs + 300'000, "backoff"),
+                               "paused", kNow));
+  EXPECT_FALSE(PausedChangeFor(Head(DeliveryState::kDeferred, kWallMs + 30'000, "retry_after"),
+                               "paused", kNow));
+  EXPECT_TRUE(
+      PausedChangeFor(Head(DeliveryState::kDeferred, kWallMs - 1, "backoff"), "paused", kNow));
+  auto budget = PausedChangeFor(
+      Head(DeliveryState::kDeferred, kWallMs + 60'000, "budget:webhook_destination"), "paused",
+      kNow);
+  ASSERT_TRUE(budget.has_value());
+  EXPECT_EQ(budget->expect, DeliveryState::kDeferred);
+}
+
 }  // namespace
 }  // namespace egress::service
