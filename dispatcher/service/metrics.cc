@@ -61,6 +61,9 @@ constexpr Definition kDefinitions[] = {
     CounterRow(CounterId::kBudgetUnits, "relay_egress_budget_units_total",
                "Units (delivery cost) taken from budgets by dispatched attempts, by tenant and "
                "budget (every budget on the destination's path)."),
+    CounterRow(CounterId::kBudgetNearLimit, "relay_egress_budget_near_limit_total",
+               "Units dispatched attempts took from a scope already at 80% or more of its budget "
+               "over its last minute, by tenant and budget (Envoy's near_limit)."),
     GaugeRow(GaugeId::kBudgetUtilization, "relay_egress_budget_utilization_ratio",
              "Units a tenant took from a budget over the last minute divided by that budget for "
              "a minute; of the tenant's scopes of the budget (one per credential or destination), "

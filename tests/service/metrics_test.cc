@@ -34,6 +34,8 @@ relay_egress_platform_429_total{platform="discord"} 1
 # HELP relay_egress_budget_units_total Units (delivery cost) taken from budgets by dispatched attempts, by tenant and budget (every budget on the destination's path).
 # TYPE relay_egress_budget_units_total counter
 relay_egress_budget_units_total{tenant="acme",budget="tenant_egress"} 5
+# HELP relay_egress_budget_near_limit_total Units dispatched attempts took from a scope already at 80% or more of its budget over its last minute, by tenant and budget (Envoy's near_limit).
+# TYPE relay_egress_budget_near_limit_total counter
 # HELP relay_egress_budget_utilization_ratio Units a tenant took from a budget over the last minute divided by that budget for a minute; of the tenant's scopes of the budget (one per credential or destination), the busiest.
 # TYPE relay_egress_budget_utilization_ratio gauge
 relay_egress_budget_utilization_ratio{tenant="acme",budget="discord_global"} 0.25
@@ -323,7 +325,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 37u);
+  EXPECT_EQ(names.size(), 38u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

@@ -136,8 +136,8 @@ TEST_F(PostgresSettingsTest, PauseStoredOnAnotherNodeHoldsHereUntilEnded) {
                                    {"reason", "drill"},
                                    {"created_ms", ToUnixMillis(clock_.WallNow())}}
                                   .dump());
-  ASSERT_TRUE(WaitOnLoop([&] { return svc_.service().pauses().Find(id) != nullptr; },
-                         "pause_seen_ms"));
+  ASSERT_TRUE(
+      WaitOnLoop([&] { return svc_.service().pauses().Find(id) != nullptr; }, "pause_seen_ms"));
   TestResponse r = Post(Delivery("hooks", 1));
   ASSERT_EQ(r.status, 202) << r.body;
   const std::string delivery = r.Json().value("id", "");

@@ -28,8 +28,8 @@ void BudgetUse::Advance(Scope& scope, int64_t slot) {
   scope.newest_slot = slot;
 }
 
-void BudgetUse::Take(std::string_view tenant, pacing::BudgetName budget, pacing::ScopeKey key,
-                     const pacing::Budget& budget_value, uint32_t units, SteadyTime now) {
+double BudgetUse::Take(std::string_view tenant, pacing::BudgetName budget, pacing::ScopeKey key,
+                       const pacing::Budget& budget_value, uint32_t units, SteadyTime now) {
   const int64_t slot = SlotOf(now);
   auto [it, added] = scopes_.try_emplace(key);
   Scope& scope = it->second;
@@ -46,6 +46,11 @@ void BudgetUse::Take(std::string_view tenant, pacing::BudgetName budget, pacing:
                          static_cast<double>(std::max<int64_t>(1, budget_value.scale_ms)));
   scope.slots[static_cast<size_t>(slot % kSlots)] += units;
   totals_.find(*scope.owner)->second += units;
+  uint64_t minute = 0;
+  for (uint32_t n : scope.slots) {
+    minute += n;
+  }
+  return static_cast<double>(minute) / scope.per_minute;
 }
 
 void BudgetUse::Prune(SteadyTime now) {

@@ -26,8 +26,10 @@ namespace egress::service {
 class BudgetUse {
  public:
   // `units` were taken from scope `key` of `budget` for `tenant`, whose budget is `budget_value`.
-  void Take(std::string_view tenant, pacing::BudgetName budget, pacing::ScopeKey key,
-            const pacing::Budget& budget_value, uint32_t units, SteadyTime now);
+  // Returns the scope's use of the last minute with them: its units over its budget for a
+  // minute (1 is the whole budget).
+  double Take(std::string_view tenant, pacing::BudgetName budget, pacing::ScopeKey key,
+              const pacing::Budget& budget_value, uint32_t units, SteadyTime now);
 
   struct Total {
     std::string tenant;

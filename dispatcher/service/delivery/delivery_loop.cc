@@ -35,6 +35,10 @@ std::string_view CodeClass(int status) {
 }
 
 namespace asio = boost::asio;
+
+// A scope at this share of its budget or more (over its last minute) counts the units taken from
+// it as near its limit (relay_egress_budget_near_limit_total; Envoy's ratelimit near_limit).
+constexpr double kNearLimitRatio = 0.8;
 using pacing::Decision;
 using pacing::Verdict;
 using pacing::VerdictKind;
@@ -540,7 +544,13 @@ void DeliveryLoop::TakeBudgets(const Dest& dest, uint32_t cost) {
   const SteadyTime now = clock_.Now();
   for (uint8_t i = 0; i < path->size; ++i) {
     const pacing::PathScopes::Scope& scope = path->scopes[i];
-    budget_use_.Take(dest.tenant, scope.name, scope.key, scope.budget, cost, now);
+    const double use =
+        budget_use_.Take(dest.tenant, scope.name, scope.key, scope.budget, cost, now);
+    if (use >= kNearLimitRatio) {
+      metrics_.Inc(CounterId::kBudgetNearLimit,
+                   {{"tenant", dest.tenant}, {"budget", pacing::BudgetNameString(scope.name)}},
+                   cost);
+    }
   }
 }
 

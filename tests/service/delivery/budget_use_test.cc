@@ -47,8 +47,11 @@ TEST(BudgetUseTest, TotalsAddUpAcrossScopesAndStay) {
 TEST(BudgetUseTest, UtilizationIsTheBusiestScopesShareOfTheLastMinute) {
   FakeClock clock;
   BudgetUse use;
-  use.Take("acme", BudgetName::kDiscordGlobal, 7, kTenPerSecond, 60, clock.Now());  // 10%
-  use.Take("acme", BudgetName::kDiscordGlobal, 8, kTenPerSecond, 30, clock.Now());  // 5%
+  // Take answers the scope's share of its minute with the units it took.
+  EXPECT_DOUBLE_EQ(use.Take("acme", BudgetName::kDiscordGlobal, 7, kTenPerSecond, 60, clock.Now()),
+                   0.1);
+  EXPECT_DOUBLE_EQ(use.Take("acme", BudgetName::kDiscordGlobal, 8, kTenPerSecond, 30, clock.Now()),
+                   0.05);
   // 1 per 2 s = 30 a minute: 15 units is half of it.
   use.Take("acme", BudgetName::kTenantEgress, 9, Budget{1, 2000, 1}, 15, clock.Now());
   clock.Advance(std::chrono::seconds(30));

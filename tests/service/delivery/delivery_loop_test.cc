@@ -206,6 +206,28 @@ TEST_F(DeliveryLoopTest, CountsBudgetUnitsResponsesAndOldestDeferral) {
   EXPECT_EQ(loop_->budget_use().Totals()[0].units, 3u);
 }
 
+// Verifies relay_egress_budget_near_limit_total: units taken from a scope at 80% or more of its
+// budget over the last minute are counted by tenant and budget; a scope far under it counts none.
+TEST_F(DeliveryLoopTest, CountsUnitsTakenNearABudgetsLimit) {
+  budget_defaults_ = {{pacing::BudgetName::kWebhookDestination, {5, 60'000, 5}}};
+  for (int i = 1; i <= 5; ++i) {
+    Enqueue(i);
+    transport_.PushStatus(200);
+  }
+  StartLoop();
+  for (int second = 0; second < 6; ++second) {
+    Advance(Millis(1000));  // the tenant's egress budget lets one go a second
+  }
+  ASSERT_EQ(transport_.requests().size(), 5u);
+  // 5 a minute: the 4th and 5th take it to 80% and 100% of it; tenant egress is far under.
+  EXPECT_EQ(metrics_.Value(CounterId::kBudgetNearLimit,
+                           {{"tenant", "acme"}, {"budget", "webhook_destination"}}),
+            2);
+  EXPECT_EQ(metrics_.Value(CounterId::kBudgetNearLimit,
+                           {{"tenant", "acme"}, {"budget", "tenant_egress"}}),
+            0);
+}
+
 // Verifies that a 5xx is retried: deferred with backoff and a due time, one attempt consumed,
 // sent again once due and not before.
 TEST_F(DeliveryLoopTest, ServerErrorIsRetriedWhenDue) {
