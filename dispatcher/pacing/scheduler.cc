@@ -593,6 +593,9 @@ void Scheduler::DispatchHead(uint32_t d, Decision& decision) {
   if (dest.platform == Platform::kLine || !adaptive_.empty()) {
     CountRecent(dest, false, ToNanos(clock_.Now()));
   }
+  if (!shadow_.empty()) {
+    MeterShadow(d, ToNanos(clock_.Now()));
+  }
   decision.kind = Decision::Kind::kDispatch;
   decision.destination = DestinationId{d};
   if (static_cast<IdForm>(dest.head_form) == IdForm::kLong) {

@@ -212,6 +212,18 @@ class Scheduler {
   // to every scope not governed by learned limits.
   Status SetTenantBudgets(const std::string& tenant,
                           const std::vector<std::pair<BudgetName, Budget>>& overrides);
+  // Replaces the tenant's shadow budgets (docs/api.md, "Shadow limits"; Envoy ratelimit's
+  // shadow_mode): each is metered on the tenant's scopes of that budget as if it were in force
+  // (a meter per scope key, beside the real one), but holds nothing back; every dispatch through
+  // such a scope tells the ShadowObserver whether the shadow budget would have let it go. A
+  // dispatch it would have refused does not take from the shadow meter (as a refused one would
+  // not have been sent then), so the share refused is the share that budget would have deferred.
+  // kInvalidArgument for an invalid budget; nothing changes then. Empty: none.
+  Status SetTenantShadowBudgets(const std::string& tenant,
+                                const std::vector<std::pair<BudgetName, Budget>>& shadow);
+  using ShadowObserver = std::function<void(DestinationId, BudgetName, bool throttled)>;
+  // Runs inside Next(); it must not call back into the Scheduler.
+  void SetShadowObserver(ShadowObserver observer) { shadow_observer_ = std::move(observer); }
   // The tenant's share in deficit round robin. Default: 1. kInvalidArgument for 0.
   Status SetTenantWeight(const std::string& tenant, uint32_t weight);
   // The most deliveries the tenant may have in flight on one platform; 0 for the default, a fair
@@ -405,6 +417,8 @@ class Scheduler {
   void ExpireKept(int64_t now_ns);
   int TenantCap(const Tenant& tenant, int platform) const;
   void ClearHeadId(uint32_t d);
+  // Meters a dispatch of `d` against its tenant's shadow budgets (SetTenantShadowBudgets).
+  void MeterShadow(uint32_t d, int64_t now_ns);
   // After Enable() or Resume(): a held head goes to its FIFO once neither holds it.
   void ReleaseHeld(uint32_t d);
   // Tells the WaitObserver that `d`'s head is held by a pause.
@@ -493,6 +507,11 @@ class Scheduler {
   std::unordered_map<ScopeKey, SlidingWindow> windows_;
   int64_t retry_tat_ns_ = 0;
   WaitObserver wait_observer_;
+  // Shadow budgets by tenant index, and the shadow meters' stored times by scope key (a fresh
+  // key is 0; Sweep drops the ones back at fresh).
+  std::unordered_map<uint32_t, std::vector<std::pair<BudgetName, GcraParams>>> shadow_;
+  std::unordered_map<ScopeKey, int64_t> shadow_tat_;
+  ShadowObserver shadow_observer_;
   LearnedShare* share_ = nullptr;
   // What other nodes learned, by scope key, for destinations added here later.
   struct SharedLearned {

@@ -104,6 +104,7 @@ size_t Scheduler::Sweep() {
     return now_ns - entry.second.start_ns >= 2 * entry.second.window_ns;
   });
   std::erase_if(windows_, [&](const auto& entry) { return entry.second.Idle(now_ns); });
+  std::erase_if(shadow_tat_, [&](const auto& entry) { return entry.second <= now_ns; });
   std::erase_if(shared_learned_, [&](const auto& entry) {
     return now_ns - entry.second.received_ns >= Nanos(kSharedLearnedTtl).count();
   });

@@ -64,6 +64,12 @@ constexpr Definition kDefinitions[] = {
     CounterRow(CounterId::kBudgetNearLimit, "relay_egress_budget_near_limit_total",
                "Units dispatched attempts took from a scope already at 80% or more of its budget "
                "over its last minute, by tenant and budget (Envoy's near_limit)."),
+    CounterRow(CounterId::kShadowChecked, "relay_egress_shadow_checked_total",
+               "Dispatches metered by a tenant's shadow limit (a rate limit with mode shadow: "
+               "counted, never enforced), by tenant and budget."),
+    CounterRow(CounterId::kShadowThrottled, "relay_egress_shadow_throttled_total",
+               "Of those, the dispatches the shadow limit would have throttled (they went all "
+               "the same), by tenant and budget."),
     GaugeRow(GaugeId::kBudgetUtilization, "relay_egress_budget_utilization_ratio",
              "Units a tenant took from a budget over the last minute divided by that budget for "
              "a minute; of the tenant's scopes of the budget (one per credential or destination), "

@@ -23,6 +23,8 @@ enum class CounterId : uint8_t {
   kPlatformResponses,           // relay_egress_platform_responses_total{platform,code_class}
   kBudgetUnits,                 // relay_egress_budget_units_total{tenant,budget}
   kBudgetNearLimit,             // relay_egress_budget_near_limit_total{tenant,budget}
+  kShadowChecked,               // relay_egress_shadow_checked_total{tenant,budget}
+  kShadowThrottled,             // relay_egress_shadow_throttled_total{tenant,budget}
   kIntakeRejections,            // relay_egress_intake_rejections_total{tenant,reason}
   kStoreErrors,                 // relay_egress_store_errors_total{operation}
   kDiscordInvalidRequestStops,  // relay_egress_discord_invalid_request_stops_total{credential}

@@ -353,20 +353,23 @@ void Service::OnSharedSetting(const std::string& name, const std::string& text) 
     return;  // a setting of a newer version: not ours to apply
   }
   const std::string tenant = name.substr(prefix.size());
-  BudgetOverrides parsed;
+  RateLimitSettings parsed;
   if (!text.empty()) {
     auto json = nlohmann::json::parse(text, nullptr, false);
-    auto overrides = ParseRateLimits(json.is_discarded() ? nlohmann::json(nullptr) : json);
-    if (!overrides) {
+    auto limits = ParseRateLimitSettings(json.is_discarded() ? nlohmann::json(nullptr) : json);
+    if (!limits) {
       LogEvent(
           LogLevel::kWarn, "shared_setting_rejected",
-          {{"tenant", tenant}, {"setting", "rate_limits"}, {"reason", overrides.error().message}});
+          {{"tenant", tenant}, {"setting", "rate_limits"}, {"reason", limits.error().message}});
       return;
     }
-    parsed = std::move(*overrides);
+    parsed = std::move(*limits);
   }
   auto held = overrides_.find(tenant);
-  if (SameOverrides(held == overrides_.end() ? BudgetOverrides() : held->second, parsed)) {
+  auto held_shadow = shadow_.find(tenant);
+  if (SameOverrides(held == overrides_.end() ? BudgetOverrides() : held->second, parsed.enforced) &&
+      SameOverrides(held_shadow == shadow_.end() ? BudgetOverrides() : held_shadow->second,
+                    parsed.shadow)) {
     return;  // what this node holds (its own PUT, or one it applied already)
   }
   settings_reloader_->BeginLocalChange();
@@ -386,9 +389,12 @@ void Service::OnSharedSetting(const std::string& name, const std::string& text) 
       if (leased_budgets_) {
         leased_budgets_->set_share_writes(false);
       }
-      Status st = SetTenantOverrides(tenant, parsed);
+      Status st = SetTenantOverrides(tenant, parsed.enforced);
       if (leased_budgets_) {
         leased_budgets_->set_share_writes(true);
+      }
+      if (st.ok()) {
+        st = SetTenantShadowLimits(tenant, parsed.shadow);
       }
       if (!st.ok()) {
         LogEvent(LogLevel::kWarn, "shared_setting_failed",
@@ -532,10 +538,25 @@ Status Service::ApplySettings(const StoredSettings& stored) {
   for (const auto& [tenant, overrides] : overrides_) {
     tenants.insert(tenant);
   }
+  for (const auto& [tenant, shadow] : stored.shadow) {
+    tenants.insert(tenant);
+  }
+  for (const auto& [tenant, shadow] : shadow_) {
+    tenants.insert(tenant);
+  }
   for (const std::string& tenant : tenants) {
+    const BudgetOverrides none;
+    auto want_shadow = stored.shadow.find(tenant);
+    auto held_shadow = shadow_.find(tenant);
+    const BudgetOverrides& next_shadow =
+        want_shadow == stored.shadow.end() ? none : want_shadow->second;
+    if (!SameOverrides(held_shadow == shadow_.end() ? none : held_shadow->second, next_shadow)) {
+      if (Status st = SetTenantShadowLimits(tenant, next_shadow); !st.ok()) {
+        return st;
+      }
+    }
     auto want = stored.overrides.find(tenant);
     auto held = overrides_.find(tenant);
-    const BudgetOverrides none;
     const BudgetOverrides& next = want == stored.overrides.end() ? none : want->second;
     if (SameOverrides(held == overrides_.end() ? none : held->second, next)) {
       continue;
@@ -688,6 +709,24 @@ void Service::ReloadBudgets(std::function<Result<BudgetDefaults>()> load,
       done(Status::Ok());
     });
   });
+}
+
+Status Service::SetTenantShadowLimits(const std::string& tenant, const BudgetOverrides& shadow) {
+  if (Status st = scheduler_->SetTenantShadowBudgets(tenant, shadow); !st.ok()) {
+    return st;
+  }
+  if (shadow.empty()) {
+    shadow_.erase(tenant);
+  } else {
+    shadow_[tenant] = shadow;
+  }
+  return Status::Ok();
+}
+
+const BudgetOverrides& Service::ShadowLimits(const std::string& tenant) const {
+  static const BudgetOverrides kNone;
+  auto it = shadow_.find(tenant);
+  return it == shadow_.end() ? kNone : it->second;
 }
 
 Status Service::SetTenantOverrides(

@@ -240,6 +240,10 @@ class Service {
   // from where every node applies it within settings_poll; without, does nothing. Fire and
   // forget (a failure is logged). Runs on the loop.
   void SharePause(const std::string& id, const std::string& text);
+  // Replaces a tenant's shadow limits (metered, counted, never enforced: docs/api.md, "Shadow
+  // limits"; all at once, empty clears them). InvalidArgument for an invalid budget.
+  Status SetTenantShadowLimits(const std::string& tenant, const BudgetOverrides& shadow);
+  const BudgetOverrides& ShadowLimits(const std::string& tenant) const;
   // Replaces a tenant's operator overrides (all budgets at once; empty clears them).
   Status SetTenantOverrides(
       const std::string& tenant,
@@ -340,6 +344,7 @@ class Service {
   std::unique_ptr<HttpServer> server_;
   bool accepting_ = true;
   std::map<std::string, std::vector<std::pair<pacing::BudgetName, pacing::Budget>>> overrides_;
+  std::map<std::string, BudgetOverrides> shadow_;  // by tenant; loop thread only
   PauseBook pauses_;
   bool pauses_pass_posted_ = false;
   // options_.budget_defaults, then what ReloadBudgets applied; loop thread only.

@@ -25,11 +25,15 @@ Result<StoredSettings> ReadStoredSettings(storage::QueueStore& store) {
     return overrides.error();
   }
   for (const auto& [key, text] : *overrides) {
-    auto parsed = ParseRateLimits(nlohmann::json::parse(text, nullptr, false));
+    auto parsed = ParseRateLimitSettings(nlohmann::json::parse(text, nullptr, false));
     if (!parsed) {
       return NotParsed(key, ": " + parsed.error().message);
     }
-    out.overrides[key.substr(kOverridesPrefix.size())] = std::move(*parsed);
+    const std::string tenant = key.substr(kOverridesPrefix.size());
+    out.overrides[tenant] = std::move(parsed->enforced);
+    if (!parsed->shadow.empty()) {
+      out.shadow[tenant] = std::move(parsed->shadow);
+    }
   }
 
   auto quotas = store.ListSettings(std::string(kQuotasPrefix));

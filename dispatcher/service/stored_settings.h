@@ -22,6 +22,7 @@ struct StoredSettings {
   // The store's SettingsVersion, read before the settings: they are at least this new.
   uint64_t version = 0;
   std::map<std::string, BudgetOverrides> overrides;  // "overrides/<tenant>", by tenant
+  std::map<std::string, BudgetOverrides> shadow;     // its shadow entries, by tenant
   std::map<std::string, config::QuotaMap> quotas;    // "quotas/<tenant>", by tenant
   // "credentials/<tenant>\x1f<name>": (tenant, credential), in key order.
   std::vector<std::pair<std::string, adapters::Credential>> credentials;

@@ -32,12 +32,12 @@ bool OptionalString(const json& body, const char* key, std::string& out) {
 
 }  // namespace
 
-tl::expected<BudgetOverrides, ApiError> ParseRateLimits(const json& limits) {
+tl::expected<RateLimitSettings, ApiError> ParseRateLimitSettings(const json& limits) {
   if (!limits.is_object()) {
     return tl::unexpected(
         ApiError{400, "invalid_request", "rate_limits: must be an object", "rate_limits"});
   }
-  BudgetOverrides overrides;
+  RateLimitSettings out;
   for (const auto& [name, value] : limits.items()) {
     auto budget_name = pacing::ParseBudgetName(name);
     const std::string field = "rate_limits." + name;
@@ -51,6 +51,14 @@ tl::expected<BudgetOverrides, ApiError> ParseRateLimits(const json& limits) {
       return tl::unexpected(ApiError{400, "invalid_budget",
                                      field + ": needs positive integer scale_ms and limit", field});
     }
+    bool shadow = false;
+    if (auto mode = value.find("mode"); mode != value.end()) {
+      if (!mode->is_string() || (*mode != "enforce" && *mode != "shadow")) {
+        return tl::unexpected(ApiError{
+            400, "invalid_budget", field + ".mode: \"enforce\" or \"shadow\"", field + ".mode"});
+      }
+      shadow = *mode == "shadow";
+    }
     const pacing::Budget budget{value["limit"].get<int64_t>(), value["scale_ms"].get<int64_t>(),
                                 value.contains("burst") ? value["burst"].get<int64_t>() : 1};
     if (!budget.Valid()) {
@@ -62,9 +70,26 @@ tl::expected<BudgetOverrides, ApiError> ParseRateLimits(const json& limits) {
                       pacing::kMaxBudgetBurst),
           field});
     }
-    overrides.emplace_back(*budget_name, budget);
+    (shadow ? out.shadow : out.enforced).emplace_back(*budget_name, budget);
   }
-  return overrides;
+  return out;
+}
+
+tl::expected<BudgetOverrides, ApiError> ParseRateLimits(const json& limits) {
+  auto parsed = ParseRateLimitSettings(limits);
+  if (!parsed) {
+    return tl::unexpected(parsed.error());
+  }
+  return std::move(parsed->enforced);
+}
+
+json RateLimitsToJson(const RateLimitSettings& limits) {
+  json j = RateLimitsToJson(limits.enforced);
+  for (const auto& [name, b] : limits.shadow) {
+    j[std::string(pacing::BudgetNameString(name))] = {
+        {"limit", b.limit}, {"scale_ms", b.scale_ms}, {"burst", b.burst}, {"mode", "shadow"}};
+  }
+  return j;
 }
 
 json RateLimitsToJson(const BudgetOverrides& overrides) {

@@ -18,10 +18,22 @@ namespace egress::service {
 
 using BudgetOverrides = std::vector<std::pair<pacing::BudgetName, pacing::Budget>>;
 
-// {"webhook_destination":{"scale_ms":1000,"limit":20,"burst"?:N}, ...} -> overrides; a 400 naming
-// the first unknown budget or bad value. The same text is persisted as the store setting
-// "overrides/<tenant>" and read back on start.
+// A tenant's operator rate limits: the overrides in force, and the shadow ones (metered and
+// counted, never enforced: docs/api.md, "Shadow limits").
+struct RateLimitSettings {
+  BudgetOverrides enforced;
+  BudgetOverrides shadow;
+  bool empty() const { return enforced.empty() && shadow.empty(); }
+};
+
+// {"webhook_destination":{"scale_ms":1000,"limit":20,"burst"?:N,"mode"?:"enforce"|"shadow"},
+// ...} -> the tenant's rate limits; a 400 naming the first unknown budget, bad value or mode. A
+// budget is either enforced or shadow (one entry per name). The same text is persisted as the
+// store setting "overrides/<tenant>" and read back on start.
+tl::expected<RateLimitSettings, ApiError> ParseRateLimitSettings(const nlohmann::json& limits);
+// The enforced overrides alone (shadow entries are checked and left out).
 tl::expected<BudgetOverrides, ApiError> ParseRateLimits(const nlohmann::json& limits);
+nlohmann::json RateLimitsToJson(const RateLimitSettings& limits);
 nlohmann::json RateLimitsToJson(const BudgetOverrides& overrides);
 // Whether `a` and `b` set the same budgets to the same values, in whatever order.
 bool SameOverrides(const BudgetOverrides& a, const BudgetOverrides& b);

@@ -306,6 +306,75 @@ TEST_F(SchedulerTest, PauseHoldsAHeadWaitingOnItsBudget) {
   EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kWait);  // the budget still holds it
 }
 
+// Verifies a shadow budget at half a destination's real rate: nothing is held back (every
+// delivery goes at the real pace), and the share the observer hears would have been throttled is
+// within 5% of the exact figure (1 - 5/10 = 0.5); another tenant's dispatches are not metered.
+TEST_F(SchedulerTest, ShadowBudgetThrottlesNothingAndCountsWhatItWouldHave) {
+  const Budget real{10, 1000, 1};
+  ASSERT_TRUE(scheduler_
+                  .SetDefaultBudgets({{BudgetName::kWebhookDestination, real},
+                                      {BudgetName::kTenantEgress, {1000, 1000, 1000}}})
+                  .ok());
+  ASSERT_TRUE(
+      scheduler_.SetTenantShadowBudgets("acme", {{BudgetName::kWebhookDestination, {5, 1000, 1}}})
+          .ok());
+  int checked = 0, throttled = 0, other = 0;
+  DestinationId acme = Add(Webhook("https://acme.example/hook"));
+  DestinationId beta = Add(Webhook("https://beta.example/hook", "beta"));
+  scheduler_.SetShadowObserver([&](DestinationId id, BudgetName name, bool would) {
+    if (!(id == acme)) {
+      ++other;
+      return;
+    }
+    EXPECT_EQ(name, BudgetName::kWebhookDestination);
+    ++checked;
+    throttled += would ? 1 : 0;
+  });
+  int sent = 0;
+  uint64_t sequence = 0;
+  const SteadyTime start = clock_.Now();
+  while (clock_.Now() - start < milliseconds(20'000)) {
+    for (DestinationId dest : {acme, beta}) {
+      if (!scheduler_.Inspect(dest)->has_head) {
+        ++sequence;
+        ASSERT_TRUE(scheduler_.Offer(dest, Item(sequence)).ok());
+      }
+    }
+    Decision next = scheduler_.Next();
+    if (next.kind == Decision::Kind::kDispatch) {
+      sent += next.destination == acme ? 1 : 0;
+      Finish(next.destination, next.sequence, 200);
+      continue;
+    }
+    ASSERT_EQ(next.kind, Decision::Kind::kWait);
+    clock_.Advance(std::max(next.wake_at - clock_.Now(), SteadyTime::duration(1)));
+  }
+  // The real budget's pace: 10 a second for 20 s (plus the first).
+  EXPECT_GE(sent, 199);
+  EXPECT_LE(sent, 201);
+  EXPECT_EQ(checked, sent);
+  const double share = static_cast<double>(throttled) / checked;
+  EXPECT_NEAR(share, 0.5, 0.05) << throttled << " of " << checked;
+  EXPECT_EQ(other, 0);
+  // Cleared: no more checks.
+  ASSERT_TRUE(scheduler_.SetTenantShadowBudgets("acme", {}).ok());
+  const int before = checked;
+  clock_.Advance(milliseconds(1000));
+  if (!scheduler_.Inspect(acme)->has_head) {
+    ASSERT_TRUE(scheduler_.Offer(acme, Item(++sequence)).ok());
+  }
+  int more = 0;
+  for (Decision next = scheduler_.Next(); next.kind == Decision::Kind::kDispatch;
+       next = scheduler_.Next()) {
+    more += next.destination == acme ? 1 : 0;
+  }
+  EXPECT_EQ(more, 1);
+  EXPECT_EQ(checked, before);
+  EXPECT_EQ(
+      scheduler_.SetTenantShadowBudgets("acme", {{BudgetName::kTenantEgress, {0, 1000, 1}}}).code(),
+      Status::Code::kInvalidArgument);
+}
+
 // Verifies the per-destination in-flight cap and that an outcome frees the slot.
 TEST_F(SchedulerTest, CapsInFlightPerDestination) {
   DestinationSpec spec = Webhook("https://slow.example/hook");

@@ -36,6 +36,10 @@ relay_egress_platform_429_total{platform="discord"} 1
 relay_egress_budget_units_total{tenant="acme",budget="tenant_egress"} 5
 # HELP relay_egress_budget_near_limit_total Units dispatched attempts took from a scope already at 80% or more of its budget over its last minute, by tenant and budget (Envoy's near_limit).
 # TYPE relay_egress_budget_near_limit_total counter
+# HELP relay_egress_shadow_checked_total Dispatches metered by a tenant's shadow limit (a rate limit with mode shadow: counted, never enforced), by tenant and budget.
+# TYPE relay_egress_shadow_checked_total counter
+# HELP relay_egress_shadow_throttled_total Of those, the dispatches the shadow limit would have throttled (they went all the same), by tenant and budget.
+# TYPE relay_egress_shadow_throttled_total counter
 # HELP relay_egress_budget_utilization_ratio Units a tenant took from a budget over the last minute divided by that budget for a minute; of the tenant's scopes of the budget (one per credential or destination), the busiest.
 # TYPE relay_egress_budget_utilization_ratio gauge
 relay_egress_budget_utilization_ratio{tenant="acme",budget="discord_global"} 0.25
@@ -325,7 +329,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 38u);
+  EXPECT_EQ(names.size(), 40u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

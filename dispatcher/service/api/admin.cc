@@ -136,24 +136,27 @@ void PutRateLimits(Service& s, const std::string& tenant, const HttpRequest& req
                            "rate_limits"}));
     return;
   }
-  auto overrides = ParseRateLimits((*body)["rate_limits"]);
-  if (!overrides) {
-    respond(ErrorResponse(overrides.error()));
+  auto limits = ParseRateLimitSettings((*body)["rate_limits"]);
+  if (!limits) {
+    respond(ErrorResponse(limits.error()));
     return;
   }
-  std::string text = overrides->empty() ? "" : RateLimitsToJson(*overrides).dump();
-  StoreSettingThenApply(
-      s, OverridesKey(tenant), std::move(text), std::move(respond),
-      [&s, tenant, overrides = std::move(*overrides)](Respond respond) {
-        if (Status st = s.SetTenantOverrides(tenant, overrides); !st.ok()) {
-          respond(ErrorResponse(FromStatus(st)));
-          return;
-        }
-        s.ShareTenantOverrides(tenant, overrides.empty() ? "" : RateLimitsToJson(overrides).dump());
-        LogEvent(LogLevel::kInfo, "rate_limits_replaced",
-                 {{"tenant", tenant}, {"rate_limits", RateLimitsToJson(overrides)}});
-        GetRateLimits(s, tenant, std::move(respond));
-      });
+  std::string text = limits->empty() ? "" : RateLimitsToJson(*limits).dump();
+  StoreSettingThenApply(s, OverridesKey(tenant), text, std::move(respond),
+                        [&s, tenant, text, limits = std::move(*limits)](Respond respond) {
+                          Status st = s.SetTenantOverrides(tenant, limits.enforced);
+                          if (st.ok()) {
+                            st = s.SetTenantShadowLimits(tenant, limits.shadow);
+                          }
+                          if (!st.ok()) {
+                            respond(ErrorResponse(FromStatus(st)));
+                            return;
+                          }
+                          s.ShareTenantOverrides(tenant, text);
+                          LogEvent(LogLevel::kInfo, "rate_limits_replaced",
+                                   {{"tenant", tenant}, {"rate_limits", RateLimitsToJson(limits)}});
+                          GetRateLimits(s, tenant, std::move(respond));
+                        });
 }
 
 void GetRateLimits(Service& s, const std::string& tenant, Respond respond) {
@@ -168,7 +171,13 @@ void GetRateLimits(Service& s, const std::string& tenant, Respond respond) {
         {"overridden", overridden},
         {"tier", !overridden && s.TierBudget(tenant, name).has_value()}};
   }
-  respond(JsonResponse(200, {{"tenant", tenant}, {"rate_limits", budgets}}));
+  // Shadow limits: metered and counted (relay_egress_shadow_throttled_total), never enforced.
+  json shadow = json::object();
+  for (const auto& [name, budget] : s.ShadowLimits(tenant)) {
+    shadow[std::string(pacing::BudgetNameString(name))] = {
+        {"limit", budget.limit}, {"scale_ms", budget.scale_ms}, {"burst", budget.burst}};
+  }
+  respond(JsonResponse(200, {{"tenant", tenant}, {"rate_limits", budgets}, {"shadow", shadow}}));
 }
 
 namespace {

@@ -127,6 +127,10 @@ json DestinationJson(const DestinationInfo& d, const std::string& key, SteadyTim
   if (!d.pause_id.empty()) {
     j["pause_id"] = d.pause_id;  // GET /api/admin/pauses shows the pause
   }
+  if (d.shadow_checked > 0) {
+    // Its tenant's shadow limits: dispatches metered, and those they would have throttled.
+    j["shadow"] = {{"checked", d.shadow_checked}, {"throttled", d.shadow_throttled}};
+  }
   if (d.view.deferral.reason != pacing::DeferReason::kNone) {
     j["deferral"] = d.view.deferral.ToString();
   }

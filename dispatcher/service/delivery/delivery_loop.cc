@@ -94,6 +94,8 @@ DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::any_io_executor storage,
       ownership_(store.ownership()) {
   scheduler_.SetWaitObserver(
       [this](pacing::DestinationId id, const pacing::Deferral& wait) { OnPacingWait(id, wait); });
+  scheduler_.SetShadowObserver([this](pacing::DestinationId id, pacing::BudgetName budget,
+                                      bool throttled) { OnShadowCheck(id, budget, throttled); });
   outcomes_.SetRetryObserver([this](const Status& error, size_t changes) {
     metrics_.Inc(CounterId::kStoreErrors, {{"operation", "outcome"}});
     LogEvent(LogLevel::kWarn, "store_write_retry",
@@ -103,7 +105,24 @@ DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::any_io_executor storage,
 
 DeliveryLoop::~DeliveryLoop() {
   scheduler_.SetWaitObserver(nullptr);
+  scheduler_.SetShadowObserver(nullptr);
   *alive_ = false;
+}
+
+void DeliveryLoop::OnShadowCheck(pacing::DestinationId id, pacing::BudgetName budget,
+                                 bool throttled) {
+  auto key_it = keys_by_id_.find(id.value);
+  if (key_it == keys_by_id_.end()) {
+    return;
+  }
+  Dest& dest = dests_.at(key_it->second);
+  ++dest.shadow_checked;
+  const std::string_view name = pacing::BudgetNameString(budget);
+  metrics_.Inc(CounterId::kShadowChecked, {{"tenant", dest.tenant}, {"budget", name}});
+  if (throttled) {
+    ++dest.shadow_throttled;
+    metrics_.Inc(CounterId::kShadowThrottled, {{"tenant", dest.tenant}, {"budget", name}});
+  }
 }
 
 void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral& wait) {
@@ -1087,6 +1106,8 @@ DestinationInfo DeliveryLoop::InfoOf(const Dest& dest) const {
   info.last_response_ms = dest.last_response_ms;
   info.oldest_deferral_ms = dest.queue.oldest_deferral_ms();
   info.pause_id = dest.pause_id;
+  info.shadow_checked = dest.shadow_checked;
+  info.shadow_throttled = dest.shadow_throttled;
   return info;
 }
 

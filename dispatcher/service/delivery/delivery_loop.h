@@ -62,6 +62,9 @@ struct DestinationInfo {
   // (Unix ms, 0: none).
   int64_t oldest_deferral_ms = 0;
   std::string pause_id;  // the pause holding it; empty when none
+  // Its dispatches metered by a shadow limit, and those it would have throttled.
+  uint64_t shadow_checked = 0;
+  uint64_t shadow_throttled = 0;
 };
 
 struct DestinationPage {
@@ -247,6 +250,8 @@ class DeliveryLoop {
     int64_t indexed_deferral_ms = 0;  // its oldest deferral as index_ has it
     int shard = -1;                   // ShardOwnership::ShardOf; -1: a store of one node
     std::string pause_id;             // the pause holding it; empty when none
+    uint64_t shadow_checked = 0;      // dispatches a shadow limit metered
+    uint64_t shadow_throttled = 0;    // of which it would have throttled
   };
   struct InFlight {
     std::string dest_key;
@@ -298,6 +303,8 @@ class DeliveryLoop {
   // The Scheduler holds a head back (budget, park): counts the deferral and, when it is long,
   // writes it to the store.
   void OnPacingWait(pacing::DestinationId id, const pacing::Deferral& wait);
+  // A dispatch was metered by a shadow limit (Scheduler::SetShadowObserver): counts it.
+  void OnShadowCheck(pacing::DestinationId id, pacing::BudgetName budget, bool throttled);
   // Stops a Discord token that nears the invalid-request ban line.
   void GuardDiscordToken(Dest& dest, const adapters::AttemptReport& report);
   // Parks every bucket of `dest`'s token until `until`, as a global 429 would.

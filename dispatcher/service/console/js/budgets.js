@@ -147,8 +147,11 @@ export function mount(root, session) {
       };
       cb.addEventListener('change', sync);
       sync();
+      // A shadow limit (metered, never enforced) is shown beside its budget and kept by a save.
+      const sb = (answer.shadow || {})[name];
+      const shadowNote = sb ? h('div', { class: 'muted small', text: `shadow: ${sb.limit} per ${sb.scale_ms} ms` }) : null;
       return h('tr', {},
-        h('td', {}, cb), h('th', { scope: 'row' }, h('label', { for: `ov-${name}`, text: name }), errors[name]),
+        h('td', {}, cb), h('th', { scope: 'row' }, h('label', { for: `ov-${name}`, text: name }), shadowNote, errors[name]),
         h('td', {}, inputs[name].limit), h('td', {}, inputs[name].scale_ms), h('td', {}, inputs[name].burst));
     });
     const save = h('button', { type: 'submit', class: 'primary', id: 'save-overrides', text: 'Save overrides' });
@@ -189,6 +192,12 @@ export function mount(root, session) {
       }
       if (bad) {
         return;
+      }
+      // The shadow limits stay as they are (a budget overridden here replaces its shadow one).
+      for (const [name, sb] of Object.entries(answer.shadow || {})) {
+        if (!(name in body)) {
+          body[name] = { limit: sb.limit, scale_ms: sb.scale_ms, burst: sb.burst, mode: 'shadow' };
+        }
       }
       try {
         await api('PUT', `/api/admin/tenants/${encodeURIComponent(tenant)}/rate_limits`, { rate_limits: body });
