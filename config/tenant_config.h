@@ -24,6 +24,9 @@ struct QuotaConfig {
   int64_t limit = 0;                   // 1 to kMaxQuotaLimit
   Millis window{0};                    // kMinQuotaWindow to kMaxQuotaWindow
   std::vector<std::string> platforms;  // platform names, sorted, no repeats
+  // mode = "shadow": counted, never enforced (docs/costs.md, "Shadow quotas"): what it would
+  // have refused is accepted and counted in relay_egress_quota_shadow_rejections_total.
+  bool shadow = false;
 
   friend bool operator==(const QuotaConfig&, const QuotaConfig&) = default;
 };

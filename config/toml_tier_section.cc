@@ -9,7 +9,7 @@ namespace egress::config {
 namespace {
 
 Status ReadQuota(const TomlFields& fields, QuotaConfig& out) {
-  if (Status s = fields.CheckKeys({"limit", "window", "platforms"}); !s.ok()) {
+  if (Status s = fields.CheckKeys({"limit", "window", "platforms", "mode"}); !s.ok()) {
     return s;
   }
   for (std::string_view key : {"limit", "window"}) {
@@ -38,6 +38,18 @@ Status ReadQuota(const TomlFields& fields, QuotaConfig& out) {
                                     FormatDuration(kMaxQuotaWindow)));
   }
   out.window = *parsed;
+  out.shadow = false;
+  if (fields.Has("mode")) {
+    std::string mode;
+    if (Status s = fields.ReadString("mode", mode); !s.ok()) {
+      return s;
+    }
+    if (mode != "enforce" && mode != "shadow") {
+      return fields.Error(*fields.table().get("mode"), fields.Field("mode"),
+                          "must be \"enforce\" or \"shadow\"");
+    }
+    out.shadow = mode == "shadow";
+  }
   out.platforms.clear();
   if (!fields.Has("platforms")) {
     return Status::Ok();

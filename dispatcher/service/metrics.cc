@@ -154,6 +154,9 @@ constexpr Definition kDefinitions[] = {
     CounterRow(CounterId::kQuotaRejections, "relay_egress_quota_rejections_total",
                "Deliveries (or batch items) refused at intake with quota_exceeded, by tenant and "
                "quota."),
+    CounterRow(CounterId::kQuotaShadowRejections, "relay_egress_quota_shadow_rejections_total",
+               "Deliveries (or batch items) a shadow quota (mode shadow) would have refused at "
+               "intake and that were accepted, by tenant and quota."),
     GaugeRow(GaugeId::kQuotaUsedRatio, "relay_egress_quota_used_ratio",
              "Units counted in a tenant's quota window over its limit (1 = exhausted), by tenant "
              "and quota, at scrape time."),

@@ -37,6 +37,7 @@ enum class CounterId : uint8_t {
   kAuthFailures,                // relay_egress_auth_failures_total{reason}
   kConnectionsOpened,           // relay_egress_connections_opened_total
   kQuotaRejections,             // relay_egress_quota_rejections_total{tenant,quota}
+  kQuotaShadowRejections,       // relay_egress_quota_shadow_rejections_total{tenant,quota}
   kHttpBusy,                    // relay_egress_http_busy_total
   kMaxValue = kHttpBusy,
 };

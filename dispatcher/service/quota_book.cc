@@ -99,7 +99,8 @@ QuotaBook::Usage QuotaBook::UsageOf(const std::string& tenant, const Quota& quot
 }
 
 std::optional<QuotaBook::Denial> QuotaBook::Charge(std::vector<storage::NewDelivery>& parts,
-                                                   Reservation& reserved) {
+                                                   Reservation& reserved,
+                                                   std::vector<std::string>* shadow_refused) {
   if (parts.empty()) {
     return std::nullopt;
   }
@@ -110,6 +111,7 @@ std::optional<QuotaBook::Denial> QuotaBook::Charge(std::vector<storage::NewDeliv
   }
   const int64_t now_ms = ToUnixMillis(clock_.WallNow());
   std::vector<std::pair<const Quota*, int64_t>> charged;
+  std::vector<std::string> shadow;  // shadow quotas the item would be over
   for (const Quota& q : quotas) {
     int64_t units = 0;
     for (const storage::NewDelivery& part : parts) {
@@ -127,6 +129,10 @@ std::optional<QuotaBook::Denial> QuotaBook::Charge(std::vector<storage::NewDeliv
     }
     pacing::WindowDecision d =
         ledger_.Usage(tenant, q.name, now_ms).Decide(now_ms, units + pending, q.config.limit);
+    if (!d.allowed && q.config.shadow) {
+      shadow.push_back(q.name);
+      continue;
+    }
     if (!d.allowed) {
       d.used += pending;
       if (units > q.config.limit) {
@@ -152,6 +158,9 @@ std::optional<QuotaBook::Denial> QuotaBook::Charge(std::vector<storage::NewDeliv
     const std::string key = QuotaKey(tenant, q->name);
     pending_[key] += units;
     reserved.emplace_back(key, units);
+  }
+  if (shadow_refused != nullptr) {
+    shadow_refused->insert(shadow_refused->end(), shadow.begin(), shadow.end());
   }
   return std::nullopt;
 }

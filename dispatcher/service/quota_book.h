@@ -68,8 +68,11 @@ class QuotaBook {
   };
   // Charges one item (its parts, one tenant) to every quota of the tenant that applies to each
   // part's platform: when all fit, fills each part's `charges`, adds the units to `reserved` and
-  // returns nullopt; else returns the first quota over its limit and changes nothing.
-  std::optional<Denial> Charge(std::vector<storage::NewDelivery>& parts, Reservation& reserved);
+  // returns nullopt; else returns the first quota over its limit and changes nothing. A shadow
+  // quota never refuses: one the item would be over is named in `shadow_refused` (when given)
+  // and not charged (as an enforced one would not have counted it), one it fits is charged.
+  std::optional<Denial> Charge(std::vector<storage::NewDelivery>& parts, Reservation& reserved,
+                               std::vector<std::string>* shadow_refused = nullptr);
   // Gives back what `reserved` holds (once the write that carries the charges is done, whatever
   // its outcome: the ledger counts what was stored).
   void Release(const Reservation& reserved);

@@ -163,6 +163,13 @@ tl::expected<config::QuotaMap, ApiError> ParseQuotas(const json& quotas) {
       std::sort(q.platforms.begin(), q.platforms.end());
       q.platforms.erase(std::unique(q.platforms.begin(), q.platforms.end()), q.platforms.end());
     }
+    if (auto mode = value.find("mode"); mode != value.end()) {
+      if (!mode->is_string() || (*mode != "enforce" && *mode != "shadow")) {
+        return tl::unexpected(ApiError{
+            400, "invalid_quota", field + ".mode: \"enforce\" or \"shadow\"", field + ".mode"});
+      }
+      q.shadow = *mode == "shadow";
+    }
     out[name] = std::move(q);
   }
   return out;
@@ -174,6 +181,9 @@ json QuotasToJson(const config::QuotaMap& quotas) {
     j[name] = {{"limit", q.limit},
                {"window", config::FormatDuration(q.window)},
                {"platforms", q.platforms}};
+    if (q.shadow) {
+      j[name]["mode"] = "shadow";
+    }
   }
   return j;
 }

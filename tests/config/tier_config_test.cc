@@ -27,6 +27,10 @@ tier = "pro"
 [tenants.acme.quotas.monthly]
 limit = 1000000
 window = "30d"
+[tenants.acme.quotas.trial]
+limit = 100
+window = "1h"
+mode = "shadow"
 )");
   ASSERT_TRUE(config.has_value()) << config.error().ToString();
   const TierConfig& pro = config->tiers.at("pro");
@@ -39,6 +43,8 @@ window = "30d"
   const TenantConfig& acme = config->tenants.at("acme");
   EXPECT_EQ(acme.tier, "pro");
   EXPECT_EQ(acme.quotas.at("monthly").limit, 1'000'000);
+  EXPECT_FALSE(acme.quotas.at("monthly").shadow);
+  EXPECT_TRUE(acme.quotas.at("trial").shadow);
 }
 
 // Verifies typed errors naming the field for every malformed tier or quota.
@@ -60,6 +66,8 @@ TEST(TierConfigTest, RefusesMalformedTiersAndQuotas) {
            {"[tiers.pro.quotas.m]\nlimit = 5\nwindow = \"1d\"\nplatforms = \"line\"\n",
             "must be a list"},
            {"[tenants.a.quotas.\"bad name\"]\nlimit = 5\nwindow = \"1d\"\n", "a quota name"},
+           {"[tiers.pro.quotas.m]\nlimit = 5\nwindow = \"1d\"\nmode = \"dry\"\n",
+            "tiers.pro.quotas.m.mode: must be \"enforce\" or \"shadow\""},
        }) {
     ConfigFiles files;
     Result<Config> config = files.Load(c.text);

@@ -151,6 +151,8 @@ relay_egress_connections_opened_total 4
 # HELP relay_egress_quota_rejections_total Deliveries (or batch items) refused at intake with quota_exceeded, by tenant and quota.
 # TYPE relay_egress_quota_rejections_total counter
 relay_egress_quota_rejections_total{tenant="acme",quota="monthly"} 1
+# HELP relay_egress_quota_shadow_rejections_total Deliveries (or batch items) a shadow quota (mode shadow) would have refused at intake and that were accepted, by tenant and quota.
+# TYPE relay_egress_quota_shadow_rejections_total counter
 # HELP relay_egress_quota_used_ratio Units counted in a tenant's quota window over its limit (1 = exhausted), by tenant and quota, at scrape time.
 # TYPE relay_egress_quota_used_ratio gauge
 relay_egress_quota_used_ratio{tenant="acme",quota="monthly"} 0.5
@@ -329,7 +331,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 40u);
+  EXPECT_EQ(names.size(), 41u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

@@ -131,5 +131,35 @@ TEST_F(QuotaBookTest, ChargesReservesAndRefuses) {
   EXPECT_TRUE(untracked[0].charges.empty());
 }
 
+// Verifies a shadow quota: it never refuses; an item it would be over is accepted, named in
+// shadow_refused and not charged to it (so its count is what an enforced one would have let
+// in), while an enforced quota of the same tenant still refuses (and then nothing is named).
+TEST_F(QuotaBookTest, ShadowQuotaNamesWhatItWouldRefuseAndRefusesNothing) {
+  config::QuotaMap own;
+  own["trial"] = {.limit = 2, .window = Millis(3'600'000), .shadow = true};
+  own["hard"] = {.limit = 4, .window = Millis(3'600'000)};
+  book_->SetOwnQuotas("beta", own);
+  int accepted = 0;
+  std::vector<std::string> shadow_refused;
+  for (int i = 0; i < 5; ++i) {
+    std::vector<storage::NewDelivery> parts = {Part("slack", 1)};
+    parts[0].tenant = "beta";
+    QuotaBook::Reservation reserved;
+    auto denied = book_->Charge(parts, reserved, &shadow_refused);
+    if (denied) {
+      EXPECT_EQ(denied->quota.name, "hard") << i;
+      continue;
+    }
+    ++accepted;
+    ASSERT_TRUE(store_->EnqueueBatch(parts, ToUnixMillis(clock_.WallNow())).has_value());
+    book_->Release(reserved);
+  }
+  EXPECT_EQ(accepted, 4);  // the enforced quota's limit; the shadow one refused none
+  EXPECT_EQ(shadow_refused, (std::vector<std::string>{"trial", "trial"}));
+  for (const QuotaBook::Quota& q : book_->QuotasOf("beta")) {
+    EXPECT_EQ(book_->UsageOf("beta", q).used, q.name == "trial" ? 2 : 4) << q.name;
+  }
+}
+
 }  // namespace
 }  // namespace egress::service

@@ -193,6 +193,7 @@ json QuotasAnswer(Service& s, const std::string& tenant) {
                       {"window_ms", q.config.window.count()},
                       {"platforms", q.config.platforms},
                       {"source", q.own ? "tenant" : "tier"},
+                      {"mode", q.config.shadow ? "shadow" : "enforce"},
                       {"used", u.used},
                       {"remaining", u.remaining},
                       {"resets_in_ms", u.reset_after_ms},

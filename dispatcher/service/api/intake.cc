@@ -135,6 +135,14 @@ void CountQuotaRejection(Service& s, const std::string& tenant, const QuotaBook:
   s.metrics().Inc(CounterId::kQuotaRejections, {{"tenant", tenant}, {"quota", d.quota.name}});
 }
 
+// Shadow quotas an accepted item would have been refused by (QuotaBook::Charge).
+void CountShadowQuotaRejections(Service& s, const std::string& tenant,
+                                const std::vector<std::string>& quotas) {
+  for (const std::string& quota : quotas) {
+    s.metrics().Inc(CounterId::kQuotaShadowRejections, {{"tenant", tenant}, {"quota", quota}});
+  }
+}
+
 // A tenant at its cap of requests in flight (TenantRequestSlots).
 HttpResponse TooManyInFlight(size_t cap) {
   return TooMany("rate_limited",
@@ -673,11 +681,13 @@ void CreateDelivery(Service& s, const HttpRequest& request, const TenantScope& s
   // The estimate: each part's cost, charged to every quota of the tenant that applies, with the
   // write (the store counts it; the reservation covers the time until the write is done).
   QuotaBook::Reservation reserved;
-  if (auto denial = s.quotas().Charge(*parts, reserved)) {
+  std::vector<std::string> shadow_refused;
+  if (auto denial = s.quotas().Charge(*parts, reserved, &shadow_refused)) {
     CountQuotaRejection(s, tenant, *denial);
     respond(QuotaExceeded(*denial, s.clock().WallNow()));
     return;
   }
+  CountShadowQuotaRejections(s, tenant, shadow_refused);
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
   const uint64_t watermark = s.options().backlog_watermark;
   const uint64_t storage_bound = StoredBytesBound(s.options(), tenant);
@@ -769,11 +779,13 @@ void CreateBatch(Service& s, const HttpRequest& request, const TenantScope& scop
       refused[i] = RefusalText(parts.error());
       continue;
     }
-    if (auto denial = s.quotas().Charge(*parts, reserved)) {
+    std::vector<std::string> shadow_refused;
+    if (auto denial = s.quotas().Charge(*parts, reserved, &shadow_refused)) {
       CountQuotaRejection(s, parts->front().tenant, *denial);
       refused[i] = QuotaRefusalText(*denial);
       continue;
     }
+    CountShadowQuotaRejections(s, parts->front().tenant, shadow_refused);
     per_tenant[parts->front().tenant] += static_cast<int64_t>(parts->size());
     for (storage::NewDelivery& part : *parts) {
       part.traceparent = *traceparent;
