@@ -100,6 +100,10 @@ struct ServerOptions {
   // limits and the failed-authentication budget then count the client, not the proxy.
   // Default: none (every peer is the client).
   std::vector<std::string> trusted_proxies;
+  // Connections from trusted_proxies start with a PROXY protocol header (v1 or v2), which names
+  // the client: read before HTTP, required from them (a connection without one is closed), never
+  // read from another peer. Needs trusted_proxies. Default: false.
+  bool proxy_protocol = false;
   // Intake requests of one tenant waiting for their write at once; more get 429. 1 to 100,000.
   // Default: 256.
   size_t tenant_max_requests_in_flight = 256;

@@ -100,6 +100,7 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
                                     "read_timeout",
                                     "max_body_bytes_in_flight",
                                     "trusted_proxies",
+                                    "proxy_protocol",
                                     "core_dumps",
                                     "write_timeout",
                                     "tenant_max_requests_in_flight",
@@ -245,6 +246,13 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
   out.max_body_bytes_in_flight = static_cast<size_t>(in_flight_bytes);
   if (status = ReadTrustedProxies(server, out.trusted_proxies); !status.ok()) {
     return status;
+  }
+  if (status = server.ReadBool("proxy_protocol", out.proxy_protocol); !status.ok()) {
+    return status;
+  }
+  if (out.proxy_protocol && out.trusted_proxies.empty()) {
+    return server.Error(*server.table().get("proxy_protocol"), server.Field("proxy_protocol"),
+                        "needs trusted_proxies: only a trusted proxy's header is read");
   }
   if (status = server.ReadDuration("write_timeout", false, out.write_timeout); !status.ok()) {
     return status;

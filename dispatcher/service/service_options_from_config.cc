@@ -15,6 +15,7 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
   o.http.max_body_bytes_in_flight = config.server.max_body_bytes_in_flight;
   o.http.release_free_memory = ReleaseFreeMemory;
   // Checked as the config was read (ReadTrustedProxies): it parses.
+  o.http.proxy_protocol = config.server.proxy_protocol;
   if (Result<TrustedProxies> proxies = TrustedProxies::Parse(config.server.trusted_proxies)) {
     o.http.trusted_proxies = std::move(*proxies);
   }

@@ -48,6 +48,7 @@ TEST(LoadConfigTest, EmptyFilesGiveDefaults) {
   EXPECT_EQ(config->server.idle_timeout, Millis(60'000));
   EXPECT_EQ(config->server.max_body_bytes_in_flight, 256u << 20);
   EXPECT_TRUE(config->server.trusted_proxies.empty());
+  EXPECT_FALSE(config->server.proxy_protocol);
   EXPECT_FALSE(config->server.core_dumps);
   EXPECT_EQ(config->server.read_timeout, Millis(60'000));
   EXPECT_EQ(config->server.write_timeout, Millis(30'000));
@@ -175,6 +176,7 @@ TEST(LoadConfigTest, ReadsEveryScalarKey) {
       "idle_timeout = \"30s\"\n"
       "max_body_bytes_in_flight = 300000\n"
       "trusted_proxies = [\"10.0.0.0/8\", \"::1/128\"]\n"
+      "proxy_protocol = true\n"
       "core_dumps = true\n"
       "read_timeout = \"5s\"\n"
       "write_timeout = \"7s\"\n"
@@ -211,6 +213,7 @@ TEST(LoadConfigTest, ReadsEveryScalarKey) {
   EXPECT_EQ(config->server.idle_timeout, Millis(30'000));
   EXPECT_EQ(config->server.max_body_bytes_in_flight, 300000u);
   EXPECT_EQ(config->server.trusted_proxies, (std::vector<std::string>{"10.0.0.0/8", "::1/128"}));
+  EXPECT_TRUE(config->server.proxy_protocol);
   EXPECT_TRUE(config->server.core_dumps);
   EXPECT_EQ(config->server.max_payload_bytes, 2048u);
   EXPECT_EQ(config->server.batch_max_items, 10u);

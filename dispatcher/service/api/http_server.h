@@ -72,6 +72,9 @@ struct HttpServerOptions {
   size_t max_connections_per_address = 64;
   // The peers whose Forwarded / X-Forwarded-For name the client. Default: none.
   TrustedProxies trusted_proxies;
+  // A connection from a trusted proxy starts with a PROXY protocol header (proxy_protocol.h),
+  // whose source is the connection's peer from then on; one without is closed. Default: false.
+  bool proxy_protocol = false;
   // The longest a new connection may take to send the whole header of its first request, and a
   // kept-alive one to finish a header once its first byte came; then it is closed.
   // Default: 10 s.
@@ -112,6 +115,7 @@ struct HttpServerStats {
   uint64_t write_timeouts = 0;           // connections closed by write_timeout
   uint64_t refused_at_header = 0;        // requests the gate refused (their body never read)
   uint64_t busy = 0;                     // requests refused over a bytes-in-flight budget
+  uint64_t proxy_header_refused = 0;     // proxy_protocol: closed without a valid PROXY header
   size_t header_bytes = 0;               // held now for headers still arriving
   size_t body_bytes = 0;                 // held now for bodies read and not yet answered
 };

@@ -13,6 +13,7 @@
 #include <boost/beast/http/write.hpp>
 #include <fmt/format.h>
 
+#include "dispatcher/service/api/proxy_protocol.h"
 #include "dispatcher/service/event_log.h"
 
 namespace egress::service {
@@ -29,6 +30,8 @@ constexpr uint32_t kHeaderLimit = 8 << 10;
 constexpr size_t kHeaderRead = 4 << 10;
 // What one connection's read buffer may grow to (a body passes through it into the request).
 constexpr size_t kBufferLimit = 64 << 10;
+// Bytes read at a time while a PROXY header is incomplete: at most its bound in all.
+constexpr size_t kProxyRead = 256;
 // An idle connection's read buffer over this is given back between requests.
 constexpr size_t kIdleBufferKeep = 4 << 10;
 // After refusing a request with its body unread, the most read and dropped before closing (into
@@ -106,6 +109,10 @@ class Session : public std::enable_shared_from_this<Session> {
                                              options().header_timeout, kHealthHeaderTimeout)
                                        : options().header_timeout);
     header_started_ = true;  // a new connection's deadline runs from its accept
+    if (options().proxy_protocol && options().trusted_proxies.Trusts(peer_)) {
+      ReadProxyHeader();  // within the same deadline
+      return;
+    }
     StartRequest();
   }
 
@@ -132,6 +139,37 @@ class Session : public std::enable_shared_from_this<Session> {
       }
     }
     ParseHeader();
+  }
+
+  // A trusted proxy's connection starts with a PROXY protocol header (server.proxy_protocol):
+  // read until it is whole, then its source is the peer and HTTP starts after it. A connection
+  // without one, or with a malformed one, is closed unanswered (the proxy would not read an
+  // answer in HTTP), counted in proxy_header_refused.
+  void ReadProxyHeader() {
+    const std::string_view held(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    Result<std::optional<ProxyHeader>> header = ParseProxyHeader(held);
+    if (!header) {
+      ++shared_->stats.proxy_header_refused;
+      Close();
+      return;
+    }
+    if (*header) {
+      buffer_.consume((*header)->size);
+      if ((*header)->source) {
+        peer_ = *(*header)->source;
+      }
+      StartRequest();
+      return;
+    }
+    stream_.async_read_some(buffer_.prepare(kProxyRead),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->buffer_.commit(n);
+                              if (ec) {
+                                self->Close();
+                                return;
+                              }
+                              self->ReadProxyHeader();
+                            });
   }
 
   // Beast's http::async_read_some would read on until the whole header has come (its parser

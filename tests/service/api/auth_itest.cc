@@ -11,6 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <gtest/gtest.h>
 
 #include "adapters/api_key.h"
@@ -335,6 +339,58 @@ TEST_F(AuthTest, FailureBudgetCountsTheClientATrustedProxyNames) {
     EXPECT_EQ(as(kWrongKey, "203.0.113." + std::to_string(10 + i)).status, 401) << i;
   }
   EXPECT_EQ(as(kKeyA, "203.0.113.99").status, 429) << "untrusted: the header is ignored";
+}
+
+// Sends `bytes` on a new loopback connection to `port` and reads until the server closes it;
+// the HTTP status of the answer, or 0 when none came.
+int RawStatus(int port, const std::string& bytes) {
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  boost::system::error_code ec;
+  socket.connect({asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)}, ec);
+  if (ec) {
+    return -1;
+  }
+  asio::write(socket, asio::buffer(bytes), ec);
+  std::string answer;
+  char chunk[4096];
+  for (;;) {
+    const size_t n = socket.read_some(asio::buffer(chunk), ec);
+    answer.append(chunk, n);
+    if (ec || answer.find("\r\n\r\n") != std::string::npos) {
+      break;
+    }
+  }
+  return answer.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(answer.c_str() + 9) : 0;
+}
+
+// Verifies server.proxy_protocol: a trusted proxy's connections start with a PROXY header (v1
+// here), and the failure budget counts the client it names: three wrong keys from one client
+// lock out that client only, and an X-Forwarded-For the client wrote changes nothing (the
+// client is not a trusted proxy). A trusted peer's connection without the header is closed
+// unanswered.
+TEST_F(AuthTest, ProxyProtocolNamesTheClientForTheFailureBudget) {
+  options_.auth.failure_budget = {3, 60'000, 3};
+  options_.http.trusted_proxies = *TrustedProxies::Parse({"127.0.0.0/8"});
+  options_.http.proxy_protocol = true;
+  StartService();
+  const auto from = [&](const std::string& client, const char* key,
+                        const std::string& extra_header = "") {
+    return RawStatus(port_, "PROXY TCP4 " + client + " 127.0.0.1 40000 443\r\n" +
+                                "GET /v1/stats HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                key + "\r\n" + extra_header + "Connection: close\r\n\r\n");
+  };
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(from("203.0.113.5", kWrongKey), 401) << i;
+  }
+  EXPECT_EQ(from("203.0.113.5", kKeyA), 429);
+  EXPECT_EQ(from("203.0.113.5", kKeyA, "X-Forwarded-For: 198.51.100.9\r\n"), 429)
+      << "a header the client wrote";
+  EXPECT_EQ(from("203.0.113.6", kKeyA), 200) << "another client behind the proxy";
+  EXPECT_EQ(RawStatus(port_, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"), 0)
+      << "no PROXY header from a trusted peer: closed unanswered";
+  EXPECT_EQ(RawStatus(port_, "PROXY TCP4 1.2.3\r\nGET /healthz HTTP/1.1\r\n\r\n"), 0);
 }
 
 // Verifies the admin token works as X-Admin-Token and as a Bearer, a tenant key never as
