@@ -63,21 +63,23 @@ std::vector<GroupCounts> CounterTable::Groups() const {
   return out;
 }
 
-void CounterTable::Apply(const CounterDeltas& deltas) {
+void CounterTable::Apply(std::initializer_list<const CounterDeltas*> sets) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [key, delta] : deltas.deltas()) {
-    if (delta == 0) {
-      continue;
-    }
-    auto it = values_.find(std::string_view(key));
-    if (it == values_.end()) {
-      it = values_.emplace(key, 0).first;
-    }
-    const int64_t before = it->second;
-    it->second += delta;
-    MoveGroup(key, before, it->second);
-    if (it->second == 0) {
-      values_.erase(it);  // memory follows the counters in use
+  for (const CounterDeltas* deltas : sets) {
+    for (const auto& [key, delta] : deltas->deltas()) {
+      if (delta == 0) {
+        continue;
+      }
+      auto it = values_.find(std::string_view(key));
+      if (it == values_.end()) {
+        it = values_.emplace(key, 0).first;
+      }
+      const int64_t before = it->second;
+      it->second += delta;
+      MoveGroup(key, before, it->second);
+      if (it->second == 0) {
+        values_.erase(it);  // memory follows the counters in use
+      }
     }
   }
 }

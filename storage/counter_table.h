@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <string>
@@ -27,7 +28,11 @@ class CounterTable {
  public:
   // Reads every counter (count/, backlog/, destcount/, storedbytes/ keys) from `meta`.
   Status Load(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta);
-  void Apply(const CounterDeltas& deltas);
+  void Apply(const CounterDeltas& deltas) { Apply({&deltas}); }
+  // Several sets of deltas under one hold of the lock, so no read sees some and not the others
+  // (a write's durable and in-memory moves: between the two, a delivery leased in memory and
+  // written deferred on disk counted in both states).
+  void Apply(std::initializer_list<const CounterDeltas*> deltas);
   // 0 for a counter never written.
   int64_t Get(std::string_view key) const;
   // The destination counters (destcount/ keys) summed per (tenant, platform), the negative ones

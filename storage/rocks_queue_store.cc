@@ -642,8 +642,7 @@ Status RocksQueueStore::Commit(const rocksdb::WriteOptions& options, PendingWrit
       return s;
     }
   }
-  counters_.Apply(w.counters);
-  counters_.Apply(w.memory_only);
+  counters_.Apply({&w.counters, &w.memory_only});
   quotas_.Apply(w.quota);
   if (!w.leases.empty()) {
     leases_.Update(std::move(w.leases));
