@@ -31,6 +31,9 @@ class RedisServer {
   void Stop();
 
  private:
+  // One try on wanted_port_; error_ says why it failed.
+  bool StartOnce(const std::string& redis);
+
   TempDir dir_;
   int port_ = 0;
   int wanted_port_ = 0;
