@@ -331,16 +331,21 @@ pacing::BudgetStore* Service::StartSharedBudgets() {
   return leased_budgets_.get();
 }
 
-void Service::ShareTenantOverrides(const std::string& tenant, const std::string& text) {
+void Service::ShareSetting(const std::string& name, const std::string& text) {
   if (!shared_settings_) {
     return;
   }
-  shared_settings_->Put(OverridesKey(tenant), text, [tenant](Status st) {
+  shared_settings_->Put(name, text, [name](Status st) {
     if (!st.ok()) {
+      // Tried again at every poll until Redis takes it (RedisSharedSettings::Put).
       LogEvent(LogLevel::kWarn, "shared_setting_failed",
-               {{"tenant", tenant}, {"setting", "rate_limits"}, {"reason", st.message()}});
+               {{"setting", name}, {"reason", st.message()}});
     }
   });
+}
+
+void Service::ShareTenantOverrides(const std::string& tenant, const std::string& text) {
+  ShareSetting(OverridesKey(tenant), text);
 }
 
 void Service::OnSharedSetting(const std::string& name, const std::string& text) {
@@ -604,15 +609,7 @@ void Service::PausesChanged() {
 }
 
 void Service::SharePause(const std::string& id, const std::string& text) {
-  if (!shared_settings_) {
-    return;
-  }
-  shared_settings_->Put(PauseKey(id), text, [id](Status st) {
-    if (!st.ok()) {
-      LogEvent(LogLevel::kWarn, "shared_setting_failed",
-               {{"pause", id}, {"setting", "pause"}, {"reason", st.message()}});
-    }
-  });
+  ShareSetting(PauseKey(id), text);
 }
 
 void Service::OnSharedPause(const std::string& name, const std::string& text) {

@@ -294,6 +294,9 @@ class Service {
   // unless it is what this node holds already. Runs on the loop.
   void OnSharedSetting(const std::string& name, const std::string& text);
   void OnSharedPause(const std::string& name, const std::string& text);
+  // With [cluster]: stores the setting `name` in Redis for every node (RedisSharedSettings::Put);
+  // a failure is logged (shared_setting_failed). Without, does nothing.
+  void ShareSetting(const std::string& name, const std::string& text);
   // After pauses_ changed: relay_egress_pauses, and one DeliveryLoop::PausesChanged posted for
   // every change of this turn.
   void PausesChanged();
