@@ -419,8 +419,9 @@ class Scheduler {
   void ClearHeadId(uint32_t d);
   // Meters a dispatch of `d` against its tenant's shadow budgets (SetTenantShadowBudgets).
   void MeterShadow(uint32_t d, int64_t now_ns);
-  // After Enable() or Resume(): a held head goes to its FIFO once neither holds it.
-  void ReleaseHeld(uint32_t d);
+  // After a destination's disabled or paused flag changed: holds its head (kDisabled) while
+  // either is set, with the reason that holds it, and lets it go to its FIFO once neither is.
+  void Rehold(uint32_t d);
   // Tells the WaitObserver that `d`'s head is held by a pause.
   void TellPaused(uint32_t d);
   void RekeyDiscord(uint32_t d);

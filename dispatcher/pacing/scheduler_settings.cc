@@ -34,17 +34,9 @@ Status Scheduler::Disable(DestinationId id, std::string reason) {
   if (!found.has_value()) {
     return found.error();
   }
-  Dest& dest = **found;
-  dest.disabled = true;
+  (*found)->disabled = true;
   disabled_reasons_[id.value] = std::move(reason);
-  if (dest.state == State::kDisabled) {
-    dest.reason = DeferReason::kDestinationDisabled;  // held by a pause until now
-  }
-  if (dest.state == State::kTimer || dest.state == State::kBlocked) {
-    ++dest.generation;
-    dest.state = State::kDisabled;
-    dest.reason = DeferReason::kDestinationDisabled;
-  }
+  Rehold(id.value);
   return Status::Ok();
 }
 
@@ -53,10 +45,9 @@ Status Scheduler::Enable(DestinationId id) {
   if (!found.has_value()) {
     return found.error();
   }
-  Dest& dest = **found;
-  dest.disabled = false;
+  (*found)->disabled = false;
   disabled_reasons_.erase(id.value);
-  ReleaseHeld(id.value);
+  Rehold(id.value);
   return Status::Ok();
 }
 
@@ -65,19 +56,9 @@ Status Scheduler::Pause(DestinationId id, std::string why) {
   if (!found.has_value()) {
     return found.error();
   }
-  Dest& dest = **found;
-  dest.paused = true;
+  (*found)->paused = true;
   paused_reasons_[id.value] = std::move(why);
-  // A head waiting on time or for an outcome is held now; one in a FIFO (ready, a scope's, a
-  // connection's) is held when next evaluated, before it could go.
-  if (dest.state == State::kTimer || dest.state == State::kBlocked) {
-    ++dest.generation;
-    dest.state = State::kDisabled;
-    dest.reason = dest.disabled ? DeferReason::kDestinationDisabled : DeferReason::kPaused;
-    if (!dest.disabled && dest.has_head) {
-      TellPaused(id.value);
-    }
-  }
+  Rehold(id.value);
   return Status::Ok();
 }
 
@@ -86,29 +67,35 @@ Status Scheduler::Resume(DestinationId id) {
   if (!found.has_value()) {
     return found.error();
   }
-  Dest& dest = **found;
-  dest.paused = false;
+  (*found)->paused = false;
   paused_reasons_.erase(id.value);
-  ReleaseHeld(id.value);
+  Rehold(id.value);
   return Status::Ok();
 }
 
-void Scheduler::ReleaseHeld(uint32_t d) {
+void Scheduler::Rehold(uint32_t d) {
   Dest& dest = dests_[d];
+  const bool held = dest.disabled || dest.paused;
+  // A head waiting on time or for an outcome is held now; one in a FIFO (ready, a scope's, a
+  // connection's) is held, or not, when next evaluated, before it could go.
+  if (held && (dest.state == State::kTimer || dest.state == State::kBlocked)) {
+    ++dest.generation;
+    dest.state = State::kDisabled;
+  }
   if (dest.state != State::kDisabled) {
     return;
   }
-  if (dest.disabled || dest.paused) {
-    dest.reason = dest.disabled ? DeferReason::kDestinationDisabled : DeferReason::kPaused;
-    if (!dest.disabled && dest.has_head) {
-      TellPaused(d);  // enabled, still paused: the head is held by the pause now
+  if (!held) {
+    if (dest.has_head) {
+      MakeReady(d);
+    } else {
+      dest.state = State::kEmpty;
     }
     return;
   }
-  if (dest.has_head) {
-    MakeReady(d);
-  } else {
-    dest.state = State::kEmpty;
+  dest.reason = dest.disabled ? DeferReason::kDestinationDisabled : DeferReason::kPaused;
+  if (!dest.disabled && dest.has_head) {
+    TellPaused(d);  // held by the pause alone now
   }
 }
 

@@ -326,6 +326,12 @@ void Metrics::Clear(GaugeId id) {
   }
 }
 
+void Metrics::Erase(GaugeId id, const Labels& labels) {
+  if (auto it = values_.find(SeriesKey(Of(id).name, labels)); it != values_.end()) {
+    values_.erase(it);
+  }
+}
+
 void Metrics::DropUnsetSince(GaugeId id, uint64_t mark) {
   const std::string_view name = Of(id).name;
   auto it = values_.lower_bound(name);

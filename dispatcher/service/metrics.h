@@ -83,6 +83,8 @@ class Metrics {
   void Set(GaugeId id, const Labels& labels, double value);
   // Drops every series of the gauge.
   void Clear(GaugeId id);
+  // Drops one series of the gauge (nothing when it has none).
+  void Erase(GaugeId id, const Labels& labels);
   // A gauge rebuilt from scratch a part at a time (GET /metrics' refresh goes in steps, so the
   // loop serves others between them): StartRebuild returns a mark, every Set after it stamps its
   // series, and DropUnsetSince(id, mark) drops the gauge's series not Set since the mark, those

@@ -320,6 +320,20 @@ TEST(MetricsTest, LabelValuesLeaveAsUtf8) {
 }
 
 // Verifies that every id names a distinct relay_egress_ metric, and a few by name.
+// Verifies that Erase drops one series of a gauge and leaves the others (and a series it never
+// had is no error).
+TEST(MetricsTest, EraseDropsOneSeries) {
+  Metrics m;
+  m.Set(GaugeId::kPaused, {{"tenant", "a"}, {"platform", "slack"}}, 2);
+  m.Set(GaugeId::kPaused, {{"tenant", "b"}, {"platform", "slack"}}, 1);
+  m.Erase(GaugeId::kPaused, {{"tenant", "a"}, {"platform", "slack"}});
+  m.Erase(GaugeId::kPaused, {{"tenant", "c"}, {"platform", "line"}});
+  const std::string text = m.Render();
+  EXPECT_EQ(text.find("tenant=\"a\""), std::string::npos) << text;
+  EXPECT_NE(text.find("relay_egress_paused{tenant=\"b\",platform=\"slack\"} 1"), std::string::npos)
+      << text;
+}
+
 TEST(MetricsTest, EveryIdHasItsOwnName) {
   std::set<std::string_view> names;
   for (int i = 0; i <= static_cast<int>(CounterId::kMaxValue); ++i) {

@@ -232,7 +232,10 @@ TEST_F(PauseTest, HoldsOneTenantsDiscordAcrossARestartAndResumesInOrder) {
   EXPECT_EQ(acme.order_violations, 0);
   EXPECT_EQ(SeenOf("globex").order_violations, 0);
   EXPECT_EQ(Stats()["delivered"], 2 * kPerTenant + 20 + 1) << Stats().dump();
-  EXPECT_NE(Call("GET", "/metrics").body.find("relay_egress_pauses 0"), std::string::npos);
+  const std::string after = Call("GET", "/metrics").body;
+  EXPECT_NE(after.find("relay_egress_pauses 0"), std::string::npos);
+  EXPECT_EQ(after.find("relay_egress_paused{"), std::string::npos)
+      << "the series goes with the pause";
 }
 
 // Verifies the API's answers to hostile and wrong requests: each a typed error, nothing paused;

@@ -271,11 +271,7 @@ bool DeliveryLoop::Forget(std::unordered_map<std::string, Dest>::iterator it) {
   failed_fetches_.erase(dest.key);
   keys_by_id_.erase(dest.id.value);
   if (!dest.pause_id.empty()) {
-    if (auto held = paused_.find({dest.tenant, dest.platform});
-        held != paused_.end() && --held->second <= 0) {
-      paused_.erase(held);
-    }
-    PublishPaused();
+    CountPaused(dest, -1);
   }
   index_.MoveDeferral(&dest.key, &dest.tenant, dest.hash, dest.indexed_deferral_ms, 0);
   index_.Remove(&dest.key, &dest.tenant, dest.hash);
@@ -372,8 +368,8 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   dest.shard = shard;
   keys_by_id_[id->value] = key;
   metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
-  if (pauses_ != nullptr && !pauses_->empty() && ApplyPause(dest)) {
-    PublishPaused();
+  if (pauses_ != nullptr && !pauses_->empty()) {
+    ApplyPause(dest);
   }
   return &dest;
 }
@@ -1029,22 +1025,22 @@ bool DeliveryLoop::Enable(const std::string& destination_key) {
 bool DeliveryLoop::ApplyPause(Dest& dest) {
   const Pause* pause = nullptr;
   if (pauses_ != nullptr && !pauses_->empty()) {
-    storage::DestinationParts parts;
-    if (storage::SplitDestinationKey(dest.key, parts)) {
-      pause = pauses_->Match(parts.tenant, parts.platform, parts.credential, parts.destination);
-    }
+    // The key's parts without splitting it again: token_key is "<tenant>/<credential>" and the
+    // key "<platform>\x1f<tenant>\x1f<credential>\x1f<destination>".
+    const std::string_view credential =
+        std::string_view(dest.token_key).substr(dest.tenant.size() + 1);
+    const std::string_view destination = std::string_view(dest.key).substr(
+        dest.platform.size() + dest.tenant.size() + credential.size() + 3);
+    pause = pauses_->Match(dest.tenant, dest.platform, credential, destination);
   }
-  const std::string want = pause == nullptr ? std::string() : pause->id;
+  const std::string_view want = pause == nullptr ? std::string_view() : pause->id;
   if (want == dest.pause_id) {
     return false;
   }
-  const std::pair<std::string, std::string> group{dest.tenant, dest.platform};
   if (dest.pause_id.empty()) {
-    ++paused_[group];
+    CountPaused(dest, +1);
   } else if (want.empty()) {
-    if (auto held = paused_.find(group); held != paused_.end() && --held->second <= 0) {
-      paused_.erase(held);
-    }
+    CountPaused(dest, -1);
   }
   if (pause != nullptr) {
     // The detail a deferral shows: which pause, and the operator's note.
@@ -1060,11 +1056,15 @@ bool DeliveryLoop::ApplyPause(Dest& dest) {
   return true;
 }
 
-void DeliveryLoop::PublishPaused() {
-  metrics_.Clear(GaugeId::kPaused);
-  for (const auto& [group, count] : paused_) {
-    metrics_.Set(GaugeId::kPaused, {{"tenant", group.first}, {"platform", group.second}},
-                 static_cast<double>(count));
+void DeliveryLoop::CountPaused(const Dest& dest, int delta) {
+  auto [it, added] = paused_.try_emplace({dest.tenant, dest.platform}, 0);
+  it->second += delta;
+  const Metrics::Labels labels = {{"tenant", dest.tenant}, {"platform", dest.platform}};
+  if (it->second <= 0) {
+    paused_.erase(it);
+    metrics_.Erase(GaugeId::kPaused, labels);
+  } else {
+    metrics_.Set(GaugeId::kPaused, labels, static_cast<double>(it->second));
   }
 }
 
@@ -1074,7 +1074,6 @@ void DeliveryLoop::PausesChanged() {
     changed += ApplyPause(dest) ? 1 : 0;
   }
   if (changed != 0) {
-    PublishPaused();
     SchedulePump();
   }
 }

@@ -320,10 +320,11 @@ class DeliveryLoop {
   void OnStoreTrouble(std::string_view operation, const Status& error);
   void OnStoreOk() { store_backoff_ = Millis(0); }
   // Holds the destination under the first pause that names it, or lets it go when none does;
-  // true when that changed. Updates paused_ (not the gauge: PublishPaused).
+  // true when that changed.
   bool ApplyPause(Dest& dest);
-  // relay_egress_paused from paused_.
-  void PublishPaused();
+  // Counts the destination in or out of paused_ and its relay_egress_paused series (the one
+  // series: a change costs the same however many tenants are paused).
+  void CountPaused(const Dest& dest, int delta);
   // After the destination's held deliveries changed: its place in the order by oldest deferral.
   void Reindex(Dest& dest);
   DestinationInfo InfoOf(const Dest& dest) const;
