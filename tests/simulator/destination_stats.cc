@@ -29,7 +29,9 @@ nlohmann::json ToJsonObject(const DestinationCounters& c) {
           {"payloads", c.payloads},
           {"errors", c.errors},
           {"faults", c.faults},
-          {"signature_failures", c.signature_failures}};
+          {"signature_failures", c.signature_failures},
+          {"tokens_issued", c.tokens_issued},
+          {"expired_tokens", c.expired_tokens}};
 }
 
 }  // namespace
@@ -47,6 +49,8 @@ void DestinationCounters::Add(const DestinationCounters& o) {
   errors += o.errors;
   faults += o.faults;
   signature_failures += o.signature_failures;
+  tokens_issued += o.tokens_issued;
+  expired_tokens += o.expired_tokens;
 }
 
 DestinationCounters& StatsBook::OnRequest(const std::string& dest, SteadyTime now,

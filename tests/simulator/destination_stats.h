@@ -14,7 +14,8 @@
 namespace egress::sim {
 
 // Counters of one destination (a Slack token+channel, a Discord bucket or webhook, a LINE
-// channel, a webhook receiver). Field meanings are documented in docs/simulator.md.
+// channel, a Telegram chat, a Teams conversation or token client, a webhook receiver). Field
+// meanings are documented in docs/simulator.md.
 struct DestinationCounters {
   int64_t requests = 0;              // every request routed to the destination
   int64_t accepted = 0;              // requests the platform processed (message created)
@@ -28,6 +29,8 @@ struct DestinationCounters {
   int64_t errors = 0;                // other non-2xx answers (401, 404, 409, 5xx, ...)
   int64_t faults = 0;                // answers replaced by a configured fault
   int64_t signature_failures = 0;    // webhook signatures that did not verify
+  int64_t tokens_issued = 0;         // access tokens a token endpoint issued (Teams)
+  int64_t expired_tokens = 0;        // requests refused for an expired access token (Teams)
 
   void Add(const DestinationCounters& other);
 };

@@ -115,12 +115,13 @@ class ObjectReader {
   std::set<std::string> used_;
 };
 
-void ReadFaults(const json& parent, const std::string& path, FaultPlan& f, std::string& error) {
-  auto it = parent.is_object() ? parent.find("faults") : parent.end();
+void ReadFaults(const json& parent, const std::string& path, FaultPlan& f, std::string& error,
+                const char* key = "faults") {
+  auto it = parent.is_object() ? parent.find(key) : parent.end();
   if (it == parent.end()) {
     return;
   }
-  ObjectReader r(*it, path + ".faults", error);
+  ObjectReader r(*it, path + "." + key, error);
   r.Read("reset_first", f.reset_first);
   r.Read("storm_first", f.storm_first);
   r.Read("storm_status", f.storm_status);
@@ -194,6 +195,79 @@ void ReadLine(const json& j, LineConfig& c, std::string& error) {
   ReadFaults(j, "line", c.faults, error);
 }
 
+// A list of sliding windows, [{"limit": 7, "window_s": 1}, ...], replacing the default list
+// when `key` is present.
+void ReadWindows(const json& parent, const std::string& path, const char* key,
+                 std::vector<WindowLimit>& out, std::string& error) {
+  auto it = parent.is_object() ? parent.find(key) : parent.end();
+  if (it == parent.end()) {
+    return;
+  }
+  const std::string list_path = path + "." + key;
+  if (!it->is_array()) {
+    if (error.empty()) {
+      error = list_path + " must be a list of {\"limit\": N, \"window_s\": S}";
+    }
+    return;
+  }
+  out.clear();
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& item = (*it)[i];
+    const std::string item_path = fmt::format("{}[{}]", list_path, i);
+    WindowLimit w;
+    ObjectReader r(item, item_path, error);
+    r.Read("limit", w.limit);
+    r.Read("window_s", w.window_s);
+    r.Finish();
+    const bool complete = item.is_object() && item.contains("limit") && item.contains("window_s");
+    if ((!complete || w.window_s <= 0) && error.empty()) {
+      error = item_path + " needs a limit and a window_s above 0";
+    }
+    out.push_back(w);
+  }
+}
+
+void ReadTelegram(const json& j, TelegramConfig& c, std::string& error) {
+  ObjectReader r(j, "telegram", error);
+  r.Read("chat_rate_per_s", c.chat_rate_per_s);
+  r.Read("chat_burst", c.chat_burst);
+  r.Read("group_limit", c.group_limit);
+  r.Read("group_window_s", c.group_window_s);
+  r.Read("bot_rate_per_s", c.bot_rate_per_s);
+  r.Read("bot_burst", c.bot_burst);
+  r.Read("invalid_tokens", c.invalid_tokens);
+  r.Read("blocked_chats", c.blocked_chats);
+  r.Read("missing_chats", c.missing_chats);
+  r.Skip("faults");
+  r.Finish();
+  ReadFaults(j, "telegram", c.faults, error);
+  if (c.group_window_s <= 0 && error.empty()) {
+    error = "telegram.group_window_s must be above 0";
+  }
+}
+
+void ReadTeams(const json& j, TeamsConfig& c, std::string& error) {
+  ObjectReader r(j, "teams", error);
+  r.Read("clients", c.clients);
+  r.Read("scope", c.scope);
+  r.Read("token_ttl_s", c.token_ttl_s);
+  r.Read("fail_412_every", c.fail_412_every);
+  for (const char* key : {"conversation_windows", "app_windows", "faults", "token_faults"}) {
+    r.Skip(key);
+  }
+  r.Finish();
+  ReadWindows(j, "teams", "conversation_windows", c.conversation_windows, error);
+  ReadWindows(j, "teams", "app_windows", c.app_windows, error);
+  ReadFaults(j, "teams", c.faults, error);
+  ReadFaults(j, "teams", c.token_faults, error, "token_faults");
+  if (c.token_ttl_s < 0 && error.empty()) {
+    error = "teams.token_ttl_s must be 0 or more";
+  }
+  if (c.fail_412_every < 0 && error.empty()) {
+    error = "teams.fail_412_every must be 0 (off) or more";
+  }
+}
+
 void ReadHook(const json& j, const std::string& path, HookConfig& c, std::string& error) {
   ObjectReader r(j, path, error);
   r.Read("secrets", c.secrets);
@@ -224,7 +298,8 @@ Result<SimConfig> ParseSimConfig(std::string_view json_text) {
   SimConfig config;
   std::string error;
   ObjectReader top(doc, "config", error);
-  for (const char* key : {"slack", "discord", "line", "hook_defaults", "hooks"}) {
+  for (const char* key :
+       {"slack", "discord", "line", "telegram", "teams", "hook_defaults", "hooks"}) {
     top.Skip(key);
   }
   top.Finish();
@@ -236,6 +311,12 @@ Result<SimConfig> ParseSimConfig(std::string_view json_text) {
   }
   if (doc.contains("line")) {
     ReadLine(doc["line"], config.line, error);
+  }
+  if (doc.contains("telegram")) {
+    ReadTelegram(doc["telegram"], config.telegram, error);
+  }
+  if (doc.contains("teams")) {
+    ReadTeams(doc["teams"], config.teams, error);
   }
   json defaults = doc.value("hook_defaults", json::object());
   ReadHook(defaults, "hook_defaults", config.hook_defaults, error);

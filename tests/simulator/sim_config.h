@@ -101,6 +101,47 @@ struct LineConfig {
   FaultPlan faults;
 };
 
+struct TelegramConfig {
+  // Per (bot token, chat) sendMessage: 1/s with a burst of 1.
+  double chat_rate_per_s = 1.0;
+  double chat_burst = 1.0;
+  // Per (bot token, group): a negative chat id (group or supergroup) takes 20 in any 60 s.
+  int group_limit = 20;
+  double group_window_s = 60.0;
+  // Per bot token, all chats: 30/s with a burst of 30.
+  double bot_rate_per_s = 30.0;
+  double bot_burst = 30.0;
+  std::vector<std::string> invalid_tokens;  // -> 401 Unauthorized
+  std::vector<std::string> blocked_chats;   // chat ids as decimal text -> 403 bot was blocked
+  std::vector<std::string> missing_chats;   // chat ids as decimal text -> 400 chat not found
+  FaultPlan faults;
+};
+
+// One sliding window: at most `limit` requests in any `window_s` seconds; limit <= 0 = unlimited.
+struct WindowLimit {
+  int limit = 0;
+  double window_s = 1.0;
+
+  bool operator==(const WindowLimit&) const = default;
+};
+
+struct TeamsConfig {
+  // The token endpoint's clients: client_id -> client_secret; empty = any client and secret.
+  std::map<std::string, std::string> clients;
+  // The only scope the token endpoint grants.
+  std::string scope = "https://api.botframework.com/.default";
+  // Lifetime of an issued access token (expires_in).
+  int64_t token_ttl_s = 3599;
+  // Per (client_id, conversation), all at once (Microsoft's per-bot-per-thread limits).
+  std::vector<WindowLimit> conversation_windows = {{7, 1}, {8, 2}, {60, 30}, {1800, 3600}};
+  // Per client_id (app), across conversations.
+  std::vector<WindowLimit> app_windows = {{50, 1}};
+  // Every Nth activity request of a conversation is answered 412 (not accepted); 0 = off.
+  int fail_412_every = 0;
+  FaultPlan faults;        // on activities
+  FaultPlan token_faults;  // on the token endpoint
+};
+
 struct HookConfig {
   // Standard Webhooks "whsec_..." secrets; empty = signatures are not checked.
   std::vector<std::string> secrets;
@@ -117,6 +158,8 @@ struct SimConfig {
   SlackConfig slack;
   DiscordConfig discord;
   LineConfig line;
+  TelegramConfig telegram;
+  TeamsConfig teams;
   HookConfig hook_defaults;
   std::map<std::string, HookConfig> hooks;  // by name; each starts from hook_defaults
 

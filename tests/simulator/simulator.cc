@@ -1,8 +1,11 @@
 #include "tests/simulator/simulator.h"
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "tests/simulator/json_text.h"
+#include "tests/simulator/url_form.h"
 
 namespace egress::sim {
 namespace {
@@ -12,6 +15,11 @@ constexpr std::string_view kDiscordWebhooks = "/api/v10/webhooks/";
 constexpr std::string_view kLine = "/v2/bot/message/";
 constexpr std::string_view kHooks = "/hooks/";
 constexpr std::string_view kSlackHooks = "/services/";
+constexpr std::string_view kTelegram = "/bot";
+constexpr std::string_view kTeamsToken = "/botframework.com/oauth2/v2.0/token";
+constexpr std::string_view kTeamsConversations = "/v3/conversations/";
+constexpr std::string_view kTeamsActivities = "/activities";
+constexpr std::string_view kTeamsReplies = "/activities/";
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
@@ -66,6 +74,7 @@ SimResponse Simulator::HandleControl(const SimRequest& req) {
     stats_.Clear();
     ClearLimits();
     line_.Clear();
+    teams_.Clear();
     return JsonResponse(200, R"({"ok":true})");
   }
   return NotFound();
@@ -91,6 +100,8 @@ void Simulator::ClearLimits() {
   slack_.ClearLimits();
   discord_.ClearLimits();
   line_.ClearLimits();
+  telegram_.ClearLimits();
+  teams_.ClearLimits();
   hooks_.ClearLimits();
 }
 
@@ -125,6 +136,34 @@ SimResponse Simulator::HandlePlatform(const SimRequest& req) {
     std::string endpoint(path.substr(kLine.size()));
     if (endpoint == "push" || endpoint == "multicast" || endpoint == "reply") {
       return line_.Send(ctx, req, endpoint);
+    }
+    return NotFound();
+  }
+  // Before Telegram's /bot<token>/...: this path starts with "/bot" too.
+  if (path == kTeamsToken) {
+    return teams_.IssueToken(ctx, req);
+  }
+  if (StartsWith(path, kTelegram)) {
+    std::string_view rest = path.substr(kTelegram.size());
+    size_t slash = rest.find('/');
+    if (slash != std::string_view::npos && slash > 0 && slash + 1 < rest.size()) {
+      return telegram_.Call(ctx, req, std::string(rest.substr(0, slash)),
+                            std::string(rest.substr(slash + 1)));
+    }
+    return NotFound();
+  }
+  if (StartsWith(path, kTeamsConversations)) {
+    // <conversation>/activities, or <conversation>/activities/<activity id> (a reply).
+    std::string_view rest = path.substr(kTeamsConversations.size());
+    size_t slash = rest.find('/');
+    std::string_view tail = slash == std::string_view::npos ? "" : rest.substr(slash);
+    std::string_view reply_to =
+        StartsWith(tail, kTeamsReplies) ? tail.substr(kTeamsReplies.size()) : "/";
+    if (slash > 0 && (tail == kTeamsActivities ||
+                      (!reply_to.empty() && reply_to.find('/') == std::string_view::npos))) {
+      std::string_view raw = rest.substr(0, slash);
+      std::optional<std::string> conversation = PercentDecode(raw, false);
+      return teams_.SendActivity(ctx, req, conversation ? *conversation : std::string(raw));
     }
     return NotFound();
   }

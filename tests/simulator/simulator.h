@@ -13,12 +13,15 @@
 #include "tests/simulator/line_sim.h"
 #include "tests/simulator/sim_config.h"
 #include "tests/simulator/slack_sim.h"
+#include "tests/simulator/teams_sim.h"
+#include "tests/simulator/telegram_sim.h"
 
 namespace egress::sim {
 
-// The whole fake: routes a request to Slack, Discord, LINE, a webhook receiver or the control
-// endpoints (/_sim/config, /_sim/reset, /_sim/stats), see docs/simulator.md. Handle is
-// thread-safe (one mutex around all state). `clock` must outlive the Simulator.
+// The whole fake: routes a request to Slack, Discord, LINE, Telegram, Microsoft Teams, a webhook
+// receiver or the control endpoints (/_sim/config, /_sim/reset, /_sim/stats), see
+// docs/simulator.md. Handle is thread-safe (one mutex around all state). `clock` must outlive the
+// Simulator.
 class Simulator {
  public:
   // InvalidArgument when `config_json` is not a valid configuration.
@@ -47,6 +50,8 @@ class Simulator {
   SlackSim slack_;
   DiscordSim discord_;
   LineSim line_;
+  TelegramSim telegram_;
+  TeamsSim teams_;
   HookSim hooks_;
 };
 

@@ -34,6 +34,30 @@ TEST(SimulatorTest, GarbageInputNeverThrows) {
   EXPECT_EQ(stats["totals"]["requests"], 5);
 }
 
+// Verifies Telegram and Teams requests with odd paths, ids and bodies get answers and a valid
+// stats document.
+TEST(SimulatorTest, GarbageTelegramAndTeamsInputNeverThrows) {
+  FakeClock clock;
+  auto sim = MakeSimulator(clock, "{}");
+  const std::string bad_utf8 = "\xff\xfe";
+  EXPECT_EQ(
+      sim->Handle(Post("/bot" + bad_utf8 + "/sendMessage", R"({"chat_id":[1],"text":{"a":1}})"))
+          .status,
+      400);
+  EXPECT_EQ(sim->Handle(Post("/bot1:t/sendMessage", R"({"chat_id":99999999999999999999})")).status,
+            400);
+  EXPECT_EQ(sim->Handle(Post("/bot1:t/sendMessage", R"({"chat_id":5,"text":7})")).status, 400);
+  EXPECT_EQ(sim->Handle(Post("/botframework.com/oauth2/v2.0/token", "client_id=%ff%fe&=&&")).status,
+            400);
+  EXPECT_EQ(sim->Handle(Post("/v3/conversations/%ff%zz/activities", "\x01",
+                             {{"authorization", "Bearer " + bad_utf8}}))
+                .status,
+            401);
+  nlohmann::json stats = nlohmann::json::parse(sim->StatsJson(), nullptr, false);
+  ASSERT_FALSE(stats.is_discarded());
+  EXPECT_EQ(stats["totals"]["errors"], 3);
+}
+
 // Verifies GET /_sim/config returns the merged document after a runtime change.
 TEST(SimulatorTest, ConfigRoundTrip) {
   FakeClock clock;
