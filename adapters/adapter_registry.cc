@@ -7,23 +7,37 @@
 
 namespace egress::adapters {
 
-AdapterRegistry::AdapterRegistry(const PlatformEndpoints& endpoints)
+AdapterRegistry::AdapterRegistry(const PlatformEndpoints& endpoints,
+                                 std::vector<ProfileSpec> profiles)
     : slack_(endpoints), discord_(endpoints), line_(endpoints), webhook_(endpoints) {
   for (const PlatformAdapter* adapter :
        std::initializer_list<const PlatformAdapter*>{&slack_, &discord_, &line_, &webhook_}) {
-    by_platform_[static_cast<size_t>(adapter->platform())] = adapter;
+    by_platform_[PlatformIndex(adapter->platform())] = adapter;
   }
-  for (const PlatformAdapter* adapter : by_platform_) {
-    EGRESS_CHECK(adapter != nullptr);  // every Platform has its adapter
+  for (ProfileSpec& spec : profiles) {
+    // A profile platform never takes a compiled-in one's place (the loader refuses that).
+    EGRESS_CHECK(static_cast<int>(spec.platform) >= kBuiltinPlatformCount);
+    profiles_.push_back(std::make_unique<ProfileAdapter>(std::move(spec)));
+    by_platform_[PlatformIndex(profiles_.back()->platform())] = profiles_.back().get();
   }
 }
 
 Result<const PlatformAdapter*> AdapterRegistry::Find(std::string_view platform) const {
   std::optional<Platform> parsed = ParsePlatform(platform);
-  if (!parsed) {
+  if (!parsed || by_platform_[PlatformIndex(*parsed)] == nullptr) {
     return Status::InvalidArgument("unknown platform '" + Printable(platform, 64) + "'");
   }
-  return &Get(*parsed);
+  return by_platform_[PlatformIndex(*parsed)];
+}
+
+std::vector<Platform> AdapterRegistry::platforms() const {
+  std::vector<Platform> out;
+  for (size_t i = 0; i < by_platform_.size(); ++i) {
+    if (by_platform_[i] != nullptr) {
+      out.push_back(static_cast<Platform>(i));
+    }
+  }
+  return out;
 }
 
 }  // namespace egress::adapters

@@ -231,7 +231,7 @@ Status FromCurl(CURLcode code, const Transfer& t) {
     return t.refused;
   }
   std::string msg =
-      fmt::format("{} {}: {}", t.request.method, t.request.url, curl_easy_strerror(code));
+      fmt::format("{} {}: {}", t.request.method, ShownUrl(t.request), curl_easy_strerror(code));
   switch (code) {
     case CURLE_OPERATION_TIMEDOUT:
       return Status::TimedOut(std::move(msg));
@@ -527,8 +527,9 @@ void CurlTransport::Admit(Origin& origin) {
     const Millis left = t->request.timeout - waited;
     if (left <= Millis(0)) {
       t->queued = false;
-      Fail(*t, Status::TimedOut(fmt::format("{} {}: timed out after {} ms waiting for a connection",
-                                            t->request.method, t->request.url, waited.count())));
+      Fail(*t,
+           Status::TimedOut(fmt::format("{} {}: timed out after {} ms waiting for a connection",
+                                        t->request.method, ShownUrl(t->request), waited.count())));
       continue;
     }
     curl_easy_setopt(t->easy, CURLOPT_TIMEOUT_MS, static_cast<long>(left.count()));
@@ -619,7 +620,7 @@ void CurlTransport::CancelAll() {
     --in_flight_;
     HttpCallback cb = std::move(t->done);
     Status s = Status::Cancelled(
-        fmt::format("{} {}: transport shut down", t->request.method, t->request.url));
+        fmt::format("{} {}: transport shut down", t->request.method, ShownUrl(t->request)));
     Release(*t);
     asio::post(io_, [cb = std::move(cb), s = std::move(s)] { cb(s); });
   }

@@ -255,7 +255,7 @@ void H2Connection::Submit(Stream& s) {
         nghttp2_check_header_value(reinterpret_cast<const uint8_t*>(h.value.data()),
                                    h.value.size()) == 0) {
       transport_->Fail(s, Status::InvalidArgument(fmt::format("{} {}: header {} cannot be sent",
-                                                              r.method, r.url, h.name)));
+                                                              r.method, ShownUrl(r), h.name)));
       return;
     }
     user_agent = user_agent || name == "user-agent";
@@ -281,8 +281,8 @@ void H2Connection::Submit(Stream& s) {
       transport_->Requeue(s);
       return;
     }
-    transport_->Fail(
-        s, Status::Unavailable(fmt::format("{} {}: {}", r.method, r.url, nghttp2_strerror(id))));
+    transport_->Fail(s, Status::Unavailable(
+                            fmt::format("{} {}: {}", r.method, ShownUrl(r), nghttp2_strerror(id))));
     return;
   }
   s.connection = this;
@@ -495,7 +495,7 @@ int H2Connection::OnHeader(nghttp2_session* session, const nghttp2_frame* frame,
   s->header_bytes += namelen + valuelen;
   if (++s->fields > kMaxResponseFields || s->header_bytes > kMaxResponseHeaderBytes) {
     s->error = Status::Unavailable(fmt::format("{} {}: response headers over {} fields or {} bytes",
-                                               s->request.method, s->request.url,
+                                               s->request.method, ShownUrl(s->request),
                                                kMaxResponseFields, kMaxResponseHeaderBytes));
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // nghttp2 resets the stream
   }
@@ -588,7 +588,7 @@ int H2Connection::OnStreamClose(nghttp2_session* session, int32_t id, uint32_t e
     self.ended_.push_back(
         {s,
          Status::Unavailable(fmt::format("{} {}: HTTP/2 stream closed before the whole answer ({})",
-                                         s->request.method, s->request.url,
+                                         s->request.method, ShownUrl(s->request),
                                          nghttp2_http2_strerror(error_code))),
          false});
   }

@@ -230,7 +230,8 @@ void H2Transport::Pump(Pool& pool) {
       while (!pool.waiting.empty()) {
         Stream* s = pool.waiting.front();
         pool.waiting.pop_front();
-        Fail(*s, WithContext(ctx.error(), fmt::format("{} {}", s->request.method, s->request.url)));
+        Fail(*s, WithContext(ctx.error(),
+                             fmt::format("{} {}", s->request.method, ShownUrl(s->request))));
       }
       return;
     }
@@ -281,7 +282,7 @@ Status H2Transport::ForStream(const Stream& s, const Status& why) const {
   if (IsSsrfRefusal(why)) {
     return why;  // the tenant is told the class of address only, as the guard wrote it
   }
-  return WithContext(why, fmt::format("{} {}", s.request.method, s.request.url));
+  return WithContext(why, fmt::format("{} {}", s.request.method, ShownUrl(s.request)));
 }
 
 void H2Transport::Requeue(Stream& s) {
@@ -393,7 +394,7 @@ void H2Transport::CancelAll() {
   streams.swap(streams_);
   for (auto& [raw, s] : streams) {
     Status status = Status::Cancelled(
-        fmt::format("{} {}: transport shut down", s->request.method, s->request.url));
+        fmt::format("{} {}: transport shut down", s->request.method, ShownUrl(s->request)));
     asio::post(io_, [done = std::move(s->done), status = std::move(status)] { done(status); });
   }
   http1_->CancelAll();
@@ -440,9 +441,9 @@ void H2Transport::Sweep() {
     for (Stream* s : pool->waiting) {
       if (now >= s->deadline) {
         const auto waited = std::chrono::duration_cast<Millis>(now - s->started);
-        Fail(*s,
-             Status::TimedOut(fmt::format("{} {}: timed out after {} ms waiting for a connection",
-                                          s->request.method, s->request.url, waited.count())));
+        Fail(*s, Status::TimedOut(
+                     fmt::format("{} {}: timed out after {} ms waiting for a connection",
+                                 s->request.method, ShownUrl(s->request), waited.count())));
       } else {
         still.push_back(s);
       }
@@ -468,7 +469,7 @@ void H2Transport::Sweep() {
     s->connection->Abandon(*s);
     const auto took = std::chrono::duration_cast<Millis>(now - s->started);
     Complete(*s, Status::TimedOut(fmt::format("{} {}: timed out after {} ms", s->request.method,
-                                              s->request.url, took.count())));
+                                              ShownUrl(s->request), took.count())));
   }
   for (auto& c : to_close) {
     if (c->connecting()) {

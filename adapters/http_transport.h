@@ -35,7 +35,20 @@ struct HttpRequest {
   // same trust (and client certificate). Default: none (the transport's).
   std::string ca_file;
   std::string ca_path;
+  // The URL holds a secret (a bot token in its path: a profile platform's {credential.token}):
+  // messages and logs show its origin only (ShownUrl). Default: false.
+  bool secret_url = false;
 };
+
+// The request's URL as errors and logs may show it: its origin alone when it holds a secret.
+inline std::string ShownUrl(const HttpRequest& request) {
+  if (!request.secret_url) {
+    return request.url;
+  }
+  const size_t scheme = request.url.find("://");
+  const size_t path = scheme == std::string::npos ? 0 : request.url.find('/', scheme + 3);
+  return (path == std::string::npos ? request.url : request.url.substr(0, path)) + "/(redacted)";
+}
 
 struct HttpResponse {
   int status = 0;

@@ -85,4 +85,67 @@ std::string DumpJson(const json& object) {
   return object.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+bool IsJsonPointer(std::string_view pointer) {
+  if (pointer.empty()) {
+    return true;
+  }
+  if (pointer[0] != '/') {
+    return false;
+  }
+  for (size_t i = 0; i < pointer.size(); ++i) {
+    if (pointer[i] == '~' &&
+        (i + 1 >= pointer.size() || (pointer[i + 1] != '0' && pointer[i + 1] != '1'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+const nlohmann::json* AtPointer(const nlohmann::json& document, std::string_view pointer) {
+  if (!IsJsonPointer(pointer)) {
+    return nullptr;
+  }
+  const nlohmann::json* at = &document;
+  while (!pointer.empty()) {
+    pointer.remove_prefix(1);  // the '/'
+    const size_t end = pointer.find('/');
+    const std::string_view raw = pointer.substr(0, end);
+    pointer = end == std::string_view::npos ? std::string_view() : pointer.substr(end);
+    std::string token;
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '~') {
+        token.push_back(raw[i + 1] == '0' ? '~' : '/');
+        ++i;
+      } else {
+        token.push_back(raw[i]);
+      }
+    }
+    if (at->is_object()) {
+      auto it = at->find(token);
+      if (it == at->end()) {
+        return nullptr;
+      }
+      at = &*it;
+    } else if (at->is_array()) {
+      if (token.empty() || token.size() > 9 || (token.size() > 1 && token[0] == '0')) {
+        return nullptr;
+      }
+      size_t index = 0;
+      for (char c : token) {
+        if (c < '0' || c > '9') {
+          return nullptr;
+        }
+        index = index * 10 + static_cast<size_t>(c - '0');
+      }
+      if (index >= at->size()) {
+        return nullptr;
+      }
+      at = &(*at)[index];
+    } else {
+      return nullptr;
+    }
+  }
+  return at;
+}
+
 }  // namespace egress::adapters

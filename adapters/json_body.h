@@ -39,6 +39,13 @@ std::optional<int64_t> IntegerField(const nlohmann::json& object, std::string_vi
 // The field `key` when it is a boolean.
 std::optional<bool> BoolField(const nlohmann::json& object, std::string_view key);
 
+// The value at JSON pointer `pointer` (RFC 6901: "" is the whole document, "/a/0/b~1c" walks
+// member "a", element 0, member "b/c") or null when there is none. Never throws.
+const nlohmann::json* AtPointer(const nlohmann::json& document, std::string_view pointer);
+
+// True for "" and text starting with '/' whose "~" escapes are ~0 or ~1 (RFC 6901).
+bool IsJsonPointer(std::string_view pointer);
+
 // `object` serialised compactly. Invalid UTF-8 in strings is replaced, never thrown.
 std::string DumpJson(const nlohmann::json& object);
 

@@ -19,8 +19,15 @@ namespace egress::adapters {
 // A tenant's credential as the adapters need it. Secrets never appear in logs or responses.
 struct Credential {
   std::string name;      // as registered for the tenant
-  std::string platform;  // slack | discord | line | webhook
-  std::string token;     // Slack/Discord bot token, LINE channel access token
+  std::string platform;  // slack | discord | line | webhook | a profile platform's name
+  std::string token;     // Slack/Discord bot token, LINE channel access token, a bot's token
+  // OAuth2 client credentials (a profile platform with [platforms.<p>.oauth2]): the client's id
+  // and its secret. Default: none.
+  std::string client_id;
+  std::string client_secret;
+  // The OAuth2 access token the delivery loop holds for this credential (AccessTokens), set on
+  // the copy passed to BuildRequest; never stored. Default: none.
+  std::string access_token;
   // Webhook signing secrets, "whsec_..."; during a rotation several, all used to sign.
   std::vector<std::string> secrets;
   // A client certificate (PEM file) and its private key (PEM file) for receivers that require
@@ -58,6 +65,9 @@ struct AttemptReport {
   std::optional<std::string> disable_destination;
   // The credential is invalid (Discord or Slack 401 / invalid_auth): its deliveries defer.
   std::optional<std::string> invalidate_credential;
+  // An OAuth2 platform refused the access token (401): the loop drops it, fetches another and
+  // sends again without counting an attempt; a fresh token refused is invalidate_credential.
+  bool access_token_rejected = false;
   // The platform's id for what was posted: Slack `ts`, Discord message id, LINE request id.
   std::string platform_ref;
   // On success: the units the attempt actually took when they differ from the delivery's cost

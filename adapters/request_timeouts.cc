@@ -4,15 +4,6 @@
 #include <utility>
 
 namespace egress::adapters {
-namespace {
-
-TimedAdapter Timed(const AdapterRegistry& registry, const PlatformTimeouts& timeouts,
-                   const PlatformTrust& trust, Platform platform) {
-  const auto i = static_cast<size_t>(platform);
-  return TimedAdapter(registry.Get(platform), timeouts[i], trust[i]);
-}
-
-}  // namespace
 
 Result<HttpRequest> TimedAdapter::BuildRequest(const storage::Delivery& delivery,
                                                const Credential& credential, WallTime now) const {
@@ -36,18 +27,21 @@ AttemptReport TimedAdapter::Interpret(const storage::Delivery& delivery,
 
 TimedAdapters::TimedAdapters(const AdapterRegistry& registry, const PlatformTimeouts& timeouts,
                              const PlatformTrust& trust)
-    : registry_(registry),
-      adapters_{Timed(registry, timeouts, trust, Platform::kSlack),
-                Timed(registry, timeouts, trust, Platform::kDiscord),
-                Timed(registry, timeouts, trust, Platform::kLine),
-                Timed(registry, timeouts, trust, Platform::kWebhook)} {}
+    : registry_(registry) {
+  for (const Platform platform : Platforms()) {
+    if (const PlatformAdapter* adapter = registry.Get(platform)) {
+      const size_t i = PlatformIndex(platform);
+      adapters_[i].emplace(*adapter, timeouts[i], trust[i]);
+    }
+  }
+}
 
 Result<const PlatformAdapter*> TimedAdapters::Find(std::string_view platform) const {
   const std::optional<Platform> parsed = ParsePlatform(platform);
-  if (!parsed) {
+  if (!parsed || !adapters_[PlatformIndex(*parsed)]) {
     return registry_.Find(platform);  // its InvalidArgument naming the platform
   }
-  return &adapters_[static_cast<size_t>(*parsed)];
+  return &*adapters_[PlatformIndex(*parsed)];
 }
 
 }  // namespace egress::adapters

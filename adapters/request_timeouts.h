@@ -25,7 +25,7 @@ struct RequestTimeouts {
 };
 
 // Indexed by Platform.
-using PlatformTimeouts = std::array<RequestTimeouts, kPlatformCount>;
+using PlatformTimeouts = std::array<RequestTimeouts, kMaxPlatforms>;
 
 // A platform's adapter whose every request carries the platform's settings: BuildRequest asks
 // `inner` and sets HttpRequest::connect_timeout and ::timeout from `timeouts` (which the
@@ -53,7 +53,7 @@ class TimedAdapter final : public PlatformAdapter {
   const RequestTrust trust_;
 };
 
-// The registry's four adapters, each as a TimedAdapter with its platform's timeouts and trust:
+// The registry's adapters, each as a TimedAdapter with its platform's timeouts and trust:
 // what the delivery loop looks adapters up in, so that no request leaves without them.
 // `registry` must outlive it. Immutable after construction; the pointers Find() returns live as
 // long as it.
@@ -62,13 +62,13 @@ class TimedAdapters {
   TimedAdapters(const AdapterRegistry& registry, const PlatformTimeouts& timeouts,
                 const PlatformTrust& trust = {});
 
-  // As AdapterRegistry::Find: the adapter of "slack", "discord", "line" or "webhook";
-  // the registry's InvalidArgument for any other platform.
+  // As AdapterRegistry::Find: the adapter of a platform the registry has; the registry's
+  // InvalidArgument for any other.
   Result<const PlatformAdapter*> Find(std::string_view platform) const;
 
  private:
   const AdapterRegistry& registry_;
-  std::array<TimedAdapter, kPlatformCount> adapters_;
+  std::array<std::optional<TimedAdapter>, kMaxPlatforms> adapters_;
 };
 
 }  // namespace egress::adapters

@@ -20,6 +20,6 @@ struct RequestTrust {
 };
 
 // Indexed by Platform.
-using PlatformTrust = std::array<RequestTrust, kPlatformCount>;
+using PlatformTrust = std::array<RequestTrust, kMaxPlatforms>;
 
 }  // namespace egress::adapters

@@ -13,13 +13,13 @@ Config DefaultConfig() {
   config.platform(Platform::kWebhook).allow_private_networks =
       endpoint_defaults.webhook_ssrf.allow_private_networks;
   const pacing::SchedulerOptions scheduler_defaults;
-  for (int i = 0; i < kPlatformCount; ++i) {
+  for (int i = 0; i < kMaxPlatforms; ++i) {
     config.platforms[i].max_in_flight_per_destination =
         scheduler_defaults.max_in_flight_per_destination[i];
     config.platforms[i].max_in_flight_per_platform =
         scheduler_defaults.max_in_flight_per_platform[i];
   }
-  for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
+  for (int i = 0; i < pacing::kMaxBudgetNames; ++i) {
     config.budgets[i] = pacing::DefaultBudget(static_cast<pacing::BudgetName>(i));
   }
   return config;

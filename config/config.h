@@ -22,10 +22,10 @@ namespace egress::config {
 // into the service's options (dispatcher/service/service_options_from_config.h).
 struct Config {
   ServerOptions server;
-  // Indexed by Platform (slack, discord, line, webhook).
-  std::array<PlatformConfig, kPlatformCount> platforms;
+  // Indexed by Platform: the compiled-in four and the profile platforms (those with a profile).
+  std::array<PlatformConfig, kMaxPlatforms> platforms;
   // Deployment default of each budget, indexed by pacing::BudgetName ([budgets.<name>]).
-  std::array<pacing::Budget, pacing::kBudgetNameCount> budgets;
+  std::array<pacing::Budget, pacing::kMaxBudgetNames> budgets;
   // The outbound HTTP client ([transport]).
   adapters::TransportOptions transport;
   // By tier name ([tiers.<tier>]).
@@ -38,6 +38,21 @@ struct Config {
   std::map<std::string, TenantConfig> tenants;
   // The files read, in the order applied (profiles first, the main file last).
   std::vector<std::string> sources;
+
+  // Whether this config delivers to `p`: a compiled-in platform, or one a profile defined.
+  bool Defines(Platform p) const {
+    return static_cast<int>(p) < kBuiltinPlatformCount || platform(p).profile.has_value();
+  }
+  // The platforms it defines, in number order.
+  std::vector<Platform> Platforms() const {
+    std::vector<Platform> out;
+    for (const Platform p : egress::Platforms()) {
+      if (Defines(p)) {
+        out.push_back(p);
+      }
+    }
+    return out;
+  }
 
   PlatformConfig& platform(Platform p) { return platforms[static_cast<size_t>(p)]; }
   const PlatformConfig& platform(Platform p) const { return platforms[static_cast<size_t>(p)]; }

@@ -33,6 +33,14 @@ ${entries}};
 
 }  // namespace
 
+std::vector<std::string_view> BuiltinProfileNames() {
+  std::vector<std::string_view> names;
+  for (const Entry& e : kProfiles) {
+    names.push_back(e.name);
+  }
+  return names;
+}
+
 std::string_view BuiltinProfile(std::string_view name) {
   for (const Entry& e : kProfiles) {
     if (e.name == name) {

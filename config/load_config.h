@@ -17,9 +17,15 @@ using Environment = std::vector<std::pair<std::string, std::string>>;
 
 struct LoadOptions {
   // A directory holding the four profiles slack.toml, discord.toml, line.toml and webhook.toml,
-  // which then replace the built-in ones (all four must exist). Default (empty): the profiles
-  // compiled into the binary (config/builtin_profiles.h), the same as config/profiles/.
+  // which then replace the built-in ones (all four must exist), and the profile platforms: every
+  // other <name>.toml defines the platform <name> (docs/platforms.md, "Profile platforms").
+  // Default (empty): the profiles compiled into the binary (config/builtin_profiles.h), the same
+  // as config/profiles/ (teams and telegram among them).
   std::string profiles_dir;
+  // A directory of the operator's own profile platforms (<name>.toml each, none of the four),
+  // loaded after those above; a platform defined twice is an error. The package creates
+  // /etc/relay-egress/profiles.d, which `serve` reads when it exists. Default: none.
+  std::string extra_profiles_dir;
   // Reads an environment variable (RELAY_EGRESS_ADMIN_TOKEN). Default (empty): the process
   // environment. Tests inject their own.
   std::function<std::optional<std::string>(std::string_view name)> getenv;
@@ -44,7 +50,9 @@ inline constexpr std::string_view kReservedEnv[] = {"RELAY_EGRESS_CONFIG", "RELA
                                                     "RELAY_EGRESS_SECRETS_KEY"};
 
 // Builds the Config: built-in defaults (DefaultConfig), then each profile (slack, discord, line,
-// webhook, in that order; a profile may set only its own [platforms.<p>] and budgets), then the
+// webhook, in that order; a profile may set only its own [platforms.<p>] and budgets), then each
+// profile platform's file (name order: profiles_dir's or the built-in ones, then
+// extra_profiles_dir's; each registers its platform and must define it), then the
 // main file at `path` (none when empty), then every RELAY_EGRESS_<SECTION>_<KEY> variable in name
 // order, then a non-empty RELAY_EGRESS_ADMIN_TOKEN. Each layer replaces exactly the fields it
 // sets (a list such as retry.schedule is replaced whole). Command-line flags are the caller's to

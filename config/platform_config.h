@@ -1,8 +1,11 @@
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "adapters/profile_spec.h"
 #include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/platform_scopes.h"
 #include "dispatcher/pacing/retry_policy.h"
 
 namespace egress::config {
@@ -29,6 +32,11 @@ struct PlatformConfig {
   // --check-config and at start (adapters::CheckTrustFiles). Default: neither.
   std::string ca_file;
   std::string ca_path;
+  // A profile platform's definition: how its requests are built and its responses read
+  // (adapters::ProfileSpec, base_url filled in by the service) and the scopes it is paced by.
+  // Unset for the compiled-in four (docs/platforms.md, "Profile platforms").
+  std::optional<adapters::ProfileSpec> profile;
+  pacing::PlatformScopes scopes;
 };
 
 }  // namespace egress::config

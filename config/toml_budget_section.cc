@@ -9,8 +9,23 @@ namespace {
 
 using pacing::BudgetName;
 
+// The profile platform of `config` whose scopes name `name`.
+std::optional<Platform> ProfilePlatformOf(const Config& config, BudgetName name) {
+  for (const Platform p : config.Platforms()) {
+    for (const pacing::ScopeRule& rule : config.platform(p).scopes.rules) {
+      if (rule.budget == name) {
+        return p;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 // The platform whose profile sets a budget; nullopt for tenant-wide budgets (main file only).
-std::optional<Platform> ProfileOf(BudgetName name) {
+std::optional<Platform> ProfileOf(const Config& config, BudgetName name) {
+  if (static_cast<int>(name) >= pacing::kBudgetNameCount) {
+    return ProfilePlatformOf(config, name);
+  }
   switch (name) {
     case BudgetName::kWebhookDestination:
       return Platform::kWebhook;
@@ -29,11 +44,19 @@ std::optional<Platform> ProfileOf(BudgetName name) {
   return std::nullopt;
 }
 
-std::string KnownBudgets() {
+// Whether `config` uses `name`: a compiled-in budget, or one a profile platform's scopes name.
+bool Uses(const Config& config, BudgetName name) {
+  return static_cast<int>(name) < pacing::kBudgetNameCount ||
+         ProfilePlatformOf(config, name).has_value();
+}
+
+std::string KnownBudgets(const Config& config) {
   std::string names;
-  for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
-    names += (i == 0 ? "" : ", ");
-    names += pacing::BudgetNameString(static_cast<BudgetName>(i));
+  for (int i = 0; i < pacing::BudgetNameCount(); ++i) {
+    if (Uses(config, static_cast<BudgetName>(i))) {
+      names += (names.empty() ? "" : ", ");
+      names += pacing::BudgetNameString(static_cast<BudgetName>(i));
+    }
   }
   return names;
 }
@@ -63,11 +86,11 @@ Status ReadBudgetTable(const TomlFields& fields, pacing::Budget& out) {
 Status ReadBudgetsSection(const TomlFields& budgets, std::optional<Platform> only, Config& out) {
   return budgets.ForEachTable([&](std::string_view name, const TomlFields& fields) -> Status {
     std::optional<BudgetName> budget = pacing::ParseBudgetName(name);
-    if (!budget.has_value()) {
+    if (!budget.has_value() || !Uses(out, *budget)) {
       return budgets.Error(fields.table(), fields.prefix(),
-                           fmt::format("unknown budget (known: {})", KnownBudgets()));
+                           fmt::format("unknown budget (known: {})", KnownBudgets(out)));
     }
-    if (only.has_value() && ProfileOf(*budget) != only) {
+    if (only.has_value() && ProfileOf(out, *budget) != only) {
       return budgets.Error(fields.table(), fields.prefix(),
                            fmt::format("the {} profile may set only its own platform's budgets",
                                        PlatformString(*only)));

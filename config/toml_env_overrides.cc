@@ -29,12 +29,12 @@ std::vector<Section> Sections() {
                               {"transport", {"transport"}},
                               {"cluster", {"cluster"}},
                               {"store", {"store"}}};
-  for (int i = 0; i < kPlatformCount; ++i) {
-    const std::string p(PlatformString(static_cast<Platform>(i)));
+  for (const Platform platform : Platforms()) {
+    const std::string p(PlatformString(platform));
     out.push_back({"platforms_" + p, {"platforms", p}});
     out.push_back({"platforms_" + p + "_retry", {"platforms", p, "retry"}});
   }
-  for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
+  for (int i = 0; i < pacing::BudgetNameCount(); ++i) {
     const std::string b(pacing::BudgetNameString(static_cast<pacing::BudgetName>(i)));
     out.push_back({"budgets_" + b, {"budgets", b}});
   }

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -50,8 +51,8 @@ bool LineHoldsSecret(std::string_view text, uint32_t line) {
   }
   std::string_view row = text.substr(begin, text.find('\n', begin) - begin);
   row.remove_prefix(std::min(row.find_first_not_of(" \t"), row.size()));
-  for (std::string_view key :
-       {"admin_token", "token", "secrets", "secret", "api_keys", "password", "redis_url", "url"}) {
+  for (std::string_view key : {"admin_token", "token", "secrets", "secret", "client_secret",
+                               "api_keys", "password", "redis_url", "url"}) {
     if (row.substr(0, key.size()) == key) {
       std::string_view rest = row.substr(key.size());
       rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
@@ -242,7 +243,7 @@ Environment ProcessEnvironment() {
 // The keys whose values RenderConfig never shows, wherever they are.
 bool IsSecretKey(std::string_view key) {
   for (std::string_view secret :
-       {"admin_token", "token", "secret", "secrets", "api_keys", "password"}) {
+       {"admin_token", "token", "secret", "secrets", "client_secret", "api_keys", "password"}) {
     if (key == secret) {
       return true;
     }
@@ -280,10 +281,55 @@ void RedactSecrets(toml::table& table) {
   }
 }
 
+bool IsBuiltinPlatformName(std::string_view name) {
+  for (int i = 0; i < kBuiltinPlatformCount; ++i) {
+    if (PlatformString(static_cast<Platform>(i)) == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The *.toml files of `dir` other than the compiled-in platforms' four, sorted by name; an
+// unreadable directory is an error naming it.
+Result<std::vector<std::filesystem::path>> ProfileFiles(const std::string& dir) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::filesystem::path& file = it->path();
+    if (file.extension() == ".toml" && !IsBuiltinPlatformName(file.stem().string()) &&
+        it->is_regular_file(ec)) {
+      out.push_back(file);
+    }
+  }
+  if (ec) {
+    return Status::InvalidArgument(fmt::format("{}: cannot read: {}", dir, ec.message()));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// One profile platform's file: its name is the platform's (registered here); it must define it.
+Status ApplyProfilePlatform(Layers& layers, const Config& config, const std::string& source,
+                            std::string_view name, const std::string* text) {
+  Result<Platform> platform = RegisterPlatform(name);
+  if (!platform) {
+    return Status::InvalidArgument(fmt::format("{}: the file's name is the platform's: {}", source,
+                                               platform.error().message()));
+  }
+  Status status = text != nullptr ? layers.ApplyText(source, *text, *platform)
+                                  : layers.ApplyFile(source, *platform);
+  if (status.ok() && !config.Defines(*platform)) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: defines no [platforms.{}] (a profile platform's file defines it)", source, name));
+  }
+  return status;
+}
+
 Status LoadLayers(const std::string& path, const LoadOptions& options, Config& config,
                   toml::table* merged) {
   Layers layers(config, merged);
-  for (int i = 0; i < kPlatformCount; ++i) {
+  for (int i = 0; i < kBuiltinPlatformCount; ++i) {
     const auto platform = static_cast<Platform>(i);
     const std::string name = fmt::format("{}.toml", PlatformString(platform));
     Status status =
@@ -294,6 +340,40 @@ Status LoadLayers(const std::string& path, const LoadOptions& options, Config& c
                                platform);
     if (!status.ok()) {
       return status;
+    }
+  }
+  // The profile platforms: the shipped ones (or those of profiles_dir), then the operator's own.
+  if (options.profiles_dir.empty()) {
+    for (std::string_view name : BuiltinProfileNames()) {
+      if (!IsBuiltinPlatformName(name)) {
+        const std::string text(BuiltinProfile(name));
+        Status status = ApplyProfilePlatform(
+            layers, config, fmt::format("(built-in) profiles/{}.toml", name), name, &text);
+        if (!status.ok()) {
+          return status;
+        }
+      }
+    }
+  }
+  for (const std::string& dir : {options.profiles_dir, options.extra_profiles_dir}) {
+    if (dir.empty()) {
+      continue;
+    }
+    Result<std::vector<std::filesystem::path>> files = ProfileFiles(dir);
+    if (!files) {
+      return files.error();
+    }
+    for (const std::filesystem::path& file : *files) {
+      if (ParsePlatform(file.stem().string()) &&
+          config.Defines(*ParsePlatform(file.stem().string()))) {
+        return Status::InvalidArgument(
+            fmt::format("{}: platform {} is defined already", file.string(), file.stem().string()));
+      }
+      Status status =
+          ApplyProfilePlatform(layers, config, file.string(), file.stem().string(), nullptr);
+      if (!status.ok()) {
+        return status;
+      }
     }
   }
   if (!path.empty()) {

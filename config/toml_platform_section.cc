@@ -5,16 +5,6 @@
 namespace egress::config {
 namespace {
 
-std::optional<Platform> ParsePlatform(std::string_view name) {
-  for (int i = 0; i < kPlatformCount; ++i) {
-    const auto p = static_cast<Platform>(i);
-    if (PlatformString(p) == name) {
-      return p;
-    }
-  }
-  return std::nullopt;
-}
-
 // An absolute http(s) URL with a host; no path checks (a simulator may sit under a prefix).
 bool LooksLikeBaseUrl(std::string_view url) {
   for (std::string_view scheme : {"https://", "http://"}) {
@@ -54,14 +44,19 @@ Status ReadRetry(const TomlFields& retry, pacing::RetryPolicy& out) {
 }
 
 Status ReadPlatform(const TomlFields& fields, Platform platform, PlatformConfig& out) {
+  const bool profile = static_cast<int>(platform) >= kBuiltinPlatformCount;
   Status status =
       platform == Platform::kWebhook
           ? fields.CheckKeys({"allow_private_networks", "connect_timeout", "timeout",
                               "max_in_flight_per_destination", "max_in_flight_per_platform",
                               "retry", "ca_file", "ca_path"})
-          : fields.CheckKeys({"base_url", "connect_timeout", "timeout",
-                              "max_in_flight_per_destination", "max_in_flight_per_platform",
-                              "retry", "ca_file", "ca_path"});
+      : profile ? fields.CheckKeys({"base_url", "connect_timeout", "timeout",
+                                    "max_in_flight_per_destination", "max_in_flight_per_platform",
+                                    "retry", "ca_file", "ca_path", "request", "auth", "oauth2",
+                                    "response", "rules", "scopes"})
+                : fields.CheckKeys({"base_url", "connect_timeout", "timeout",
+                                    "max_in_flight_per_destination", "max_in_flight_per_platform",
+                                    "retry", "ca_file", "ca_path"});
   if (!status.ok()) {
     return status;
   }
@@ -106,9 +101,20 @@ Status ReadPlatform(const TomlFields& fields, Platform platform, PlatformConfig&
     return retry.error();
   }
   if (retry->has_value()) {
-    return ReadRetry(**retry, out.retry);
+    if (status = ReadRetry(**retry, out.retry); !status.ok()) {
+      return status;
+    }
   }
-  return Status::Ok();
+  return profile ? ReadProfileDefinition(fields, platform, out) : Status::Ok();
+}
+
+std::string KnownPlatforms(const Config& config) {
+  std::string names;
+  for (const Platform p : config.Platforms()) {
+    names += names.empty() ? "" : ", ";
+    names += PlatformString(p);
+  }
+  return names;
 }
 
 }  // namespace
@@ -117,16 +123,26 @@ Status ReadPlatformsSection(const TomlFields& platforms, std::optional<Platform>
                             Config& out) {
   return platforms.ForEachTable([&](std::string_view name, const TomlFields& fields) -> Status {
     std::optional<Platform> platform = ParsePlatform(name);
-    if (!platform.has_value()) {
+    // A profile platform exists once its own profile file defines it.
+    if (!platform.has_value() || (!out.Defines(*platform) && only != platform)) {
       return platforms.Error(fields.table(), fields.prefix(),
-                             "unknown platform (slack, discord, line or webhook)");
+                             fmt::format("unknown platform (known: {}; a new one needs a profile "
+                                         "file of its own)",
+                                         KnownPlatforms(out)));
     }
     if (only.has_value() && *platform != *only) {
       return platforms.Error(
           fields.table(), fields.prefix(),
           fmt::format("the {0} profile may set only platforms.{0}", PlatformString(*only)));
     }
-    return ReadPlatform(fields, *platform, out.platform(*platform));
+    PlatformConfig& config = out.platform(*platform);
+    if (Status status = ReadPlatform(fields, *platform, config); !status.ok()) {
+      return status;
+    }
+    if (only == platform && static_cast<int>(*platform) >= kBuiltinPlatformCount) {
+      return CheckProfileComplete(fields, config);
+    }
+    return Status::Ok();
   });
 }
 

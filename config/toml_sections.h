@@ -21,6 +21,12 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out);
 Status ReadTransportSection(const TomlFields& transport, adapters::TransportOptions& out);
 // [platforms.*]. A profile passes its own platform as `only`; any other platform is an error.
 Status ReadPlatformsSection(const TomlFields& platforms, std::optional<Platform> only, Config& out);
+// A profile platform's definition in its [platforms.<p>] table (request, auth, oauth2, response,
+// rules, scopes: toml_profile_section.cc) over `out`; registers the budgets its scopes name.
+Status ReadProfileDefinition(const TomlFields& fields, Platform platform, PlatformConfig& out);
+// After its profile file: InvalidArgument naming what a profile platform still lacks (a url, a
+// scope, the oauth2 token_url its {access_token} needs, the base_url its url uses).
+Status CheckProfileComplete(const TomlFields& fields, const PlatformConfig& platform);
 // [budgets.*]. With `only` set (a profile), only that platform's budgets are allowed.
 Status ReadBudgetsSection(const TomlFields& budgets, std::optional<Platform> only, Config& out);
 // One budget table ({limit, scale_ms, burst}) over `out`.

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "adapters/api_key.h"
+#include "adapters/attempt_reports.h"
 #include "adapters/client_certificate.h"
 #include "adapters/credential_token.h"
 #include "adapters/webhook_signature.h"
@@ -14,7 +15,44 @@
 namespace egress::config {
 namespace {
 
-constexpr std::string_view kPlatforms = "slack, discord, line or webhook";
+// The platforms a credential may name: the compiled-in four and the profile platforms loaded.
+std::string KnownPlatforms(const std::vector<Platform>& platforms) {
+  std::string names;
+  for (const Platform p : platforms) {
+    names += names.empty() ? "" : ", ";
+    names += PlatformString(p);
+  }
+  return names;
+}
+
+// OAuth2 client credentials (a profile platform with [oauth2]): client_id and client_secret.
+Status ReadClientCredentials(const TomlFields& fields, adapters::Credential& out) {
+  for (std::string_view key :
+       {"token", "token_file", "token_env", "secret", "secrets", "secret_file", "secret_env"}) {
+    if (fields.Has(key)) {
+      return fields.Error(*fields.table().get(key), fields.Field(key),
+                          "a credential with a client_id uses client_secret, not a token");
+    }
+  }
+  if (Status status = fields.ReadString("client_id", out.client_id); !status.ok()) {
+    return status;
+  }
+  if (out.client_id.empty() || out.client_id.size() > 256) {
+    return fields.Error(*fields.table().get("client_id"), fields.Field("client_id"),
+                        "must be 1 to 256 bytes");
+  }
+  if (!fields.Has("client_secret")) {
+    return fields.TableError(fields.Field("client_secret"), "missing (goes with client_id)");
+  }
+  if (Status status = fields.ReadSecret("client_secret", out.client_secret); !status.ok()) {
+    return status;
+  }
+  if (out.client_secret.size() > 1024) {
+    return fields.Error(*fields.table().get("client_secret"), fields.Field("client_secret"),
+                        "<redacted>: longer than 1024 bytes");
+  }
+  return Status::Ok();
+}
 
 // Secrets are checked without ever echoing them: the message carries ParseWebhookSecret's
 // reason, which names the problem, never the value.
@@ -119,11 +157,12 @@ Status ReadClientCertificate(const TomlFields& fields, adapters::Credential& out
   return Status::Ok();
 }
 
-Status ReadCredential(const TomlFields& fields, std::string_view name, adapters::Credential& out,
+Status ReadCredential(const TomlFields& fields, const std::vector<Platform>& platforms,
+                      std::string_view name, adapters::Credential& out,
                       adapters::CredentialRefs& refs) {
-  Status status =
-      fields.CheckKeys({"platform", "token", "secret", "secrets", "token_file", "token_env",
-                        "secret_file", "secret_env", "client_cert_file", "client_key_file"});
+  Status status = fields.CheckKeys({"platform", "token", "secret", "secrets", "token_file",
+                                    "token_env", "secret_file", "secret_env", "client_cert_file",
+                                    "client_key_file", "client_id", "client_secret"});
   if (!status.ok()) {
     return status;
   }
@@ -132,7 +171,8 @@ Status ReadCredential(const TomlFields& fields, std::string_view name, adapters:
     return status;
   }
   if (!fields.Has("platform")) {
-    return fields.TableError(fields.Field("platform"), fmt::format("missing ({})", kPlatforms));
+    return fields.TableError(fields.Field("platform"),
+                             fmt::format("missing ({})", KnownPlatforms(platforms)));
   }
   if (status = fields.ReadString("platform", out.platform); !status.ok()) {
     return status;
@@ -140,9 +180,18 @@ Status ReadCredential(const TomlFields& fields, std::string_view name, adapters:
   if (out.platform == "webhook") {
     return ReadWebhookSecrets(fields, out, refs);
   }
-  if (out.platform != "slack" && out.platform != "discord" && out.platform != "line") {
-    return fields.Error(*fields.table().get("platform"), fields.Field("platform"),
-                        fmt::format("unknown platform \"{}\" ({})", out.platform, kPlatforms));
+  const std::optional<Platform> platform = ParsePlatform(out.platform);
+  if (!platform || std::find(platforms.begin(), platforms.end(), *platform) == platforms.end()) {
+    return fields.Error(
+        *fields.table().get("platform"), fields.Field("platform"),
+        fmt::format("unknown platform \"{}\" ({})", adapters::Printable(out.platform, 40),
+                    KnownPlatforms(platforms)));
+  }
+  if (fields.Has("client_id") || fields.Has("client_secret")) {
+    if (!fields.Has("client_id")) {
+      return fields.TableError(fields.Field("client_id"), "missing (goes with client_secret)");
+    }
+    return ReadClientCredentials(fields, out);
   }
   for (std::string_view key : {"secret", "secrets", "secret_file", "secret_env"}) {
     if (fields.Has(key)) {
@@ -253,7 +302,8 @@ Status ReadApiKeys(const TomlFields& fields, const std::string& tenant,
 }
 
 Status ReadTenant(const TomlFields& fields, const std::string& tenant,
-                  const std::map<std::string, TenantConfig>& tenants, TenantConfig& out) {
+                  const std::map<std::string, TenantConfig>& tenants,
+                  const std::vector<Platform>& platforms, TenantConfig& out) {
   Status status = fields.CheckKeys({"weight", "max_in_flight", "credentials", "api_keys",
                                     "allow_private_networks", "allowed_cidrs", "tier", "quotas",
                                     "max_stored_bytes"});
@@ -304,7 +354,7 @@ Status ReadTenant(const TomlFields& fields, const std::string& tenant,
   return (*credentials)->ForEachTable([&](std::string_view name, const TomlFields& sub) {
     adapters::Credential credential;
     adapters::CredentialRefs refs;
-    Status read = ReadCredential(sub, name, credential, refs);
+    Status read = ReadCredential(sub, platforms, name, credential, refs);
     if (read.ok()) {
       if (!refs.empty()) {
         out.credential_refs[credential.name] = refs;
@@ -324,7 +374,7 @@ Status ReadTenantsSection(const TomlFields& tenants, Config& out) {
     }
     const std::string tenant(name);
     TenantConfig& config = out.tenants[tenant];
-    if (Status s = ReadTenant(fields, tenant, out.tenants, config); !s.ok()) {
+    if (Status s = ReadTenant(fields, tenant, out.tenants, out.Platforms(), config); !s.ok()) {
       return s;
     }
     if (!config.tier.empty() && !out.tiers.contains(config.tier)) {

@@ -147,8 +147,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", trust.message().c_str());
       return kExitUsage;
     }
-    for (int i = 0; i < egress::kPlatformCount; ++i) {
-      const auto platform = static_cast<egress::Platform>(i);
+    for (const egress::Platform platform : config->Platforms()) {
       const egress::config::PlatformConfig& p = config->platform(platform);
       egress::Status trust = egress::adapters::CheckTrustFiles(
           "platforms." + std::string(egress::PlatformString(platform)), p.ca_file, p.ca_path);

@@ -4,10 +4,15 @@
 #include <optional>
 #include <string_view>
 
+#include "dispatcher/base/result.h"
+
 namespace egress::pacing {
 
 // The named budgets of the product's budget table (issue 5). Each meters one scope of a
-// delivery's path; see docs/pacing.md for which key each one uses.
+// delivery's path; see docs/pacing.md for which key each one uses. The eight below are compiled
+// in; a profile platform's scopes (docs/platforms.md, "Profile platforms") name budgets of their
+// own, registered by name when the profile is loaded (RegisterBudgetName), numbered from
+// kBudgetNameCount up to kMaxBudgetNames.
 enum class BudgetName : uint8_t {
   kTenantEgress,        // tenant, all platforms
   kWebhookDestination,  // tenant + destination URL
@@ -19,10 +24,21 @@ enum class BudgetName : uint8_t {
   kTenantIntake,        // tenant, intake API (metered by the service, not on any path)
 };
 inline constexpr int kBudgetNameCount = 8;
+// The most budget names one process knows, compiled-in and registered together: the length of
+// per-budget tables.
+inline constexpr int kMaxBudgetNames = 64;
 
-// "tenant_egress", "webhook_destination", ... as used in config and in `budget:<name>` reasons.
+// The budget `name`, registered if it is new (the same name always gets the same number within
+// a process). Safe from any thread; names are never forgotten. InvalidArgument for a name that
+// is not [a-z][a-z0-9_]* of at most 48 bytes, FailedPrecondition past kMaxBudgetNames.
+Result<BudgetName> RegisterBudgetName(std::string_view name);
+// How many names are registered: every BudgetName's number is below it.
+int BudgetNameCount();
+
+// "tenant_egress", "webhook_destination", ... as used in config and in `budget:<name>` reasons;
+// "unknown" for a number never registered.
 std::string_view BudgetNameString(BudgetName name);
-// The inverse of BudgetNameString; nullopt for an unknown name.
+// The inverse of BudgetNameString; nullopt for a name never registered.
 std::optional<BudgetName> ParseBudgetName(std::string_view text);
 
 // `limit` units per `scale_ms`, with at most `burst` units at once (the meter's depth). A burst of
@@ -49,7 +65,8 @@ struct Budget {
   friend bool operator==(const Budget&, const Budget&) = default;
 };
 
-// The deployment default for each budget (issue 5's table).
+// The deployment default for each budget (issue 5's table); 1 per second for a registered name
+// (a profile sets its own in [budgets.<name>]).
 Budget DefaultBudget(BudgetName name);
 
 }  // namespace egress::pacing

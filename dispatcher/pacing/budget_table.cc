@@ -3,7 +3,7 @@
 namespace egress::pacing {
 
 BudgetTable::BudgetTable() {
-  for (int i = 0; i < kBudgetNameCount; ++i) {
+  for (int i = 0; i < kMaxBudgetNames; ++i) {
     defaults_[i] = DefaultBudget(static_cast<BudgetName>(i));
   }
 }

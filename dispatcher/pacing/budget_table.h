@@ -31,9 +31,9 @@ class BudgetTable {
                       const std::vector<std::pair<BudgetName, Budget>>& overrides);
 
  private:
-  using Overrides = std::array<std::optional<Budget>, kBudgetNameCount>;
+  using Overrides = std::array<std::optional<Budget>, kMaxBudgetNames>;
 
-  std::array<Budget, kBudgetNameCount> defaults_;
+  std::array<Budget, kMaxBudgetNames> defaults_;
   std::unordered_map<std::string, Overrides> overrides_;
 };
 

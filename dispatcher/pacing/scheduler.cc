@@ -33,6 +33,11 @@ Scheduler::Scheduler(const Clock& clock, BudgetStore& store, Random& random,
       options_(std::move(options)),
       conns_(options_.connections) {
   scopes_.set_margin(std::clamp(options_.pacing_margin, 0.0, 0.5));
+  for (const PlatformScopes& platform : options_.scopes) {
+    for (const ScopeRule& rule : platform.rules) {
+      windowed_names_[static_cast<size_t>(rule.budget)] |= rule.window;
+    }
+  }
 }
 
 Result<Scheduler::Dest*> Scheduler::Find(DestinationId id) {
@@ -59,7 +64,7 @@ uint32_t Scheduler::TenantIndex(const std::string& name) {
 }
 
 Result<DestinationId> Scheduler::AddDestination(const DestinationSpec& spec) {
-  Result<ScopePath> path = BuildScopePath(spec);
+  Result<ScopePath> path = BuildScopePath(spec, options_.scopes[PlatformIndex(spec.platform)]);
   if (!path.has_value()) {
     return path.error();
   }
@@ -325,8 +330,9 @@ int Scheduler::TenantCap(const Tenant& tenant, int platform) const {
 
 int Scheduler::PickPlatform(Tenant& tenant) {
   bool any = false;
-  for (int i = 0; i < kPlatformCount; ++i) {
-    const int p = (tenant.next_platform + i) % kPlatformCount;
+  const int count = PlatformCount();
+  for (int i = 0; i < count; ++i) {
+    const int p = (tenant.next_platform + i) % count;
     const Fifo& fifo = tenant.ready[p];
     if (fifo.head == kNil) {
       continue;
@@ -381,7 +387,7 @@ Decision Scheduler::Next() {
       continue;
     }
     stalled = 0;
-    tenant.next_platform = static_cast<uint8_t>((p + 1) % kPlatformCount);
+    tenant.next_platform = static_cast<uint8_t>((p + 1) % PlatformCount());
     const uint32_t d = PopFront(tenant.ready[p]);
     if (tenant.ready[p].head == kNil && tenant.in_flight[p] == 0) {
       --platform_tenants_[p];  // may come back at once if it dispatches
@@ -452,14 +458,17 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
     dest.reason = DeferReason::kOrdering;
     return false;
   }
-  if (dest.platform == Platform::kDiscord && !windows_.empty()) {
-    const uint32_t global = dest.scopes[dest.credential_index];
-    auto it = windows_.find(scopes_.at(global).key);
-    if (it != windows_.end()) {
-      const int64_t next_ns = it->second.NextAllowed(now_ns);
+  if (!windows_.empty() && MayBeWindowed(dest.platform)) {
+    for (uint8_t i = 0; i < dest.scope_count; ++i) {
+      const uint32_t scope = dest.scopes[i];
+      if (!Windowed(scope)) {
+        continue;
+      }
+      auto it = windows_.find(scopes_.at(scope).key);
+      const int64_t next_ns = it == windows_.end() ? now_ns : it->second.NextAllowed(now_ns);
       if (next_ns > now_ns) {
         TakeResult full;
-        full.denied_index = dest.credential_index;
+        full.denied_index = i;
         full.retry_after = Nanos(next_ns - now_ns);
         Deny(d, full, now_ns, released);
         return false;
@@ -508,14 +517,16 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
   }
   conns_.Take(dest.origin, dest.tenant, granted);
   dest.conn_first = false;
-  if (dest.platform == Platform::kDiscord) {
-    const uint32_t global = dest.scopes[dest.credential_index];
-    if (Windowed(global)) {
-      const Budget& budget = scopes_.budget(global);
-      windows_
-          .try_emplace(scopes_.at(global).key, budget.limit,
-                       budget.scale_ms * 1'000'000 + Nanos(options_.global_window_offset).count())
-          .first->second.Record(now_ns);
+  if (MayBeWindowed(dest.platform)) {
+    for (uint8_t i = 0; i < dest.scope_count; ++i) {
+      const uint32_t scope = dest.scopes[i];
+      if (Windowed(scope)) {
+        const Budget& budget = scopes_.budget(scope);
+        windows_
+            .try_emplace(scopes_.at(scope).key, budget.limit,
+                         budget.scale_ms * 1'000'000 + Nanos(options_.global_window_offset).count())
+            .first->second.Record(now_ns);
+      }
     }
   }
   DispatchHead(d, decision);

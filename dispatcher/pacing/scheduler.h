@@ -38,12 +38,28 @@ struct DestinationId {
   friend bool operator==(DestinationId, DestinationId) = default;
 };
 
+// A per-platform table with every entry `value`.
+template <typename T>
+constexpr std::array<T, kMaxPlatforms> PerPlatform(T value) {
+  std::array<T, kMaxPlatforms> out{};
+  out.fill(value);
+  return out;
+}
+
+// Default in-flight cap per destination: 1 for Slack and Discord (serial per bucket), 4 for
+// every other platform.
+constexpr std::array<int, kMaxPlatforms> DefaultInFlightPerDestination() {
+  std::array<int, kMaxPlatforms> out = PerPlatform(4);
+  out[PlatformIndex(Platform::kSlack)] = out[PlatformIndex(Platform::kDiscord)] = 1;
+  return out;
+}
+
 struct SchedulerOptions {
-  // In-flight cap per destination, by platform (slack, discord, line, webhook). Default:
-  // 1 for Slack and Discord (serial per bucket), 4 for LINE and webhooks.
-  std::array<int, kPlatformCount> max_in_flight_per_destination = {1, 1, 4, 4};
+  // In-flight cap per destination, by platform (PlatformIndex). Default:
+  // DefaultInFlightPerDestination().
+  std::array<int, kMaxPlatforms> max_in_flight_per_destination = DefaultInFlightPerDestination();
   // In-flight cap per platform, so a slow receiver cannot take every connection. Default: 256.
-  std::array<int, kPlatformCount> max_in_flight_per_platform = {256, 256, 256, 256};
+  std::array<int, kMaxPlatforms> max_in_flight_per_platform = PerPlatform(256);
   // The transport's connections (per origin, total, HTTP/2 streams per connection, requests
   // leased ahead), scheduled as a concurrency scope: a delivery is dispatched only when its
   // origin has a slot for it (DestinationSpec::origin), else it waits with reason `connections`;
@@ -78,7 +94,9 @@ struct SchedulerOptions {
   // The wait after the budget store fails. Default: 1 s.
   Millis store_retry{1000};
   // Retry policy per platform profile.
-  std::array<RetryPolicy, kPlatformCount> retry{};
+  std::array<RetryPolicy, kMaxPlatforms> retry{};
+  // The scopes of each profile platform (BuildScopePath); empty for the built-in ones.
+  std::array<PlatformScopes, kMaxPlatforms> scopes{};
   // Global retry budget: transient failures beyond it wait with reason retry_budget.
   // Default: 100 retries per second, burst 100.
   Budget retry_budget{100, 1000, 100};
@@ -301,7 +319,8 @@ class Scheduler {
     kDisabled,   // waits for Enable() or Resume()
   };
 
-  // 88 bytes: this and its heap entry are most of what an idle destination costs.
+  // 104 bytes (96 before paths held six scopes): this and its heap entry are most of what an
+  // idle destination costs.
   struct Dest {
     PackedId head_id;  // the text is in long_ids_ when head_form is kLong
     uint64_t head_sequence = 0;
@@ -341,7 +360,7 @@ class Scheduler {
     // It gave a grant back because a meter held it: it waits first for the next connection.
     bool conn_first : 1 = false;
   };
-  static_assert(sizeof(Dest) <= 96);
+  static_assert(sizeof(Dest) <= 104);
 
   struct Fifo {
     uint32_t head = ScopeTable::kNil;
@@ -350,13 +369,13 @@ class Scheduler {
 
   struct Tenant {
     std::string name;
-    std::array<Fifo, kPlatformCount> ready;  // one per platform, so a full platform blocks
-                                             // only that platform's destinations
+    std::array<Fifo, kMaxPlatforms> ready;  // one per platform, so a full platform blocks
+                                            // only that platform's destinations
     uint8_t next_platform = 0;
     int64_t deficit = 0;
     uint32_t weight = 1;
     int max_in_flight = 0;  // 0: the fair share
-    std::array<int, kPlatformCount> in_flight{};
+    std::array<int, kMaxPlatforms> in_flight{};
     bool in_ring = false;
     bool turn = false;
   };
@@ -448,6 +467,10 @@ class Scheduler {
   // Discord global key counted in a window (Windowed()).
   Budget Shape(BudgetName name, Budget budget) const;
   bool Windowed(uint32_t scope) const;
+  // Only Discord's global key and a profile platform's window scopes are counted in windows.
+  static bool MayBeWindowed(Platform platform) {
+    return platform == Platform::kDiscord || static_cast<int>(platform) >= kBuiltinPlatformCount;
+  }
   // Publishes the state of a destination's own key (share_): its adaptive pace, its learned
   // budget, or kForget when it is back at the configured one.
   void ShareLeaf(uint32_t leaf);
@@ -471,9 +494,9 @@ class Scheduler {
   std::vector<Tenant> tenants_;
   std::unordered_map<std::string, uint32_t> tenant_index_;
   std::deque<uint32_t> ring_;
-  std::array<int, kPlatformCount> platform_in_flight_{};
+  std::array<int, kMaxPlatforms> platform_in_flight_{};
   // Per platform: the tenants with deliveries in flight or heads in their ready FIFO.
-  std::array<int, kPlatformCount> platform_tenants_{};
+  std::array<int, kMaxPlatforms> platform_tenants_{};
   ConnectionBudget conns_;
   // Connections a tenant keeps at an origin for its next request, until `until_ns`.
   struct KeptConnection {
@@ -506,6 +529,8 @@ class Scheduler {
   std::unordered_map<ScopeKey, Budget> stated_;
   // The sends of Discord global keys in their last window (Windowed() scopes), by scope key.
   std::unordered_map<ScopeKey, SlidingWindow> windows_;
+  // The budgets a profile platform counts in windows (ScopeRule::window), by BudgetName.
+  std::array<bool, kMaxBudgetNames> windowed_names_{};
   int64_t retry_tat_ns_ = 0;
   WaitObserver wait_observer_;
   // Shadow budgets by tenant index, and the shadow meters' stored times by scope key (a fresh

@@ -15,7 +15,8 @@ constexpr uint32_t kNil = ScopeTable::kNil;
 }  // namespace
 
 Budget Scheduler::Shape(BudgetName name, Budget budget) const {
-  if (name == BudgetName::kDiscordGlobal && options_.discord_global_window &&
+  if (((name == BudgetName::kDiscordGlobal && options_.discord_global_window) ||
+       windowed_names_[static_cast<size_t>(name)]) &&
       budget.limit <= SlidingWindow::kMaxLimit) {
     // Twice the limit: the meter (paced under the margin) never holds a run of windows back,
     // and over a long run it still paces at the limit less the margin.
@@ -25,7 +26,9 @@ Budget Scheduler::Shape(BudgetName name, Budget budget) const {
 }
 
 bool Scheduler::Windowed(uint32_t scope) const {
-  return scopes_.name(scope) == BudgetName::kDiscordGlobal && options_.discord_global_window &&
+  const BudgetName name = scopes_.name(scope);
+  return ((name == BudgetName::kDiscordGlobal && options_.discord_global_window) ||
+          windowed_names_[static_cast<size_t>(name)]) &&
          scopes_.budget(scope).limit <= SlidingWindow::kMaxLimit;
 }
 

@@ -11,10 +11,13 @@ namespace {
 
 constexpr uint32_t kNil = ScopeTable::kNil;
 
-// The budgets a destination's own key is metered under: the only ones responses change.
+// The budgets a destination's own key is metered under: the only ones responses change. A
+// profile platform's budgets (numbered past the compiled-in ones) may be; an update names the
+// key it was learned on, so only that key takes it.
 bool IsOwnKey(BudgetName name) {
   return name == BudgetName::kWebhookDestination || name == BudgetName::kSlackChannel ||
-         name == BudgetName::kDiscordRoute || name == BudgetName::kLineChannel;
+         name == BudgetName::kDiscordRoute || name == BudgetName::kLineChannel ||
+         static_cast<int>(name) >= kBudgetNameCount;
 }
 
 }  // namespace

@@ -1,5 +1,10 @@
 #include "dispatcher/pacing/scope_path.h"
 
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+
 namespace egress::pacing {
 namespace {
 
@@ -40,8 +45,72 @@ Result<std::pair<std::string, std::string>> DiscordRoute(std::string_view target
   return Status::InvalidArgument("discord target must be channels/<id> or webhooks/<id>/<token>");
 }
 
-Status AppendPlatformScopes(const DestinationSpec& spec, ScopePath& path) {
+std::string_view KeyPart(const DestinationSpec& spec, ScopeKeyPart part) {
+  switch (part) {
+    case ScopeKeyPart::kTenant:
+      return spec.tenant;
+    case ScopeKeyPart::kCredential:
+      return spec.credential;
+    case ScopeKeyPart::kDestination:
+      return spec.target;
+  }
+  return {};
+}
+
+ScopeKey ProfileScopeKey(const DestinationSpec& spec, const ScopeRule& rule) {
+  // FNV-1a as HashScope, over the parts the rule names (at most three).
+  std::array<std::string_view, 3> parts{};
+  const size_t n = std::min(rule.key.size(), parts.size());
+  for (size_t i = 0; i < n; ++i) {
+    parts[i] = KeyPart(spec, rule.key[i]);
+  }
+  switch (n) {
+    case 1:
+      return HashScope(rule.budget, {parts[0]});
+    case 2:
+      return HashScope(rule.budget, {parts[0], parts[1]});
+    case 3:
+      return HashScope(rule.budget, {parts[0], parts[1], parts[2]});
+    default:
+      return HashScope(rule.budget, {});
+  }
+}
+
+Status AppendProfileScopes(const DestinationSpec& spec, const PlatformScopes& profile,
+                           ScopePath& path) {
+  std::optional<uint8_t> credential;
+  std::optional<uint8_t> park;
+  for (const ScopeRule& rule : profile.rules) {
+    if (!std::string_view(spec.target).starts_with(rule.when_destination_starts_with)) {
+      continue;
+    }
+    if (path.size >= kMaxScopes) {
+      return Status::InvalidArgument("more scopes apply than a path holds");
+    }
+    if (!credential && rule.key.size() == 1 && rule.key[0] == ScopeKeyPart::kCredential) {
+      credential = path.size;
+    }
+    if (rule.park) {
+      park = path.size;
+    }
+    Append(path, rule.budget, ProfileScopeKey(spec, rule));
+  }
+  if (path.size < 2) {
+    return Status::InvalidArgument(fmt::format("platform {} has no scope for this destination",
+                                               PlatformString(spec.platform)));
+  }
+  path.leaf_index = static_cast<uint8_t>(path.size - 1);
+  path.credential_index = credential.value_or(path.leaf_index);
+  path.retry_after_index = park.value_or(path.leaf_index);
+  return Status::Ok();
+}
+
+Status AppendPlatformScopes(const DestinationSpec& spec, const PlatformScopes& profile,
+                            ScopePath& path) {
   const std::string_view cred = spec.credential;
+  if (static_cast<int>(spec.platform) >= kBuiltinPlatformCount) {
+    return AppendProfileScopes(spec, profile, path);
+  }
   switch (spec.platform) {
     case Platform::kDiscord: {
       Result<std::pair<std::string, std::string>> route = DiscordRoute(spec.target);
@@ -102,7 +171,7 @@ ScopeKey DiscordBucketKey(ScopeKey credential_scope, std::string_view bucket) {
   return Finalize(HashScope(BudgetName::kDiscordRoute, {"bucket", bucket}) ^ credential_scope);
 }
 
-Result<ScopePath> BuildScopePath(const DestinationSpec& spec) {
+Result<ScopePath> BuildScopePath(const DestinationSpec& spec, const PlatformScopes& profile) {
   if (spec.tenant.empty() || spec.target.empty()) {
     return Status::InvalidArgument("destination needs a tenant and a target");
   }
@@ -111,7 +180,7 @@ Result<ScopePath> BuildScopePath(const DestinationSpec& spec) {
   }
   ScopePath path;
   Append(path, BudgetName::kTenantEgress, HashScope(BudgetName::kTenantEgress, {spec.tenant}));
-  Status status = AppendPlatformScopes(spec, path);
+  Status status = AppendPlatformScopes(spec, profile, path);
   if (!status.ok()) {
     return status;
   }

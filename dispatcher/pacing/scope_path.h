@@ -11,6 +11,7 @@
 #include "dispatcher/base/result.h"
 #include "dispatcher/pacing/budget.h"
 #include "dispatcher/pacing/budget_store.h"
+#include "dispatcher/pacing/platform_scopes.h"
 
 namespace egress::pacing {
 
@@ -36,8 +37,9 @@ struct DestinationSpec {
 };
 
 // The scope keys of a destination, outermost first (tenant egress first, the destination's own
-// key last). Every delivery passes all of them, all or nothing.
-inline constexpr size_t kMaxScopes = 4;
+// key last). Every delivery passes all of them, all or nothing. Six: tenant_egress and up to
+// five of a profile platform's (Teams: the app and four windows per conversation).
+inline constexpr size_t kMaxScopes = 6;
 struct ScopePath {
   std::array<BudgetName, kMaxScopes> budgets{};
   std::array<ScopeKey, kMaxScopes> keys{};
@@ -58,10 +60,16 @@ struct ScopePath {
 //   slack:   tenant_egress(tenant) > slack_workspace(credential) > slack_channel(credential,
 //            channel);
 //   line:    tenant_egress(tenant) > line_channel(credential, endpoint);
-//   webhook: tenant_egress(tenant) > webhook_destination(tenant, URL).
-// kInvalidArgument for an empty tenant, credential (except webhooks) or target, or a Discord
-// target that is neither `channels/<id>` nor `webhooks/<id>/<token>`.
-Result<ScopePath> BuildScopePath(const DestinationSpec& spec);
+//   webhook: tenant_egress(tenant) > webhook_destination(tenant, URL);
+//   a profile platform: tenant_egress(tenant) > each of `profile`'s rules that applies, keyed by
+//            its parts. Its credential scope (a token-wide 429) is the first rule keyed by the
+//            credential alone, else the last; its Retry-After parks the rule marked `park`,
+//            else the last, which is also the destination's own key.
+// kInvalidArgument for an empty tenant, credential (except webhooks) or target, a Discord
+// target that is neither `channels/<id>` nor `webhooks/<id>/<token>`, or a profile platform
+// without rules (or with more than kMaxScopes - 1 that apply).
+Result<ScopePath> BuildScopePath(const DestinationSpec& spec,
+                                 const PlatformScopes& profile = PlatformScopes{});
 
 // The 64-bit key of a scope identity: FNV-1a over the parts with separators, then a 64-bit
 // finalizer (splitmix64). Deterministic across processes and builds.

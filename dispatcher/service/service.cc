@@ -72,7 +72,7 @@ Result<std::unique_ptr<Service>> Service::Start(
   if (Status trust = adapters::CheckTrustFiles(o.transport); !trust.ok()) {
     return trust;
   }
-  for (int i = 0; i < kPlatformCount; ++i) {
+  for (int i = 0; i < PlatformCount(); ++i) {
     const adapters::RequestTrust& own = o.trust[i];
     const std::string section =
         "platforms." + std::string(PlatformString(static_cast<Platform>(i)));
@@ -240,7 +240,7 @@ Result<std::unique_ptr<Service>> Service::Start(
   }
   s->server_ = std::move(*server);
   s->adapters_ = std::make_unique<adapters::AdapterRegistry>(
-      WithOwnAddressRefused(o.endpoints, s->endpoint()));
+      WithOwnAddressRefused(o.endpoints, s->endpoint()), o.profiles);
   s->timed_adapters_ =
       std::make_unique<adapters::TimedAdapters>(*s->adapters_, o.timeouts, o.trust);
   const adapters::TimedAdapters* timed = s->timed_adapters_.get();
@@ -254,6 +254,9 @@ Result<std::unique_ptr<Service>> Service::Start(
   loop.base_urls[static_cast<size_t>(Platform::kSlack)] = o.endpoints.slack_base_url;
   loop.base_urls[static_cast<size_t>(Platform::kDiscord)] = o.endpoints.discord_base_url;
   loop.base_urls[static_cast<size_t>(Platform::kLine)] = o.endpoints.line_base_url;
+  for (const adapters::ProfileSpec& profile : o.profiles) {
+    loop.base_urls[PlatformIndex(profile.platform)] = profile.base_url;
+  }
   s->loop_ = std::make_unique<DeliveryLoop>(
       io, s->loop_pool_->get_executor(), *s->store_, *s->scheduler_, *s->transport_,
       [timed](std::string_view p) { return timed->Find(p); }, s->credentials_, clock, s->metrics_,

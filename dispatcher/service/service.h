@@ -93,6 +93,9 @@ struct ServiceOptions {
   pacing::SchedulerOptions scheduler;
   std::vector<std::pair<pacing::BudgetName, pacing::Budget>> budget_defaults;
   adapters::PlatformEndpoints endpoints;
+  // The profile platforms' definitions (config's [platforms.<p>] of each profile platform, with
+  // its base_url): one ProfileAdapter each. Default: none.
+  std::vector<adapters::ProfileSpec> profiles;
   // Each platform's connect and total timeout, set on every request of that platform. Default:
   // 5 s and 15 s for all.
   adapters::PlatformTimeouts timeouts;

@@ -35,13 +35,19 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
                                       .pool_size = static_cast<size_t>(config.store.pool_size)};
   }
   o.scheduler = ToSchedulerOptions(config);
-  for (int i = 0; i < pacing::kBudgetNameCount; ++i) {
+  for (int i = 0; i < pacing::BudgetNameCount(); ++i) {
     const auto name = static_cast<pacing::BudgetName>(i);
     o.budget_defaults.emplace_back(name, config.budget(name));
   }
+  for (const Platform p : config.Platforms()) {
+    if (const std::optional<adapters::ProfileSpec>& profile = config.platform(p).profile) {
+      o.profiles.push_back(*profile);
+      o.profiles.back().base_url = config.platform(p).base_url;
+    }
+  }
   o.endpoints = ToPlatformEndpoints(config);
   o.timeouts = ToPlatformTimeouts(config);
-  for (int i = 0; i < kPlatformCount; ++i) {
+  for (int i = 0; i < kMaxPlatforms; ++i) {
     o.trust[i] = {.ca_file = config.platforms[i].ca_file, .ca_path = config.platforms[i].ca_path};
   }
   o.transport = config.transport;
@@ -86,9 +92,10 @@ ServiceOptions ServiceOptionsFromConfig(const config::Config& config) {
 
 pacing::SchedulerOptions ToSchedulerOptions(const config::Config& config) {
   pacing::SchedulerOptions options;
-  for (int i = 0; i < kPlatformCount; ++i) {
+  for (int i = 0; i < kMaxPlatforms; ++i) {
     const config::PlatformConfig& platform = config.platforms[i];
     options.retry[i] = platform.retry;
+    options.scopes[i] = platform.scopes;
     options.max_in_flight_per_destination[i] = platform.max_in_flight_per_destination;
     options.max_in_flight_per_platform[i] = platform.max_in_flight_per_platform;
   }
@@ -148,7 +155,7 @@ adapters::PlatformEndpoints ToPlatformEndpoints(const config::Config& config) {
 
 adapters::PlatformTimeouts ToPlatformTimeouts(const config::Config& config) {
   adapters::PlatformTimeouts timeouts;
-  for (int i = 0; i < kPlatformCount; ++i) {
+  for (int i = 0; i < kMaxPlatforms; ++i) {
     timeouts[i] = {.connect = config.platforms[i].connect_timeout,
                    .total = config.platforms[i].timeout};
   }

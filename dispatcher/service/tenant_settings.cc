@@ -148,14 +148,14 @@ tl::expected<config::QuotaMap, ApiError> ParseQuotas(const json& quotas) {
     }
     q.window = *parsed;
     if (auto platforms = value.find("platforms"); platforms != value.end()) {
-      if (!platforms->is_array() || platforms->size() > static_cast<size_t>(kPlatformCount)) {
+      if (!platforms->is_array() || platforms->size() > static_cast<size_t>(kMaxPlatforms)) {
         return tl::unexpected(ApiError{
             400, "invalid_quota", field + ".platforms: a list of platforms", field + ".platforms"});
       }
       for (const json& p : *platforms) {
         if (!p.is_string() || !ParsePlatform(p.get<std::string>())) {
           return tl::unexpected(ApiError{400, "invalid_quota",
-                                         field + ".platforms: each slack, discord, line or webhook",
+                                         field + ".platforms: each a platform's name",
                                          field + ".platforms"});
         }
         q.platforms.push_back(p.get<std::string>());
@@ -189,7 +189,12 @@ json QuotasToJson(const config::QuotaMap& quotas) {
 }
 
 json CredentialToJson(const adapters::Credential& c) {
-  return {{"platform", c.platform}, {"token", c.token}, {"secrets", c.secrets}};
+  json j = {{"platform", c.platform}, {"token", c.token}, {"secrets", c.secrets}};
+  if (!c.client_id.empty()) {
+    j["client_id"] = c.client_id;
+    j["client_secret"] = c.client_secret;
+  }
+  return j;
 }
 
 tl::expected<adapters::Credential, ApiError> CredentialFromJson(const std::string& name,
@@ -200,8 +205,10 @@ tl::expected<adapters::Credential, ApiError> CredentialFromJson(const std::strin
   adapters::Credential c;
   c.name = name;
   if (!OptionalString(body, "platform", c.platform) || !ParsePlatform(c.platform)) {
-    return tl::unexpected(
-        ApiError{422, "unknown_platform", "platform: slack, discord, line or webhook", "platform"});
+    return tl::unexpected(ApiError{422, "unknown_platform",
+                                   "platform: a platform's name (slack, discord, line, "
+                                   "webhook or a profile platform's)",
+                                   "platform"});
   }
   if (c.platform == "webhook") {
     if (body.contains("secret") && body["secret"].is_string()) {
@@ -224,6 +231,20 @@ tl::expected<adapters::Credential, ApiError> CredentialFromJson(const std::strin
     if (c.secrets.empty()) {
       return tl::unexpected(
           ApiError{400, "invalid_request", "secret: required for webhook credentials", "secret"});
+    }
+    return c;
+  }
+  if (body.contains("client_id") || body.contains("client_secret")) {
+    // OAuth2 client credentials (a profile platform with [oauth2]).
+    if (!OptionalString(body, "client_id", c.client_id) || c.client_id.empty() ||
+        c.client_id.size() > 256) {
+      return tl::unexpected(
+          ApiError{400, "invalid_request", "client_id: a string of 1 to 256 bytes", "client_id"});
+    }
+    if (!OptionalString(body, "client_secret", c.client_secret) || c.client_secret.empty() ||
+        c.client_secret.size() > 1024) {
+      return tl::unexpected(ApiError{
+          400, "invalid_request", "client_secret: a string of 1 to 1024 bytes", "client_secret"});
     }
     return c;
   }

@@ -55,7 +55,8 @@ TEST(LoadConfigErrorsTest, UnknownKeys) {
       {"[server]\nlisten = \"127.0.0.1:1\"\nlisen = \"x\"\n", "3: server.lisen: unknown key"},
       {"[transport]\nuser_agnet = \"x\"\n", "2: transport.user_agnet: unknown key"},
       {"[platforms.slak]\nbase_url = \"https://x\"\n",
-       "1: platforms.slak: unknown platform (slack, discord, line or webhook)"},
+       "1: platforms.slak: unknown platform (known: slack, discord, "
+       "line, webhook; a new one needs a profile file of its own)"},
       {"[platforms.slack]\ntimout = \"5s\"\n", "2: platforms.slack.timout: unknown key"},
       {"[platforms.webhook]\nbase_url = \"https://x\"\n",
        "2: platforms.webhook.base_url: unknown key"},
@@ -263,10 +264,10 @@ TEST(LoadConfigErrorsTest, TenantValues) {
       {"[tenants.acme]\ncredentials = 1\n",
        "2: tenants.acme.credentials: must be a table, not an integer"},
       {"[tenants.acme.credentials.c]\ntoken = \"t\"\n",
-       "1: tenants.acme.credentials.c.platform: missing (slack, discord, line or webhook)"},
-      {"[tenants.acme.credentials.c]\nplatform = \"teams\"\ntoken = \"t\"\n",
-       "2: tenants.acme.credentials.c.platform: unknown platform \"teams\" (slack, discord, line "
-       "or webhook)"},
+       "1: tenants.acme.credentials.c.platform: missing (slack, discord, line, webhook)"},
+      {"[tenants.acme.credentials.c]\nplatform = \"sms\"\ntoken = \"t\"\n",
+       "2: tenants.acme.credentials.c.platform: unknown platform \"sms\" (slack, discord, line, "
+       "webhook)"},
       {"[tenants.acme.credentials.c]\nplatform = 1\n",
        "2: tenants.acme.credentials.c.platform: must be a string, not an integer"},
       {"[tenants.acme.credentials.c]\nplatform = \"slack\"\n",

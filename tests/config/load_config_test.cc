@@ -60,7 +60,7 @@ TEST(LoadConfigTest, EmptyFilesGiveDefaults) {
   EXPECT_EQ(config->platform(Platform::kWebhook).base_url, "");
   EXPECT_FALSE(config->platform(Platform::kWebhook).allow_private_networks);
   const pacing::SchedulerOptions scheduler;
-  for (int i = 0; i < kPlatformCount; ++i) {
+  for (int i = 0; i < kBuiltinPlatformCount; ++i) {
     EXPECT_EQ(config->platforms[i].max_in_flight_per_destination,
               scheduler.max_in_flight_per_destination[i]);
     EXPECT_EQ(config->platforms[i].retry.max_attempts, 10);
@@ -357,7 +357,7 @@ TEST(LoadConfigTest, ShippedDefaultConfigLoads) {
   EXPECT_EQ(config->platform(Platform::kSlack).retry.max_attempts, 11);
   EXPECT_EQ(config->platform(Platform::kLine).retry.max_age, Millis(23 * 3'600'000));
   const pacing::SchedulerOptions scheduler;
-  for (int i = 0; i < kPlatformCount; ++i) {
+  for (int i = 0; i < kBuiltinPlatformCount; ++i) {
     EXPECT_EQ(config->platforms[i].max_in_flight_per_destination,
               scheduler.max_in_flight_per_destination[i]);
     EXPECT_EQ(config->platforms[i].max_in_flight_per_platform,

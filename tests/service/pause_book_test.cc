@@ -36,7 +36,7 @@ TEST(PauseBookTest, RequestsAreCheckedAndDestinationsKeptAsShown) {
       {{{"tenant", 7}}, "tenant"},
       {{{"tenant", "ac\nme"}}, "tenant"},
       {{{"tenant", std::string(300, 'a')}}, "tenant"},
-      {{{"platform", "telegram"}}, "platform"},
+      {{{"platform", "sms"}}, "platform"},
       {{{"tenant", "acme"}, {"platfrom", "slack"}}, "platfrom"},
       {{{"tenant", "acme"}, {std::string(100, 'x'), "y"}}, "body"},
       {{{"tenant", "acme"}, {"reason", std::string(kMaxPauseReasonBytes + 1, 'r')}}, "reason"},

@@ -117,7 +117,7 @@ TEST(ServiceOptionsFromConfigTest, WholeServiceOptions) {
   EXPECT_EQ(o.max_stored_bytes, 1'000'000u);
   EXPECT_EQ(o.tenant_max_stored_bytes, (std::map<std::string, uint64_t>{{"globex", 5000}}));
   EXPECT_EQ(o.transport.user_agent, "ua/2");
-  ASSERT_EQ(o.budget_defaults.size(), static_cast<size_t>(pacing::kBudgetNameCount));
+  ASSERT_EQ(o.budget_defaults.size(), static_cast<size_t>(pacing::BudgetNameCount()));
   for (const auto& [name, budget] : o.budget_defaults) {
     EXPECT_EQ(budget, config.budget(name));
   }

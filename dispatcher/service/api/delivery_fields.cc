@@ -201,13 +201,18 @@ tl::expected<storage::NewDelivery, ApiError> CheckDeliveryFields(
     return tl::unexpected(err);
   }
   const std::optional<Platform> platform = ParsePlatform(d.platform);
-  if (!platform) {
+  const adapters::PlatformAdapter* adapter = platform ? adapters.Get(*platform) : nullptr;
+  if (adapter == nullptr) {
+    std::string known;
+    for (const Platform p : adapters.platforms()) {
+      known += known.empty() ? "" : ", ";
+      known += PlatformString(p);
+    }
     return tl::unexpected(
         Bad("platform",
             d.platform.size() <= 64
-                ? fmt::format("unknown platform '{}' (slack, discord, line, webhook)", d.platform)
-                : fmt::format("unknown platform ({} bytes; slack, discord, line, webhook)",
-                              d.platform.size()),
+                ? fmt::format("unknown platform '{}' ({})", d.platform, known)
+                : fmt::format("unknown platform ({} bytes; {})", d.platform.size(), known),
             422, "unknown_platform"));
   }
   if (!RequiredString(f.destination, "destination", d.destination, err) ||
@@ -216,7 +221,7 @@ tl::expected<storage::NewDelivery, ApiError> CheckDeliveryFields(
       !OptionalString(f.ordering_key, "ordering_key", d.ordering_key, err)) {
     return tl::unexpected(err);
   }
-  if (Status shape = adapters.Get(*platform).CheckDestination(d.destination); !shape.ok()) {
+  if (Status shape = adapter->CheckDestination(d.destination); !shape.ok()) {
     return tl::unexpected(Bad("destination", shape.message(), 422, "invalid_destination"));
   }
   if (f.payload.kind != Kind::kObject) {

@@ -68,7 +68,7 @@ void GetStats(Service& s, const TenantScope& scope, Respond respond) {
       // By platform: what the console's overview charts, without a scrape of /metrics (which
       // grows with tenants: 9.5 MB at 10,000).
       json by_platform = json::object();
-      for (Platform p : kPlatforms) {
+      for (Platform p : s.adapters().platforms()) {
         const std::string_view name = PlatformString(p);
         by_platform[std::string(name)] =
             static_cast<uint64_t>(s.metrics().Value(CounterId::kPlatform429, {{"platform", name}}));

@@ -126,11 +126,11 @@ class DeliveryLoop {
     // than their rows.
     Millis outcome_linger{0};
     size_t outcome_linger_batch = 0;
-    // Each platform's API root (slack, discord, line, webhook): a destination that is no URL of
-    // its own sends to this origin, which its connections are counted against
+    // Each platform's API root (slack, discord, line, a profile platform's): a destination that is
+    // no URL of its own sends to this origin, which its connections are counted against
     // (pacing::DestinationSpec::origin). Empty: no connection limit for that platform's
     // destinations unless the destination is a URL. Service sets them from its endpoints.
-    std::array<std::string, kPlatformCount> base_urls;
+    std::array<std::string, kMaxPlatforms> base_urls;
   };
 
   DeliveryLoop(boost::asio::io_context& io, boost::asio::any_io_executor storage,
