@@ -75,6 +75,14 @@ struct AttemptReport {
   std::optional<int64_t> actual_cost;
 };
 
+// An OAuth2 access token and how long it is valid from when it was received.
+struct AccessToken {
+  std::string token;
+  Millis expires_in{0};
+  // Replaced this long before it expires (the profile's oauth2.refresh_before).
+  Millis refresh_before{0};
+};
+
 // Turns a delivery into an HTTP request and the response into an AttemptReport. Pure: no I/O,
 // no clock (times are passed in); safe to call from the dispatcher loop.
 class PlatformAdapter {
@@ -97,6 +105,20 @@ class PlatformAdapter {
   virtual AttemptReport Interpret(const storage::Delivery& delivery,
                                   const Result<HttpResponse>& response,
                                   WallTime received_at) const = 0;
+
+  // A platform whose requests carry an OAuth2 access token (Credential::access_token): the
+  // token endpoint's request for `credential`'s token; nullopt for every other platform (the
+  // default). The delivery loop keeps the token (AccessTokens) and fetches it again before it
+  // expires.
+  virtual std::optional<HttpRequest> TokenRequest(const Credential& /*credential*/) const {
+    return std::nullopt;
+  }
+  // The token endpoint's answer: the token, or Rejected when the endpoint refused the client
+  // (400 or 401: the credential is wrong), or Unavailable for anything passing (no answer, 429,
+  // 5xx, an answer without a token).
+  virtual Result<AccessToken> ReadToken(const Result<HttpResponse>& /*response*/) const {
+    return Status::Unavailable("this platform has no token endpoint");
+  }
 };
 
 }  // namespace egress::adapters

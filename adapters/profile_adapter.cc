@@ -70,6 +70,27 @@ std::string TextAt(const nlohmann::json& body, std::string_view pointer) {
   return {};
 }
 
+// `text` as application/x-www-form-urlencoded wants it: unreserved bytes as they are, every
+// other byte %XX.
+std::string FormEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '.' || c == '_' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+// The longest access token kept: tokens are JWTs of a few KB.
+constexpr size_t kMaxAccessToken = 16 * 1024;
+
 bool Contains(const std::vector<int>& statuses, int status) {
   return std::find(statuses.begin(), statuses.end(), status) != statuses.end();
 }
@@ -252,6 +273,7 @@ void ProfileAdapter::Classify(const HttpResponse& response, std::string_view err
       report.outcome.accepted = true;
       return;
     case ProfileAction::kRetry:
+      report.outcome.transient = true;
       report.outcome.platform_error = reason;
       report.attempt.platform_error = reason;
       return;
@@ -275,6 +297,7 @@ void ProfileAdapter::Classify(const HttpResponse& response, std::string_view err
         // The access token may have been revoked or expired early: the loop fetches another
         // and sends again; a fresh token refused invalidates the credential there.
         report.access_token_rejected = true;
+        report.outcome.transient = true;
         report.outcome.platform_error = reason;
         report.attempt.platform_error = reason;
         return;
@@ -319,6 +342,7 @@ AttemptReport ProfileAdapter::Interpret(const storage::Delivery&,
     success = flag != nullptr && flag->is_boolean() && flag->get<bool>();
   }
   if (success) {
+    report.outcome.accepted = true;  // also a success status outside 2xx
     if (body) {
       report.platform_ref = Printable(TextAt(*body, spec_.ref_pointer), 64);
     }
@@ -326,6 +350,51 @@ AttemptReport ProfileAdapter::Interpret(const storage::Delivery&,
   }
   Classify(*response, error_text, body_wait, report);
   return report;
+}
+
+std::optional<HttpRequest> ProfileAdapter::TokenRequest(const Credential& credential) const {
+  if (!spec_.oauth2 || credential.client_id.empty()) {
+    return std::nullopt;
+  }
+  HttpRequest request;
+  request.method = "POST";
+  request.url = spec_.oauth2->token_url;
+  request.headers.push_back({"Content-Type", "application/x-www-form-urlencoded"});
+  request.headers.push_back({"Accept", "application/json"});
+  request.body = "grant_type=client_credentials&client_id=" + FormEncode(credential.client_id) +
+                 "&client_secret=" + FormEncode(credential.client_secret);
+  if (!spec_.oauth2->scope.empty()) {
+    request.body += "&scope=" + FormEncode(spec_.oauth2->scope);
+  }
+  return request;
+}
+
+Result<AccessToken> ProfileAdapter::ReadToken(const Result<HttpResponse>& response) const {
+  if (!response.has_value()) {
+    return Status::Unavailable("token endpoint: " + response.error().message());
+  }
+  const std::optional<nlohmann::json> body = ParseJsonLenient(response->body);
+  const int status = response->status;
+  if (status == 400 || status == 401) {
+    const std::string error = body ? StringField(*body, "error").value_or("") : "";
+    return Status::Rejected(fmt::format("token endpoint refused the client: {} {}", status,
+                                        Printable(error, 64)));
+  }
+  if (status != 200) {
+    return Status::Unavailable(fmt::format("token endpoint answered {}", status));
+  }
+  std::optional<std::string> token = body ? StringField(*body, "access_token") : std::nullopt;
+  if (!token || token->empty() || token->size() > kMaxAccessToken) {
+    return Status::Unavailable("token endpoint: no usable access_token in its answer");
+  }
+  std::optional<double> expires_in = body ? NumberField(*body, "expires_in") : std::nullopt;
+  double seconds = expires_in.value_or(3600);
+  if (!std::isfinite(seconds) || seconds < 1) {
+    return Status::Unavailable("token endpoint: expires_in is not a positive number");
+  }
+  seconds = std::min(seconds, 86400.0);
+  return AccessToken{std::move(*token), Millis(static_cast<int64_t>(seconds * 1000)),
+                     spec_.oauth2->refresh_before};
 }
 
 }  // namespace egress::adapters

@@ -40,6 +40,14 @@ class ProfileAdapter final : public PlatformAdapter {
   AttemptReport Interpret(const storage::Delivery& delivery, const Result<HttpResponse>& response,
                           WallTime received_at) const override;
 
+  // With [oauth2]: POST token_url, form-encoded grant_type=client_credentials, client_id,
+  // client_secret and scope (RFC 6749 4.4.2). Nullopt without [oauth2] or for a credential
+  // without a client_id.
+  std::optional<HttpRequest> TokenRequest(const Credential& credential) const override;
+  // 200 with {"access_token": "...", "expires_in": N} (N seconds, 1 s to a day; absent: an
+  // hour); 400 and 401 Rejected naming the endpoint's "error"; anything else Unavailable.
+  Result<AccessToken> ReadToken(const Result<HttpResponse>& response) const override;
+
   const ProfileSpec& spec() const { return spec_; }
 
  private:

@@ -19,6 +19,17 @@ Result<HttpRequest> TimedAdapter::BuildRequest(const storage::Delivery& delivery
   return request;
 }
 
+std::optional<HttpRequest> TimedAdapter::TokenRequest(const Credential& credential) const {
+  std::optional<HttpRequest> request = inner_.TokenRequest(credential);
+  if (request) {
+    request->connect_timeout = timeouts_.connect;
+    request->timeout = timeouts_.total;
+    request->ca_file = trust_.ca_file;
+    request->ca_path = trust_.ca_path;
+  }
+  return request;
+}
+
 AttemptReport TimedAdapter::Interpret(const storage::Delivery& delivery,
                                       const Result<HttpResponse>& response,
                                       WallTime received_at) const {

@@ -46,6 +46,11 @@ class TimedAdapter final : public PlatformAdapter {
                                    WallTime now) const override;
   AttemptReport Interpret(const storage::Delivery& delivery, const Result<HttpResponse>& response,
                           WallTime received_at) const override;
+  // `inner`'s, with the platform's timeouts and trust (the token endpoint is the platform's).
+  std::optional<HttpRequest> TokenRequest(const Credential& credential) const override;
+  Result<AccessToken> ReadToken(const Result<HttpResponse>& response) const override {
+    return inner_.ReadToken(response);
+  }
 
  private:
   const PlatformAdapter& inner_;

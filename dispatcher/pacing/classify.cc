@@ -12,7 +12,7 @@ OutcomeClass Classify(const DeliveryOutcome& outcome) {
   if (outcome.throttled) {
     return OutcomeClass::kBudgetExhausted;
   }
-  if (outcome.transport != TransportResult::kResponse) {
+  if (outcome.transport != TransportResult::kResponse || outcome.transient) {
     return OutcomeClass::kRetry;
   }
   const int status = outcome.http_status;

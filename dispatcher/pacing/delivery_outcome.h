@@ -26,6 +26,9 @@ struct DeliveryOutcome {
   bool permanent = false;
   // The adapter knows the platform accepted it despite the status (LINE 409 retry key accepted).
   bool accepted = false;
+  // The adapter knows the failure passes whatever the status says (a profile's retry rule, such
+  // as Teams' 412): retried on the schedule.
+  bool transient = false;
   // The wait the platform asked for (Retry-After, Discord body retry_after).
   std::optional<Millis> retry_after;
   // The platform's error code, kept for the dead reason ("invalid_auth", "10015").

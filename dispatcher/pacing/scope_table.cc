@@ -59,7 +59,7 @@ uint32_t ScopeTable::Intern(const Budget& budget) {
     uint32_t index;
     if (free_budgets_.empty()) {
       index = static_cast<uint32_t>(budgets_.size());
-      EGRESS_CHECK(index < (1u << 28));
+      EGRESS_CHECK(index < (1u << 25));
       budgets_.emplace_back();
     } else {
       index = free_budgets_.back();

@@ -31,12 +31,14 @@ class ScopeTable {
     uint32_t wait_head = kNil;
     uint32_t wait_tail = kNil;
     uint32_t timer_generation = 0;
-    uint32_t budget : 28 = 0;  // index of the interned budget
-    uint32_t name : 3 = 0;     // BudgetName
+    uint32_t budget : 25 = 0;  // index of the interned budget
+    uint32_t name : 6 = 0;     // BudgetName (kMaxBudgetNames is 64)
     uint32_t learned : 1 = 0;  // budget came from response headers
   };
 
   // The slot of `key`, created with `budget` when new; adds one reference.
+  static_assert(kMaxBudgetNames <= (1 << 6), "Slot::name holds a BudgetName in 6 bits");
+
   uint32_t Acquire(ScopeKey key, BudgetName name, uint32_t tenant, const Budget& budget);
   // The slot of `key` when one is in use, else kNil. Adds no reference.
   uint32_t Find(ScopeKey key) const;

@@ -144,6 +144,9 @@ constexpr Definition kDefinitions[] = {
     CounterRow(CounterId::kHttpTimeouts, "relay_egress_http_timeouts_total",
                "Connections closed by a deadline, by direction (header: stalled within a "
                "request's header; read: within its body; write: not reading its answer)."),
+    CounterRow(CounterId::kAccessTokenFetches, "relay_egress_access_token_fetches_total",
+               "OAuth2 access tokens fetched for a profile platform's credentials (result ok or "
+               "error; docs/platforms.md, \"Profile platforms\")."),
     CounterRow(CounterId::kHttpBusy, "relay_egress_http_busy_total",
                "Requests answered 503 server_busy: the bytes of request bodies (in all, or of "
                "one tenant or address) or of headers held at once were at their budget."),

@@ -39,7 +39,8 @@ enum class CounterId : uint8_t {
   kQuotaRejections,             // relay_egress_quota_rejections_total{tenant,quota}
   kQuotaShadowRejections,       // relay_egress_quota_shadow_rejections_total{tenant,quota}
   kHttpBusy,                    // relay_egress_http_busy_total
-  kMaxValue = kHttpBusy,
+  kAccessTokenFetches,          // relay_egress_access_token_fetches_total{platform,result}
+  kMaxValue = kAccessTokenFetches,
 };
 enum class GaugeId : uint8_t {
   kQueueDepth,         // relay_egress_queue_depth{state}

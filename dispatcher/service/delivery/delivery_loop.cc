@@ -657,7 +657,12 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
     request = Status::NotFound(
         fmt::format("credential {} of tenant {} is not registered", d.credential, d.tenant));
   } else {
-    request = (*adapter)->BuildRequest(d, *credential, clock_.WallNow());
+    std::optional<Result<adapters::HttpRequest>> built =
+        RequestWithToken(key, sequence, d, **adapter, *credential);
+    if (!built) {
+      return;  // waits for its token, or failed as a connection would
+    }
+    request = std::move(*built);
   }
   if (!request) {
     // Nothing was sent. A bad delivery (InvalidArgument) is dead with the reason; a missing or
@@ -690,6 +695,80 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
   });
 }
 
+namespace {
+
+// The credential an access token belongs to: one per platform, tenant and credential name.
+std::string TokenKey(const Delivery& d) {
+  return d.platform + "/" + d.tenant + "/" + d.credential;
+}
+
+}  // namespace
+
+std::optional<Result<adapters::HttpRequest>> DeliveryLoop::RequestWithToken(
+    const std::string& key, uint64_t sequence, Delivery& d,
+    const adapters::PlatformAdapter& adapter, const adapters::Credential& credential) {
+  std::optional<adapters::HttpRequest> token_request = adapter.TokenRequest(credential);
+  if (!token_request) {
+    return adapter.BuildRequest(d, credential, clock_.WallNow());
+  }
+  const std::string token_key = TokenKey(d);
+  switch (tokens_.Look(token_key, clock_.Now())) {
+    case AccessTokens::State::kUsable: {
+      adapters::Credential with = credential;
+      with.access_token = tokens_.Use(token_key, clock_.Now());
+      if (auto it = in_flight_.find(d.id); it != in_flight_.end()) {
+        it->second.access_token = with.access_token;
+      }
+      return adapter.BuildRequest(d, with, clock_.WallNow());
+    }
+    case AccessTokens::State::kFetching:
+      tokens_.Wait(token_key, {key, sequence, std::move(d)});
+      return std::nullopt;
+    case AccessTokens::State::kNeeded:
+      tokens_.Wait(token_key, {key, sequence, std::move(d)});
+      FetchToken(token_key, adapter, std::move(*token_request));
+      return std::nullopt;
+    case AccessTokens::State::kFailed:
+      break;
+  }
+  const Status& error = tokens_.error(token_key);
+  if (error.code() == Status::Code::kRejected) {
+    // The endpoint refused the client: the credential is wrong (its destinations disabled).
+    return Result<adapters::HttpRequest>(Status::FailedPrecondition(error.message()));
+  }
+  OnResponse(key, sequence, d, adapter, Status::Unavailable(error.message()));
+  return std::nullopt;
+}
+
+void DeliveryLoop::FetchToken(const std::string& token_key,
+                              const adapters::PlatformAdapter& adapter,
+                              adapters::HttpRequest request) {
+  tokens_.Started(token_key);
+  transport_.Send(std::move(request), [this, alive = alive_, token_key,
+                                       a = &adapter](Result<adapters::HttpResponse> r) {
+    if (!*alive) {
+      return;
+    }
+    Result<adapters::AccessToken> token = a->ReadToken(r);
+    std::vector<AccessTokens::Waiting> waiting;
+    if (token) {
+      waiting = tokens_.Fetched(token_key, std::move(token->token), token->expires_in,
+                                token->refresh_before, clock_.Now());
+    } else {
+      LogEvent(LogLevel::kWarn, "access_token_failed",
+               {{"credential", token_key}, {"error", token.error().message()}});
+      waiting = tokens_.Failed(token_key, token.error(), clock_.Now());
+    }
+    metrics_.Inc(CounterId::kAccessTokenFetches,
+                 {{"platform", std::string(PlatformString(a->platform()))},
+                  {"result", token ? "ok" : "error"}});
+    for (AccessTokens::Waiting& w : waiting) {
+      Send(w.dest_key, w.sequence, std::move(w.delivery));
+    }
+    SendGranted();
+  });
+}
+
 void DeliveryLoop::OnResponse(const std::string& key, uint64_t sequence, const Delivery& d,
                               const adapters::PlatformAdapter& adapter,
                               Result<adapters::HttpResponse> r) {
@@ -718,8 +797,26 @@ void DeliveryLoop::HandleResponse(const std::string& key, uint64_t sequence, con
   // A destination (or credential) that can never work as configured is disabled; its
   // deliveries wait, deferred with the reason, for an operator to fix and re-enable it.
   std::optional<std::string> disabled = report.disable_destination;
+  bool token_refused = false;
+  if (report.access_token_rejected) {
+    // A stale or revoked token is fetched again and the delivery sent again at once, without
+    // counting an attempt; a token refused right after its fetch means the credential is wrong.
+    auto it = in_flight_.find(d.id);
+    const std::string used = it == in_flight_.end() ? std::string() : it->second.access_token;
+    if (tokens_.Refused(TokenKey(d), used, clock_.Now())) {
+      report.invalidate_credential = "a fresh access token was refused";
+    } else {
+      token_refused = true;
+    }
+  }
   if (report.invalidate_credential) {
     disabled = "credential_invalid: " + *report.invalidate_credential;
+  }
+  if (token_refused && verdict && !disabled) {
+    verdict->kind = VerdictKind::kDefer;
+    verdict->consumes_attempt = false;
+    verdict->next_attempt = clock_.Now();
+    verdict->deferral = {.reason = pacing::DeferReason::kBackoff, .detail = "access_token_refused"};
   }
   if (disabled) {
     scheduler_.Disable(dest.id, *disabled).IgnoreError();

@@ -21,6 +21,7 @@
 #include "dispatcher/base/clock.h"
 #include "dispatcher/pacing/scheduler.h"
 #include "dispatcher/service/credential_book.h"
+#include "dispatcher/service/delivery/access_tokens.h"
 #include "dispatcher/service/delivery/budget_use.h"
 #include "dispatcher/service/delivery/destination_index.h"
 #include "dispatcher/service/delivery/destination_queue.h"
@@ -256,6 +257,8 @@ class DeliveryLoop {
   struct InFlight {
     std::string dest_key;
     uint64_t sequence = 0;
+    // The OAuth2 access token its request carried (AccessTokens), if any.
+    std::string access_token;
   };
   // A leased delivery waiting for a connection of its origin.
   struct Parked {
@@ -294,6 +297,17 @@ class DeliveryLoop {
   // Sends the parked deliveries the Scheduler granted a connection (after an EndSend).
   void SendGranted();
   void Send(const std::string& key, uint64_t sequence, storage::Delivery d);
+  // The request of `d` for `adapter` with `credential`, with its OAuth2 access token when the
+  // platform needs one: nullopt when the send waits for the token (AccessTokens; it goes on
+  // when the fetch ends) or ended already (a token endpoint that failed for a passing reason:
+  // the attempt failed as a connection would).
+  std::optional<Result<adapters::HttpRequest>> RequestWithToken(
+      const std::string& key, uint64_t sequence, storage::Delivery& d,
+      const adapters::PlatformAdapter& adapter, const adapters::Credential& credential);
+  // Fetches the access token of `token_key` from the token endpoint (`request`), then sends
+  // what waited for it.
+  void FetchToken(const std::string& token_key, const adapters::PlatformAdapter& adapter,
+                  adapters::HttpRequest request);
   // Ends the attempt's hold on its connection (Scheduler::EndSend), then HandleResponse(), then
   // sends what the freed connection was granted to.
   void OnResponse(const std::string& key, uint64_t sequence, const storage::Delivery& d,
@@ -365,6 +379,7 @@ class DeliveryLoop {
   DestinationIndex index_;  // dests_ in listing order; points into dests_' nodes
   std::unordered_map<uint32_t, std::string> keys_by_id_;
   std::unordered_map<std::string, InFlight> in_flight_;  // delivery id ->
+  AccessTokens tokens_;
   std::unordered_map<uint64_t, Parked> parked_;          // send token ->
   uint64_t next_send_token_ = 0;
   bool sending_granted_ = false;  // SendGranted() is running (re-entered by a failed Send)
