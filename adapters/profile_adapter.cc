@@ -377,8 +377,8 @@ Result<AccessToken> ProfileAdapter::ReadToken(const Result<HttpResponse>& respon
   const int status = response->status;
   if (status == 400 || status == 401) {
     const std::string error = body ? StringField(*body, "error").value_or("") : "";
-    return Status::Rejected(fmt::format("token endpoint refused the client: {} {}", status,
-                                        Printable(error, 64)));
+    return Status::Rejected(
+        fmt::format("token endpoint refused the client: {} {}", status, Printable(error, 64)));
   }
   if (status != 200) {
     return Status::Unavailable(fmt::format("token endpoint answered {}", status));

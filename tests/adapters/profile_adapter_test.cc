@@ -496,10 +496,6 @@ TEST(ProfileAdapterTest, RulesApplyInOrder) {
 
 // Verifies a rule's retry is a retry whatever the status: the shipped Teams profile retries 412
 // (precondition_failed) this way.
-// BUG: adapters/profile_adapter.cc, ProfileAdapter::Classify, case ProfileAction::kRetry (about
-// line 254) only sets platform_error; pacing::Classify then decides by the status alone, so a
-// retry rule on a 4xx (Teams' 412) is dead-lettered and one on a 2xx outside success_statuses
-// is counted as delivered. Expected kRetry for both; actual kDeadLetter and kDelivered.
 TEST(ProfileAdapterTest, RetryRuleRetriesWhateverTheStatus) {
   const ProfileSpec spec = AcmeSpec();
   AttemptReport precondition = Interpret(spec, Response(412, {}, R"({"error":{"message":"p"}})"));
@@ -514,9 +510,6 @@ TEST(ProfileAdapterTest, RetryRuleRetriesWhateverTheStatus) {
 
 // Verifies a status listed in success_statuses is a success even outside 2xx (the header says
 // "a status in spec.success_statuses ... is delivered").
-// BUG: adapters/profile_adapter.cc, ProfileAdapter::Interpret (the `if (success)` branch, about
-// line 321) returns the report without outcome.accepted, so pacing::Classify dead-letters a
-// success status such as 409. Expected kDelivered; actual kDeadLetter.
 TEST(ProfileAdapterTest, SuccessStatusOutside2xxIsDelivered) {
   ProfileSpec spec = BareSpec();
   spec.success_statuses = {200, 409};

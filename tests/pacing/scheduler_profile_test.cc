@@ -2,18 +2,8 @@
 // "Profile platforms"): a scope counted as a sliding window (ScopeRule::window, Teams' "8 per
 // 2 s") against a plain bucket of the same rate, in fake time.
 //
-// BUG (the tests marked BUG below): dispatcher/pacing/scope_table.h, ScopeTable::Slot, line 35,
-// `uint32_t name : 3` holds a BudgetName in 3 bits, but registered budget names are numbered 8
-// to 63 (kMaxBudgetNames, dispatcher/pacing/budget.h). ScopeTable::Acquire (scope_table.cc line
-// 107) truncates a profile budget to its number mod 8, so scopes_.name() answers a compiled-in
-// budget for every profile scope. Then Scheduler::Windowed() (scheduler_settings.cc line 29)
-// reads windowed_names_ at the wrong index: a `window = true` scope is never counted in a window
-// (Teams' teams_app and the 1 s / 2 s / 30 s conversation windows), while one whose number is
-// 4 mod 8 is taken for discord_global and counted in Discord's window whatever its rule says
-// (with the built-in profiles loaded in name order, teams_conversation_hour is number 12).
-// Deferral reasons, Inspect().budget_name, EffectiveBudget(), ScopesOf() name the wrong budget,
-// and ApplyBudgets (scheduler_settings.cc line 151: a SetDefaultBudgets reload, SetTenantBudgets)
-// re-budgets profile scopes with the compiled-in budget of the truncated name.
+// These tests found that the scope table kept a budget name in 3 bits (profile budgets are
+// numbered 8 to 63): fixed in scope_table.h.
 
 #include <algorithm>
 #include <string>
@@ -43,7 +33,7 @@ struct ChatPlatform {
     SchedulerOptions options;
     options.global_window_offset = offset;
     // Discord's window off: only the profile's own windows count here (and a truncated budget
-    // name, see BUG above, cannot pass for discord_global).
+    // name cut to 3 bits could not pass for discord_global).
     options.discord_global_window = false;
     PlatformScopes& scopes = options.scopes[PlatformIndex(platform)];
     if (app_scope) {
@@ -122,8 +112,6 @@ std::vector<int64_t> Repeat(std::initializer_list<int64_t> times, int each) {
 // Verifies a window scope of 8 per 2000 ms sends 8 at once, then the next 8 exactly when the
 // first leave the window (2000 ms, 4000 ms): never more than 8 in any 2 s, and the 9th waits
 // with the window's budget as its reason.
-// BUG: see the top of this file. Actual: no window applies, the meter (shaped to burst 16 for
-// a window) sends 16 at 0 ms, and the reason names a compiled-in budget.
 TEST(SchedulerProfileTest, WindowScopeSendsEightInAnyTwoSeconds) {
   const ChatPlatform chat;
   WindowRun run(chat, /*window=*/true, {8, 2000, 1});
@@ -175,7 +163,6 @@ TEST(SchedulerProfileTest, BucketOfTheSameRatePacesDifferently) {
 
 // Verifies the window is widened by global_window_offset (latency on the way): with 25 ms the
 // second 8 leave at 2025 ms.
-// BUG: see the top of this file (no window applies: 16 leave at 0 ms).
 TEST(SchedulerProfileTest, WindowAddsTheOffset) {
   const ChatPlatform chat;
   WindowRun run(chat, /*window=*/true, {8, 2000, 1}, /*app_scope=*/false, {1000, 1000, 1},
@@ -186,7 +173,6 @@ TEST(SchedulerProfileTest, WindowAddsTheOffset) {
 
 // Verifies a window on the credential's scope counts every conversation of the credential
 // together (8 per 2 s across two), while each conversation's own window would allow more.
-// BUG: see the top of this file (no window applies: all 16 leave at 0 ms).
 TEST(SchedulerProfileTest, CredentialWindowCountsAllItsConversations) {
   const ChatPlatform chat;
   WindowRun run(chat, /*window=*/true, {8, 2000, 1}, /*app_scope=*/true, {8, 2000, 1});
@@ -203,9 +189,6 @@ TEST(SchedulerProfileTest, CredentialWindowCountsAllItsConversations) {
 // Verifies a profile scope keeps its own budget name and budget: what Inspect, EffectiveBudget
 // and ScopesOf answer, and after a reload of the deployment defaults (SetDefaultBudgets), which
 // re-budgets every live scope by its name.
-// BUG: see the top of this file. Actual: the leaf's name is a compiled-in budget (the profile
-// budget's number mod 8), EffectiveBudget answers NotFound, and the reload gives the scope that
-// compiled-in budget's default.
 TEST(SchedulerProfileTest, ProfileScopesKeepTheirBudgetName) {
   const ChatPlatform chat;
   WindowRun run(chat, /*window=*/false, {8, 2000, 1}, /*app_scope=*/true, {50, 1000, 1});

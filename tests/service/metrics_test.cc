@@ -143,6 +143,8 @@ relay_egress_http_connections_refused_total{reason="per_address"} 5
 # HELP relay_egress_http_timeouts_total Connections closed by a deadline, by direction (header: stalled within a request's header; read: within its body; write: not reading its answer).
 # TYPE relay_egress_http_timeouts_total counter
 relay_egress_http_timeouts_total{direction="read"} 2
+# HELP relay_egress_access_token_fetches_total OAuth2 access tokens fetched for a profile platform's credentials (result ok or error; docs/platforms.md, "Profile platforms").
+# TYPE relay_egress_access_token_fetches_total counter
 # HELP relay_egress_http_busy_total Requests answered 503 server_busy: the bytes of request bodies (in all, or of one tenant or address) or of headers held at once were at their budget.
 # TYPE relay_egress_http_busy_total counter
 # HELP relay_egress_connections_opened_total Outbound connections opened to platforms and webhook receivers (each with its TLS handshake for https); small next to the attempts while connections are reused.
@@ -345,7 +347,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 41u);
+  EXPECT_EQ(names.size(), 42u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

@@ -63,10 +63,6 @@ class ProfilePlatformsTest : public ::testing::Test {
     const SteadyTime until = clock_.Now() + Millis(timeout_ms);
     while (clock_.Now() < until) {
       stats = sim_->Stats();
-      if (std::getenv("TRACE_ACCEPTED") != nullptr) {
-        std::printf("%.2f %d\n", std::chrono::duration<double>(until - clock_.Now()).count(),
-                    stats["totals"]["accepted"].get<int>());
-      }
       if (stats["totals"]["accepted"].get<int>() >= total) {
         return stats;
       }

@@ -53,8 +53,8 @@ std::vector<AccessTokens::Waiting> AccessTokens::Fetched(const std::string& cred
   return std::exchange(e.waiting, {});
 }
 
-std::vector<AccessTokens::Waiting> AccessTokens::Failed(const std::string& credential,
-                                                        Status error, SteadyTime now) {
+std::vector<AccessTokens::Waiting> AccessTokens::Failed(const std::string& credential, Status error,
+                                                        SteadyTime now) {
   Entry& e = entries_[credential];
   e.fetching = false;
   const bool refused = error.code() == Status::Code::kRejected;
@@ -79,8 +79,7 @@ bool AccessTokens::Refused(const std::string& credential, const std::string& tok
 void AccessTokens::Sweep(SteadyTime now, Millis idle) {
   std::erase_if(entries_, [&](const auto& entry) {
     const Entry& e = entry.second;
-    return !e.fetching && e.waiting.empty() && now - e.last_used >= idle &&
-           now >= e.failed_until;
+    return !e.fetching && e.waiting.empty() && now - e.last_used >= idle && now >= e.failed_until;
   });
 }
 

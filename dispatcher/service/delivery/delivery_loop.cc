@@ -698,9 +698,7 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
 namespace {
 
 // The credential an access token belongs to: one per platform, tenant and credential name.
-std::string TokenKey(const Delivery& d) {
-  return d.platform + "/" + d.tenant + "/" + d.credential;
-}
+std::string TokenKey(const Delivery& d) { return d.platform + "/" + d.tenant + "/" + d.credential; }
 
 }  // namespace
 

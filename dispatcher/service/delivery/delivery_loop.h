@@ -380,7 +380,7 @@ class DeliveryLoop {
   std::unordered_map<uint32_t, std::string> keys_by_id_;
   std::unordered_map<std::string, InFlight> in_flight_;  // delivery id ->
   AccessTokens tokens_;
-  std::unordered_map<uint64_t, Parked> parked_;          // send token ->
+  std::unordered_map<uint64_t, Parked> parked_;  // send token ->
   uint64_t next_send_token_ = 0;
   bool sending_granted_ = false;  // SendGranted() is running (re-entered by a failed Send)
   BudgetUse budget_use_;
