@@ -9,7 +9,7 @@
 namespace egress::adapters {
 
 // The adapter of a platform described by a profile (docs/platforms.md, "Profile platforms"):
-// Telegram, Microsoft Teams, or any HTTP chat API an operator writes a profile for.
+// the shipped profile platforms, or any HTTP chat API an operator writes a profile for.
 //
 // BuildRequest: `spec.method` to `spec.url` expanded (the destination and secrets percent-encoded
 // as a path segment), `spec.headers` and the auth header expanded, traceparent when the delivery

@@ -55,7 +55,7 @@ struct ProfileSpec {
   std::string method = "POST";
   ProfileTemplate url;
   std::vector<std::pair<std::string, ProfileTemplate>> headers;
-  // Fields set in the payload (a JSON object) before it is sent (Telegram's chat_id); none: the
+  // Fields set in the payload (a JSON object) before it is sent (a chat id field); none: the
   // payload as it is.
   std::vector<std::pair<std::string, ProfileTemplate>> body_fields;
   std::string content_type = "application/json";

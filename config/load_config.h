@@ -20,7 +20,7 @@ struct LoadOptions {
   // which then replace the built-in ones (all four must exist), and the profile platforms: every
   // other <name>.toml defines the platform <name> (docs/platforms.md, "Profile platforms").
   // Default (empty): the profiles compiled into the binary (config/builtin_profiles.h), the same
-  // as config/profiles/ (teams and telegram among them).
+  // as config/profiles/ (the shipped profile platforms among them).
   std::string profiles_dir;
   // A directory of the operator's own profile platforms (<name>.toml each, none of the four),
   // loaded after those above; a platform defined twice is an error. The package creates
@@ -42,6 +42,9 @@ inline constexpr std::string_view kSecretsKeyEnv = "RELAY_EGRESS_SECRETS_KEY";
 // The config file `serve` reads when neither --config nor RELAY_EGRESS_CONFIG names one, if it
 // exists (docs/deployment.md).
 inline constexpr std::string_view kDefaultConfigPath = "/etc/relay-egress/relay-egress.toml";
+// The directory of the operator's own profile platforms `serve` reads when it exists and
+// --extra-profiles-dir names none (LoadOptions::extra_profiles_dir); the package creates it.
+inline constexpr std::string_view kDefaultExtraProfilesDir = "/etc/relay-egress/profiles.d";
 // The environment variable naming the config file when --config is not given.
 inline constexpr std::string_view kConfigPathEnv = "RELAY_EGRESS_CONFIG";
 // Variables with the RELAY_EGRESS_ prefix that are not <SECTION>_<KEY> overrides.

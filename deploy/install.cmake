@@ -1,6 +1,7 @@
 # `cmake --install` and the .deb (CPack, `./dev package`): docs/deployment.md.
 #   bin/relay-egress
 #   etc/relay-egress/relay-egress.toml          /etc/relay-egress/ when the prefix is /usr
+#   etc/relay-egress/profiles.d/                the operator's own profile platforms (empty)
 #   lib/systemd/system/relay-egress.service
 #   share/bash-completion/completions/relay-egress
 #   share/doc/relay-egress/                     README, docs/*.md, the profiles as examples
@@ -21,6 +22,8 @@ install(CODE [[
   endif()
   file(INSTALL DESTINATION "${egress_confdir}" TYPE FILE FILES "${egress_config_src}"
        PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)
+  # `serve` reads every <platform>.toml here (docs/platforms.md, "Profile platforms").
+  file(MAKE_DIRECTORY "${egress_confdir}/profiles.d")
 ]])
 install(FILES deploy/systemd/relay-egress.service DESTINATION lib/systemd/system)
 install(FILES deploy/bash-completion/relay-egress

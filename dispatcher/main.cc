@@ -30,6 +30,7 @@ constexpr int kExitUsage = 2;
 struct ConfigFlags {
   std::string config_path;
   std::string profiles_dir;
+  std::string extra_profiles_dir;
   std::string listen;
   std::string data_dir;
 };
@@ -54,8 +55,24 @@ std::string ConfigPath(const ConfigFlags& flags) {
 // The config file over the built-in profiles (or --profiles-dir), the RELAY_EGRESS_* overrides,
 // then --listen and --data-dir on top. Errors are "file:line: field: problem"
 // (config/load_config.h).
+// The operator's own profile platforms: --extra-profiles-dir, else the package's directory when
+// it exists.
+std::string ExtraProfilesDir(const ConfigFlags& flags) {
+  if (!flags.extra_profiles_dir.empty()) {
+    return flags.extra_profiles_dir;
+  }
+  std::error_code ec;
+  return std::filesystem::is_directory(egress::config::kDefaultExtraProfilesDir, ec)
+             ? std::string(egress::config::kDefaultExtraProfilesDir)
+             : std::string();
+}
+
+egress::config::LoadOptions LoadOptionsFor(const ConfigFlags& flags) {
+  return {.profiles_dir = flags.profiles_dir, .extra_profiles_dir = ExtraProfilesDir(flags)};
+}
+
 egress::Result<egress::config::Config> ResolveConfig(const ConfigFlags& flags) {
-  auto loaded = egress::config::LoadConfig(ConfigPath(flags), {.profiles_dir = flags.profiles_dir});
+  auto loaded = egress::config::LoadConfig(ConfigPath(flags), LoadOptionsFor(flags));
   if (!loaded) {
     return loaded.error();
   }
@@ -91,7 +108,12 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   serve->add_option("--profiles-dir", flags.profiles_dir,
                     "Platform profiles replacing the built-in ones (slack, discord, line, "
-                    "webhook .toml)");
+                    "webhook .toml, and every other <platform>.toml)");
+  serve
+      ->add_option("--extra-profiles-dir", flags.extra_profiles_dir,
+                   "The operator's own profile platforms, one <platform>.toml each (default: "
+                   "/etc/relay-egress/profiles.d if it exists)")
+      ->check(CLI::ExistingDirectory);
   serve->add_option("--listen", flags.listen, "host:port (overrides server.listen)");
   serve->add_option("--data-dir", flags.data_dir, "Store directory (overrides server.data_dir)");
   auto* check_flag =
@@ -112,8 +134,7 @@ int main(int argc, char** argv) {
     return commands.Run();
   }
   if (print_config) {
-    auto text =
-        egress::config::RenderConfig(ConfigPath(flags), {.profiles_dir = flags.profiles_dir});
+    auto text = egress::config::RenderConfig(ConfigPath(flags), LoadOptionsFor(flags));
     if (!text) {
       std::fprintf(stderr, "%s\n", text.error().message().c_str());
       return kExitUsage;

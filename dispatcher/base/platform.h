@@ -20,7 +20,7 @@ inline constexpr int kBuiltinPlatformCount = 4;
 // The most platforms one process knows: built-in and profile ones together.
 inline constexpr int kMaxPlatforms = 32;
 
-// The most bytes of a platform name; names are [a-z][a-z0-9_]* ("slack", "telegram", "acme_chat").
+// The most bytes of a platform name; names are [a-z][a-z0-9_]* ("slack", "acme_chat").
 inline constexpr size_t kMaxPlatformNameBytes = 32;
 
 // The platform named `name`, registered if it is new: the same name always gets the same number

@@ -62,11 +62,11 @@ void AppendVisible(std::string& out, char c) {
 // The secret parts of paths, declared per platform (docs/security.md, "Redaction", with sources):
 //   - the rest of the path after a segment of kSecretRestSegments that has one after it: Slack
 //     incoming webhooks (hooks.slack.com/services/T/B/<secret>), workflow webhooks and triggers
-//     (/workflows/..., /triggers/..., also Power Automate's workflows), Microsoft Teams connector
+//     (/workflows/..., /triggers/..., also Power Automate's workflows), Microsoft 365 connector
 //     webhooks (<tenant>.webhook.office.com/webhookb2/<ids>/IncomingWebhook/<hash>/<id>, and the
 //     older outlook.office.com/webhook/<ids>/IncomingWebhook/...);
 //   - Discord webhook tokens: webhooks/<id>/<token>, the id kept;
-//   - Telegram bot tokens, a segment bot<digits>:<secret> (api.telegram.org/bot<token>/<method>);
+//   - bot tokens in a path, a segment bot<digits>:<secret> (a Bot API's /bot<token>/<method>);
 //   - Mattermost incoming webhooks, hooks/<26 lowercase letters and digits> as the last segment,
 //     and Rocket.Chat's, hooks/<id>/<token>: the rest of the path after hooks/.
 //
@@ -140,7 +140,7 @@ bool AllOf(std::string_view s, bool (*pred)(char)) {
 
 bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || IsDigit(c); }
 
-// "bot<digits>:" starts the name (Telegram's bot token).
+// "bot<digits>:" starts the name (a Bot API's token in its path).
 bool IsBotToken(std::string_view name) {
   if (!name.starts_with("bot")) {
     return false;

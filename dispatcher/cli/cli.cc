@@ -178,8 +178,8 @@ Commands::Commands(CLI::App& app) {
       "pause", "Stop sending to what the scope names until resumed; nothing is dropped");
   AddConnection(pause_, flags_, true);
   pause_->add_option("--tenant", flags_.filter.tenant, "Only this tenant's destinations");
-  pause_->add_option("--platform", flags_.filter.platform, "Only this platform's")
-      ->check(CLI::IsMember({"slack", "discord", "line", "webhook"}));
+  // Any platform's name: the server knows which it has (compiled-in and profile platforms).
+  pause_->add_option("--platform", flags_.filter.platform, "Only this platform's");
   pause_->add_option("--credential", flags_.credential, "Only this credential's");
   pause_->add_option("--destination", flags_.filter.destination,
                      "Only this destination (as sent, or as `destinations` shows it)");

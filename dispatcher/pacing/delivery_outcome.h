@@ -27,7 +27,7 @@ struct DeliveryOutcome {
   // The adapter knows the platform accepted it despite the status (LINE 409 retry key accepted).
   bool accepted = false;
   // The adapter knows the failure passes whatever the status says (a profile's retry rule, such
-  // as Teams' 412): retried on the schedule.
+  // as one for 412): retried on the schedule.
   bool transient = false;
   // The wait the platform asked for (Retry-After, Discord body retry_after).
   std::optional<Millis> retry_after;

@@ -26,7 +26,7 @@ struct ScopeRule {
   bool park = false;
   // Counted as at most `limit` sends in any `scale_ms` (a sliding window, as Discord's global
   // limit is: SlidingWindow) rather than by the leaky bucket alone: for platforms that document
-  // "N per window" (Teams' 8 per 2 s), whose window a bucket of the same rate either overruns or
+  // "N per window" ("8 per 2 s"), whose window a bucket of the same rate either overruns or
   // underuses. Only for limits up to SlidingWindow::kMaxLimit; a larger one is a bucket.
   bool window = false;
 };
@@ -34,7 +34,7 @@ struct ScopeRule {
 // The scopes of a profile platform, outermost first, after tenant_egress: a delivery passes
 // every rule that applies to its destination. Empty for the built-in platforms, whose paths are
 // compiled in (BuildScopePath). Several rules with one key and different budgets are several
-// windows on that key (Teams: 7 per second, 8 per 2 s, ... per conversation).
+// windows on that key (7 per second, 8 per 2 s, ... per conversation).
 struct PlatformScopes {
   std::vector<ScopeRule> rules;
 };

@@ -38,7 +38,7 @@ struct DestinationSpec {
 
 // The scope keys of a destination, outermost first (tenant egress first, the destination's own
 // key last). Every delivery passes all of them, all or nothing. Six: tenant_egress and up to
-// five of a profile platform's (Teams: the app and four windows per conversation).
+// five of a profile platform's (an app and four windows per conversation).
 inline constexpr size_t kMaxScopes = 6;
 struct ScopePath {
   std::array<BudgetName, kMaxScopes> budgets{};

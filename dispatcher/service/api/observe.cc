@@ -32,6 +32,15 @@ json CountsJson(const storage::StateCounts& counts) {
   return j;
 }
 
+// Every platform the node delivers to (compiled-in and profile ones), in number order.
+json PlatformNames(const Service& s) {
+  json names = json::array();
+  for (Platform p : s.adapters().platforms()) {
+    names.push_back(std::string(PlatformString(p)));
+  }
+  return names;
+}
+
 }  // namespace
 
 void GetStats(Service& s, const TenantScope& scope, Respond respond) {
@@ -41,13 +50,16 @@ void GetStats(Service& s, const TenantScope& scope, Respond respond) {
     const size_t destinations = s.loop().DestinationCountOf(*scope);
     OnStore(
         s, [tenant = *scope](storage::QueueStore& store) { return store.TenantBacklog(tenant); },
-        [tenant = *scope, destinations, respond = std::move(respond)](Result<uint64_t> backlog) {
+        [tenant = *scope, destinations, platforms = PlatformNames(s),
+         respond = std::move(respond)](Result<uint64_t> backlog) {
           if (!backlog) {
             respond(ErrorResponse(FromStatus(backlog.error())));
             return;
           }
-          respond(JsonResponse(
-              200, {{"tenant", tenant}, {"backlog", *backlog}, {"destinations", destinations}}));
+          respond(JsonResponse(200, {{"tenant", tenant},
+                                     {"backlog", *backlog},
+                                     {"destinations", destinations},
+                                     {"platforms", platforms}}));
         });
     return;
   }
@@ -74,6 +86,8 @@ void GetStats(Service& s, const TenantScope& scope, Respond respond) {
             static_cast<uint64_t>(s.metrics().Value(CounterId::kPlatform429, {{"platform", name}}));
       }
       out["platform_429s_by_platform"] = std::move(by_platform);
+      // Every platform this node delivers to, compiled-in and profile ones, in number order.
+      out["platforms"] = PlatformNames(s);
       out["throttles"] = count(CounterId::kThrottles);
       out["deferrals"] = count(CounterId::kDeferrals);
       out["accepted"] = count(CounterId::kDeliveriesAccepted);

@@ -55,6 +55,20 @@ export async function api(method, path, body) {
   return data;
 }
 
+// The platforms a /v1/stats answer names, in its order: `platforms` (every platform the node
+// delivers to, profile platforms included), else the keys of `platform_429s_by_platform` (an
+// older service), else the compiled-in four (a tenant key's stats name none).
+export function platformsOf(stats) {
+  if (stats && Array.isArray(stats.platforms) && stats.platforms.length) {
+    return stats.platforms.map(String);
+  }
+  const by = stats && stats.platform_429s_by_platform;
+  if (by && typeof by === 'object' && Object.keys(by).length) {
+    return Object.keys(by);
+  }
+  return ['slack', 'discord', 'line', 'webhook'];
+}
+
 // A query string from an object, leaving out empty values.
 export function query(params) {
   const q = new URLSearchParams();

@@ -58,7 +58,9 @@ export function mount(root, session, params) {
   const form = h('form', { class: 'filters', id: 'delivery-filters' },
     select('state', 'State', STATES),
     session.admin ? input('tenant', 'Tenant', { type: 'text', autocomplete: 'off' }) : null,
-    select('platform', 'Platform', ['', 'slack', 'discord', 'line', 'webhook']),
+    // A platform from the address the service does not name stays a choice (and selected).
+    select('platform', 'Platform', ['', ...session.platforms,
+      ...(filters.platform && !session.platforms.includes(filters.platform) ? [filters.platform] : [])]),
     input('destination', 'Destination', { type: 'text', autocomplete: 'off' }),
     input('reason', 'Reason (prefix)', { type: 'text', autocomplete: 'off', placeholder: 'http_4, budget:' }),
     input('since', 'Created since', { type: 'datetime-local', value: localValue(filters.since) }),

@@ -47,7 +47,7 @@ export function mount(root, session, params) {
   const filter = h('input', { type: 'search', id: 'dest-filter', placeholder: 'Filter: platform, destination, reason…',
     'aria-label': 'Filter destinations' });
   const platform = h('select', { id: 'dest-platform', 'aria-label': 'Platform' },
-    ['', 'slack', 'discord', 'line', 'webhook'].map((p) => h('option', { value: p, text: p || 'all platforms' })));
+    ['', ...session.platforms].map((p) => h('option', { value: p, text: p || 'all platforms' })));
   const order = h('select', { id: 'dest-order', 'aria-label': 'Order' },
     [['key', 'in key order'], ['oldest_deferral', 'oldest deferral first']].map(
       ([value, text]) => h('option', { value, text })));

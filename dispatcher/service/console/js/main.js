@@ -1,7 +1,7 @@
 // Entry point: sign-in, the hash router (#/overview, #/destinations, #/deliveries,
 // #/budgets, #/pauses) and the stats sampler that feeds the overview's chart.
 
-import { api, ApiError, setToken, token } from './api.js';
+import { api, ApiError, platformsOf, setToken, token } from './api.js';
 import { clear, h, errorBox } from './dom.js';
 import * as overview from './overview.js';
 import * as destinations from './destinations.js';
@@ -11,8 +11,9 @@ import * as pauses from './pauses.js';
 
 const pages = { overview, destinations, deliveries, budgets, pauses };
 const main = document.getElementById('main');
-// Who the token is: {admin: bool, tenant: string|null}.
-const session = { admin: false, tenant: null };
+// Who the token is: {admin: bool, tenant: string|null}, and the platforms the service reports
+// (read once at sign-in: the pages' platform choices).
+const session = { admin: false, tenant: null, platforms: [] };
 let unmount = null;
 
 function signInForm(problem) {
@@ -81,6 +82,7 @@ async function start() {
     const stats = await api('GET', '/v1/stats');
     session.tenant = typeof stats.tenant === 'string' ? stats.tenant : null;
     session.admin = session.tenant === null;
+    session.platforms = platformsOf(stats);
   } catch (e) {
     setToken('');
     showSignIn(e instanceof ApiError && e.status === 401

@@ -1,7 +1,7 @@
 // Overview: delivered / accepted / deferred / dead per second, 429s by platform, and a live
 // chart of the last 10 minutes, from GET /v1/stats sampled every 5 s while the console is open.
 
-import { api } from './api.js';
+import { api, platformsOf } from './api.js';
 import { clear, errorBox, h, num, rate } from './dom.js';
 
 const PERIOD_MS = 5000;
@@ -198,7 +198,8 @@ export function mount(root, session) {
       p429.append(h('p', { class: 'muted', text: 'Service-wide counts and 429s need the admin token.' }));
     } else if (last && last.p429) {
       const first = samples.find((x) => x.p429) || last;
-      const rows = ['slack', 'discord', 'line', 'webhook'].map((p) => h('tr', {},
+      // The platforms this sample's answer names (profile platforms too), in its order.
+      const rows = platformsOf(last.stats).map((p) => h('tr', {},
         h('th', { scope: 'row', text: p }),
         h('td', { class: 'num', text: num(last.p429[p] || 0) }),
         h('td', { class: 'num', text: num(Math.max(0, (last.p429[p] || 0) - (first.p429[p] || 0))) })));

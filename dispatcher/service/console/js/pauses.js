@@ -10,7 +10,6 @@ import { clear, errorBox, h, num, time, toast } from './dom.js';
 
 const REFRESH_MS = 5000;
 const SCOPE = ['tenant', 'platform', 'credential', 'destination'];
-const PLATFORMS = ['', 'slack', 'discord', 'line', 'webhook'];
 
 // "tenant acme, platform webhook": what a pause holds.
 function scopeText(p) {
@@ -45,7 +44,7 @@ export function mount(root, session, params) {
   const form = h('form', { class: 'form-grid', id: 'pause-form', novalidate: true },
     field('tenant', 'Tenant', text('tenant', 'any tenant')),
     field('platform', 'Platform', h('select', { id: 'pause-platform', name: 'platform' },
-      PLATFORMS.map((p) => h('option', { value: p, text: p || 'any platform' })))),
+      ['', ...session.platforms].map((p) => h('option', { value: p, text: p || 'any platform' })))),
     field('credential', 'Credential', text('credential', 'any credential')),
     field('destination', 'Destination', text('destination', 'any destination')),
     field('reason', 'Reason', text('reason', 'why, for the other operators')),
