@@ -14,8 +14,8 @@
 namespace egress::sim {
 
 // Counters of one destination (a Slack token+channel, a Discord bucket or webhook, a LINE
-// channel, a Telegram chat, a Teams conversation or token client, a webhook receiver). Field
-// meanings are documented in docs/simulator.md.
+// channel, a Telegram chat, a Teams conversation or token client, an acme room, a webhook
+// receiver). Field meanings are documented in docs/simulator.md.
 struct DestinationCounters {
   int64_t requests = 0;              // every request routed to the destination
   int64_t accepted = 0;              // requests the platform processed (message created)

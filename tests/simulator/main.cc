@@ -1,5 +1,5 @@
-// relay-egress-sim: fake Slack, Discord, LINE, Telegram, Teams and webhook receivers on loopback
-// for tests and benchmarks. Usage and the config format: docs/simulator.md.
+// relay-egress-sim: fake Slack, Discord, LINE, Telegram, Teams, the made-up acme API and webhook
+// receivers on loopback for tests and benchmarks. Usage and the config format: docs/simulator.md.
 
 #include <cstdio>
 #include <cstdlib>

@@ -268,6 +268,26 @@ void ReadTeams(const json& j, TeamsConfig& c, std::string& error) {
   }
 }
 
+// The longest room_window_ms taken (30 days): the window arithmetic is in int64 nanoseconds.
+constexpr int64_t kMaxAcmeWindowMs = int64_t{30} * 24 * 3600 * 1000;
+
+void ReadAcme(const json& j, AcmeConfig& c, std::string& error) {
+  ObjectReader r(j, "acme", error);
+  r.Read("room_limit", c.room_limit);
+  r.Read("room_window_ms", c.room_window_ms);
+  r.Read("keys", c.keys);
+  r.Read("status_429", c.status_429);
+  r.Skip("faults");
+  r.Finish();
+  ReadFaults(j, "acme", c.faults, error);
+  if (c.room_limit < 0 && error.empty()) {
+    error = "acme.room_limit must be 0 (unlimited) or more";
+  }
+  if ((c.room_window_ms <= 0 || c.room_window_ms > kMaxAcmeWindowMs) && error.empty()) {
+    error = fmt::format("acme.room_window_ms must be from 1 to {}", kMaxAcmeWindowMs);
+  }
+}
+
 void ReadHook(const json& j, const std::string& path, HookConfig& c, std::string& error) {
   ObjectReader r(j, path, error);
   r.Read("secrets", c.secrets);
@@ -299,7 +319,7 @@ Result<SimConfig> ParseSimConfig(std::string_view json_text) {
   std::string error;
   ObjectReader top(doc, "config", error);
   for (const char* key :
-       {"slack", "discord", "line", "telegram", "teams", "hook_defaults", "hooks"}) {
+       {"slack", "discord", "line", "telegram", "teams", "acme", "hook_defaults", "hooks"}) {
     top.Skip(key);
   }
   top.Finish();
@@ -317,6 +337,9 @@ Result<SimConfig> ParseSimConfig(std::string_view json_text) {
   }
   if (doc.contains("teams")) {
     ReadTeams(doc["teams"], config.teams, error);
+  }
+  if (doc.contains("acme")) {
+    ReadAcme(doc["acme"], config.acme, error);
   }
   json defaults = doc.value("hook_defaults", json::object());
   ReadHook(defaults, "hook_defaults", config.hook_defaults, error);

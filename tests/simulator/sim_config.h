@@ -142,6 +142,18 @@ struct TeamsConfig {
   FaultPlan token_faults;  // on the token endpoint
 };
 
+// A made-up chat API that exists only as a profile ("acme"; docs/simulator.md).
+struct AcmeConfig {
+  // Per (key, room): a fixed window of `room_limit` requests per `room_window_ms`; windows begin
+  // at multiples of room_window_ms on the wall clock (epoch ms). room_limit 0 = unlimited.
+  int room_limit = 5;
+  int64_t room_window_ms = 2000;
+  std::vector<std::string> keys;  // X-Acme-Key values accepted; empty = any non-empty key
+  // The quota answer's status: 400 (the API signals its quota in the body), or 429 when true.
+  bool status_429 = false;
+  FaultPlan faults;
+};
+
 struct HookConfig {
   // Standard Webhooks "whsec_..." secrets; empty = signatures are not checked.
   std::vector<std::string> secrets;
@@ -160,6 +172,7 @@ struct SimConfig {
   LineConfig line;
   TelegramConfig telegram;
   TeamsConfig teams;
+  AcmeConfig acme;
   HookConfig hook_defaults;
   std::map<std::string, HookConfig> hooks;  // by name; each starts from hook_defaults
 

@@ -20,6 +20,8 @@ constexpr std::string_view kTeamsToken = "/botframework.com/oauth2/v2.0/token";
 constexpr std::string_view kTeamsConversations = "/v3/conversations/";
 constexpr std::string_view kTeamsActivities = "/activities";
 constexpr std::string_view kTeamsReplies = "/activities/";
+constexpr std::string_view kAcmeRooms = "/acme/v2/rooms/";
+constexpr std::string_view kAcmeMessages = "/messages";
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
@@ -102,6 +104,7 @@ void Simulator::ClearLimits() {
   line_.ClearLimits();
   telegram_.ClearLimits();
   teams_.ClearLimits();
+  acme_.ClearLimits();
   hooks_.ClearLimits();
 }
 
@@ -164,6 +167,17 @@ SimResponse Simulator::HandlePlatform(const SimRequest& req) {
       std::string_view raw = rest.substr(0, slash);
       std::optional<std::string> conversation = PercentDecode(raw, false);
       return teams_.SendActivity(ctx, req, conversation ? *conversation : std::string(raw));
+    }
+    return NotFound();
+  }
+  if (StartsWith(path, kAcmeRooms)) {
+    // <room>/messages; the room is percent-decoded.
+    std::string_view rest = path.substr(kAcmeRooms.size());
+    size_t slash = rest.find('/');
+    if (slash != std::string_view::npos && slash > 0 && rest.substr(slash) == kAcmeMessages) {
+      std::string_view raw = rest.substr(0, slash);
+      std::optional<std::string> room = PercentDecode(raw, false);
+      return acme_.PostMessage(ctx, req, room ? *room : std::string(raw));
     }
     return NotFound();
   }

@@ -6,6 +6,7 @@
 
 #include "dispatcher/base/clock.h"
 #include "dispatcher/base/result.h"
+#include "tests/simulator/acme_sim.h"
 #include "tests/simulator/destination_stats.h"
 #include "tests/simulator/discord_sim.h"
 #include "tests/simulator/fault_book.h"
@@ -18,10 +19,10 @@
 
 namespace egress::sim {
 
-// The whole fake: routes a request to Slack, Discord, LINE, Telegram, Microsoft Teams, a webhook
-// receiver or the control endpoints (/_sim/config, /_sim/reset, /_sim/stats), see
-// docs/simulator.md. Handle is thread-safe (one mutex around all state). `clock` must outlive the
-// Simulator.
+// The whole fake: routes a request to Slack, Discord, LINE, Telegram, Microsoft Teams, the
+// made-up acme API, a webhook receiver or the control endpoints (/_sim/config, /_sim/reset,
+// /_sim/stats), see docs/simulator.md. Handle is thread-safe (one mutex around all state). `clock`
+// must outlive the Simulator.
 class Simulator {
  public:
   // InvalidArgument when `config_json` is not a valid configuration.
@@ -52,6 +53,7 @@ class Simulator {
   LineSim line_;
   TelegramSim telegram_;
   TeamsSim teams_;
+  AcmeSim acme_;
   HookSim hooks_;
 };
 
