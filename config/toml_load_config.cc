@@ -386,6 +386,16 @@ Status LoadLayers(const std::string& path, const LoadOptions& options, Config& c
       !status.ok()) {
     return status;
   }
+  for (const Platform p : config.Platforms()) {
+    const std::optional<adapters::ProfileSpec>& profile = config.platform(p).profile;
+    if (profile && config.platform(p).base_url.empty() &&
+        profile->url.Uses(adapters::ProfileTemplate::Field::kBaseUrl)) {
+      return Status::InvalidArgument(fmt::format(
+          "platforms.{}.base_url: missing: its request url uses {{base_url}} (set it in its "
+          "profile or the main file)",
+          PlatformString(p)));
+    }
+  }
   std::optional<std::string> token =
       options.getenv ? options.getenv(kAdminTokenEnv) : ProcessEnv(kAdminTokenEnv);
   if (token.has_value() && !token->empty()) {

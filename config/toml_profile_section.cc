@@ -491,9 +491,6 @@ Status CheckProfileComplete(const TomlFields& fields, const PlatformConfig& plat
     return fields.TableError(fields.Field("oauth2.token_url"),
                              "missing: {access_token} needs [oauth2] token_url");
   }
-  if (platform.base_url.empty() && (spec.url.Uses(ProfileTemplate::Field::kBaseUrl))) {
-    return fields.TableError(fields.Field("base_url"), "missing: the url uses {base_url}");
-  }
   return Status::Ok();
 }
 

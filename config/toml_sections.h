@@ -25,7 +25,8 @@ Status ReadPlatformsSection(const TomlFields& platforms, std::optional<Platform>
 // rules, scopes: toml_profile_section.cc) over `out`; registers the budgets its scopes name.
 Status ReadProfileDefinition(const TomlFields& fields, Platform platform, PlatformConfig& out);
 // After its profile file: InvalidArgument naming what a profile platform still lacks (a url, a
-// scope, the oauth2 token_url its {access_token} needs, the base_url its url uses).
+// scope, the oauth2 token_url its {access_token} needs). Its base_url may come from the main
+// file: LoadConfig checks it at the end.
 Status CheckProfileComplete(const TomlFields& fields, const PlatformConfig& platform);
 // [budgets.*]. With `only` set (a profile), only that platform's budgets are allowed.
 Status ReadBudgetsSection(const TomlFields& budgets, std::optional<Platform> only, Config& out);

@@ -469,10 +469,10 @@ TEST(ProfilePlatformsTest, TeamsFromTheBuiltinProfiles) {
   }
   EXPECT_EQ(windows, 4);
   EXPECT_EQ(parks, 1);
-  EXPECT_TRUE(p.scopes.rules[3].park);
-  EXPECT_FALSE(p.scopes.rules[4].window);  // 1,800 per hour: past a window's 1,000
+  EXPECT_TRUE(p.scopes.rules[4].park);     // the 2 s window, the destination's own key
+  EXPECT_FALSE(p.scopes.rules[1].window);  // 1,800 per hour: past a window's 1,000
   EXPECT_EQ(config->budget(*pacing::ParseBudgetName("teams_conversation_2s")),
-            (Budget{8, 2000, 1}));
+            (Budget{8, 2100, 1}));
   EXPECT_EQ(config->budget(*pacing::ParseBudgetName("teams_app")), (Budget{50, 1000, 1}));
 
   LoadOptions shipped = BuiltinOptions();

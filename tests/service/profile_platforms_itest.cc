@@ -5,10 +5,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -36,17 +38,18 @@ class ProfilePlatformsTest : public ::testing::Test {
     ASSERT_FALSE(merged.contains("error")) << merged.dump();
   }
 
-  // A node whose config ends with `extra`.
-  void StartNode(const std::string& extra) {
+  // A node whose config ends with `extra`; `args` are more command-line arguments.
+  void StartNode(const std::string& extra, std::vector<std::string> args = {}) {
     const std::string config = dir_.Sub("node.toml");
     std::ofstream(config) << "[server]\nadmin_token = \"" << kAdminToken
                           << "\"\nlisten = \"127.0.0.1:0\"\ndata_dir = \"" << dir_.Sub("store")
                           << "\"\n"
                           << extra;
     node_ = std::make_unique<ChildProcess>();
-    port_ = node_->Start(
-        BuildDir() + "/relay-egress",
-        {"serve", "--config", config, "--profiles-dir", SourceDir() + "/config/profiles"});
+    std::vector<std::string> all = {"serve", "--config", config, "--profiles-dir",
+                                    SourceDir() + "/config/profiles"};
+    all.insert(all.end(), args.begin(), args.end());
+    port_ = node_->Start(BuildDir() + "/relay-egress", all);
     ASSERT_NE(port_, 0) << node_->error();
   }
 
@@ -194,6 +197,88 @@ TEST_F(ProfilePlatformsTest, TeamsFetchesTokensAndHoldsEveryWindow) {
   EXPECT_EQ(totals["order_violations"].get<int>(), 0);
   EXPECT_GE(tokens, 1);
   EXPECT_LE(took, 1.3 * 10.0);
+}
+
+// A made-up chat API described by a profile only: its own header names for limit, left and reset
+// (the window's end in epoch milliseconds), its quota error a 400 with the wait in the body.
+constexpr char kAcmeProfile[] = R"toml(
+[platforms.acme_chat]
+max_in_flight_per_destination = 1
+
+[platforms.acme_chat.request]
+url = "{base_url}/acme/v2/rooms/{destination}/messages"
+headers = { "X-Acme-Key" = "{credential.token}" }
+destination_chars = "a-z0-9-"
+
+[platforms.acme_chat.response]
+success_status = [200]
+ref_pointer = "/data/id"
+error_pointer = "/error/code"
+limit_header = "X-Acme-Quota-Limit"
+remaining_header = "X-Acme-Quota-Left"
+reset_header = "X-Acme-Quota-Reset"
+reset_unit = "epoch_milliseconds"
+retry_after_pointer = "/error/retry_in_ms"
+retry_after_unit = "milliseconds"
+
+[[platforms.acme_chat.rules]]
+status = 400
+body_contains = "quota_exceeded"
+action = "throttle"
+reason = "quota_exceeded"
+
+[[platforms.acme_chat.scopes]]
+budget = "acme_chat_room"
+key = ["credential", "destination"]
+
+[budgets.acme_chat_room]
+limit = 100
+scale_ms = 1000
+burst = 1
+)toml";
+
+// Verifies issue 30's operator platform: a profile for a made-up API (its own header names, a
+// reset in epoch milliseconds, a quota error in a 400's body) written into a profiles directory
+// of the operator's, with the service started on it: 30 messages over 2 rooms whose hidden limit
+// is 5 per 2 s are paced by what the headers say, so none meets the quota answer, in order.
+TEST_F(ProfilePlatformsTest, OperatorsOwnPlatformIsPacedBeforeAnyQuotaAnswer) {
+  StartSim({{"acme", {{"room_limit", 5}, {"room_window_ms", 2000}, {"keys", {"acme-key-1"}}}}});
+  const std::string profiles = dir_.Sub("profiles.d");
+  std::filesystem::create_directories(profiles);
+  std::ofstream(profiles + "/acme_chat.toml") << kAcmeProfile;
+  StartNode(fmt::format("[platforms.acme_chat]\nbase_url = \"{}\"\n"
+                        "[tenants.acme.credentials.ak]\nplatform = \"acme_chat\"\n"
+                        "token = \"acme-key-1\"\n",
+                        sim_->BaseUrl()),
+            {"--extra-profiles-dir", profiles});
+  json deliveries = json::array();
+  for (int seq = 0; seq < 15; ++seq) {
+    for (const char* room : {"room-a", "room-b"}) {
+      deliveries.push_back({{"tenant", "acme"},
+                            {"platform", "acme_chat"},
+                            {"destination", room},
+                            {"credential", "ak"},
+                            {"payload", {{"body", fmt::format("m{}", seq)}, {"seq", seq}}}});
+    }
+  }
+  const SteadyTime start = Post(deliveries);
+  const json stats = WaitAccepted(30, 60'000);
+  const double took = Seconds(start);
+  const json& totals = stats["totals"];
+  std::printf(
+      "acme_chat: 30 delivered in %.2f s (15 per room at 5 per 2 s: 3 windows), %d quota "
+      "answers, %d early, %d out of order\n",
+      took, totals["rate_limited"].get<int>(), totals["early"].get<int>(),
+      totals["order_violations"].get<int>());
+  EXPECT_EQ(totals["accepted"].get<int>(), 30);
+  EXPECT_EQ(totals["rate_limited"].get<int>(), 0);
+  EXPECT_EQ(totals["early"].get<int>(), 0);
+  EXPECT_EQ(totals["order_violations"].get<int>(), 0);
+  // Three windows per room (the first one partial, as the windows are aligned on the clock):
+  // past two window ends, so more than 2 s (unpaced, the budget's 100/s would take 0.3 s), and
+  // at most three windows and a little.
+  EXPECT_GE(took, 2.0);
+  EXPECT_LE(took, 7.0);
 }
 
 }  // namespace
