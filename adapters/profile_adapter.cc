@@ -70,24 +70,6 @@ std::string TextAt(const nlohmann::json& body, std::string_view pointer) {
   return {};
 }
 
-// `text` as application/x-www-form-urlencoded wants it: unreserved bytes as they are, every
-// other byte %XX.
-std::string FormEncode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
-
 // The longest access token kept: tokens are JWTs of a few KB.
 constexpr size_t kMaxAccessToken = 16 * 1024;
 
@@ -361,10 +343,11 @@ std::optional<HttpRequest> ProfileAdapter::TokenRequest(const Credential& creden
   request.url = spec_.oauth2->token_url;
   request.headers.push_back({"Content-Type", "application/x-www-form-urlencoded"});
   request.headers.push_back({"Accept", "application/json"});
-  request.body = "grant_type=client_credentials&client_id=" + FormEncode(credential.client_id) +
-                 "&client_secret=" + FormEncode(credential.client_secret);
+  request.body =
+      "grant_type=client_credentials&client_id=" + PercentEncodeForm(credential.client_id) +
+      "&client_secret=" + PercentEncodeForm(credential.client_secret);
   if (!spec_.oauth2->scope.empty()) {
-    request.body += "&scope=" + FormEncode(spec_.oauth2->scope);
+    request.body += "&scope=" + PercentEncodeForm(spec_.oauth2->scope);
   }
   return request;
 }

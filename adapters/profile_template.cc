@@ -15,21 +15,23 @@ constexpr std::array<std::pair<std::string_view, ProfileTemplate::Field>, 6> kFi
     {"access_token", ProfileTemplate::Field::kAccessToken},
 }};
 
-bool KeptInSegment(unsigned char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
-    return true;
-  }
-  return std::string_view("-._~!$&'()*+,;=:@").find(static_cast<char>(c)) != std::string_view::npos;
+bool Unreserved(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_' || c == '~';
 }
 
-}  // namespace
+bool KeptInSegment(unsigned char c) {
+  return Unreserved(c) ||
+         std::string_view("!$&'()*+,;=:@").find(static_cast<char>(c)) != std::string_view::npos;
+}
 
-std::string PercentEncodeSegment(std::string_view text) {
+// `text` with every byte `keep` refuses as %XX.
+std::string PercentEncode(std::string_view text, bool (*keep)(unsigned char)) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(text.size());
   for (unsigned char c : text) {
-    if (KeptInSegment(c)) {
+    if (keep(c)) {
       out.push_back(static_cast<char>(c));
     } else {
       out.push_back('%');
@@ -39,6 +41,14 @@ std::string PercentEncodeSegment(std::string_view text) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string PercentEncodeSegment(std::string_view text) {
+  return PercentEncode(text, &KeptInSegment);
+}
+
+std::string PercentEncodeForm(std::string_view text) { return PercentEncode(text, &Unreserved); }
 
 Result<ProfileTemplate> ProfileTemplate::Parse(std::string_view text) {
   ProfileTemplate out;

@@ -57,4 +57,8 @@ class ProfileTemplate {
 // are, every other byte as %XX.
 std::string PercentEncodeSegment(std::string_view text);
 
+// `text` as application/x-www-form-urlencoded wants a value: unreserved bytes (A-Z a-z 0-9
+// - . _ ~) as they are, every other byte as %XX.
+std::string PercentEncodeForm(std::string_view text);
+
 }  // namespace egress::adapters
