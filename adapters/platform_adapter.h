@@ -106,6 +106,8 @@ class PlatformAdapter {
                                   const Result<HttpResponse>& response,
                                   WallTime received_at) const = 0;
 
+  // Whether its requests carry an OAuth2 access token (a profile with [oauth2]). Default: no.
+  virtual bool UsesAccessToken() const { return false; }
   // A platform whose requests carry an OAuth2 access token (Credential::access_token): the
   // token endpoint's request for `credential`'s token; nullopt for every other platform (the
   // default). The delivery loop keeps the token (AccessTokens) and fetches it again before it

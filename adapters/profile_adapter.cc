@@ -107,6 +107,9 @@ Result<std::array<bool, 256>> ParseByteSet(std::string_view text) {
 ProfileAdapter::ProfileAdapter(ProfileSpec spec) : spec_(std::move(spec)) {
   // The loader checked it (config/toml_profile_section.cc); a bad set allows nothing.
   destination_bytes_ = ParseByteSet(spec_.destination_chars).value_or(std::array<bool, 256>{});
+  uses_token_ = spec_.Uses(ProfileTemplate::Field::kCredentialToken);
+  uses_client_id_ = spec_.Uses(ProfileTemplate::Field::kCredentialClient);
+  uses_access_token_ = spec_.Uses(ProfileTemplate::Field::kAccessToken);
 }
 
 Status ProfileAdapter::CheckDestination(std::string_view destination) const {
@@ -129,27 +132,13 @@ Result<HttpRequest> ProfileAdapter::BuildRequest(const storage::Delivery& delive
   if (Status ok = CheckDestination(delivery.destination); !ok.ok()) {
     return ok;
   }
-  using Field = ProfileTemplate::Field;
-  const auto uses = [&](Field field) {
-    if (spec_.url.Uses(field) || spec_.auth_value.Uses(field)) {
-      return true;
-    }
-    for (const auto& list : {&spec_.headers, &spec_.body_fields}) {
-      for (const auto& [name, value] : *list) {
-        if (value.Uses(field)) {
-          return true;
-        }
-      }
-    }
-    return false;
-  };
-  if (uses(Field::kCredentialToken) && credential.token.empty()) {
+  if (uses_token_ && credential.token.empty()) {
     return Status::FailedPrecondition("the credential has no token");
   }
-  if (uses(Field::kCredentialClient) && credential.client_id.empty()) {
+  if (uses_client_id_ && credential.client_id.empty()) {
     return Status::FailedPrecondition("the credential has no client_id");
   }
-  if (uses(Field::kAccessToken) && credential.access_token.empty()) {
+  if (uses_access_token_ && credential.access_token.empty()) {
     return Status::FailedPrecondition("no access token is held for the credential");
   }
   const ProfileTemplate::Values values{.base_url = spec_.base_url,

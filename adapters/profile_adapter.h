@@ -44,6 +44,7 @@ class ProfileAdapter final : public PlatformAdapter {
   // client_secret and scope (RFC 6749 4.4.2). Nullopt without [oauth2] or for a credential
   // without a client_id.
   std::optional<HttpRequest> TokenRequest(const Credential& credential) const override;
+  bool UsesAccessToken() const override { return spec_.oauth2.has_value(); }
   // 200 with {"access_token": "...", "expires_in": N} (N seconds, 1 s to a day; absent: an
   // hour); 400 and 401 Rejected naming the endpoint's "error"; anything else Unavailable.
   Result<AccessToken> ReadToken(const Result<HttpResponse>& response) const override;
@@ -57,6 +58,10 @@ class ProfileAdapter final : public PlatformAdapter {
 
   ProfileSpec spec_;
   std::array<bool, 256> destination_bytes_{};
+  // What its templates use, found once (spec_.Uses).
+  bool uses_token_ = false;
+  bool uses_client_id_ = false;
+  bool uses_access_token_ = false;
 };
 
 // The byte set a `destination_chars` text names ("A-Za-z0-9_.:@-": ranges and single bytes; a

@@ -90,6 +90,21 @@ struct ProfileSpec {
   // credential; any other status dead).
   std::vector<ProfileRule> rules;
 
+  // Whether any of its templates (URL, auth value, headers, body fields) uses `field`.
+  bool Uses(ProfileTemplate::Field field) const {
+    if (url.Uses(field) || auth_value.Uses(field)) {
+      return true;
+    }
+    for (const auto* list : {&headers, &body_fields}) {
+      for (const auto& [name, value] : *list) {
+        if (value.Uses(field)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
   // Whether its URL holds a secret ({credential.token} or {access_token} in it): then the URL
   // is never shown, logged or kept.
   bool SecretUrl() const {

@@ -48,6 +48,7 @@ class TimedAdapter final : public PlatformAdapter {
                           WallTime received_at) const override;
   // `inner`'s, with the platform's timeouts and trust (the token endpoint is the platform's).
   std::optional<HttpRequest> TokenRequest(const Credential& credential) const override;
+  bool UsesAccessToken() const override { return inner_.UsesAccessToken(); }
   Result<AccessToken> ReadToken(const Result<HttpResponse>& response) const override {
     return inner_.ReadToken(response);
   }

@@ -475,19 +475,8 @@ Status CheckProfileComplete(const TomlFields& fields, const PlatformConfig& plat
                              "missing: a profile platform names at least one scope ([[scopes]])");
   }
   const adapters::ProfileSpec& spec = *platform.profile;
-  const auto uses_access_token = [&] {
-    if (spec.url.Uses(ProfileTemplate::Field::kAccessToken) ||
-        spec.auth_value.Uses(ProfileTemplate::Field::kAccessToken)) {
-      return true;
-    }
-    for (const auto& [name, value] : spec.headers) {
-      if (value.Uses(ProfileTemplate::Field::kAccessToken)) {
-        return true;
-      }
-    }
-    return false;
-  };
-  if (uses_access_token() && (!spec.oauth2 || spec.oauth2->token_url.empty())) {
+  if (spec.Uses(ProfileTemplate::Field::kAccessToken) &&
+      (!spec.oauth2 || spec.oauth2->token_url.empty())) {
     return fields.TableError(fields.Field("oauth2.token_url"),
                              "missing: {access_token} needs [oauth2] token_url");
   }

@@ -705,8 +705,9 @@ std::string TokenKey(const Delivery& d) { return d.platform + "/" + d.tenant + "
 std::optional<Result<adapters::HttpRequest>> DeliveryLoop::RequestWithToken(
     const std::string& key, uint64_t sequence, Delivery& d,
     const adapters::PlatformAdapter& adapter, const adapters::Credential& credential) {
-  std::optional<adapters::HttpRequest> token_request = adapter.TokenRequest(credential);
-  if (!token_request) {
+  // Only an OAuth2 platform's credential with a client id has a token to fetch; the request for
+  // it is built only when a fetch starts.
+  if (!adapter.UsesAccessToken() || credential.client_id.empty()) {
     return adapter.BuildRequest(d, credential, clock_.WallNow());
   }
   const std::string token_key = TokenKey(d);
@@ -722,10 +723,15 @@ std::optional<Result<adapters::HttpRequest>> DeliveryLoop::RequestWithToken(
     case AccessTokens::State::kFetching:
       tokens_.Wait(token_key, {key, sequence, std::move(d)});
       return std::nullopt;
-    case AccessTokens::State::kNeeded:
+    case AccessTokens::State::kNeeded: {
+      std::optional<adapters::HttpRequest> token_request = adapter.TokenRequest(credential);
+      if (!token_request) {
+        return adapter.BuildRequest(d, credential, clock_.WallNow());  // its FailedPrecondition
+      }
       tokens_.Wait(token_key, {key, sequence, std::move(d)});
       FetchToken(token_key, adapter, std::move(*token_request));
       return std::nullopt;
+    }
     case AccessTokens::State::kFailed:
       break;
   }
