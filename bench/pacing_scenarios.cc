@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 
 #include "tests/support/pacing_scenario.h"
 
@@ -43,6 +44,32 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 2 ? argv[2] : "";
   const bool timeline = mode.rfind("timeline", 0) == 0;
   using std::chrono::milliseconds;
+  if (mode == "shapes") {
+    // Issue 31: LINE's 200 pushes over hidden limits drawn per seed (the e2e range, then the
+    // property test's), and Slack's hidden burst 1-3.
+    for (int i = 1; i <= runs; ++i) {
+      const auto seed = static_cast<uint64_t>(i);
+      for (const auto& [lo, hi, burst] : {std::tuple{10.0, 50.0, 5}, std::tuple{1.0, 1000.0, 10}}) {
+        const egress::sim::HiddenLimitSpec limit = egress::DrawHiddenLimit(seed, lo, hi, burst);
+        const egress::PacingScenarioResult r =
+            egress::RunPacingScenario(egress::LineShapeScenario(10, 200, limit, seed));
+        const double bound = egress::HiddenLimitBound(limit, 200);
+        std::printf(
+            "line %-12s rate=%-4.0f burst=%-2d seed=%-3d seconds=%.2f bound=%.2f x%.2f 429s=%lld\n",
+            std::string(egress::sim::LimitShapeString(limit.shape)).c_str(), limit.rate_per_s,
+            limit.burst, i, r.seconds, bound, bound > 0 ? r.seconds / bound : 0.0,
+            static_cast<long long>(r.throttled));
+      }
+      for (int burst = 1; burst <= 3; ++burst) {
+        const egress::PacingScenarioResult r =
+            egress::RunPacingScenario(egress::SlackScenario(20, 5, seed, burst));
+        const double bound = 5.0 - burst;
+        std::printf("slack burst=%d seed=%-3d seconds=%.2f bound=%.2f x%.2f 429s=%lld\n", burst, i,
+                    r.seconds, bound, r.seconds / bound, static_cast<long long>(r.throttled));
+      }
+    }
+    return 0;
+  }
   for (int i = 1; i <= runs; ++i) {
     const auto seed = static_cast<uint64_t>(i);
     Print("line", seed,

@@ -110,7 +110,7 @@ SimResponse LineSim::Process(SimContext& ctx, const SimRequest& req, const std::
     ++c.errors;
     return body.is_object() ? error : BadRequest("The request body is not JSON", "");
   }
-  if (!Window(token + " " + endpoint, cfg.rate_per_s).Take(now).allowed) {
+  if (!Limit(token + " " + endpoint, cfg, now).TryTake(now)) {
     ++c.rate_limited;
     return JsonResponse(429, std::string(kRateLimited));
   }
@@ -130,10 +130,15 @@ SimResponse LineSim::Process(SimContext& ctx, const SimRequest& req, const std::
   return r;
 }
 
-FixedWindow& LineSim::Window(const std::string& key, int rate_per_s) {
+HiddenLimit& LineSim::Limit(const std::string& key, const LineConfig& cfg, SteadyTime now) {
   auto it = windows_.find(key);
   if (it == windows_.end()) {
-    it = windows_.emplace(key, FixedWindow(rate_per_s, std::chrono::seconds(1))).first;
+    HiddenLimitSpec spec;
+    spec.shape = ParseLimitShape(cfg.shape).value_or(LimitShape::kFixedWindow);
+    spec.rate_per_s = cfg.rate_per_s;
+    spec.burst = cfg.burst;
+    spec.window_ms = cfg.window_ms;
+    it = windows_.emplace(key, HiddenLimit(spec, now)).first;
   }
   return it->second;
 }

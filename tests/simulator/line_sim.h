@@ -5,7 +5,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "tests/simulator/fixed_window.h"
+#include "tests/simulator/hidden_limit.h"
 #include "tests/simulator/sim_context.h"
 
 namespace egress::sim {
@@ -26,7 +26,7 @@ class LineSim {
   SimResponse Process(SimContext& ctx, const SimRequest& req, const std::string& endpoint,
                       const std::string& request_id);
   std::string NewRequestId();
-  FixedWindow& Window(const std::string& key, int rate_per_s);
+  HiddenLimit& Limit(const std::string& key, const LineConfig& cfg, SteadyTime now);
   // The 409 for a retry key accepted within its TTL.
   std::optional<SimResponse> Conflict(SimContext& ctx, const std::string& dest,
                                       const std::string& retry_key);
@@ -34,7 +34,7 @@ class LineSim {
                      const std::string& endpoint, int64_t recipients, const std::string& retry_key,
                      const std::string& request_id);
 
-  std::unordered_map<std::string, FixedWindow> windows_;
+  std::unordered_map<std::string, HiddenLimit> windows_;
   std::unordered_map<std::string, int64_t> monthly_used_;
   int64_t next_request_ = 1;
   int64_t next_message_ = 1;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/simulator/hidden_limit.h"
 #include "tests/simulator/json_text.h"
 
 namespace egress::sim {
@@ -187,12 +188,22 @@ void ReadDiscord(const json& j, DiscordConfig& c, std::string& error) {
 void ReadLine(const json& j, LineConfig& c, std::string& error) {
   ObjectReader r(j, "line", error);
   r.Read("rate_per_s", c.rate_per_s);
+  r.Read("shape", c.shape);
+  r.Read("burst", c.burst);
+  r.Read("window_ms", c.window_ms);
   r.Read("monthly_quota", c.monthly_quota);
   r.Read("retry_key_ttl_s", c.retry_key_ttl_s);
   r.Read("invalid_tokens", c.invalid_tokens);
   r.Skip("faults");
   r.Finish();
   ReadFaults(j, "line", c.faults, error);
+  if (!ParseLimitShape(c.shape).has_value() && error.empty()) {
+    error = "line.shape must be fixed_window, token_bucket or sliding_log";
+  }
+  if ((c.burst < 1 || c.burst > 1'000'000 || c.window_ms < 1 || c.window_ms > 3'600'000) &&
+      error.empty()) {
+    error = "line.burst must be 1 to 1000000 and line.window_ms 1 to 3600000";
+  }
 }
 
 // A list of sliding windows, [{"limit": 7, "window_s": 1}, ...], replacing the default list
@@ -322,7 +333,15 @@ Result<SimConfig> ParseSimConfig(std::string_view json_text) {
        {"slack", "discord", "line", "telegram", "teams", "acme", "hook_defaults", "hooks"}) {
     top.Skip(key);
   }
+  top.Read("latency_ms", config.latency_ms);
+  top.Read("latency_jitter_ms", config.latency_jitter_ms);
+  top.Read("seed", config.seed);
   top.Finish();
+  if ((config.latency_ms < 0 || config.latency_ms > 60'000 || config.latency_jitter_ms < 0 ||
+       config.latency_jitter_ms > 60'000) &&
+      error.empty()) {
+    error = "latency_ms and latency_jitter_ms must be 0 to 60000";
+  }
   if (doc.contains("slack")) {
     ReadSlack(doc["slack"], config.slack, error);
   }

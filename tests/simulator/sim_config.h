@@ -92,8 +92,13 @@ struct DiscordConfig {
 };
 
 struct LineConfig {
-  // Per channel token and endpoint.
+  // Per channel token and endpoint: `rate_per_s` in the shape `shape` ("fixed_window",
+  // "token_bucket" or "sliding_log": tests/simulator/hidden_limit.h), with a token bucket's
+  // `burst` or a window's `window_ms` (rate_per_s * window_ms / 1000 requests per window).
   int rate_per_s = 2000;
+  std::string shape = "fixed_window";
+  int burst = 1;
+  int64_t window_ms = 1000;
   // Recipients per month per channel token; -1 = unlimited.
   int64_t monthly_quota = -1;
   int64_t retry_key_ttl_s = 86400;
@@ -167,6 +172,11 @@ struct HookConfig {
 };
 
 struct SimConfig {
+  // Every platform answer is held back latency_ms plus a draw of 0 to latency_jitter_ms, from a
+  // sequence seeded by `seed` (the same seed, the same latencies).
+  int latency_ms = 0;
+  int latency_jitter_ms = 0;
+  int64_t seed = 1;
   SlackConfig slack;
   DiscordConfig discord;
   LineConfig line;

@@ -1,5 +1,6 @@
 #include "tests/simulator/simulator.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,7 +45,10 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const Clock& clock, std::st
 }
 
 Simulator::Simulator(const Clock& clock, SimConfig config, std::string config_json)
-    : clock_(clock), config_(std::move(config)), config_json_(std::move(config_json)) {}
+    : clock_(clock),
+      latency_state_(static_cast<uint64_t>(config.seed)),
+      config_(std::move(config)),
+      config_json_(std::move(config_json)) {}
 
 SimResponse Simulator::Handle(const SimRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -54,7 +58,22 @@ SimResponse Simulator::Handle(const SimRequest& req) {
   if (req.method != "POST") {
     return JsonResponse(405, R"({"error":"simulated platforms take POST"})");
   }
-  return HandlePlatform(req);
+  SimResponse response = HandlePlatform(req);
+  response.delay_ms += Latency();
+  return response;
+}
+
+int Simulator::Latency() {
+  if (config_.latency_ms <= 0 && config_.latency_jitter_ms <= 0) {
+    return 0;
+  }
+  // splitmix64 over the configured seed: the same seed answers with the same latencies.
+  uint64_t z = (latency_state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  const auto span = static_cast<uint64_t>(std::max(0, config_.latency_jitter_ms)) + 1;
+  return std::max(0, config_.latency_ms) + static_cast<int>(z % span);
 }
 
 std::string Simulator::StatsJson() {
@@ -90,6 +109,9 @@ SimResponse Simulator::Reconfigure(const std::string& patch) {
   Result<SimConfig> config = ParseSimConfig(*merged);
   if (!config.has_value()) {
     return JsonResponse(400, JsonText({{"error", config.error().message()}}));
+  }
+  if (config->seed != config_.seed) {
+    latency_state_ = static_cast<uint64_t>(config->seed);
   }
   config_ = std::move(*config);
   config_json_ = std::move(*merged);

@@ -42,8 +42,13 @@ class Simulator {
   SimResponse Reconfigure(const std::string& patch);
   void ClearLimits();
 
+  // The configured latency of one answer: latency_ms plus a seeded draw of up to
+  // latency_jitter_ms.
+  int Latency();
+
   const Clock& clock_;
   std::mutex mu_;
+  uint64_t latency_state_;
   SimConfig config_;
   std::string config_json_;
   StatsBook stats_;

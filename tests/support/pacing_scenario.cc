@@ -1,9 +1,12 @@
 #include "tests/support/pacing_scenario.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "adapters/attempt_reports.h"
 #include "adapters/http_header.h"
@@ -345,6 +348,45 @@ PacingScenario LineScenario(int users, int deliveries, int hidden_per_s, int dro
   return scenario;
 }
 
+PacingScenario LineShapeScenario(int users, int deliveries, const sim::HiddenLimitSpec& limit,
+                                 uint64_t seed) {
+  PacingScenario scenario = LineScenario(users, deliveries, 0, 0, Millis(0), seed);
+  scenario.name = "line-shape";
+  scenario.sim_config = fmt::format(
+      R"({{"line": {{"rate_per_s": {}, "shape": "{}", "burst": {}, "window_ms": {}}}}})",
+      static_cast<int>(limit.rate_per_s), sim::LimitShapeString(limit.shape), limit.burst,
+      limit.window_ms);
+  return scenario;
+}
+
+double HiddenLimitBound(const sim::HiddenLimitSpec& limit, int deliveries) {
+  if (limit.rate_per_s <= 0 || deliveries <= 0) {
+    return 0;
+  }
+  if (limit.shape == sim::LimitShape::kTokenBucket) {
+    return std::max(0, deliveries - std::max(1, limit.burst)) / limit.rate_per_s;
+  }
+  const int per_window = limit.WindowLimit();
+  const int windows = (deliveries + per_window - 1) / per_window;
+  return static_cast<double>(windows - 1) * static_cast<double>(limit.window_ms) / 1000.0;
+}
+
+sim::HiddenLimitSpec DrawHiddenLimit(uint64_t seed, double min_rate, double max_rate,
+                                     int max_burst) {
+  SeededRandom random(seed * 0x2545f4914f6cdd1dULL + 17);
+  sim::HiddenLimitSpec limit;
+  limit.shape = static_cast<sim::LimitShape>(random.Next() % 3);
+  // Log-uniform: as many slow limits as fast ones.
+  const double u = static_cast<double>(random.Next() >> 11) / 9007199254740992.0;
+  limit.rate_per_s = std::round(min_rate * std::pow(max_rate / min_rate, u));
+  limit.burst = 1 + static_cast<int>(random.Next() % static_cast<uint64_t>(max_burst));
+  limit.window_ms = 1000;
+  if (limit.rate_per_s < 1) {
+    limit.rate_per_s = 1;
+  }
+  return limit;
+}
+
 PacingScenario DiscordScenario(int channels, int per_channel, uint64_t seed) {
   PacingScenario scenario;
   scenario.name = "discord";
@@ -366,13 +408,13 @@ PacingScenario DiscordScenario(int channels, int per_channel, uint64_t seed) {
   return scenario;
 }
 
-PacingScenario SlackScenario(int channels, int per_channel, uint64_t seed) {
+PacingScenario SlackScenario(int channels, int per_channel, uint64_t seed, int hidden_burst) {
   PacingScenario scenario;
   scenario.name = "slack";
   scenario.seed = seed;
-  scenario.sim_config =
-      R"({"slack": {"channel_rate_per_s": 1, "channel_burst": 2, "workspace_rate_per_s": 1000,)"
-      R"( "workspace_burst": 1000}})";
+  scenario.sim_config = R"({"slack": {"channel_rate_per_s": 1, "channel_burst": )" +
+                        std::to_string(hidden_burst) +
+                        R"(, "workspace_rate_per_s": 1000, "workspace_burst": 1000}})";
   // The workspace cap raised in config, as in the issue; slack_channel left at the profile's
   // 1/s burst 3.
   scenario.budgets = {{pacing::BudgetName::kSlackWorkspace, pacing::Budget{1000, 1000, 100}}};

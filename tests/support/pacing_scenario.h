@@ -11,6 +11,7 @@
 #include "dispatcher/pacing/connection_budget.h"
 #include "dispatcher/pacing/scheduler.h"
 #include "dispatcher/pacing/scope_path.h"
+#include "tests/simulator/hidden_limit.h"
 #include "tests/simulator/sim_message.h"
 
 namespace egress {
@@ -89,11 +90,22 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario);
 // `hidden_per_s` (no headers); with `drop_to_per_s` > 0 the limit drops to it at `drop_at`.
 PacingScenario LineScenario(int users, int deliveries, int hidden_per_s, int drop_to_per_s,
                             Millis drop_at, uint64_t seed);
+// LINE as above, the channel's hidden limit `limit` (any shape; sim::HiddenLimitSpec).
+PacingScenario LineShapeScenario(int users, int deliveries, const sim::HiddenLimitSpec& limit,
+                                 uint64_t seed);
+// The least time in seconds `deliveries` sends can take under `limit`, sent at the best moments:
+// a token bucket's burst at once and the rest one per 1/rate; a window's limit in each window.
+double HiddenLimitBound(const sim::HiddenLimitSpec& limit, int deliveries);
+// A hidden limit drawn from `seed`: the shape (token bucket, fixed window, sliding log), a rate
+// log-uniform in [min_rate, max_rate] per second (whole), a bucket's burst in [1, max_burst], a
+// window of 1 s.
+sim::HiddenLimitSpec DrawHiddenLimit(uint64_t seed, double min_rate, double max_rate,
+                                     int max_burst);
 // Discord: `channels` channels x `per_channel` messages, route 5 per 5 s, global 50/s.
 PacingScenario DiscordScenario(int channels, int per_channel, uint64_t seed);
-// Slack: `channels` x `per_channel` messages, 1/s burst 2 per channel, the profile's burst 3,
-// the workspace cap raised.
-PacingScenario SlackScenario(int channels, int per_channel, uint64_t seed);
+// Slack: `channels` x `per_channel` messages, 1/s burst `hidden_burst` per channel (default 2),
+// the profile's burst 3, the workspace cap raised.
+PacingScenario SlackScenario(int channels, int per_channel, uint64_t seed, int hidden_burst = 2);
 // Fairness on a shared host: tenant A's `slow` webhooks over 50 URLs answering in 300 ms, then
 // at 2 s tenant B's `fast` to one URL of the same host; 16 connections to the host. The last
 // destination is B's.
