@@ -87,6 +87,8 @@ Result<DestinationId> Scheduler::AddDestination(const DestinationSpec& spec) {
   dest.credential_index = path->credential_index;
   dest.retry_after_index = path->retry_after_index;
   dest.leaf_index = path->leaf_index;
+  dest.shared_shape = path->shared_shape && path->credential_index != path->leaf_index;
+  dest.park_leaf_with_room = path->park_leaf_with_room;
   dest.origin = conns_.Acquire(spec.origin);
   for (uint8_t i = 0; i < path->size; ++i) {
     const BudgetName name = path->budgets[i];
@@ -505,11 +507,19 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
     const uint32_t scope = dest.scopes[i];
     charges[i] = Charge{scopes_.at(scope).key, scopes_.params(scope), dest.head_cost};
   }
+  int64_t probe_depth = 0;
+  SiblingShape* shape =
+      dest.shared_shape ? HoldToSiblings(dest, charges[dest.leaf_index], probe_depth) : nullptr;
   Result<TakeResult> taken =
       store_.TakeAll(std::span<const Charge>(charges.data(), dest.scope_count), FromNanos(now_ns));
   if (!taken.has_value()) {
     ArmTimer(d, now_ns + Nanos(options_.store_retry).count(), DeferReason::kStoreUnavailable);
     return false;
+  }
+  if (!taken->allowed && shape != nullptr && taken->park == ParkKind::kNone &&
+      taken->denied_index == dest.leaf_index) {
+    ProbeSiblings(d, *shape, std::span<Charge>(charges.data(), dest.scope_count), probe_depth,
+                  now_ns, *taken);
   }
   if (!taken->allowed) {
     Deny(d, *taken, now_ns, released);
@@ -738,7 +748,7 @@ Status Scheduler::Observe(DestinationId id, const RateLimitObservation& observat
   }
   const bool global = observation.global || observation.scope == RateLimitScope::kGlobal;
   if (observation.retry_after.has_value()) {
-    const uint8_t index = global ? dest.credential_index : dest.retry_after_index;
+    const uint8_t index = global ? dest.credential_index : ParkIndex(dest);
     ParkScope(dest, index, *observation.retry_after, ParkKind::kRetryAfter);
   } else if (observation.remaining == 0 && observation.reset_after.has_value()) {
     ParkScope(dest, dest.leaf_index, *observation.reset_after + options_.reset_offset,
@@ -779,11 +789,16 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
   if (verdict.outcome_class == OutcomeClass::kRetry && verdict.kind == VerdictKind::kDefer) {
     verdict = ApplyRetryBudget(std::move(verdict), now);
   }
+  const bool probed = dest.shape_probe;
+  if (probed) {
+    EndShapeProbe(dest, verdict.outcome_class == OutcomeClass::kDelivered,
+                  verdict.outcome_class == OutcomeClass::kBudgetExhausted);
+  }
   if (verdict.outcome_class == OutcomeClass::kBudgetExhausted) {
     if (outcome.retry_after.has_value() || headers_seen) {
-      ParkScope(dest, dest.retry_after_index, outcome.retry_after.value_or(policy.throttle_wait),
+      ParkScope(dest, ParkIndex(dest), outcome.retry_after.value_or(policy.throttle_wait),
                 ParkKind::kRetryAfter);
-      if (outcome.retry_after.has_value()) {
+      if (outcome.retry_after.has_value() && !probed) {
         LearnBurst(dest);
       }
     } else {

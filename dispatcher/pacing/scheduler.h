@@ -359,6 +359,11 @@ class Scheduler {
     bool conn_grant : 1 = false;
     // It gave a grant back because a meter held it: it waits first for the next connection.
     bool conn_first : 1 = false;
+    // ScopePath::shared_shape and park_leaf_with_room.
+    bool shared_shape : 1 = false;
+    bool park_leaf_with_room : 1 = false;
+    // It holds its siblings' burst probe (SiblingShape::probe).
+    bool shape_probe : 1 = false;
   };
   static_assert(sizeof(Dest) <= 104);
 
@@ -459,7 +464,40 @@ class Scheduler {
   void CountRecent(const Dest& dest, bool delivered, int64_t now_ns);
   // A 429 with Retry-After on a key whose burst is above 1: that burst was more than the
   // platform's, so the key's burst drops by one and its meter is emptied (Slack channels).
-  void LearnBurst(const Dest& dest);
+  // The leaf's burst drops to `burst` (by default one less than it is) and its meter empties.
+  void LearnBurst(const Dest& dest, int64_t burst = 0);
+  // Siblings (scheduler_siblings.cc). The shape of the leaves under one credential scope whose
+  // path says they share it (ScopePath::shared_shape): the burst one of them learned, the
+  // largest level any was accepted at, and the one sibling trying the next level.
+  struct SiblingShape {
+    int64_t learned_burst = 0;  // 0: none learned
+    int64_t confirmed = 1;
+    uint32_t probe = ScopeTable::kNil;
+    int64_t probe_level = 0;
+    int64_t probe_until_ns = 0;
+    // Held back to `confirmed` while another sibling probes; woken when it ends.
+    std::vector<uint32_t> waiting;
+  };
+  ScopeKey SiblingKey(const Dest& dest) const;
+  // The burst the destination's siblings learned, 0 for none.
+  int64_t SiblingBurst(const Dest& dest) const;
+  SiblingShape& ShapeOf(const Dest& dest);
+  // Before a head's meters are taken: the leaf's depth held to what its siblings know. Returns
+  // the shape when a level above it is still to be tried (`probe_depth`: the next one), else
+  // nullptr.
+  SiblingShape* HoldToSiblings(const Dest& dest, Charge& leaf, int64_t& probe_depth);
+  // The head held to its siblings' level was denied by its leaf: tries `probe_depth` when no
+  // other sibling is probing (`taken` becomes that answer; the head holds the probe when it
+  // passed), else the head is woken when that probe ends.
+  void ProbeSiblings(uint32_t d, SiblingShape& shape, std::span<Charge> charges,
+                     int64_t probe_depth, int64_t now_ns, TakeResult& taken);
+  // An outcome of the head that probed: accepted confirms its level, a 429 teaches every
+  // sibling the burst below it, anything else ends the probe without a lesson.
+  void EndShapeProbe(Dest& dest, bool accepted, bool throttled);
+  void WakeSiblings(SiblingShape& shape);
+  // Which scope a Retry-After parks: retry_after_index, or the leaf while that scope's meter
+  // has room (ScopePath::park_leaf_with_room).
+  uint8_t ParkIndex(const Dest& dest);
   // Observe() of a response that states the key's window (limit, remaining, reset after): the
   // key bursts up to the stated remaining; a response without them returns it to burst 1.
   void FollowStatedWindow(Dest& dest, const RateLimitObservation& observation);
@@ -527,6 +565,7 @@ class Scheduler {
   std::unordered_map<ScopeKey, RecentCounts> recent_;
   // Keys pacing to a window their headers stated (their budget's burst is the stated limit).
   std::unordered_map<ScopeKey, Budget> stated_;
+  std::unordered_map<ScopeKey, SiblingShape> shapes_;  // by SiblingKey
   // The sends of Discord global keys in their last window (Windowed() scopes), by scope key.
   std::unordered_map<ScopeKey, SlidingWindow> windows_;
   // The budgets a profile platform counts in windows (ScopeRule::window), by BudgetName.

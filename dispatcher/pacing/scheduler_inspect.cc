@@ -26,6 +26,10 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
   view.budget_name = scopes_.name(leaf);
   view.budget = scopes_.budget(leaf);
   view.budget_learned = scopes_.learned(leaf);
+  if (const int64_t burst = SiblingBurst(dest); burst > 0 && burst < view.budget.burst) {
+    view.budget.burst = burst;
+    view.budget_learned = true;
+  }
   if (auto meter = store_.Inspect(scopes_.at(leaf).key, scopes_.params(leaf), clock_.Now())) {
     view.remaining = meter->remaining;
   }
@@ -76,7 +80,13 @@ Result<Budget> Scheduler::EffectiveBudget(DestinationId id, BudgetName budget) c
   const Dest& dest = **found;
   for (uint8_t i = 0; i < dest.scope_count; ++i) {
     if (scopes_.name(dest.scopes[i]) == budget) {
-      return scopes_.budget(dest.scopes[i]);
+      Budget effective = scopes_.budget(dest.scopes[i]);
+      if (i == dest.leaf_index) {
+        if (const int64_t burst = SiblingBurst(dest); burst > 0) {
+          effective.burst = std::min(effective.burst, burst);
+        }
+      }
+      return effective;
     }
   }
   return Status::NotFound(std::string(BudgetNameString(budget)) + " is not on the path");

@@ -103,16 +103,19 @@ void Scheduler::CountRecent(const Dest& dest, bool delivered, int64_t now_ns) {
   }
 }
 
-void Scheduler::LearnBurst(const Dest& dest) {
+void Scheduler::LearnBurst(const Dest& dest, int64_t burst) {
   const uint32_t leaf = dest.scopes[dest.leaf_index];
   const ScopeKey key = scopes_.at(leaf).key;
   Budget budget = scopes_.budget(leaf);
-  if (budget.burst <= 1 || stated_.contains(key)) {
+  if (stated_.contains(key)) {
     return;
   }
   // The platform refused a request the burst allowed: its burst is smaller, and its bucket is
   // empty now. A learned budget: overrides of the configured one no longer apply to this key.
-  budget.burst -= 1;
+  budget.burst = std::clamp<int64_t>(burst > 0 ? burst : budget.burst - 1, 1, budget.burst);
+  if (budget.burst == scopes_.budget(leaf).burst && budget.burst <= 1) {
+    return;
+  }
   scopes_.SetBudget(leaf, budget, true);
   if (auto it = adaptive_.find(key); it != adaptive_.end()) {
     Budget ceiling = it->second.ceiling();

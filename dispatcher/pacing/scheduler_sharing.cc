@@ -89,6 +89,12 @@ Status Scheduler::ApplyLearned(const LearnedUpdate& update, Millis age) {
   aged.hold = std::max(Millis(0), update.hold - age);
   const int64_t now_ns = ToNanos(clock_.Now());
   const int64_t received_ns = now_ns - Nanos(age).count();
+  if (auto shape = shapes_.find(update.key);
+      shape != shapes_.end() && update.kind == LearnedUpdate::Kind::kBudget) {
+    // Siblings' burst (EndShapeProbe): every leaf of the group keeps to it from now on.
+    shape->second.learned_burst = update.budget.burst;
+    shape->second.confirmed = std::min(shape->second.confirmed, update.budget.burst);
+  }
   const uint32_t scope = scopes_.Find(update.key);
   if (scope != kNil && IsOwnKey(scopes_.name(scope))) {
     AdoptShared(scope, aged, now_ns);

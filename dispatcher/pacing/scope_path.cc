@@ -133,8 +133,13 @@ Status AppendPlatformScopes(const DestinationSpec& spec, const PlatformScopes& p
       Append(path, BudgetName::kSlackChannel,
              HashScope(BudgetName::kSlackChannel, {cred, spec.target}));
       path.credential_index = 1;
-      path.retry_after_index = 1;  // Slack's Retry-After covers (workspace, method).
+      // Slack's Retry-After covers (workspace, method) [SL1], but chat.postMessage's own limit
+      // is per channel [SL2]: a 429 while our workspace meter has room is the channel's.
+      path.retry_after_index = 1;
+      path.park_leaf_with_room = true;
       path.leaf_index = 2;
+      // "Short bursts" per channel [SL1]: one size for every channel of a workspace.
+      path.shared_shape = true;
       return Status::Ok();
     case Platform::kLine: {
       const std::string_view endpoint =
@@ -165,6 +170,10 @@ ScopeKey HashScope(BudgetName budget, std::initializer_list<std::string_view> pa
 
 ScopeKey DiscordLeafKey(ScopeKey bucket_or_route, ScopeKey major) {
   return Finalize(bucket_or_route ^ Finalize(major + 0x9e3779b97f4a7c15ULL));
+}
+
+ScopeKey SiblingGroupKey(ScopeKey credential_scope, BudgetName leaf_budget) {
+  return Finalize(HashScope(leaf_budget, {"siblings"}) ^ Finalize(credential_scope + 1));
 }
 
 ScopeKey DiscordBucketKey(ScopeKey credential_scope, std::string_view bucket) {

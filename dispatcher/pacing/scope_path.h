@@ -49,16 +49,28 @@ struct ScopePath {
   uint8_t credential_index = 0;
   uint8_t retry_after_index = 0;
   uint8_t leaf_index = 0;
+  // The leaf's burst is a property of the platform, the same for every destination under the
+  // credential scope (its siblings): a burst one sibling learns holds for all, and only one
+  // sibling at a time tries a burst no sibling has had accepted (docs/pacing.md, "Siblings").
+  bool shared_shape = false;
+  // A Retry-After parks only the leaf while the retry_after_index scope's meter has room: the
+  // leaf's own limit refused it, not the wider one (docs/platforms.md, Slack).
+  bool park_leaf_with_room = false;
   // Discord only: the hashes the leaf key is made of, so that a learned bucket can re-key it.
   ScopeKey discord_route = 0;
   ScopeKey discord_major = 0;
 };
 
+// The key of the siblings of a leaf: the leaves of budget `leaf_budget` under the credential
+// scope `credential_scope`.
+ScopeKey SiblingGroupKey(ScopeKey credential_scope, BudgetName leaf_budget);
+
 // The path for a destination:
 //   discord: tenant_egress(tenant) > discord_global(credential) > discord_route(credential,
 //            bucket-or-route, major parameter);
 //   slack:   tenant_egress(tenant) > slack_workspace(credential) > slack_channel(credential,
-//            channel);
+//            channel), the channels' burst shared, a 429 parking the channel while the
+//            workspace has room;
 //   line:    tenant_egress(tenant) > line_channel(credential, endpoint);
 //   webhook: tenant_egress(tenant) > webhook_destination(tenant, URL);
 //   a profile platform: tenant_egress(tenant) > each of `profile`'s rules that applies, keyed by

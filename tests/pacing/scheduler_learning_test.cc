@@ -1,5 +1,8 @@
 // What 429s with Retry-After and stated windows teach the destination's own key: a smaller
 // burst (Slack) and the bucket the platform states (Discord X-RateLimit-*).
+#include <algorithm>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "dispatcher/pacing/memory_budget_store.h"
@@ -104,6 +107,85 @@ TEST_F(SchedulerLearningTest, SlackRetryAfterLowersChannelBurst) {
   ASSERT_TRUE(DispatchNow(sent));
   Complete(channel, sent, 429, Millis(1000));
   EXPECT_EQ(scheduler_.EffectiveBudget(channel, BudgetName::kSlackChannel)->burst, 1);
+}
+
+// Dispatches every head due now; the sequences in order.
+std::vector<uint64_t> DispatchAll(Scheduler& scheduler) {
+  std::vector<uint64_t> sent;
+  for (Decision d = scheduler.Next(); d.kind == Decision::Kind::kDispatch; d = scheduler.Next()) {
+    sent.push_back(d.sequence);
+  }
+  return sent;
+}
+
+// Verifies issue 31's siblings: three channels of one workspace, the profile's burst 3. Beyond
+// the confirmed level (1) only one channel at a time tries the next one; its 429 teaches every
+// channel burst 1, so no other channel draws a 429 for it, and the others were held, not parked.
+TEST_F(SchedulerLearningTest, OneChannelsProbeTeachesEveryChannelOfTheWorkspace) {
+  std::vector<DestinationId> channels;
+  for (const char* c : {"C1", "C2", "C3"}) {
+    channels.push_back(*scheduler_.AddDestination(Spec(Platform::kSlack, c)));
+    Offer(channels.back());
+  }
+  std::vector<uint64_t> sent = DispatchAll(scheduler_);
+  ASSERT_EQ(sent.size(), 3u);  // level 1 each: the leaky bucket of the rate
+  for (size_t i = 0; i < 3; ++i) {
+    Complete(channels[i], sent[i], 200);
+    Offer(channels[i]);
+  }
+  sent = DispatchAll(scheduler_);
+  ASSERT_EQ(sent.size(), 1u) << "one probe of level 2 at a time";
+  const size_t prober = (sent[0] - 4) % 3;  // sequences 4, 5, 6 are C1, C2, C3's
+  Complete(channels[prober], sent[0], 429, Millis(5000));
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(scheduler_.EffectiveBudget(channels[i], BudgetName::kSlackChannel)->burst, 1) << i;
+    EXPECT_TRUE(scheduler_.Inspect(channels[i])->budget_learned) << i;
+  }
+  // The others were held at level 1 and are due one second after their first send; the prober
+  // waits for its own Retry-After (5 s): the workspace had room, so only its channel is parked.
+  EXPECT_TRUE(DispatchAll(scheduler_).empty());
+  clock_.Advance(milliseconds(1001));
+  sent = DispatchAll(scheduler_);
+  EXPECT_EQ(sent.size(), 2u);
+  EXPECT_EQ(std::count(sent.begin(), sent.end(), 4 + prober), 0);
+}
+
+// Verifies that an accepted probe confirms its level for every sibling at once: the held
+// channels go on at level 2 without waiting for their meters, and the next level is probed.
+TEST_F(SchedulerLearningTest, AnAcceptedProbeReleasesTheHeldSiblings) {
+  std::vector<DestinationId> channels;
+  for (const char* c : {"C1", "C2", "C3"}) {
+    channels.push_back(*scheduler_.AddDestination(Spec(Platform::kSlack, c)));
+    Offer(channels.back());
+  }
+  std::vector<uint64_t> sent = DispatchAll(scheduler_);
+  for (size_t i = 0; i < 3; ++i) {
+    Complete(channels[i], sent[i], 200);
+    Offer(channels[i]);
+  }
+  sent = DispatchAll(scheduler_);
+  ASSERT_EQ(sent.size(), 1u);
+  const size_t prober = (sent[0] - 4) % 3;
+  Complete(channels[prober], sent[0], 200);
+  sent = DispatchAll(scheduler_);
+  EXPECT_EQ(sent.size(), 2u) << "the two held channels, at the confirmed level 2";
+}
+
+// Verifies that a 429 while the workspace's own meter is empty parks the whole workspace.
+TEST_F(SchedulerLearningTest, A429WithTheWorkspaceFullParksTheWorkspace) {
+  ASSERT_TRUE(scheduler_.SetDefaultBudget(BudgetName::kSlackWorkspace, {2, 1000, 2}).ok());
+  DestinationId c1 = *scheduler_.AddDestination(Spec(Platform::kSlack, "C1"));
+  DestinationId c2 = *scheduler_.AddDestination(Spec(Platform::kSlack, "C2"));
+  Offer(c1);
+  Offer(c2);
+  std::vector<uint64_t> sent = DispatchAll(scheduler_);
+  ASSERT_EQ(sent.size(), 2u);  // the workspace's two units
+  Complete(c1, sent[0], 200);
+  Complete(c2, sent[1], 429, Millis(5000));
+  Offer(c1);
+  clock_.Advance(milliseconds(1500));
+  EXPECT_TRUE(DispatchAll(scheduler_).empty()) << "the workspace is parked for 5 s";
+  EXPECT_EQ(scheduler_.Inspect(c1)->deferral.reason, DeferReason::kRetryAfter);
 }
 
 // Verifies that Discord's stated window (limit 5, remaining 4) lets the remaining four go at
