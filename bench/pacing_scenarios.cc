@@ -51,14 +51,22 @@ int main(int argc, char** argv) {
       const auto seed = static_cast<uint64_t>(i);
       for (const auto& [lo, hi, burst] : {std::tuple{10.0, 50.0, 5}, std::tuple{1.0, 1000.0, 10}}) {
         const egress::sim::HiddenLimitSpec limit = egress::DrawHiddenLimit(seed, lo, hi, burst);
+        // Ten windows' worth at least, so that a fast limit is not done in its first burst.
+        const int pushes = std::max(200, static_cast<int>(limit.rate_per_s) * 10);
         const egress::PacingScenarioResult r =
-            egress::RunPacingScenario(egress::LineShapeScenario(10, 200, limit, seed));
-        const double bound = egress::HiddenLimitBound(limit, 200);
+            egress::RunPacingScenario(egress::LineShapeScenario(10, pushes, limit, seed));
+        const double bound = egress::HiddenLimitBound(limit, pushes);
         std::printf(
             "line %-12s rate=%-4.0f burst=%-2d seed=%-3d seconds=%.2f bound=%.2f x%.2f 429s=%lld\n",
             std::string(egress::sim::LimitShapeString(limit.shape)).c_str(), limit.rate_per_s,
             limit.burst, i, r.seconds, bound, bound > 0 ? r.seconds / bound : 0.0,
             static_cast<long long>(r.throttled));
+        if (std::getenv("TRAJECTORY") != nullptr) {
+          for (const auto& point : r.trajectory) {
+            std::printf("  %.3f %lld%s\n", point.seconds, static_cast<long long>(point.limit),
+                        point.probing ? " probing" : "");
+          }
+        }
       }
       for (int burst = 1; burst <= 3; ++burst) {
         const egress::PacingScenarioResult r =

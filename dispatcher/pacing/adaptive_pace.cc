@@ -63,7 +63,11 @@ void AdaptivePace::Refine() {
     if (recent_.delivered <= 0) {
       lowered = cap;
     } else {
-      lowered = slow_start_ ? recent_.delivered : std::min(cap, recent_.delivered);
+      // A whole window's deliveries at a pace above the platform's are its rate (a bucket's
+      // burst at most on top): the new limit, when that is more than the decrease would leave.
+      lowered = slow_start_ ? recent_.delivered
+                            : std::max(std::min(cap, recent_.delivered),
+                                       std::min(before_ - 1, recent_.delivered));
     }
   } else {
     const double factor = std::min(decrease, share);

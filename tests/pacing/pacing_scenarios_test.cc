@@ -84,5 +84,22 @@ TEST(PacingScenariosTest, SlackLearnsBurst) {
   }
 }
 
+// Verifies issue 31's Slack bound in simulated time: 20 channels x 5 at 1/s, the profile guessing
+// burst 3, the hidden burst 1, 2 or 3: within 1.1x the bound ((5 - burst) s) and at most two 429s
+// in the workspace, for every latency seed of ten (5-30 ms per request). One channel probes each
+// level above the confirmed one and its answer holds for all twenty; before, every channel drew
+// its own 429 (20 for burst 2, 27-39 for burst 1 with 5.3-6.4 s).
+TEST(PacingScenariosTest, SlackLearnsTheBurstOncePerWorkspace) {
+  for (int burst = 1; burst <= 3; ++burst) {
+    for (uint64_t seed = 1; seed <= 10; ++seed) {
+      PacingScenarioResult r = RunPacingScenario(SlackScenario(20, 5, seed, burst));
+      ASSERT_TRUE(r.finished) << "burst " << burst << " seed " << seed;
+      EXPECT_LE(r.seconds, 1.1 * (5 - burst)) << "burst " << burst << " seed " << seed;
+      EXPECT_LE(r.throttled, 2) << "burst " << burst << " seed " << seed;
+      EXPECT_EQ(r.early, 0) << "burst " << burst << " seed " << seed;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace egress

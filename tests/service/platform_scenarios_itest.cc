@@ -109,15 +109,6 @@ class PlatformScenariosTest : public ::testing::Test {
     return std::chrono::duration<double>(clock_.Now() - since).count();
   }
 
-  // The most 429s one destination of the simulator drew.
-  static int MostThrottledDestination(const json& stats) {
-    int most = 0;
-    for (const auto& [name, counters] : stats["destinations"].items()) {
-      most = std::max(most, counters.value("rate_limited", 0));
-    }
-    return most;
-  }
-
   // LINE pushes over `users` users of one channel token.
   static json LinePushes(int total, int users) {
     json deliveries = json::array();
@@ -228,35 +219,41 @@ TEST_F(PlatformScenariosTest, DiscordSpendsTheStatedBucket) {
   }
 }
 
-// Verifies issue 15's Slack case: 20 channels x 5 messages, each channel 1/s burst 2 in the
-// simulator, the profile's slack_channel burst left at 3, the workspace cap raised in config. A
-// channel's first 429 lowers that key's burst, so no channel draws a second: <= 1 429 per channel
-// and <= 3.5 s in every run (before: 3.2-12.3 s, 4-13 429s).
-TEST_F(PlatformScenariosTest, SlackLearnsTheBurst) {
+// Verifies issue 31's Slack case over loopback: 20 channels x 5 at 1/s per channel, the
+// profile guessing burst 3 and the simulator hiding a burst of 1, 2 or 3, its answers late by a
+// seeded 1-6 ms: within 1.1x the bound ((5 - burst) s, loosened by 0.3 s for intake and a loaded
+// machine) and at most two 429s in the workspace. SCENARIO_RUNS=10 runs the issue's ten seeds.
+TEST_F(PlatformScenariosTest, SlackLearnsTheBurstOncePerWorkspace) {
   for (int run = 0; run < Runs(); ++run) {
-    StartRun({{"slack",
-               {{"channel_rate_per_s", 1},
-                {"channel_burst", 2},
-                {"workspace_rate_per_s", 1000},
-                {"workspace_burst", 1000}}}},
-             "[budgets.slack_workspace]\nlimit = 1000\nscale_ms = 1000\nburst = 100\n");
-    if (HasFatalFailure()) {
-      return;
+    for (int burst = 1; burst <= 3; ++burst) {
+      StartRun({{"seed", run + 1},
+                {"latency_ms", 1},
+                {"latency_jitter_ms", 5},
+                {"slack",
+                 {{"channel_rate_per_s", 1},
+                  {"channel_burst", burst},
+                  {"workspace_rate_per_s", 1000},
+                  {"workspace_burst", 1000}}}},
+               "[budgets.slack_workspace]\nlimit = 1000\nscale_ms = 1000\nburst = 100\n");
+      if (HasFatalFailure()) {
+        return;
+      }
+      json deliveries = json::array();
+      for (int i = 0; i < 100; ++i) {
+        deliveries.push_back(Delivery("slack", "bot", fmt::format("C{}", 1000 + i % 20),
+                                      {{"text", "hi"}, {"seq", i}}));
+      }
+      const SteadyTime start = Post(deliveries);
+      const json stats = WaitAccepted(100, start, 60'000);
+      const double seconds = Seconds(start);
+      const double bound = 5.0 - burst;
+      const int throttled = stats["totals"]["rate_limited"].get<int>();
+      std::printf("Slack, hidden burst %d, seed %d: %.2f s (%.2fx the bound), %d 429s\n", burst,
+                  run + 1, seconds, seconds / bound, throttled);
+      EXPECT_LE(seconds, 1.1 * bound + 0.3) << "burst " << burst;
+      EXPECT_LE(throttled, 2) << stats["totals"].dump();
+      EXPECT_EQ(stats["totals"]["early"], 0) << stats["totals"].dump();
     }
-    json deliveries = json::array();
-    for (int i = 0; i < 100; ++i) {
-      deliveries.push_back(Delivery("slack", "bot", fmt::format("C{}", 1000 + i % 20),
-                                    {{"text", "hi"}, {"seq", i}}));
-    }
-    const SteadyTime start = Post(deliveries);
-    const json stats = WaitAccepted(100, start, 60'000);
-    const double seconds = Seconds(start);
-    const int most = MostThrottledDestination(stats);
-    std::printf("Slack, 20 channels x 5: %.2f s, %d 429s, at most %d per channel\n", seconds,
-                stats["totals"]["rate_limited"].get<int>(), most);
-    EXPECT_LE(seconds, 5.0);
-    EXPECT_LE(most, 1) << stats["destinations"].dump();
-    EXPECT_EQ(stats["totals"]["early"], 0) << stats["totals"].dump();
   }
 }
 

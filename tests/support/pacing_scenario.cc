@@ -375,7 +375,7 @@ sim::HiddenLimitSpec DrawHiddenLimit(uint64_t seed, double min_rate, double max_
                                      int max_burst) {
   SeededRandom random(seed * 0x2545f4914f6cdd1dULL + 17);
   sim::HiddenLimitSpec limit;
-  limit.shape = static_cast<sim::LimitShape>(random.Next() % 3);
+  limit.shape = static_cast<sim::LimitShape>(seed % 3);  // each shape every third seed
   // Log-uniform: as many slow limits as fast ones.
   const double u = static_cast<double>(random.Next() >> 11) / 9007199254740992.0;
   limit.rate_per_s = std::round(min_rate * std::pow(max_rate / min_rate, u));

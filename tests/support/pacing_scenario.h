@@ -96,7 +96,8 @@ PacingScenario LineShapeScenario(int users, int deliveries, const sim::HiddenLim
 // The least time in seconds `deliveries` sends can take under `limit`, sent at the best moments:
 // a token bucket's burst at once and the rest one per 1/rate; a window's limit in each window.
 double HiddenLimitBound(const sim::HiddenLimitSpec& limit, int deliveries);
-// A hidden limit drawn from `seed`: the shape (token bucket, fixed window, sliding log), a rate
+// A hidden limit drawn from `seed`: the shape (fixed window, token bucket, sliding log by seed
+// modulo 3), a rate
 // log-uniform in [min_rate, max_rate] per second (whole), a bucket's burst in [1, max_burst], a
 // window of 1 s.
 sim::HiddenLimitSpec DrawHiddenLimit(uint64_t seed, double min_rate, double max_rate,
