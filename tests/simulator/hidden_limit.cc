@@ -1,6 +1,7 @@
 #include "tests/simulator/hidden_limit.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 namespace egress::sim {
@@ -35,56 +36,37 @@ int HiddenLimitSpec::WindowLimit() const {
   return static_cast<int>(std::clamp(n, 1.0, 1e9));
 }
 
-HiddenLimit::HiddenLimit(const HiddenLimitSpec& spec, SteadyTime now)
-    : spec_(spec),
-      window_(std::chrono::milliseconds(std::max<int64_t>(1, spec.window_ms))),
-      tokens_(std::max(1, spec.burst)),
-      last_(now) {}
+namespace {
 
-void HiddenLimit::Expire(SteadyTime now) {
-  while (!taken_.empty() && taken_.front() + window_ <= now) {
-    taken_.pop_front();
+std::variant<FixedWindow, TokenBucket, SlidingWindow> MakeLimiter(const HiddenLimitSpec& spec,
+                                                                  SteadyTime now) {
+  // rate <= 0: unlimited, which each limiter says with a limit (or rate) of 0.
+  const int per_window = spec.rate_per_s > 0 ? spec.WindowLimit() : 0;
+  const std::chrono::milliseconds window(std::max<int64_t>(1, spec.window_ms));
+  switch (spec.shape) {
+    case LimitShape::kTokenBucket:
+      return TokenBucket(std::max(0.0, spec.rate_per_s), std::max(1, spec.burst), now);
+    case LimitShape::kSlidingLog:
+      return SlidingWindow(per_window, window);
+    case LimitShape::kFixedWindow:
+      break;
   }
+  return FixedWindow(per_window, window);
 }
 
+}  // namespace
+
+HiddenLimit::HiddenLimit(const HiddenLimitSpec& spec, SteadyTime now)
+    : limiter_(MakeLimiter(spec, now)) {}
+
 bool HiddenLimit::TryTake(SteadyTime now) {
-  if (spec_.rate_per_s <= 0) {
-    return true;
+  if (auto* window = std::get_if<FixedWindow>(&limiter_)) {
+    return window->Take(now).allowed;
   }
-  switch (spec_.shape) {
-    case LimitShape::kTokenBucket: {
-      if (now > last_) {
-        const double elapsed_s = std::chrono::duration<double>(now - last_).count();
-        tokens_ =
-            std::min<double>(std::max(1, spec_.burst), tokens_ + elapsed_s * spec_.rate_per_s);
-        last_ = now;
-      }
-      if (tokens_ < 1.0) {
-        return false;
-      }
-      tokens_ -= 1.0;
-      return true;
-    }
-    case LimitShape::kFixedWindow:
-      if (!started_ || now >= window_end_) {
-        started_ = true;
-        used_ = 0;
-        window_end_ = now + window_;
-      }
-      if (used_ >= spec_.WindowLimit()) {
-        return false;
-      }
-      ++used_;
-      return true;
-    case LimitShape::kSlidingLog:
-      Expire(now);
-      if (static_cast<int>(taken_.size()) >= spec_.WindowLimit()) {
-        return false;
-      }
-      taken_.push_back(now);
-      return true;
+  if (auto* bucket = std::get_if<TokenBucket>(&limiter_)) {
+    return bucket->TryTake(now).count() == 0;
   }
-  return false;
+  return std::get<SlidingWindow>(limiter_).TryTake(now).count() == 0;
 }
 
 }  // namespace egress::sim

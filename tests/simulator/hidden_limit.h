@@ -1,12 +1,15 @@
 #pragma once
 
 #include <chrono>
-#include <deque>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "dispatcher/base/clock.h"
 #include "dispatcher/base/result.h"
+#include "tests/simulator/fixed_window.h"
+#include "tests/simulator/sliding_window.h"
+#include "tests/simulator/token_bucket.h"
 
 namespace egress::sim {
 
@@ -34,7 +37,8 @@ struct HiddenLimitSpec {
   int WindowLimit() const;
 };
 
-// One key's hidden limit. Not thread-safe: the Simulator serialises access.
+// One key's hidden limit: the simulator's limiter of its shape. Not thread-safe: the Simulator
+// serialises access.
 class HiddenLimit {
  public:
   HiddenLimit(const HiddenLimitSpec& spec, SteadyTime now);
@@ -43,19 +47,7 @@ class HiddenLimit {
   bool TryTake(SteadyTime now);
 
  private:
-  void Expire(SteadyTime now);
-
-  HiddenLimitSpec spec_;
-  std::chrono::nanoseconds window_;
-  // kTokenBucket: tokens and when they were counted.
-  double tokens_ = 0;
-  SteadyTime last_{};
-  // kFixedWindow: requests in the window that ends at window_end_.
-  int used_ = 0;
-  bool started_ = false;
-  SteadyTime window_end_{};
-  // kSlidingLog: the times of the requests still inside the window, oldest first.
-  std::deque<SteadyTime> taken_;
+  std::variant<FixedWindow, TokenBucket, SlidingWindow> limiter_;
 };
 
 }  // namespace egress::sim
