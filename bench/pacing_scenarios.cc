@@ -68,6 +68,25 @@ int main(int argc, char** argv) {
           }
         }
       }
+      {
+        // Issue 31's LINE case: 200 pushes at a hidden token bucket of 10-50/s, burst 1-5.
+        egress::sim::HiddenLimitSpec limit = egress::DrawHiddenLimit(seed, 10, 50, 5);
+        limit.shape = egress::sim::LimitShape::kTokenBucket;
+        const egress::PacingScenarioResult r =
+            egress::RunPacingScenario(egress::LineShapeScenario(10, 200, limit, seed));
+        const double bound = egress::HiddenLimitBound(limit, 200);
+        std::printf(
+            "line-200 token_bucket rate=%-4.0f burst=%-2d seed=%-3d seconds=%.2f bound=%.2f x%.2f "
+            "429s=%lld\n",
+            limit.rate_per_s, limit.burst, i, r.seconds, bound, r.seconds / bound,
+            static_cast<long long>(r.throttled));
+        if (std::getenv("TRAJECTORY") != nullptr) {
+          for (const auto& point : r.trajectory) {
+            std::printf("  %.3f %lld%s\n", point.seconds, static_cast<long long>(point.limit),
+                        point.probing ? " probing" : "");
+          }
+        }
+      }
       for (int burst = 1; burst <= 3; ++burst) {
         const egress::PacingScenarioResult r =
             egress::RunPacingScenario(egress::SlackScenario(20, 5, seed, burst));

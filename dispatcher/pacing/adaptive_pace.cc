@@ -5,6 +5,11 @@
 
 namespace egress::pacing {
 
+namespace {
+// Slow start's growth per half window without a 429.
+constexpr int64_t kSlowStartFactor = 2;
+}  // namespace
+
 AdaptivePace::AdaptivePace(const AdaptivePaceOptions& options, const Budget& ceiling,
                            bool ceiling_learned)
     : options_(options),
@@ -32,11 +37,28 @@ bool AdaptivePace::OnThrottle(int64_t now_ns, const RecentWindow& recent) {
   doubling_failed_ = probe_failed_ && slow_start_;
   slow_start_ = !probe_failed_ && recent.known() && recent.partial;
   if (probe_failed_) {
+    // The platform's limit is between the level before the probe and the probe's: the next
+    // probes halve that gap (bisection) while it is wider than the additive step, at the
+    // usual pace; within the step, each failure doubles the windows until the next probe.
+    failed_level_ = before_;
     limit_ = last_good_;
-    windows_per_increase_ = std::min(64, windows_per_increase_ * 2);
-    step_ = std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
+    const int64_t additive = std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
+    const int64_t half_gap = (failed_level_ - limit_) / 2;
+    if (half_gap > additive && failed_level_ <= 2 * limit_) {
+      step_ = half_gap;
+      windows_per_increase_ = 1;
+    } else {
+      step_ = additive;
+      windows_per_increase_ = std::min(64, windows_per_increase_ * 2);
+    }
   } else {
-    windows_per_increase_ = 1;
+    // A level that failed before failed again (a burst hid it for a window): probe it half as
+    // often, as after a failed probe; a new level: probe at once.
+    const bool again = failed_level_ > 0 && before_ <= failed_level_;
+    windows_per_increase_ = again ? std::min(64, windows_per_increase_ * 2) : 1;
+    // The level that drew the 429 bounds the probes back up (bisection, Refine), unless slow
+    // start climbs from a first window's floor.
+    failed_level_ = slow_start_ ? 0 : before_;
     Refine();
   }
   probing_ = false;
@@ -75,6 +97,11 @@ void AdaptivePace::Refine() {
   }
   limit_ = std::min(before_, std::max(std::max<int64_t>(1, options_.min_limit), lowered));
   step_ = std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
+  if (failed_level_ > limit_ && failed_level_ <= 2 * limit_) {
+    // Bisect toward a failed level that is near; a far one (a configured guess, a cohort that
+    // mostly failed) is approached additively, as it may be far above the platform's limit.
+    step_ = std::max(step_, (failed_level_ - limit_) / 2);
+  }
 }
 
 Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
@@ -91,7 +118,9 @@ Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
   }
   int64_t base = throttle_wait.count();
   if (recent_.known()) {
-    base = std::min(base, window);  // the counted window taught the rate: one window refills it
+    // The counted window taught the rate: one window refills it. A first window's 429 taught
+    // only a floor, which slow start climbs from: a quarter of it.
+    base = std::min(base, slow_start_ ? std::max<int64_t>(1, window / 4) : window);
   }
   int64_t full = std::clamp<int64_t>(base, 1, cap);
   for (int i = 1; i < throttles_ && full < cap; ++i) {
@@ -104,7 +133,10 @@ Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
 }
 
 bool AdaptivePace::OnSuccess(int64_t now_ns, const RecentWindow& recent) {
-  if (now_ns < hold_until_ns_) {
+  // After a failed probe the limit is back at a level that held: what it delivers during the
+  // hold counts toward its next window (the hold only keeps the probe's own 429s from
+  // lowering it further).
+  if (now_ns < hold_until_ns_ && !(probe_failed_ && !adopted_hold_)) {
     ++cohort_ok_;
     if (recent.known()) {
       recent_ = recent;
@@ -117,7 +149,18 @@ bool AdaptivePace::OnSuccess(int64_t now_ns, const RecentWindow& recent) {
   if (at_ceiling()) {
     return false;
   }
-  if (++successes_ < limit_) {
+  ++successes_;
+  if (slow_start_ && successes_ >= std::max<int64_t>(1, limit_ / 2) && successes_ < limit_) {
+    // Slow start doubles once half a window at the level passed without a 429: a burst
+    // may hide an overshoot for that long, and the probe that fails then goes back to this
+    // level (the doubling's failure) or, after a whole window, to what the window delivered.
+    successes_ = 0;
+    last_good_ = limit_;
+    probing_ = true;
+    limit_ = std::min(ceiling_.limit, limit_ * kSlowStartFactor);
+    return true;
+  }
+  if (successes_ < limit_) {
     return false;
   }
   successes_ = 0;
@@ -129,10 +172,17 @@ bool AdaptivePace::OnSuccess(int64_t now_ns, const RecentWindow& recent) {
   last_good_ = limit_;
   probing_ = true;
   if (slow_start_) {
-    limit_ = std::min(ceiling_.limit, limit_ * 2);
+    limit_ = std::min(ceiling_.limit, limit_ * kSlowStartFactor);
     return true;
   }
   limit_ = std::min(ceiling_.limit, limit_ + step_);
+  if (failed_level_ > limit_ && failed_level_ <= 2 * limit_) {
+    // Bisecting below a failed level: the next step halves what is left of the gap.
+    const int64_t additive = std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
+    step_ = std::max(additive, (failed_level_ - limit_) / 2);
+    return true;
+  }
+  failed_level_ = 0;
   if (++increases_ % std::max(1, options_.increases_per_doubling) == 0) {
     step_ = std::min(step_ * 2, ceiling_.limit);
   }

@@ -125,8 +125,9 @@ class AdaptivePace {
   int64_t step_ = 1;
   int64_t successes_ = 0;  // in the current window
   int increases_ = 0;
-  int64_t last_good_ = 0;  // the level before the last increase
-  bool probing_ = false;   // no whole window has passed since the last increase
+  int64_t last_good_ = 0;     // the level before the last increase
+  int64_t failed_level_ = 0;  // the last probe that failed, while the limit bisects below it
+  bool probing_ = false;      // no whole window has passed since the last increase
   bool probe_failed_ = false;
   bool slow_start_ = false;  // the last decrease came from a partial window: double per window
   bool doubling_failed_ = false;

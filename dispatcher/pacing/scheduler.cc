@@ -89,6 +89,7 @@ Result<DestinationId> Scheduler::AddDestination(const DestinationSpec& spec) {
   dest.leaf_index = path->leaf_index;
   dest.shared_shape = path->shared_shape && path->credential_index != path->leaf_index;
   dest.park_leaf_with_room = path->park_leaf_with_room;
+  dest.startup_window = path->startup_window;
   dest.origin = conns_.Acquire(spec.origin);
   for (uint8_t i = 0; i < path->size; ++i) {
     const BudgetName name = path->budgets[i];
@@ -507,6 +508,9 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
     const uint32_t scope = dest.scopes[i];
     charges[i] = Charge{scopes_.at(scope).key, scopes_.params(scope), dest.head_cost};
   }
+  if (dest.startup_window && !StartupAllows(d)) {
+    return false;
+  }
   int64_t probe_depth = 0;
   SiblingShape* shape =
       dest.shared_shape ? HoldToSiblings(dest, charges[dest.leaf_index], probe_depth) : nullptr;
@@ -613,6 +617,9 @@ void Scheduler::DispatchHead(uint32_t d, Decision& decision) {
   }
   if (dest.platform == Platform::kLine || !adaptive_.empty()) {
     CountRecent(dest, false, ToNanos(clock_.Now()));
+  }
+  if (dest.startup_window) {
+    StartupSent(dest);
   }
   if (!shadow_.empty()) {
     MeterShadow(d, ToNanos(clock_.Now()));
@@ -789,6 +796,10 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
   if (verdict.outcome_class == OutcomeClass::kRetry && verdict.kind == VerdictKind::kDefer) {
     verdict = ApplyRetryBudget(std::move(verdict), now);
   }
+  if (dest.startup_window) {
+    StartupAnswered(dest, verdict.outcome_class == OutcomeClass::kDelivered,
+                    verdict.outcome_class == OutcomeClass::kBudgetExhausted);
+  }
   const bool probed = dest.shape_probe;
   if (probed) {
     EndShapeProbe(dest, verdict.outcome_class == OutcomeClass::kDelivered,
@@ -833,6 +844,7 @@ void Scheduler::ReleaseScope(uint32_t scope) {
     recent_.erase(key);
     stated_.erase(key);
     windows_.erase(key);
+    startup_.erase(key);
   }
 }
 

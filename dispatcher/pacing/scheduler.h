@@ -364,6 +364,8 @@ class Scheduler {
     bool park_leaf_with_room : 1 = false;
     // It holds its siblings' burst probe (SiblingShape::probe).
     bool shape_probe : 1 = false;
+    // ScopePath::startup_window.
+    bool startup_window : 1 = false;
   };
   static_assert(sizeof(Dest) <= 104);
 
@@ -495,6 +497,21 @@ class Scheduler {
   // sibling the burst below it, anything else ends the probe without a lesson.
   void EndShapeProbe(Dest& dest, bool accepted, bool throttled);
   void WakeSiblings(SiblingShape& shape);
+  // The startup window of a header-less leaf (scheduler_siblings.cc): like TCP's slow start,
+  // one request more in flight than the key has had accepted, at most four, until its first
+  // 429 (or 64 accepted): the first answers teach the adaptive pace before a whole round trip's
+  // worth of requests at the configured ceiling draws a 429 each.
+  struct StartupWindow {
+    int64_t in_flight = 0;
+    int64_t allowed = 1;
+    int64_t accepted = 0;
+    bool done = false;
+    std::vector<uint32_t> waiting;
+  };
+  // False (the head waits) when the window is full.
+  bool StartupAllows(uint32_t d);
+  void StartupSent(const Dest& dest);
+  void StartupAnswered(const Dest& dest, bool accepted, bool throttled);
   // Which scope a Retry-After parks: retry_after_index, or the leaf while that scope's meter
   // has room (ScopePath::park_leaf_with_room).
   uint8_t ParkIndex(const Dest& dest);
@@ -565,7 +582,8 @@ class Scheduler {
   std::unordered_map<ScopeKey, RecentCounts> recent_;
   // Keys pacing to a window their headers stated (their budget's burst is the stated limit).
   std::unordered_map<ScopeKey, Budget> stated_;
-  std::unordered_map<ScopeKey, SiblingShape> shapes_;  // by SiblingKey
+  std::unordered_map<ScopeKey, SiblingShape> shapes_;    // by SiblingKey
+  std::unordered_map<ScopeKey, StartupWindow> startup_;  // by leaf key
   // The sends of Discord global keys in their last window (Windowed() scopes), by scope key.
   std::unordered_map<ScopeKey, SlidingWindow> windows_;
   // The budgets a profile platform counts in windows (ScopeRule::window), by BudgetName.

@@ -56,6 +56,9 @@ struct ScopePath {
   // A Retry-After parks only the leaf while the retry_after_index scope's meter has room: the
   // leaf's own limit refused it, not the wider one (docs/platforms.md, Slack).
   bool park_leaf_with_room = false;
+  // The platform states no limit (LINE): until the leaf's first 429, at most one request more
+  // than its accepted ones is in flight (docs/pacing.md, "Startup window").
+  bool startup_window = false;
   // Discord only: the hashes the leaf key is made of, so that a learned bucket can re-key it.
   ScopeKey discord_route = 0;
   ScopeKey discord_major = 0;

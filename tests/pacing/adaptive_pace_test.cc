@@ -52,9 +52,10 @@ TEST(AdaptivePaceTest, ParkGrowsWithJitterAndResets) {
   EXPECT_EQ(pace.Park(Millis(1000), 0, 40 * kSecond), Millis(1000));
 }
 
-// Verifies additive recovery: a window of successes (the current limit's worth) adds 10% of the
-// lowered limit; the limit never passes the ceiling.
-TEST(AdaptivePaceTest, RecoversAdditivelyUpToCeiling) {
+// Verifies recovery after a halving: the 429 at the old level bounds the probes back up, so the
+// first window of successes bisects toward it (50 -> 75), the next ones close the gap, and the
+// limit never passes the ceiling.
+TEST(AdaptivePaceTest, RecoversTowardTheFailedLevelUpToCeiling) {
   AdaptivePace pace(AdaptivePaceOptions{}, Budget{100, 1000, 1}, false);
   ASSERT_TRUE(pace.OnThrottle(0));
   ASSERT_EQ(pace.Current().limit, 50);
@@ -62,7 +63,7 @@ TEST(AdaptivePaceTest, RecoversAdditivelyUpToCeiling) {
     EXPECT_FALSE(pace.OnSuccess(kSecond));
   }
   EXPECT_TRUE(pace.OnSuccess(kSecond));
-  EXPECT_EQ(pace.Current().limit, 55);
+  EXPECT_EQ(pace.Current().limit, 75);
   int64_t sent = 0;
   while (!pace.at_ceiling() && sent < 100'000) {
     pace.OnSuccess(kSecond);
@@ -73,13 +74,15 @@ TEST(AdaptivePaceTest, RecoversAdditivelyUpToCeiling) {
   EXPECT_EQ(pace.Current().limit, 100);
 }
 
-// Verifies that the step doubles after increases_per_doubling increases, so a limit that went
-// away is found again quickly.
+// Verifies additive recovery from a level far below the one that failed (a counted window that
+// delivered a tenth of the limit): 10% of the lowered limit per window, the step doubling after
+// increases_per_doubling increases, so a limit that went away is found again quickly.
 TEST(AdaptivePaceTest, StepDoublesAfterRunOfIncreases) {
   AdaptivePaceOptions options;
   options.increases_per_doubling = 2;
   AdaptivePace pace(options, Budget{1000, 1000, 1}, false);
-  ASSERT_TRUE(pace.OnThrottle(0));  // 500, step 50
+  ASSERT_TRUE(pace.OnThrottle(0, RecentWindow{200, 100}));  // delivered 100: limit 100, step 10
+  ASSERT_EQ(pace.Current().limit, 100);
   auto window = [&pace] {
     const int64_t limit = pace.Current().limit;
     for (int64_t i = 0; i < limit; ++i) {
@@ -87,12 +90,11 @@ TEST(AdaptivePaceTest, StepDoublesAfterRunOfIncreases) {
     }
     return pace.Current().limit;
   };
-  EXPECT_EQ(window(), 550);
-  EXPECT_EQ(window(), 600);  // second increase: the step doubles to 100
-  EXPECT_EQ(window(), 700);
-  EXPECT_EQ(window(), 800);  // the step doubles to 200
-  EXPECT_EQ(window(), 1000);
-  EXPECT_TRUE(pace.at_ceiling());
+  EXPECT_EQ(window(), 110);
+  EXPECT_EQ(window(), 120);  // second increase: the step doubles to 20
+  EXPECT_EQ(window(), 140);
+  EXPECT_EQ(window(), 160);  // the step doubles to 40
+  EXPECT_EQ(window(), 200);
 }
 
 // Verifies the cohort estimate: responses arriving during the park (sent before it) refine the
@@ -117,11 +119,12 @@ TEST(AdaptivePaceTest, CohortDuringParkRefinesDecrease) {
 }
 
 // Verifies that a 429 right after an increase returns to the level before it (no halving) and
-// doubles the windows before the next probe, while a 429 at a level that held for a whole
-// window halves.
+// that the next probes bisect between it and the failed level; a probe that fails within the
+// additive step doubles the windows before the next one; a 429 at a level that held for a whole
+// window lowers the limit.
 TEST(AdaptivePaceTest, FailedProbeBacksOffToLastGoodLevel) {
   AdaptivePace pace(AdaptivePaceOptions{}, Budget{1000, 1000, 1}, false);
-  ASSERT_TRUE(pace.OnThrottle(0));  // 500, step 50
+  ASSERT_TRUE(pace.OnThrottle(0));  // 500: the 429 at 1000 bounds the probes
   auto window = [&pace] {
     const int64_t limit = pace.Current().limit;
     for (int64_t i = 0; i < limit; ++i) {
@@ -129,14 +132,18 @@ TEST(AdaptivePaceTest, FailedProbeBacksOffToLastGoodLevel) {
     }
     return pace.Current().limit;
   };
-  EXPECT_EQ(window(), 550);
-  ASSERT_TRUE(pace.OnThrottle(kSecond));
+  EXPECT_EQ(window(), 750);
+  ASSERT_TRUE(pace.OnThrottle(kSecond));  // the probe at 750 failed
   EXPECT_EQ(pace.Current().limit, 500);
-  EXPECT_EQ(window(), 500);  // two windows before the next probe
-  EXPECT_EQ(window(), 550);
-  EXPECT_EQ(window(), 550);  // a whole window passed at 550 ...
+  EXPECT_EQ(window(), 625);  // half way to 750
+  EXPECT_EQ(window(), 687);
+  ASSERT_TRUE(pace.OnThrottle(kSecond));  // 687 failed: within 10% of 625, so ...
+  EXPECT_EQ(pace.Current().limit, 625);
+  EXPECT_EQ(window(), 625);  // ... two windows before the next probe
+  EXPECT_EQ(window(), 687);
+  EXPECT_EQ(window(), 687);  // a whole window passed at 687 ...
   ASSERT_TRUE(pace.OnThrottle(kSecond));
-  EXPECT_EQ(pace.Current().limit, 275);  // ... so this 429 means the limit fell
+  EXPECT_EQ(pace.Current().limit, 343);  // ... so this 429 means the limit fell
 }
 
 // Verifies that a new ceiling clamps the current limit.

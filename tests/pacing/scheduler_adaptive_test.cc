@@ -43,8 +43,9 @@ class SchedulerAdaptiveTest : public ::testing::Test {
   SchedulerDriver driver_{clock_, scheduler_};
 };
 
-// Verifies that a LINE 429 without headers halves the channel's pace, parks it for
-// throttle_wait and shows the lowered budget in Inspect.
+// Verifies that a LINE 429 without headers halves the channel's pace, parks it for a quarter of
+// its window (a first window's 429 teaches only a floor, which slow start climbs from) and shows
+// the lowered budget in Inspect.
 TEST_F(SchedulerAdaptiveTest, HeaderlessThrottleLowersOwnKey) {
   DestinationId user = Add(Spec(Platform::kLine, "U1"));
   DestinationId other = Add(Spec(Platform::kLine, "U2"));
@@ -53,7 +54,7 @@ TEST_F(SchedulerAdaptiveTest, HeaderlessThrottleLowersOwnKey) {
   Verdict verdict = Complete(user, sent, Http(429));
   EXPECT_EQ(verdict.kind, VerdictKind::kDefer);
   EXPECT_FALSE(verdict.consumes_attempt);
-  EXPECT_EQ(verdict.next_attempt, clock_.Now() + milliseconds(1000));
+  EXPECT_EQ(verdict.next_attempt, clock_.Now() + milliseconds(250));
   EXPECT_EQ(Limit(user, BudgetName::kLineChannel), 1000);
   // The channel is one key: every user of it slows down, and waits for the park.
   EXPECT_EQ(Limit(other, BudgetName::kLineChannel), 1000);
@@ -64,21 +65,24 @@ TEST_F(SchedulerAdaptiveTest, HeaderlessThrottleLowersOwnKey) {
   ASSERT_TRUE(scheduler_.Offer(other, std::move(item)).ok());
   Decision wait = scheduler_.Next();
   ASSERT_EQ(wait.kind, Decision::Kind::kWait);
-  EXPECT_EQ(wait.wake_at, clock_.Now() + milliseconds(1000));
+  EXPECT_EQ(wait.wake_at, clock_.Now() + milliseconds(250));
   EXPECT_EQ(scheduler_.Inspect(other)->deferral.ToString(), "retry_after");
 }
 
 // Verifies that 429s of requests sent before the park lower the pace only once.
 TEST_F(SchedulerAdaptiveTest, InFlightThrottlesCountOnce) {
   DestinationId user = Add(Spec(Platform::kLine, "U1"));
+  // One accepted request first: the startup window then lets two go before any answer.
+  Complete(user, Dispatch(user), Http(200));
+  clock_.Advance(milliseconds(1));
   WorkItem first;
   first.id = "a";
-  first.sequence = 1;
+  first.sequence = driver_.next_sequence();
   ASSERT_TRUE(scheduler_.Offer(user, std::move(first)).ok());
   Decision a = scheduler_.Next();
   WorkItem second;
   second.id = "b";
-  second.sequence = 2;
+  second.sequence = driver_.next_sequence();
   ASSERT_TRUE(scheduler_.Offer(user, std::move(second)).ok());
   clock_.Advance(milliseconds(1));
   Decision b = scheduler_.Next();
@@ -87,12 +91,12 @@ TEST_F(SchedulerAdaptiveTest, InFlightThrottlesCountOnce) {
   Verdict va = Complete(user, a.sequence, Http(429));
   clock_.Advance(milliseconds(30));
   Verdict vb = Complete(user, b.sequence, Http(429));
-  EXPECT_EQ(Limit(user, BudgetName::kLineChannel), 1000);
+  EXPECT_EQ(Limit(user, BudgetName::kLineChannel), 1);  // the first window's one delivery
   // The second waits for the same park, not a longer one.
   EXPECT_EQ(vb.next_attempt, va.next_attempt);
 }
 
-// Verifies additive recovery: after a window of deliveries the pace grows by 5% of the limit it
+// Verifies recovery: after a window of deliveries the pace grows half way back to the level that
 // had, and at the configured limit the key is configured again (operator overrides apply).
 TEST_F(SchedulerAdaptiveTest, RecoversAdditivelyAndCapsAtConfigured) {
   DestinationId hook = Add(Spec(Platform::kWebhook, "https://a.example/hook"));
@@ -101,7 +105,7 @@ TEST_F(SchedulerAdaptiveTest, RecoversAdditivelyAndCapsAtConfigured) {
   SendOk(hook, 24);
   EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);
   SendOk(hook, 1);
-  EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 27);  // + 5% of 50
+  EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 37);  // half way back to 50
   for (int i = 0; i < 40 && scheduler_.Inspect(hook)->adaptive.has_value(); ++i) {
     SendOk(hook, static_cast<int>(Limit(hook, BudgetName::kWebhookDestination)));
   }

@@ -119,7 +119,7 @@ TEST_F(SchedulerSharingTest, AdaptivePaceIsSharedAndComesBackTogether) {
   ASSERT_EQ(a_.Own(on_a).limit, 1000);
   ASSERT_EQ(a_.share_.updates.size(), 1u);
   EXPECT_TRUE(a_.share_.updates[0].adaptive);
-  EXPECT_EQ(a_.share_.updates[0].hold, milliseconds(1000));
+  EXPECT_EQ(a_.share_.updates[0].hold, milliseconds(250));  // a first window's quarter
   a_.DeliverTo(b_);
   EXPECT_EQ(b_.scheduler_.Inspect(on_b)->adaptive, (Budget{1000, 1000, 1}));
   // b's request sent before the decrease comes back 429 within a's hold: the same decrease.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <set>
@@ -251,11 +253,20 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
         outcome.retry_after = parsed.retry_after;
       }
       if (event.response.status == 429) {
+        if (std::getenv("DEBUG429") != nullptr) {
+          std::fprintf(stderr, "429 at %.3f dest %zu\n", seconds(), event.dest);
+        }
         ++d.throttled;
         ++result.throttled;
         result.last_throttle_s = seconds();
       }
       auto verdict = scheduler.OnOutcome(d.id, event.sequence, outcome, {0, clock.WallNow()});
+      if (std::getenv("DEBUG429") != nullptr && event.response.status == 429 &&
+          verdict.has_value()) {
+        std::fprintf(
+            stderr, "   next attempt in %.3f\n",
+            static_cast<double>(ToNanos(verdict->next_attempt) - ToNanos(clock.Now())) / 1e9);
+      }
       if (!verdict.has_value()) {
         return result;
       }
@@ -352,6 +363,9 @@ PacingScenario LineShapeScenario(int users, int deliveries, const sim::HiddenLim
                                  uint64_t seed) {
   PacingScenario scenario = LineScenario(users, deliveries, 0, 0, Millis(0), seed);
   scenario.name = "line-shape";
+  // Long enough for a slow limit's whole run, three times over.
+  scenario.deadline = std::max(
+      scenario.deadline, Millis(static_cast<int64_t>(3000 * HiddenLimitBound(limit, deliveries))));
   scenario.sim_config = fmt::format(
       R"({{"line": {{"rate_per_s": {}, "shape": "{}", "burst": {}, "window_ms": {}}}}})",
       static_cast<int>(limit.rate_per_s), sim::LimitShapeString(limit.shape), limit.burst,
