@@ -146,7 +146,7 @@ Status AppendPlatformScopes(const DestinationSpec& spec, const PlatformScopes& p
           spec.endpoint.empty() ? std::string_view("POST /v2/bot/message/push") : spec.endpoint;
       Append(path, BudgetName::kLineChannel, HashScope(BudgetName::kLineChannel, {cred, endpoint}));
       path.credential_index = path.retry_after_index = path.leaf_index = 1;
-      path.startup_window = true;  // LINE states no limit [LN1]
+      path.startup_window = true;  // LINE states no limit in its answers [L1]
       return Status::Ok();
     }
     case Platform::kWebhook:
