@@ -37,6 +37,17 @@ void Print(const char* name, uint64_t seed, const egress::PacingScenarioResult& 
   std::printf("\n");
 }
 
+// With TRAJECTORY set: the first destination's adaptive limit over time, a line per change.
+void PrintTrajectory(const egress::PacingScenarioResult& r) {
+  if (std::getenv("TRAJECTORY") == nullptr) {
+    return;
+  }
+  for (const auto& point : r.trajectory) {
+    std::printf("  %.3f %lld%s\n", point.seconds, static_cast<long long>(point.limit),
+                point.probing ? " probing" : "");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,12 +72,7 @@ int main(int argc, char** argv) {
             std::string(egress::sim::LimitShapeString(limit.shape)).c_str(), limit.rate_per_s,
             limit.burst, i, r.seconds, bound, bound > 0 ? r.seconds / bound : 0.0,
             static_cast<long long>(r.throttled));
-        if (std::getenv("TRAJECTORY") != nullptr) {
-          for (const auto& point : r.trajectory) {
-            std::printf("  %.3f %lld%s\n", point.seconds, static_cast<long long>(point.limit),
-                        point.probing ? " probing" : "");
-          }
-        }
+        PrintTrajectory(r);
       }
       {
         // Issue 31's LINE case: 200 pushes at a hidden token bucket of 10-50/s, burst 1-5.
@@ -80,12 +86,7 @@ int main(int argc, char** argv) {
             "429s=%lld\n",
             limit.rate_per_s, limit.burst, i, r.seconds, bound, r.seconds / bound,
             static_cast<long long>(r.throttled));
-        if (std::getenv("TRAJECTORY") != nullptr) {
-          for (const auto& point : r.trajectory) {
-            std::printf("  %.3f %lld%s\n", point.seconds, static_cast<long long>(point.limit),
-                        point.probing ? " probing" : "");
-          }
-        }
+        PrintTrajectory(r);
       }
       for (int burst = 1; burst <= 3; ++burst) {
         const egress::PacingScenarioResult r =

@@ -42,15 +42,9 @@ bool AdaptivePace::OnThrottle(int64_t now_ns, const RecentWindow& recent) {
     // usual pace; within the step, each failure doubles the windows until the next probe.
     failed_level_ = before_;
     limit_ = last_good_;
-    const int64_t additive = std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
-    const int64_t half_gap = (failed_level_ - limit_) / 2;
-    if (half_gap > additive && failed_level_ <= 2 * limit_) {
-      step_ = half_gap;
-      windows_per_increase_ = 1;
-    } else {
-      step_ = additive;
-      windows_per_increase_ = std::min(64, windows_per_increase_ * 2);
-    }
+    step_ = std::max(AdditiveStep(), HalfGap());
+    windows_per_increase_ =
+        HalfGap() > AdditiveStep() ? 1 : std::min(64, windows_per_increase_ * 2);
   } else {
     // A level that failed before failed again (a burst hid it for a window): probe it half as
     // often, as after a failed probe; a new level: probe at once.
@@ -96,12 +90,21 @@ void AdaptivePace::Refine() {
     lowered = static_cast<int64_t>(std::floor(static_cast<double>(before_) * factor));
   }
   limit_ = std::min(before_, std::max(std::max<int64_t>(1, options_.min_limit), lowered));
-  step_ = std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
-  if (failed_level_ > limit_ && failed_level_ <= 2 * limit_) {
-    // Bisect toward a failed level that is near; a far one (a configured guess, a cohort that
-    // mostly failed) is approached additively, as it may be far above the platform's limit.
-    step_ = std::max(step_, (failed_level_ - limit_) / 2);
-  }
+  step_ = std::max(AdditiveStep(), HalfGap());
+}
+
+int64_t AdaptivePace::AdditiveStep() const {
+  return std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
+}
+
+bool AdaptivePace::NearFailedLevel() const {
+  // A far failed level (a configured guess, a cohort that mostly failed) may be far above the
+  // platform's limit: it is approached additively, not by halving the gap.
+  return failed_level_ > limit_ && failed_level_ <= 2 * limit_;
+}
+
+int64_t AdaptivePace::HalfGap() const {
+  return NearFailedLevel() ? (failed_level_ - limit_) / 2 : 0;
 }
 
 Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
@@ -176,10 +179,9 @@ bool AdaptivePace::OnSuccess(int64_t now_ns, const RecentWindow& recent) {
     return true;
   }
   limit_ = std::min(ceiling_.limit, limit_ + step_);
-  if (failed_level_ > limit_ && failed_level_ <= 2 * limit_) {
+  if (NearFailedLevel()) {
     // Bisecting below a failed level: the next step halves what is left of the gap.
-    const int64_t additive = std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
-    step_ = std::max(additive, (failed_level_ - limit_) / 2);
+    step_ = std::max(AdditiveStep(), HalfGap());
     return true;
   }
   failed_level_ = 0;
@@ -219,7 +221,7 @@ void AdaptivePace::Adopt(int64_t limit, bool probing, int64_t hold_until_ns, int
   slow_start_ = false;
   limit_ = adopted;
   before_ = limit_;
-  step_ = std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
+  step_ = AdditiveStep();
   successes_ = 0;
   windows_ = 0;
 }

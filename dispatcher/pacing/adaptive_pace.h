@@ -116,6 +116,12 @@ class AdaptivePace {
   bool ceiling_learned_ = false;
   // The cohort estimate: the limit before the last decrease and the responses since.
   void Refine();
+  // increase_percent of the limit, at least 1.
+  int64_t AdditiveStep() const;
+  // failed_level_ is above the limit and at most twice it: the probes bisect the gap.
+  bool NearFailedLevel() const;
+  // Half the gap up to failed_level_ when it is near, else 0.
+  int64_t HalfGap() const;
 
   int64_t limit_;
   int64_t before_ = 0;
@@ -129,7 +135,8 @@ class AdaptivePace {
   int64_t failed_level_ = 0;  // the last probe that failed, while the limit bisects below it
   bool probing_ = false;      // no whole window has passed since the last increase
   bool probe_failed_ = false;
-  bool slow_start_ = false;  // the last decrease came from a partial window: double per window
+  bool slow_start_ = false;  // the last decrease came from a partial window: double per half
+                             // window
   bool doubling_failed_ = false;
   bool adopted_hold_ = false;  // the hold is another node's: its cohort is not refined here
   int windows_ = 0;            // whole windows since the last increase

@@ -802,7 +802,7 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
   }
   const bool probed = dest.shape_probe;
   if (probed) {
-    EndShapeProbe(dest, verdict.outcome_class == OutcomeClass::kDelivered,
+    EndShapeProbe(id.value, verdict.outcome_class == OutcomeClass::kDelivered,
                   verdict.outcome_class == OutcomeClass::kBudgetExhausted);
   }
   if (verdict.outcome_class == OutcomeClass::kBudgetExhausted) {

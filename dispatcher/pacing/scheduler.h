@@ -495,9 +495,9 @@ class Scheduler {
                      int64_t probe_depth, int64_t now_ns, TakeResult& taken);
   // An outcome of the head that probed: accepted confirms its level, a 429 teaches every
   // sibling the burst below it, anything else ends the probe without a lesson.
-  void EndShapeProbe(Dest& dest, bool accepted, bool throttled);
+  void EndShapeProbe(uint32_t d, bool accepted, bool throttled);
   void WakeSiblings(SiblingShape& shape);
-  // The startup window of a header-less leaf (scheduler_siblings.cc): like TCP's slow start,
+  // The startup window of a header-less leaf (scheduler_startup.cc): like TCP's slow start,
   // one request more in flight than the key has had accepted, at most four, until its first
   // 429 (or 64 accepted): the first answers teach the adaptive pace before a whole round trip's
   // worth of requests at the configured ceiling draws a 429 each.

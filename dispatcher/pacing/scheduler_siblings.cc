@@ -41,7 +41,7 @@ Scheduler::SiblingShape& Scheduler::ShapeOf(const Dest& dest) {
   const ScopeKey key = SiblingKey(dest);
   auto [it, created] = shapes_.try_emplace(key);
   if (created && !shared_learned_.empty()) {
-    // Another node's lesson for these siblings (ShareShape), held until they appeared here.
+    // Another node's lesson for these siblings (EndShapeProbe), held until they appeared here.
     auto shared = shared_learned_.find(key);
     if (shared != shared_learned_.end() &&
         shared->second.update.kind == LearnedUpdate::Kind::kBudget) {
@@ -95,14 +95,14 @@ void Scheduler::ProbeSiblings(uint32_t d, SiblingShape& shape, std::span<Charge>
   }
 }
 
-void Scheduler::EndShapeProbe(Dest& dest, bool accepted, bool throttled) {
+void Scheduler::EndShapeProbe(uint32_t d, bool accepted, bool throttled) {
+  Dest& dest = dests_[d];
   dest.shape_probe = false;
   auto it = shapes_.find(SiblingKey(dest));
   if (it == shapes_.end()) {
     return;
   }
   SiblingShape& shape = it->second;
-  const uint32_t d = static_cast<uint32_t>(&dest - &dests_[0]);
   if (shape.probe != d) {
     return;  // its probe timed out and another sibling's is out
   }
@@ -135,58 +135,6 @@ void Scheduler::WakeSiblings(SiblingShape& shape) {
     }
   }
   shape.waiting.clear();
-}
-
-bool Scheduler::StartupAllows(uint32_t d) {
-  Dest& dest = dests_[d];
-  const uint32_t leaf = dest.scopes[dest.leaf_index];
-  const ScopeKey key = scopes_.at(leaf).key;
-  if (scopes_.learned(leaf) || (!adaptive_.empty() && adaptive_.contains(key))) {
-    return true;  // the key's pace is known
-  }
-  StartupWindow& window = startup_[key];
-  if (window.done || window.in_flight < window.allowed) {
-    return true;
-  }
-  dest.state = State::kBlocked;
-  dest.reason = DeferReason::kConcurrency;
-  if (window.waiting.size() < dests_.size()) {
-    window.waiting.push_back(d);
-  }
-  return false;
-}
-
-void Scheduler::StartupSent(const Dest& dest) {
-  auto it = startup_.find(scopes_.at(dest.scopes[dest.leaf_index]).key);
-  if (it != startup_.end() && !it->second.done) {
-    ++it->second.in_flight;
-  }
-}
-
-void Scheduler::StartupAnswered(const Dest& dest, bool accepted, bool throttled) {
-  auto it = startup_.find(scopes_.at(dest.scopes[dest.leaf_index]).key);
-  if (it == startup_.end() || it->second.done) {
-    return;
-  }
-  StartupWindow& window = it->second;
-  window.in_flight = std::max<int64_t>(0, window.in_flight - 1);
-  if (accepted) {
-    // At most kStartupInFlight: a platform that accepts a whole window at once (a fixed
-    // window's quota) would otherwise see a round trip's worth more than it took, each a 429.
-    constexpr int64_t kStartupInFlight = 4;
-    window.allowed = std::min(window.allowed + 1, kStartupInFlight);
-    ++window.accepted;
-  }
-  constexpr int64_t kStartupDoneAt = 64;
-  if (throttled || window.accepted >= kStartupDoneAt) {
-    window.done = true;
-  }
-  for (const uint32_t d : window.waiting) {
-    if (dests_[d].live && dests_[d].state == State::kBlocked) {
-      MakeReady(d);
-    }
-  }
-  window.waiting.clear();
 }
 
 uint8_t Scheduler::ParkIndex(const Dest& dest) {

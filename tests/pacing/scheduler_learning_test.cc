@@ -1,6 +1,7 @@
 // What 429s with Retry-After and stated windows teach the destination's own key: a smaller
 // burst (Slack) and the bucket the platform states (Discord X-RateLimit-*).
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -148,6 +149,27 @@ TEST_F(SchedulerLearningTest, OneChannelsProbeTeachesEveryChannelOfTheWorkspace)
   sent = DispatchAll(scheduler_);
   EXPECT_EQ(sent.size(), 2u);
   EXPECT_EQ(std::count(sent.begin(), sent.end(), 4 + prober), 0);
+}
+
+// Verifies the probe is found again by its destination's index beyond the first chunk of
+// destinations (512): the lesson reaches the sibling.
+TEST_F(SchedulerLearningTest, AProbeBeyondTheFirstChunkOfDestinationsTeachesToo) {
+  for (int i = 0; i < 600; ++i) {
+    DestinationSpec filler = Spec(Platform::kSlack, "F" + std::to_string(i));
+    filler.credential = "other-workspace";
+    ASSERT_TRUE(scheduler_.AddDestination(filler).has_value());
+  }
+  DestinationId c1 = *scheduler_.AddDestination(Spec(Platform::kSlack, "C1"));
+  DestinationId c2 = *scheduler_.AddDestination(Spec(Platform::kSlack, "C2"));
+  ASSERT_GT(c1.value, 512u);
+  Offer(c1);
+  uint64_t sent = 0;
+  ASSERT_TRUE(DispatchNow(sent));
+  Complete(c1, sent, 200);
+  Offer(c1);
+  ASSERT_TRUE(DispatchNow(sent)) << "c1 probes level 2";
+  Complete(c1, sent, 429, Millis(1000));
+  EXPECT_EQ(scheduler_.EffectiveBudget(c2, BudgetName::kSlackChannel)->burst, 1);
 }
 
 // Verifies that an accepted probe confirms its level for every sibling at once: the held
