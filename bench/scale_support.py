@@ -26,6 +26,19 @@ def call(port, method, path, body=None, token=""):
         return e.code, e.read()
 
 
+def wait_deferred(port, token, n, timeout_s=600):
+    """Waits until the service holds at least `n` deliveries deferred (each first attempt answered
+    429 by the throttling simulator): until then the first attempts are still going out (100,000
+    of them take about a minute under the tenant's egress budget) and their writes grow the
+    service's memory and take its CPU. Returns the seconds waited."""
+    t = time.monotonic()
+    while json.loads(call(port, "GET", "/v1/stats", None, token)[1]).get("deferred", 0) < n:
+        if time.monotonic() - t > timeout_s:
+            raise RuntimeError("fewer than %d deliveries deferred after %d s" % (n, timeout_s))
+        time.sleep(0.5)
+    return time.monotonic() - t
+
+
 def start(args):
     """Starts a program that prints "...:<port>" as its first line: (child, port)."""
     child = subprocess.Popen(args, stdout=subprocess.PIPE)
