@@ -24,6 +24,7 @@
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
 #include "dispatcher/service/api/intake_limiter.h"
+#include "dispatcher/service/api/json_writer.h"
 #include "dispatcher/service/credential_book.h"
 #include "dispatcher/service/service.h"
 #include "storage/delivery_codec.h"
@@ -385,21 +386,6 @@ std::string RefusalText(const ApiError& e) {
   json j = e.ToJson();
   j["status"] = e.http_status;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-// Appends `text` as a JSON string, escaped as nlohmann's dump would.
-void AppendJsonString(std::string& out, const std::string& text) {
-  const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return u >= 0x20 && u < 0x80 && c != '"' && c != '\\';
-  });
-  if (plain) {
-    out += '"';
-    out += text;
-    out += '"';
-  } else {
-    out += json(text).dump(-1, ' ', false, json::error_handler_t::replace);
-  }
 }
 
 // Moves the parts of the items whose tenant was denied out of the write, refusing those items.

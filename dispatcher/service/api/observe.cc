@@ -16,6 +16,7 @@
 #include "dispatcher/service/api/destination_cursor.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
+#include "dispatcher/service/api/json_writer.h"
 #include "dispatcher/service/service.h"
 
 namespace egress::service {
@@ -100,53 +101,63 @@ void GetStats(Service& s, const TenantScope& scope, Respond respond) {
 
 namespace {
 
-// One destination of a page, as GET /v1/destinations shows it (its queued and deferred counts
-// come from the store after).
-json DestinationJson(const DestinationInfo& d, const std::string& key, SteadyTime now,
-                     int64_t now_ms) {
-  json j = {{"platform", d.platform},
-            {"tenant", d.tenant},
-            {"credential", d.credential},
-            {"destination", RedactDestination(d.destination)},
-            {"key", DestinationKeyText(key)},
-            {"has_head", d.view.has_head},
-            {"in_flight", d.view.in_flight},
-            {"disabled", d.view.disabled},
-            {"paused", !d.pause_id.empty()},
-            {"budget",
-             {{"name", pacing::BudgetNameString(d.view.budget_name)},
-              {"limit", d.view.budget.limit},
-              {"scale_ms", d.view.budget.scale_ms},
-              {"burst", d.view.budget.burst},
-              {"learned", d.view.budget_learned}}},
-            {"remaining", d.view.remaining}};
+// One destination of a page, as GET /v1/destinations shows it, written as JSON text.
+void WriteDestination(JsonWriter& j, const DestinationInfo& d, const std::string& key,
+                      const storage::StateCounts& counts, SteadyTime now, int64_t now_ms) {
+  j.BeginObject();
+  j.Key("platform").String(d.platform);
+  j.Key("tenant").String(d.tenant);
+  j.Key("credential").String(d.credential);
+  j.Key("destination").String(RedactDestination(d.destination));
+  j.Key("key").String(DestinationKeyText(key));
+  j.Key("queued").Uint(storage::CountOf(counts, storage::DeliveryState::kQueued));
+  j.Key("deferred").Uint(storage::CountOf(counts, storage::DeliveryState::kDeferred));
+  j.Key("has_head").Bool(d.view.has_head);
+  j.Key("in_flight").Int(d.view.in_flight);
+  j.Key("disabled").Bool(d.view.disabled);
+  j.Key("paused").Bool(!d.pause_id.empty());
+  j.Key("budget").BeginObject();
+  j.Key("name").String(pacing::BudgetNameString(d.view.budget_name));
+  j.Key("limit").Int(d.view.budget.limit);
+  j.Key("scale_ms").Int(d.view.budget.scale_ms);
+  j.Key("burst").Int(d.view.budget.burst);
+  j.Key("learned").Bool(d.view.budget_learned);
+  j.EndObject();
+  j.Key("remaining").Int(d.view.remaining);
   if (d.view.adaptive) {
     // Header-less 429s hold the destination below its budget (adaptive pace).
-    j["adaptive"] = {{"limit", d.view.adaptive->limit},
-                     {"scale_ms", d.view.adaptive->scale_ms},
-                     {"burst", d.view.adaptive->burst},
-                     {"probing", d.view.adaptive_probing}};
+    j.Key("adaptive").BeginObject();
+    j.Key("limit").Int(d.view.adaptive->limit);
+    j.Key("scale_ms").Int(d.view.adaptive->scale_ms);
+    j.Key("burst").Int(d.view.adaptive->burst);
+    j.Key("probing").Bool(d.view.adaptive_probing);
+    j.EndObject();
   }
   if (d.view.origin_capacity > 0) {
     // The connections of the origin it sends to, shared with every destination there: requests
     // on them, the most they carry, and requests leased and waiting for one.
-    j["connections"] = {{"in_flight", d.view.origin_in_flight},
-                        {"capacity", d.view.origin_capacity},
-                        {"waiting", d.view.origin_waiting},
-                        {"kept", d.view.origin_kept}};
+    j.Key("connections").BeginObject();
+    j.Key("in_flight").Int(d.view.origin_in_flight);
+    j.Key("capacity").Int(d.view.origin_capacity);
+    j.Key("waiting").Int(d.view.origin_waiting);
+    j.Key("kept").Int(d.view.origin_kept);
+    j.EndObject();
   }
   if (d.view.disabled) {
-    j["disabled_reason"] = d.view.disabled_reason;
+    j.Key("disabled_reason").String(d.view.disabled_reason);
   }
   if (!d.pause_id.empty()) {
-    j["pause_id"] = d.pause_id;  // GET /api/admin/pauses shows the pause
+    j.Key("pause_id").String(d.pause_id);  // GET /api/admin/pauses shows the pause
   }
   if (d.shadow_checked > 0) {
     // Its tenant's shadow limits: dispatches metered, and those they would have throttled.
-    j["shadow"] = {{"checked", d.shadow_checked}, {"throttled", d.shadow_throttled}};
+    j.Key("shadow").BeginObject();
+    j.Key("checked").Uint(d.shadow_checked);
+    j.Key("throttled").Uint(d.shadow_throttled);
+    j.EndObject();
   }
   if (d.view.deferral.reason != pacing::DeferReason::kNone) {
-    j["deferral"] = d.view.deferral.ToString();
+    j.Key("deferral").String(d.view.deferral.ToString());
   }
   // The head may go now unless the Scheduler holds it until a time.
   if (d.view.has_head) {
@@ -155,21 +166,32 @@ json DestinationJson(const DestinationInfo& d, const std::string& key, SteadyTim
       eligible_ms += std::max<int64_t>(
           0, std::chrono::duration_cast<Millis>(*d.view.deferral.until - now).count());
     }
-    j["next_eligible_ms"] = eligible_ms;
+    j.Key("next_eligible_ms").Int(eligible_ms);
   }
   if (d.oldest_deferral_ms != 0) {
-    j["oldest_deferral_ms"] = d.oldest_deferral_ms;
-    j["oldest_deferral_age_ms"] = std::max<int64_t>(0, now_ms - d.oldest_deferral_ms);
+    j.Key("oldest_deferral_ms").Int(d.oldest_deferral_ms);
+    j.Key("oldest_deferral_age_ms").Int(std::max<int64_t>(0, now_ms - d.oldest_deferral_ms));
   }
-  json headers = json::object();
-  for (const auto& [name, value] : d.last_headers) {
-    headers[name] = value;
+  // The platform's last rate-limit headers, by name; a name given twice shows its last value.
+  std::vector<const std::pair<std::string, std::string>*> headers;
+  headers.reserve(d.last_headers.size());
+  for (const auto& h : d.last_headers) {
+    headers.push_back(&h);
   }
-  j["last_headers"] = headers;
+  std::stable_sort(headers.begin(), headers.end(),
+                   [](const auto* a, const auto* b) { return a->first < b->first; });
+  j.Key("last_headers").BeginObject();
+  for (size_t i = 0; i < headers.size(); ++i) {
+    if (i + 1 < headers.size() && headers[i + 1]->first == headers[i]->first) {
+      continue;
+    }
+    j.Key(headers[i]->first).String(headers[i]->second);
+  }
+  j.EndObject();
   if (d.last_response_ms != 0) {
-    j["last_response_ms"] = d.last_response_ms;
+    j.Key("last_response_ms").Int(d.last_response_ms);
   }
-  return j;
+  j.EndObject();
 }
 
 // GET /v1/destinations' query: filters, sort, limit and cursor, checked; a typed 400 naming the
@@ -256,79 +278,97 @@ HttpResponse TooManyListings() {
 }
 
 // A listing of GET /v1/destinations on its way: its page is made in steps of kListingStep
-// destinations on the loop, and its counts read in steps of as many keys on the storage pool,
-// each step posted after the one before, so that intake, deliveries and other calls go between
-// them (a page of 1,000 made at once held the loop ~10 ms, and its 1,000 counts the store's one
-// thread as long: another tenant's p99 went from 12 ms to 70 ms while a client walked 100,000).
+// destinations, each listed on the loop, counted on the storage pool and written as JSON text
+// on the loop, each step posted after the one before, so that intake, deliveries and other calls
+// go between them (a page of 1,000 made at once held the loop ~10 ms, and its 1,000 counts the
+// store's one thread as long: another tenant's p99 went from 12 ms to 70 ms while a client
+// walked 100,000). Memory is bounded by the page: its text and one step's destinations.
 struct Listing {
   DestinationQuery query;  // `after` moves on step by step
   size_t limit = 0;
   size_t scanned = 0;
+  size_t listed = 0;
   std::optional<DestinationPosition> next;
-  std::vector<std::string> keys;
-  json list = json::array();
-  size_t counted = 0;
+  std::string text;  // the answer so far
+  JsonWriter json{text};
   Respond respond;
 };
 constexpr size_t kListingStep = 100;
 constexpr size_t kListingMaxScan = 10'000;
+
+void PageStep(Service& s, std::shared_ptr<Listing> l);
 
 void Finish(Service& s, Listing& l, HttpResponse res) {
   --s.listings_in_flight();
   l.respond(std::move(res));
 }
 
-// Reads the next step's counts on the storage pool; answers after the last.
-void CountStep(Service& s, std::shared_ptr<Listing> l) {
-  if (l->counted == l->keys.size()) {
-    json next = l->next ? json(EncodeDestinationCursor(s.loop().destination_epoch(),
-                                                       l->query.by_oldest_deferral, *l->next))
-                        : json(nullptr);
-    Finish(s, *l, JsonResponse(200, {{"destinations", std::move(l->list)}, {"next_cursor", next}}));
-    return;
+bool PageDone(const Listing& l) {
+  return !l.next || l.listed >= l.limit || l.scanned >= kListingMaxScan;
+}
+
+void Answer(Service& s, Listing& l) {
+  l.json.EndArray().Key("next_cursor");
+  if (l.next) {
+    l.json.String(
+        EncodeDestinationCursor(s.loop().destination_epoch(), l.query.by_oldest_deferral, *l.next));
+  } else {
+    l.json.Null();
   }
-  const size_t end = std::min(l->keys.size(), l->counted + kListingStep);
-  std::vector<std::string> keys(l->keys.begin() + static_cast<ptrdiff_t>(l->counted),
-                                l->keys.begin() + static_cast<ptrdiff_t>(end));
-  asio::post(s.storage_pool(), [&s, l, keys = std::move(keys)]() mutable {
+  l.json.EndObject();
+  Finish(s, l, TextResponse(200, std::move(l.text), "application/json"));
+}
+
+// The step's destinations, listed on the loop a moment ago: their counts read on the storage
+// pool, then written on the loop.
+void CountAndWrite(Service& s, std::shared_ptr<Listing> l, DestinationPage page) {
+  std::vector<std::string> keys;
+  keys.reserve(page.items.size());
+  for (const DestinationInfo& d : page.items) {
+    keys.push_back(storage::DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination));
+  }
+  asio::post(s.storage_pool(), [&s, l = std::move(l), keys = std::move(keys),
+                                page = std::move(page)]() mutable {
     auto counts = s.store().DestinationCounts(keys);
-    asio::post(s.io(), [&s, l, counts = std::move(counts)]() mutable {
+    asio::post(s.io(), [&s, l = std::move(l), keys = std::move(keys), page = std::move(page),
+                        counts = std::move(counts)]() mutable {
       if (!counts) {
         Finish(s, *l, ErrorResponse(FromStatus(counts.error())));
         return;
       }
-      for (size_t i = 0; i < counts->size(); ++i) {
-        json& d = l->list[l->counted + i];
-        d["queued"] = storage::CountOf((*counts)[i], storage::DeliveryState::kQueued);
-        d["deferred"] = storage::CountOf((*counts)[i], storage::DeliveryState::kDeferred);
+      const SteadyTime now = s.clock().Now();
+      const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
+      for (size_t i = 0; i < page.items.size() && i < counts->size(); ++i) {
+        WriteDestination(l->json, page.items[i], keys[i], (*counts)[i], now, now_ms);
       }
-      l->counted += counts->size();
-      CountStep(s, std::move(l));
+      if (PageDone(*l)) {
+        Answer(s, *l);
+        return;
+      }
+      asio::post(s.io(), [&s, l = std::move(l)]() mutable { PageStep(s, std::move(l)); });
     });
   });
 }
 
-// Makes the next step of the page on the loop; then the counts.
+// Lists the next step of the page on the loop; then its counts.
 void PageStep(Service& s, std::shared_ptr<Listing> l) {
   DestinationQuery step = l->query;
-  step.limit = std::min(kListingStep, l->limit - l->list.size());
+  step.limit = std::min(kListingStep, l->limit - l->listed);
   step.max_scan = std::min(kListingStep * 10, kListingMaxScan - l->scanned);
   DestinationPage page = s.loop().ListDestinations(step);
-  const SteadyTime now = s.clock().Now();
-  const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
-  for (const DestinationInfo& d : page.items) {
-    std::string key = storage::DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination);
-    l->list.push_back(DestinationJson(d, key, now, now_ms));
-    l->keys.push_back(std::move(key));
-  }
+  l->listed += page.items.size();
   l->scanned += page.scanned;
   l->next = page.next;
-  if (!page.next || l->list.size() >= l->limit || l->scanned >= kListingMaxScan) {
-    CountStep(s, std::move(l));
+  l->query.after = page.next;
+  if (page.items.empty()) {
+    if (PageDone(*l)) {
+      Answer(s, *l);
+    } else {
+      asio::post(s.io(), [&s, l = std::move(l)]() mutable { PageStep(s, std::move(l)); });
+    }
     return;
   }
-  l->query.after = page.next;
-  asio::post(s.io(), [&s, l = std::move(l)]() mutable { PageStep(s, std::move(l)); });
+  CountAndWrite(s, std::move(l), std::move(page));
 }
 
 }  // namespace
@@ -348,6 +388,7 @@ void GetDestinations(Service& s, const std::map<std::string, std::string>& q,
   ++s.listings_in_flight();
   l->limit = l->query.limit;
   l->respond = std::move(respond);
+  l->json.BeginObject().Key("destinations").BeginArray();
   PageStep(s, std::move(l));
 }
 
