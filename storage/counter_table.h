@@ -36,8 +36,10 @@ class CounterTable {
   // 0 for a counter never written.
   int64_t Get(std::string_view key) const;
   // The destination counters (destcount/ keys) summed per (tenant, platform), the negative ones
-  // read as 0, ordered by tenant then platform; kept as the counters change, so the copy under
-  // the lock is all a read costs (one entry per group, not per destination and state).
+  // read as 0, ordered by tenant then platform; kept as the counters change, so the copy is all
+  // a read costs (one entry per group, not per destination and state). Copied 512 groups per
+  // hold of the lock, so a write waits for one hold at most: each group is read as it was when
+  // its hold copied it.
   std::vector<GroupCounts> Groups() const;
 
  private:

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <string>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -63,6 +66,42 @@ TEST(CounterTableTest, GroupsFollowTheDestinationCounters) {
   ASSERT_EQ(groups.size(), 2u);
   EXPECT_EQ(groups[0].platform, "webhook");
   EXPECT_EQ(table.Get(CountKey(DeliveryState::kQueued)), 3);
+}
+
+// Verifies that more groups than one hold of the lock copies (512) come each once, in order,
+// while writers move other groups between the holds.
+TEST(CounterTableTest, ManyGroupsAreCopiedEachOnceInOrder) {
+  CounterTable table;
+  constexpr int kTenants = 1500;
+  for (int t = 0; t < kTenants; ++t) {
+    table.Apply(Deltas(
+        {{Key("webhook", "t" + std::to_string(10000 + t), "a", DeliveryState::kQueued), 1}}));
+  }
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; !stop; ++i) {
+      const int64_t n = i % 2 == 0 ? 1 : -1;
+      table.Apply(Deltas(
+          {{Key("slack", "t" + std::to_string(10000 + i % kTenants), "C", DeliveryState::kQueued),
+            n}}));
+    }
+  });
+  for (int round = 0; round < 20; ++round) {
+    const std::vector<GroupCounts> groups = table.Groups();
+    std::vector<std::string> webhook;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      if (i > 0) {
+        ASSERT_LT(std::tie(groups[i - 1].tenant, groups[i - 1].platform),
+                  std::tie(groups[i].tenant, groups[i].platform));
+      }
+      if (groups[i].platform == "webhook") {
+        webhook.push_back(groups[i].tenant);
+      }
+    }
+    ASSERT_EQ(webhook.size(), static_cast<size_t>(kTenants)) << round;
+  }
+  stop = true;
+  writer.join();
 }
 
 // Verifies that a key under destcount/ that does not name a state and a destination key is no

@@ -29,9 +29,10 @@ namespace asio = boost::asio;
 
 // Series set, or rendered, per step on the loop. A step of either holds the loop ~0.5-1.5 ms on
 // the 2-core machine; at 10,000 tenants the refresh sets ~60,000 series and the text has
-// ~110,000 (the whole refresh at once held the loop ~40-70 ms).
+// ~110,000 (the whole refresh at once held the loop ~40-70 ms). Render steps of 2,048 series
+// held it 1-2.5 ms (timed in a throwaway build, bench/README.md section 12).
 constexpr size_t kRefreshStep = 1024;
-constexpr size_t kScrapeStep = 2048;
+constexpr size_t kScrapeStep = 1024;
 
 // The text, rendered kScrapeStep series at a time, each step posted after the one before; then
 // kept as the text served for a second, and sent to every scrape that waited for it.

@@ -44,16 +44,17 @@ class ResponseText {
 };
 
 // A Beast body of a ResponseText, written kChunk bytes at a time: each piece is one send on
-// the socket, and the loop runs other handlers between them. Written in one piece, a 9.5 MB
-// text was copied into the socket's buffers (several MB on loopback) within the one turn that
-// answered, 14-20 ms. 1 MiB keeps an answer of up to that size (a page of 1,000 destinations
-// is ~400 KB) one send, as before. With 256 KiB pieces such a page waited for the loop between
-// them: in bench/destinations_scale.py, page-of-1,000 medians of 23.6 and 32.5 ms against 18.8
-// and 22.0 before, in alternation; with 1 MiB, 23.2 and 27.8 against 22.8 and 26.4. Only
-// written: the service reads no response into it.
+// the socket, and the loop runs other handlers between them. The first piece is sent within
+// the turn that answers (Asio tries a send at once), so a piece is as long as the loop is held:
+// a 9.5 MB text written in one piece was copied into the socket's buffers within that turn,
+// 14-20 ms; in pieces of 1 MiB each /metrics scrape still held the loop ~2 ms at its first
+// send (bench/README.md, section 12). 512 KiB keeps a page of 1,000 destinations (~400 KB)
+// one send: in pieces of 256 KiB such a page, then made in one turn, waited for the loop
+// between them (page-of-1,000 medians of 23.6 and 32.5 ms against 18.8 and 22.0, in
+// alternation). Only written: the service reads no response into it.
 struct ResponseBody {
   using value_type = ResponseText;
-  static constexpr size_t kChunk = 1 << 20;
+  static constexpr size_t kChunk = 512 << 10;
 
   static std::uint64_t size(const value_type& body) { return body.size(); }
 

@@ -39,6 +39,8 @@ double BudgetUse::Take(std::string_view tenant, pacing::BudgetName budget, pacin
   }
   if (added) {
     scope.newest_slot = slot;
+    scope.index = keys_.size();
+    keys_.push_back(key);
   }
   Advance(scope, slot);
   scope.per_minute =
@@ -53,13 +55,28 @@ double BudgetUse::Take(std::string_view tenant, pacing::BudgetName budget, pacin
   return static_cast<double>(minute) / scope.per_minute;
 }
 
+void BudgetUse::EraseScope(std::unordered_map<pacing::ScopeKey, Scope>::iterator it) {
+  const size_t index = it->second.index;
+  if (index + 1 < keys_.size()) {
+    keys_[index] = keys_.back();
+    scopes_.find(keys_[index])->second.index = index;
+  }
+  keys_.pop_back();
+  scopes_.erase(it);
+}
+
 void BudgetUse::Prune(SteadyTime now) {
   const int64_t slot = SlotOf(now);
   for (auto it = scopes_.begin(); it != scopes_.end();) {
     Advance(it->second, slot);
     const bool idle = std::all_of(it->second.slots.begin(), it->second.slots.end(),
                                   [](uint32_t n) { return n == 0; });
-    it = idle ? scopes_.erase(it) : std::next(it);
+    if (idle) {
+      auto gone = it++;
+      EraseScope(gone);
+    } else {
+      ++it;
+    }
   }
 }
 
@@ -84,12 +101,8 @@ std::vector<BudgetUse::Ratio> BudgetUse::Utilization(SteadyTime now) {
   return out;
 }
 
-BudgetUse::Walk::Walk(BudgetUse& use, SteadyTime now) : use_(use), slot_(SlotOf(now)) {
-  scopes_.reserve(use.scopes_.size());
-  for (const auto& [key, scope] : use.scopes_) {
-    scopes_.push_back(key);
-  }
-}
+BudgetUse::Walk::Walk(BudgetUse& use, SteadyTime now)
+    : use_(use), slot_(SlotOf(now)), scopes_(use.keys_) {}
 
 bool BudgetUse::Walk::Step(size_t max, const std::function<void(const Total&)>& total,
                            const std::function<void(const Ratio&)>& ratio) {
@@ -114,7 +127,7 @@ bool BudgetUse::Walk::Step(size_t max, const std::function<void(const Total&)>& 
       units += n;
     }
     if (units == 0) {
-      use_.scopes_.erase(it);
+      use_.EraseScope(it);
       continue;
     }
     double& highest = highest_[scope.owner];

@@ -133,5 +133,37 @@ TEST(BudgetUseTest, AWalkInStepsReadsWhatTheWholeReadsAndWhatChangedMeanwhile) {
   EXPECT_EQ(use.scope_count(), 0u);
 }
 
+// Verifies that a walk reads every scope once after scopes came and went (its keys are kept side
+// by side with the scopes: a pruned scope's place is taken by the last one).
+TEST(BudgetUseTest, AWalkReadsEveryScopeLeftAfterPrunes) {
+  FakeClock clock;
+  BudgetUse use;
+  for (pacing::ScopeKey key = 1; key <= 300; ++key) {
+    use.Take("t" + std::to_string(key), BudgetName::kTenantEgress, key, kTenPerSecond, 1,
+             clock.Now());
+  }
+  clock.Advance(Millis(40'000));
+  // The even keys are used again; the odd ones fall out of the minute and are pruned.
+  for (pacing::ScopeKey key = 2; key <= 300; key += 2) {
+    use.Take("t" + std::to_string(key), BudgetName::kTenantEgress, key, kTenPerSecond, 6,
+             clock.Now());
+  }
+  clock.Advance(Millis(25'000));
+  use.Prune(clock.Now());
+  EXPECT_EQ(use.scope_count(), 150u);
+  // A scope added after the prunes is read too.
+  use.Take("new", BudgetName::kTenantEgress, 1000, kTenPerSecond, 6, clock.Now());
+  std::map<std::string, double> ratios;
+  BudgetUse::Walk walk(use, clock.Now());
+  while (!walk.Step(
+      7, [](const BudgetUse::Total&) {},
+      [&](const BudgetUse::Ratio& r) { EXPECT_TRUE(ratios.emplace(r.tenant, r.ratio).second); })) {
+  }
+  EXPECT_EQ(ratios.size(), 151u);
+  EXPECT_DOUBLE_EQ(ratios["t2"], 6.0 / 600.0);
+  EXPECT_EQ(ratios.count("t1"), 0u);
+  EXPECT_DOUBLE_EQ(ratios["new"], 6.0 / 600.0);
+}
+
 }  // namespace
 }  // namespace egress::service
