@@ -174,6 +174,11 @@ TEST_F(PostgresStoreServiceTest, NodesShareShardsAndTakeOverAStoppedOrKilledNode
   RecordProperty("cross_node_ms",
                  static_cast<int>(std::chrono::duration_cast<Millis>(clock.Now() - t0).count()));
 
+  // Every send's outcome written before A stops: the simulator counts a request when it
+  // arrives, and one A had sent but not yet written delivered would be in flight when A stops,
+  // sent again by B after the takeover (at least once; a duplicate this test does not expect).
+  WaitForStats(pb, [&](const json& s) { return s["delivered"] == sent; });
+
   // A stopped for three lease periods: B claims its shards when they expire and sends what B
   // accepted meanwhile (half of it A's shards', waiting for A).
   ASSERT_EQ(::kill(a.pid(), SIGSTOP), 0);
@@ -209,6 +214,7 @@ TEST_F(PostgresStoreServiceTest, NodesShareShardsAndTakeOverAStoppedOrKilledNode
   wait_accepted(sent, 10'000);
 
   // A killed: B holds every shard again within the ttl and sends what was accepted for A's.
+  WaitForStats(pb, [&](const json& s) { return s["delivered"] == sent; });
   ASSERT_EQ(::kill(a.pid(), SIGSTOP), 0);  // nothing of this batch leaves A before the kill
   post(pb, 1);
   a.Signal(SIGKILL);
