@@ -78,14 +78,23 @@ TEST(CounterTableTest, ManyGroupsAreCopiedEachOnceInOrder) {
         {{Key("webhook", "t" + std::to_string(10000 + t), "a", DeliveryState::kQueued), 1}}));
   }
   std::atomic<bool> stop{false};
+  // Each pass over the tenants creates their slack groups, the next erases them.
   std::thread writer([&] {
     for (int i = 0; !stop; ++i) {
-      const int64_t n = i % 2 == 0 ? 1 : -1;
+      const int64_t n = (i / kTenants) % 2 == 0 ? 1 : -1;
       table.Apply(Deltas(
           {{Key("slack", "t" + std::to_string(10000 + i % kTenants), "C", DeliveryState::kQueued),
             n}}));
     }
   });
+  struct Join {
+    std::atomic<bool>& stop;
+    std::thread& writer;
+    ~Join() {
+      stop = true;
+      writer.join();
+    }
+  } join{stop, writer};
   for (int round = 0; round < 20; ++round) {
     const std::vector<GroupCounts> groups = table.Groups();
     std::vector<std::string> webhook;
@@ -100,8 +109,6 @@ TEST(CounterTableTest, ManyGroupsAreCopiedEachOnceInOrder) {
     }
     ASSERT_EQ(webhook.size(), static_cast<size_t>(kTenants)) << round;
   }
-  stop = true;
-  writer.join();
 }
 
 // Verifies that a key under destcount/ that does not name a state and a destination key is no

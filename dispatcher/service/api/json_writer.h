@@ -22,6 +22,9 @@ void AppendJsonString(std::string& out, std::string_view text);
 class JsonWriter {
  public:
   explicit JsonWriter(std::string& out) : out_(out) {}
+  // It writes into `out`: a copy (or a struct holding it, moved) would write into the old one.
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
 
   JsonWriter& BeginObject();
   JsonWriter& EndObject();
@@ -36,6 +39,8 @@ class JsonWriter {
 
  private:
   void BeforeValue();
+  JsonWriter& Open(char bracket);
+  JsonWriter& Close(char bracket);
 
   std::string& out_;
   std::vector<bool> has_items_;  // per open object or array: a comma goes before the next item

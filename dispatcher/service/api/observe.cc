@@ -336,9 +336,17 @@ void CountAndWrite(Service& s, std::shared_ptr<Listing> l, DestinationPage page)
         Finish(s, *l, ErrorResponse(FromStatus(counts.error())));
         return;
       }
+      if (counts->size() != page.items.size()) {
+        // The cursor has moved past them: a page without some would skip them for good.
+        Finish(s, *l,
+               ErrorResponse(ApiError{500, "internal",
+                                      fmt::format("the store counted {} of {} destinations",
+                                                  counts->size(), page.items.size())}));
+        return;
+      }
       const SteadyTime now = s.clock().Now();
       const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
-      for (size_t i = 0; i < page.items.size() && i < counts->size(); ++i) {
+      for (size_t i = 0; i < page.items.size(); ++i) {
         WriteDestination(l->json, page.items[i], keys[i], (*counts)[i], now, now_ms);
       }
       if (PageDone(*l)) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "dispatcher/base/check.h"
 #include "dispatcher/base/clock.h"
 #include "dispatcher/pacing/budget.h"
 #include "dispatcher/pacing/budget_store.h"
@@ -51,7 +52,10 @@ class BudgetUse {
 
   // Forgets the scopes with nothing taken in the last minute.
   void Prune(SteadyTime now);
-  size_t scope_count() const { return scopes_.size(); }
+  size_t scope_count() const {
+    EGRESS_CHECK(keys_.size() == scopes_.size());
+    return scopes_.size();
+  }
 
   // Totals() and Utilization() a bounded number at a time, for a refresh spread over turns of
   // the loop (GET /metrics at 10,000 tenants: tens of thousands of each): a walk made at `now` is

@@ -163,6 +163,24 @@ TEST(BudgetUseTest, AWalkReadsEveryScopeLeftAfterPrunes) {
   EXPECT_DOUBLE_EQ(ratios["t2"], 6.0 / 600.0);
   EXPECT_EQ(ratios.count("t1"), 0u);
   EXPECT_DOUBLE_EQ(ratios["new"], 6.0 / 600.0);
+
+  // A minute later only "new" is used again: a walk in steps erases the other 150 as it reads
+  // them, and the next one reads "new" alone (scope_count checks the keys against the scopes).
+  clock.Advance(Millis(61'000));
+  use.Take("new", BudgetName::kTenantEgress, 1000, kTenPerSecond, 1, clock.Now());
+  BudgetUse::Walk erasing(use, clock.Now());
+  while (!erasing.Step(
+      7, [](const BudgetUse::Total&) {}, [](const BudgetUse::Ratio&) {})) {
+  }
+  EXPECT_EQ(use.scope_count(), 1u);
+  ratios.clear();
+  BudgetUse::Walk last(use, clock.Now());
+  while (!last.Step(
+      7, [](const BudgetUse::Total&) {},
+      [&](const BudgetUse::Ratio& r) { EXPECT_TRUE(ratios.emplace(r.tenant, r.ratio).second); })) {
+  }
+  EXPECT_EQ(ratios.size(), 1u);
+  EXPECT_EQ(ratios.count("new"), 1u);
 }
 
 }  // namespace
