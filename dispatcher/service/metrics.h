@@ -118,6 +118,8 @@ class Metrics {
     bool histograms = false;  // on to the definition's histogram series
   };
   bool RenderSome(std::string& out, RenderPosition& at, size_t max_series) const;
+  // Series kept (a histogram's counts as one).
+  size_t series_count() const { return values_.size() + histograms_.size(); }
 
  private:
   struct HistogramSeries {
