@@ -86,6 +86,8 @@ void OfferEarliest(pacing::Scheduler& scheduler, DestState& d) {
 }  // namespace
 
 PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
+  // DEBUG429 set: every 429 and the next attempt it set, on stderr (read once, not per event).
+  const bool debug_429 = std::getenv("DEBUG429") != nullptr;
   PacingScenarioResult result;
   FakeClock clock;
   auto created = sim::Simulator::Create(clock, scenario.sim_config);
@@ -253,7 +255,7 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
         outcome.retry_after = parsed.retry_after;
       }
       if (event.response.status == 429) {
-        if (std::getenv("DEBUG429") != nullptr) {
+        if (debug_429) {
           std::fprintf(stderr, "429 at %.3f dest %zu\n", seconds(), event.dest);
         }
         ++d.throttled;
@@ -261,8 +263,7 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
         result.last_throttle_s = seconds();
       }
       auto verdict = scheduler.OnOutcome(d.id, event.sequence, outcome, {0, clock.WallNow()});
-      if (std::getenv("DEBUG429") != nullptr && event.response.status == 429 &&
-          verdict.has_value()) {
+      if (debug_429 && event.response.status == 429 && verdict.has_value()) {
         std::fprintf(
             stderr, "   next attempt in %.3f\n",
             static_cast<double>(ToNanos(verdict->next_attempt) - ToNanos(clock.Now())) / 1e9);
