@@ -93,6 +93,9 @@ class Metrics {
   // at its old value or its new one, never a gauge emptied half way.
   uint64_t StartRebuild() { return ++mark_; }
   void DropUnsetSince(GaugeId id, uint64_t mark);
+  // The same a part at a time: looks at up to `max_series` of the gauge's series after `after`
+  // ("": from its first; set to the last looked at), and returns true when it looked at its last.
+  bool DropUnsetSince(GaugeId id, uint64_t mark, std::string& after, size_t max_series);
   void Observe(HistogramId id, const Labels& labels, double value);
   // The value of a series, 0 when never touched (tests, stats).
   double Value(CounterId id, const Labels& labels = {}) const;

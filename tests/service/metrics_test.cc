@@ -2,8 +2,10 @@
 
 #include "dispatcher/service/metrics.h"
 
+#include <limits>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace egress::service {
@@ -233,6 +235,39 @@ TEST(MetricsTest, RendersInStepsTheSameText) {
   EXPECT_NE(out.find(R"(relay_egress_deliveries_total{platform="line",outcome="delivered"} 1)"),
             std::string::npos)
       << out;
+}
+
+// Verifies each value reads as fmt's shortest round-trip form of it, the integers written by the
+// render's own fast path included (its bounds, negative zero and the values it leaves to fmt).
+TEST(MetricsTest, RendersValuesAsFmtDoes) {
+  const double values[] = {0,
+                           -0.0,
+                           1,
+                           -1,
+                           3,
+                           0.25,
+                           -2.5,
+                           12345678,
+                           999999999999999,
+                           1e15,
+                           -1e15,
+                           9007199254740992.0,
+                           1e20,
+                           1e-7,
+                           std::numeric_limits<double>::infinity(),
+                           -std::numeric_limits<double>::infinity(),
+                           std::numeric_limits<double>::quiet_NaN()};
+  Metrics m;
+  for (size_t i = 0; i < std::size(values); ++i) {
+    m.Set(GaugeId::kQueueDepth, {{"state", std::to_string(i)}}, values[i]);
+  }
+  const std::string text = m.Render();
+  for (size_t i = 0; i < std::size(values); ++i) {
+    SCOPED_TRACE(values[i]);
+    const std::string line =
+        fmt::format("relay_egress_queue_depth{{state=\"{}\"}} {}\n", i, values[i]);
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
+  }
 }
 
 // Verifies that Value reads one series, Total sums a counter's series and not a longer name's.
