@@ -1,5 +1,6 @@
 #include "dispatcher/service/metrics.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -9,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "dispatcher/base/check.h"
 #include "dispatcher/base/redact.h"
 #include "dispatcher/base/utf8.h"
 #include "dispatcher/base/version.h"
@@ -258,6 +260,55 @@ void AppendSampleValue(std::string& out, double v) {
   fmt::format_to(std::back_inserter(out), "{}", v);
 }
 
+// Appends the series `name{labels}`: what Set keys a series by and the text shows.
+void AppendSeries(std::string& out, std::string_view name, const Metrics::Labels& labels) {
+  out.append(name);
+  if (labels.size() == 0) {
+    return;
+  }
+  char sep = '{';
+  for (const auto& [k, v] : labels) {
+    out.push_back(sep);
+    out.append(k);
+    out.append("=\"");
+    // Label values pass the redaction layer (a reason or credential may carry a URL) and leave
+    // as valid UTF-8 (Prometheus refuses a whole scrape over one bad label value; a tenant
+    // named in a URL path may hold any bytes).
+    if (MayNeedRedaction(v) || !IsValidUtf8(v)) {
+      AppendEscaped(out, ToValidUtf8(RedactText(v)));
+    } else {
+      AppendEscaped(out, v);
+    }
+    out.push_back('"');
+    sep = ',';
+  }
+  out.push_back('}');
+}
+
+// The families GET /metrics collects at each scrape (Metrics::IsCollected).
+constexpr CounterId kCollectedCounters[] = {CounterId::kBudgetUnits};
+constexpr GaugeId kCollectedGauges[] = {GaugeId::kTenantQueueDepth, GaugeId::kOldestDeferralAge,
+                                        GaugeId::kBudgetUtilization, GaugeId::kQuotaUsedRatio,
+                                        GaugeId::kTierUtilization};
+
+bool IsCollectedRow(const Definition& d) {
+  if (d.type == Type::kCounter) {
+    return std::ranges::find(kCollectedCounters, static_cast<CounterId>(d.id)) !=
+           std::end(kCollectedCounters);
+  }
+  return d.type == Type::kGauge &&
+         std::ranges::find(kCollectedGauges, static_cast<GaugeId>(d.id)) !=
+             std::end(kCollectedGauges);
+}
+
+void AppendHeadOf(std::string& out, const Definition& d) {
+  const char* type = d.type == Type::kCounter ? "counter"
+                     : d.type == Type::kGauge ? "gauge"
+                                              : "histogram";
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", d.name, d.help, d.name,
+                 type);
+}
+
 // The labels part of a series key ("name{labels}" or "name"): empty when it has none.
 std::string_view LabelsOf(std::string_view series, std::string_view name) {
   return series.size() > name.size()
@@ -281,26 +332,8 @@ std::string Series(std::string_view name, const std::string& labels, std::string
 }  // namespace
 
 std::string_view Metrics::SeriesKey(std::string_view name, const Labels& labels) const {
-  series_.assign(name);
-  if (labels.size() != 0) {
-    char sep = '{';
-    for (const auto& [k, v] : labels) {
-      series_.push_back(sep);
-      series_.append(k);
-      series_.append("=\"");
-      // Label values pass the redaction layer (a reason or credential may carry a URL) and leave
-      // as valid UTF-8 (Prometheus refuses a whole scrape over one bad label value; a tenant
-      // named in a URL path may hold any bytes).
-      if (MayNeedRedaction(v) || !IsValidUtf8(v)) {
-        AppendEscaped(series_, ToValidUtf8(RedactText(v)));
-      } else {
-        AppendEscaped(series_, v);
-      }
-      series_.push_back('"');
-      sep = ',';
-    }
-    series_.push_back('}');
-  }
+  series_.clear();
+  AppendSeries(series_, name, labels);
   return series_;
 }
 
@@ -324,20 +357,41 @@ Metrics::Metrics() { Set(GaugeId::kBuildInfo, {{"version", Version()}}, 1); }
 std::string_view Metrics::Version() { return VersionNumber(); }
 
 void Metrics::Inc(CounterId id, const Labels& labels, double by) {
+  EGRESS_CHECK(!IsCollected(id));
   Slot(values_, SeriesKey(Of(id).name, labels)).value += by;
 }
 
 void Metrics::SetTotal(CounterId id, const Labels& labels, double total) {
+  EGRESS_CHECK(!IsCollected(id));
   Slot(values_, SeriesKey(Of(id).name, labels)).value = total;
 }
 
 void Metrics::Set(GaugeId id, const Labels& labels, double value) {
-  Sample& v = Slot(values_, SeriesKey(Of(id).name, labels));
-  v.value = value;
-  v.mark = mark_;
+  EGRESS_CHECK(!IsCollected(id));
+  Slot(values_, SeriesKey(Of(id).name, labels)).value = value;
+}
+
+bool Metrics::IsCollected(CounterId id) { return IsCollectedRow(Of(id)); }
+bool Metrics::IsCollected(GaugeId id) { return IsCollectedRow(Of(id)); }
+void Metrics::AppendHead(std::string& out, CounterId id) { AppendHeadOf(out, Of(id)); }
+void Metrics::AppendHead(std::string& out, GaugeId id) { AppendHeadOf(out, Of(id)); }
+
+void Metrics::AppendSample(std::string& out, CounterId id, const Labels& labels, double value) {
+  AppendSeries(out, Of(id).name, labels);
+  out.push_back(' ');
+  AppendSampleValue(out, value);
+  out.push_back('\n');
+}
+
+void Metrics::AppendSample(std::string& out, GaugeId id, const Labels& labels, double value) {
+  AppendSeries(out, Of(id).name, labels);
+  out.push_back(' ');
+  AppendSampleValue(out, value);
+  out.push_back('\n');
 }
 
 void Metrics::Clear(GaugeId id) {
+  EGRESS_CHECK(!IsCollected(id));
   const std::string_view name = Of(id).name;
   auto it = values_.lower_bound(name);
   while (it != values_.end() && it->first.starts_with(name)) {
@@ -346,35 +400,10 @@ void Metrics::Clear(GaugeId id) {
 }
 
 void Metrics::Erase(GaugeId id, const Labels& labels) {
+  EGRESS_CHECK(!IsCollected(id));
   if (auto it = values_.find(SeriesKey(Of(id).name, labels)); it != values_.end()) {
     values_.erase(it);
   }
-}
-
-void Metrics::DropUnsetSince(GaugeId id, uint64_t mark) {
-  std::string after;
-  DropUnsetSince(id, mark, after, SIZE_MAX);
-}
-
-bool Metrics::DropUnsetSince(GaugeId id, uint64_t mark, std::string& after, size_t max_series) {
-  const std::string_view name = Of(id).name;
-  auto it = after.empty() ? values_.lower_bound(name) : values_.upper_bound(after);
-  std::string_view last;  // the last series looked at and kept
-  for (size_t looked = 0; it != values_.end() && it->first.starts_with(name); ++looked) {
-    if (looked == max_series) {
-      if (!last.empty()) {
-        after = last;  // a dropped series is no place to resume from: the last kept, or as was
-      }
-      return false;
-    }
-    if (IsSeriesOf(it->first, name) && it->second.mark < mark) {
-      it = values_.erase(it);
-    } else {
-      last = it->first;
-      ++it;
-    }
-  }
-  return true;
 }
 
 void Metrics::Observe(HistogramId id, const Labels& labels, double value) {
@@ -396,14 +425,17 @@ double Metrics::ValueOf(std::string_view name, const Labels& labels) const {
 }
 
 double Metrics::Value(CounterId id, const Labels& labels) const {
+  EGRESS_CHECK(!IsCollected(id));
   return ValueOf(Of(id).name, labels);
 }
 
 double Metrics::Value(GaugeId id, const Labels& labels) const {
+  EGRESS_CHECK(!IsCollected(id));
   return ValueOf(Of(id).name, labels);
 }
 
 double Metrics::Total(CounterId id) const {
+  EGRESS_CHECK(!IsCollected(id));
   const std::string_view name = Of(id).name;
   double sum = 0;
   for (auto it = values_.lower_bound(name); it != values_.end() && it->first.starts_with(name);
@@ -433,11 +465,11 @@ bool Metrics::RenderSome(std::string& out, RenderPosition& at, size_t max_series
   for (; at.definition < std::size(kDefinitions);
        ++at.definition, at.headed = false, at.after.clear(), at.histograms = false) {
     const Definition& d = kDefinitions[at.definition];
+    if (IsCollectedRow(d)) {
+      continue;  // GET /metrics writes it
+    }
     if (!at.headed) {
-      const char* type = d.type == Type::kCounter ? "counter"
-                         : d.type == Type::kGauge ? "gauge"
-                                                  : "histogram";
-      fmt::format_to(sink, "# HELP {} {}\n# TYPE {} {}\n", d.name, d.help, d.name, type);
+      AppendHeadOf(out, d);
       at.headed = true;
     }
     if (!at.histograms) {

@@ -67,7 +67,8 @@ enum class HistogramId : uint8_t {
 };
 
 // Prometheus metrics with the relay_egress_ prefix, addressed by id, so a metric that is not
-// declared cannot be named. All methods run on the service loop.
+// declared cannot be named. All methods run on the service loop, but the static ones (any
+// thread).
 class Metrics {
  public:
   // Label names and values, in the order they are rendered; only read during the call.
@@ -86,16 +87,20 @@ class Metrics {
   void Clear(GaugeId id);
   // Drops one series of the gauge (nothing when it has none).
   void Erase(GaugeId id, const Labels& labels);
-  // A gauge rebuilt from scratch a part at a time (GET /metrics' refresh goes in steps, so the
-  // loop serves others between them): StartRebuild returns a mark, every Set after it stamps its
-  // series, and DropUnsetSince(id, mark) drops the gauge's series not Set since the mark, those
-  // whose subject went away (a tenant's backlog drained). Until then a scrape sees each series
-  // at its old value or its new one, never a gauge emptied half way.
-  uint64_t StartRebuild() { return ++mark_; }
-  void DropUnsetSince(GaugeId id, uint64_t mark);
-  // The same a part at a time: looks at up to `max_series` of the gauge's series after `after`
-  // ("": from its first; set to the last looked at), and returns true when it looked at its last.
-  bool DropUnsetSince(GaugeId id, uint64_t mark, std::string& after, size_t max_series);
+  // The families of a tenant's backlog, oldest deferral, budget use and quota use are not kept
+  // here: GET /metrics writes them at each scrape from what it gathers then, off the loop (as
+  // Prometheus's collectors do), so their 60,000 series at 10,000 tenants are not kept as
+  // series between scrapes. Inc, SetTotal, Set, Value, Total, Clear and Erase on one of them
+  // are errors; RenderSome leaves them out, and AppendHead and AppendSample write them.
+  static bool IsCollected(CounterId id);
+  static bool IsCollected(GaugeId id);
+  // Appends the family's HELP and TYPE lines, as RenderSome writes them.
+  static void AppendHead(std::string& out, CounterId id);
+  static void AppendHead(std::string& out, GaugeId id);
+  // Appends one sample, "name{labels} value", the labels as Set keys them (escaped, redacted,
+  // valid UTF-8) and the value as RenderSome writes it.
+  static void AppendSample(std::string& out, CounterId id, const Labels& labels, double value);
+  static void AppendSample(std::string& out, GaugeId id, const Labels& labels, double value);
   void Observe(HistogramId id, const Labels& labels, double value);
   // The value of a series, 0 when never touched (tests, stats).
   double Value(CounterId id, const Labels& labels = {}) const;
@@ -108,10 +113,10 @@ class Metrics {
   static std::string_view Name(GaugeId id);
   static std::string_view Name(HistogramId id);
 
-  // The text exposition format, version 0.0.4.
+  // The text exposition format, version 0.0.4 (without the collected families).
   std::string Render() const;
   // The same a part at a time (GET /metrics renders in steps, so the loop serves others between
-  // them: 110,000 series at 10,000 tenants took ~70 ms at once): appends to `out` the next at
+  // them): appends to `out` the next at
   // most `max_series` series after `at`, and returns true when the whole text is out. Series
   // added or dropped between steps are shown or not as their place in the order is passed.
   struct RenderPosition {
@@ -137,10 +142,8 @@ class Metrics {
 
   struct Sample {
     double value = 0;
-    uint64_t mark = 0;  // mark_ when last Set (gauges)
   };
   mutable std::string series_;
-  uint64_t mark_ = 0;
   std::map<std::string, Sample, std::less<>> values_;
   std::map<std::string, HistogramSeries, std::less<>> histograms_;
 };

@@ -128,6 +128,7 @@ Result<std::unique_ptr<Service>> Service::Start(
   s->storage_pool_ = std::make_unique<asio::thread_pool>(std::max<size_t>(1, o.storage_threads));
   s->settings_writes_.emplace(asio::make_strand(s->storage_pool_->get_executor()));
   s->loop_pool_ = std::make_unique<asio::thread_pool>(1);
+  s->render_pool_ = std::make_unique<asio::thread_pool>(1);
   pacing::BudgetStore* budgets = &s->budget_store_;
   s->metrics_.Set(GaugeId::kBudgetStoreUp, {}, 1);
   if (o.shared_budgets.enabled) {
@@ -429,7 +430,7 @@ Service::~Service() {
     store_health_->Stop();
   }
   retention_.reset();  // waits for a running slice
-  for (auto* pool : {storage_pool_.get(), loop_pool_.get()}) {
+  for (auto* pool : {storage_pool_.get(), loop_pool_.get(), render_pool_.get()}) {
     if (pool != nullptr) {
       pool->join();
     }
@@ -460,6 +461,7 @@ void Service::Shutdown(Millis grace, std::function<void(Status)> done) {
     retention_->Stop();  // waits for a running slice
     storage_pool_->join();
     loop_pool_->join();
+    render_pool_->join();
     done(store_->Close());
   };
   timer->async_wait([finish](const boost::system::error_code& ec) {

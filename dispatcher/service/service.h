@@ -143,8 +143,8 @@ struct ServiceOptions {
 // The worker service: owns the store, the pacing engine, the transport, the delivery loop, the
 // store's health monitor, the retention runner and the HTTP API, all driven by one loop thread
 // (`io`) plus two pools for blocking store calls, the API's (storage_threads, which also runs the
-// monitor's recoveries) and the delivery loop's single thread, and the retention runner's own
-// thread.
+// monitor's recoveries) and the delivery loop's single thread, the retention runner's own
+// thread, and the render pool's one (GET /metrics' collected families, at a lower priority).
 // Shutdown order: stop intake, let in-flight attempts finish, stop the loop's work,
 // close the store. Construct, run and destroy on the thread running `io`.
 class Service {
@@ -169,6 +169,7 @@ class Service {
   // Pieces the API handlers use.
   storage::QueueStore& store() { return *store_; }
   boost::asio::thread_pool& storage_pool() { return *storage_pool_; }
+  boost::asio::thread_pool& render_pool() { return *render_pool_; }
   // The admin API's setting writes, on the storage pool one after another in the order the loop
   // posted them: the last setting stored is then the last one put in force (two PUTs posted to
   // the pool itself may be written in either order).
@@ -204,10 +205,12 @@ class Service {
   struct MetricsText {
     std::optional<SteadyTime> made;           // when `text` was made
     std::shared_ptr<const std::string> text;  // shared by the answers that send it
-    bool making = false;                      // a refresh and render are on their way
+    bool making = false;                      // a text is being gathered and written
     std::vector<Respond> waiting;             // scrapes that wait for them
     int64_t tat_ns = 0;                       // the scrapes' GCRA meter (kMetricsBytesPerSecond)
     size_t last_bytes = 0;                    // the size of the last text made
+    // The store's backlog by (tenant, platform) last read: the depths shown when a read fails.
+    std::shared_ptr<const std::vector<storage::GroupCounts>> last_groups;
   };
   // The bytes of /metrics text answered a second: a scrape costs the size of the last text made,
   // the rest are 429 with Retry-After. Each scrape is written the text (9.5 MB at 10,000
@@ -325,6 +328,9 @@ class Service {
   // without being woken. On the API's pool each job woke a thread (a futex wake and a context
   // switch): see bench/README.md, "one store thread for the loop".
   std::unique_ptr<boost::asio::thread_pool> loop_pool_;
+  // GET /metrics writes the families it collects here, one text at a time, off the loop
+  // (api/metrics_scrape.cc); the thread runs at a lower priority than the loop.
+  std::unique_ptr<boost::asio::thread_pool> render_pool_;
   pacing::MemoryBudgetStore budget_store_;
   // With shared budgets: the Redis connection, the scripts over it and the leases the Scheduler
   // asks (declared in that order: each borrows the one before).

@@ -27,7 +27,18 @@ std::string ReadFile(const std::string& path) {
 
 // The metric names the exposition declares (# TYPE lines), with each histogram's series names.
 std::set<std::string> ExposedNames() {
-  const std::string text = service::Metrics().Render();
+  std::string text = service::Metrics().Render();
+  // With the families GET /metrics collects at each scrape, which Render leaves out.
+  for (int i = 0; i <= static_cast<int>(service::CounterId::kMaxValue); ++i) {
+    if (service::Metrics::IsCollected(static_cast<service::CounterId>(i))) {
+      service::Metrics::AppendHead(text, static_cast<service::CounterId>(i));
+    }
+  }
+  for (int i = 0; i <= static_cast<int>(service::GaugeId::kMaxValue); ++i) {
+    if (service::Metrics::IsCollected(static_cast<service::GaugeId>(i))) {
+      service::Metrics::AppendHead(text, static_cast<service::GaugeId>(i));
+    }
+  }
   std::set<std::string> names;
   static const std::regex kType("# TYPE (\\S+) (\\S+)");
   for (std::sregex_iterator it(text.begin(), text.end(), kType), end; it != end; ++it) {

@@ -10,12 +10,14 @@
 #include <mutex>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include "dispatcher/service/metrics.h"
 #include "tests/support/child_process.h"
 #include "tests/support/http_client.h"
 #include "tests/support/run_command.h"
@@ -160,14 +162,32 @@ TEST_F(MetricsScrapeTest, FirstScrapeAfterRestartShowsTheStoredBacklog) {
             0)
       << later;
   EXPECT_EQ(Promtool(later), "");
+  // Every declared family, kept or collected, is in the text once: its TYPE line, one.
+  auto type_lines = [&later](std::string_view name) {
+    const std::string line = "# TYPE " + std::string(name) + " ";
+    int n = 0;
+    for (size_t at = later.find(line); at != std::string::npos; at = later.find(line, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  for (int i = 0; i <= static_cast<int>(service::CounterId::kMaxValue); ++i) {
+    EXPECT_EQ(type_lines(service::Metrics::Name(static_cast<service::CounterId>(i))), 1) << i;
+  }
+  for (int i = 0; i <= static_cast<int>(service::GaugeId::kMaxValue); ++i) {
+    EXPECT_EQ(type_lines(service::Metrics::Name(static_cast<service::GaugeId>(i))), 1) << i;
+  }
+  for (int i = 0; i <= static_cast<int>(service::HistogramId::kMaxValue); ++i) {
+    EXPECT_EQ(type_lines(service::Metrics::Name(static_cast<service::HistogramId>(i))), 1) << i;
+  }
   const int status = service.Signal(SIGTERM);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
-// Verifies the refresh made in steps (kRefreshStep series each): with 1,200 tenants holding work
+// Verifies the text gathered in steps (kGatherStep items each): with 1,200 tenants holding work
 // (3,600 queue-depth series, more than one step), a scrape shows every tenant's depths, summing
 // to the backlog; once one tenant's only delivery is cancelled, a scrape a second later no
-// longer shows that tenant's series (dropped as not set again), and still shows the others'.
+// longer shows that tenant's series (collected afresh), and still shows the others'.
 TEST_F(MetricsScrapeTest, ManyTenantsAreRefreshedInStepsAndADrainedOneGoes) {
   constexpr int kTenants = 1200;
   {

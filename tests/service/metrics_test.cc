@@ -33,29 +33,17 @@ relay_egress_platform_responses_total{platform="discord",code_class="429"} 1
 # HELP relay_egress_platform_429_total Deprecated (removed in the next release): use relay_egress_platform_responses_total{code_class="429"}. HTTP 429 responses received, by platform.
 # TYPE relay_egress_platform_429_total counter
 relay_egress_platform_429_total{platform="discord"} 1
-# HELP relay_egress_budget_units_total Units (delivery cost) taken from budgets by dispatched attempts, by tenant and budget (every budget on the destination's path).
-# TYPE relay_egress_budget_units_total counter
-relay_egress_budget_units_total{tenant="acme",budget="tenant_egress"} 5
 # HELP relay_egress_budget_near_limit_total Units dispatched attempts took from a scope already at 80% or more of its budget over its last minute, by tenant and budget (Envoy's near_limit).
 # TYPE relay_egress_budget_near_limit_total counter
 # HELP relay_egress_shadow_checked_total Dispatches metered by a tenant's shadow limit (a rate limit with mode shadow: counted, never enforced), by tenant and budget.
 # TYPE relay_egress_shadow_checked_total counter
 # HELP relay_egress_shadow_throttled_total Of those, the dispatches the shadow limit would have throttled (they went all the same), by tenant and budget.
 # TYPE relay_egress_shadow_throttled_total counter
-# HELP relay_egress_budget_utilization_ratio Units a tenant took from a budget over the last minute divided by that budget for a minute; of the tenant's scopes of the budget (one per credential or destination), the busiest.
-# TYPE relay_egress_budget_utilization_ratio gauge
-relay_egress_budget_utilization_ratio{tenant="acme",budget="discord_global"} 0.25
 # HELP relay_egress_intake_rejections_total Intake requests refused, by tenant and reason (rate_limited, backlog, invalid, ...).
 # TYPE relay_egress_intake_rejections_total counter
 # HELP relay_egress_queue_depth Deliveries per state, from the store's counters at each scrape.
 # TYPE relay_egress_queue_depth gauge
 relay_egress_queue_depth{state="queued"} 12
-# HELP relay_egress_tenant_queue_depth Deliveries waiting or in flight, by tenant, platform and state (queued, in_flight, deferred), from the store's counters at each scrape.
-# TYPE relay_egress_tenant_queue_depth gauge
-relay_egress_tenant_queue_depth{tenant="acme",platform="slack",state="deferred"} 2
-# HELP relay_egress_oldest_deferral_age_seconds Age of the oldest deferred delivery the delivery loop holds, by tenant and platform, at each scrape.
-# TYPE relay_egress_oldest_deferral_age_seconds gauge
-relay_egress_oldest_deferral_age_seconds{tenant="acme",platform="slack"} 90.5
 # HELP relay_egress_bucket_fill_ratio How full a destination's platform bucket was when it answered (1 = exhausted).
 # TYPE relay_egress_bucket_fill_ratio histogram
 relay_egress_bucket_fill_ratio_bucket{platform="slack",le="0"} 0
@@ -157,6 +145,22 @@ relay_egress_connections_opened_total 4
 relay_egress_quota_rejections_total{tenant="acme",quota="monthly"} 1
 # HELP relay_egress_quota_shadow_rejections_total Deliveries (or batch items) a shadow quota (mode shadow) would have refused at intake and that were accepted, by tenant and quota.
 # TYPE relay_egress_quota_shadow_rejections_total counter
+)txt";
+
+// The collected families of the same tenant, as GET /metrics writes them.
+constexpr std::string_view kCollected =
+    R"txt(# HELP relay_egress_budget_units_total Units (delivery cost) taken from budgets by dispatched attempts, by tenant and budget (every budget on the destination's path).
+# TYPE relay_egress_budget_units_total counter
+relay_egress_budget_units_total{tenant="acme",budget="tenant_egress"} 5
+# HELP relay_egress_budget_utilization_ratio Units a tenant took from a budget over the last minute divided by that budget for a minute; of the tenant's scopes of the budget (one per credential or destination), the busiest.
+# TYPE relay_egress_budget_utilization_ratio gauge
+relay_egress_budget_utilization_ratio{tenant="acme",budget="discord_global"} 0.25
+# HELP relay_egress_tenant_queue_depth Deliveries waiting or in flight, by tenant, platform and state (queued, in_flight, deferred), from the store's counters at each scrape.
+# TYPE relay_egress_tenant_queue_depth gauge
+relay_egress_tenant_queue_depth{tenant="acme",platform="slack",state="deferred"} 2
+# HELP relay_egress_oldest_deferral_age_seconds Age of the oldest deferred delivery the delivery loop holds, by tenant and platform, at each scrape.
+# TYPE relay_egress_oldest_deferral_age_seconds gauge
+relay_egress_oldest_deferral_age_seconds{tenant="acme",platform="slack"} 90.5
 # HELP relay_egress_quota_used_ratio Units counted in a tenant's quota window over its limit (1 = exhausted), by tenant and quota, at scrape time.
 # TYPE relay_egress_quota_used_ratio gauge
 relay_egress_quota_used_ratio{tenant="acme",quota="monthly"} 0.5
@@ -174,11 +178,6 @@ void Record(Metrics& m) {
         {{"tenant", "acme"}, {"platform", "webhook"}, {"reason", "budget:webhook_destination"}});
   m.Inc(CounterId::kPlatform429, {{"platform", "discord"}});
   m.Inc(CounterId::kPlatformResponses, {{"platform", "discord"}, {"code_class", "429"}});
-  m.SetTotal(CounterId::kBudgetUnits, {{"tenant", "acme"}, {"budget", "tenant_egress"}}, 5);
-  m.Set(GaugeId::kBudgetUtilization, {{"tenant", "acme"}, {"budget", "discord_global"}}, 0.25);
-  m.Set(GaugeId::kTenantQueueDepth,
-        {{"tenant", "acme"}, {"platform", "slack"}, {"state", "deferred"}}, 2);
-  m.Set(GaugeId::kOldestDeferralAge, {{"tenant", "acme"}, {"platform", "slack"}}, 90.5);
   m.Set(GaugeId::kDestinations, {}, 7);
   m.Set(GaugeId::kQueueDepth, {{"state", "queued"}}, 12);
   m.Set(GaugeId::kHttpConnections, {}, 3);
@@ -197,8 +196,6 @@ void Record(Metrics& m) {
   m.Inc(CounterId::kCorruptRecords, {}, 2);
   m.SetTotal(CounterId::kConnectionsOpened, {}, 4);
   m.Inc(CounterId::kQuotaRejections, {{"tenant", "acme"}, {"quota", "monthly"}});
-  m.Set(GaugeId::kQuotaUsedRatio, {{"tenant", "acme"}, {"quota", "monthly"}}, 0.5);
-  m.Set(GaugeId::kTierUtilization, {{"tier", "pro"}, {"budget", "monthly"}}, 0.25);
 }
 
 // Verifies that the rendered text is byte for byte what it was: order, escaping, histograms.
@@ -289,57 +286,17 @@ TEST(MetricsTest, ValueAndTotal) {
 // fresh Metrics holds relay_egress_build_info{version} at 1.
 TEST(MetricsTest, ClearDropsOneGaugesSeries) {
   Metrics m;
-  m.Set(GaugeId::kTenantQueueDepth, {{"tenant", "a"}, {"platform", "slack"}, {"state", "queued"}},
-        3);
-  m.Set(GaugeId::kTenantQueueDepth, {{"tenant", "b"}, {"platform", "slack"}, {"state", "queued"}},
-        4);
+  m.Set(GaugeId::kPaused, {{"tenant", "a"}, {"platform", "slack"}}, 3);
+  m.Set(GaugeId::kPaused, {{"tenant", "b"}, {"platform", "slack"}}, 4);
   m.Set(GaugeId::kQueueDepth, {{"state", "queued"}}, 7);
-  m.Clear(GaugeId::kTenantQueueDepth);
+  m.Clear(GaugeId::kPaused);
   const std::string text = m.Render();
-  EXPECT_EQ(text.find("relay_egress_tenant_queue_depth{"), std::string::npos) << text;
-  EXPECT_NE(text.find("# TYPE relay_egress_tenant_queue_depth gauge"), std::string::npos);
+  EXPECT_EQ(text.find("relay_egress_paused{"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE relay_egress_paused gauge"), std::string::npos);
   EXPECT_EQ(m.Value(GaugeId::kQueueDepth, {{"state", "queued"}}), 7);
   EXPECT_EQ(m.Value(GaugeId::kBuildInfo, {{"version", Metrics::Version()}}), 1);
   EXPECT_FALSE(Metrics::Version().empty());
   EXPECT_NE(Metrics::Version(), "unknown");
-}
-
-// Verifies that a gauge rebuilt in parts keeps its series until the rebuild ends: a series set
-// again since StartRebuild takes its new value, the other gauges' and the series set again are
-// kept by DropUnsetSince, and only the series not set since the mark go (GET /metrics' refresh
-// in steps: a scrape during one never sees the gauge emptied).
-TEST(MetricsTest, RebuildDropsOnlyWhatWasNotSetAgain) {
-  Metrics m;
-  // (Labels is an initializer_list: made at each call, never returned.)
-  auto set = [&m](const char* tenant, double v) {
-    m.Set(GaugeId::kTenantQueueDepth,
-          {{"tenant", tenant}, {"platform", "slack"}, {"state", "queued"}}, v);
-  };
-  auto get = [&m](const char* tenant) {
-    return m.Value(GaugeId::kTenantQueueDepth,
-                   {{"tenant", tenant}, {"platform", "slack"}, {"state", "queued"}});
-  };
-  set("a", 3);
-  set("b", 4);
-  m.Set(GaugeId::kOldestDeferralAge, {{"tenant", "b"}, {"platform", "slack"}}, 9);
-  const uint64_t mark = m.StartRebuild();
-  set("b", 5);
-  // Half way: both series are there, b at its new value.
-  EXPECT_EQ(get("a"), 3);
-  EXPECT_EQ(get("b"), 5);
-  set("c", 1);
-  m.DropUnsetSince(GaugeId::kTenantQueueDepth, mark);
-  const std::string text = m.Render();
-  EXPECT_EQ(text.find("tenant=\"a\""), std::string::npos) << text;
-  EXPECT_EQ(get("b"), 5);
-  EXPECT_EQ(get("c"), 1);
-  // Another gauge, not set since the mark, is not this rebuild's.
-  EXPECT_EQ(m.Value(GaugeId::kOldestDeferralAge, {{"tenant", "b"}, {"platform", "slack"}}), 9);
-  // A later rebuild's mark is greater: what this one set goes when not set again.
-  const uint64_t later = m.StartRebuild();
-  EXPECT_GT(later, mark);
-  m.DropUnsetSince(GaugeId::kTenantQueueDepth, later);
-  EXPECT_EQ(m.Render().find("relay_egress_tenant_queue_depth{"), std::string::npos);
 }
 
 // Verifies that a label value that is not UTF-8 (a tenant named in a URL path may hold any
@@ -347,13 +304,56 @@ TEST(MetricsTest, RebuildDropsOnlyWhatWasNotSetAgain) {
 // over one bad label value.
 TEST(MetricsTest, LabelValuesLeaveAsUtf8) {
   Metrics m;
-  m.Set(GaugeId::kQuotaUsedRatio, {{"tenant", "ac\xffme"}, {"quota", "caf\xc3\xa9"}}, 0.5);
+  m.Set(GaugeId::kPaused, {{"tenant", "ac\xffme"}, {"platform", "caf\xc3\xa9"}}, 2);
   const std::string text = m.Render();
   EXPECT_NE(
-      text.find(
-          "relay_egress_quota_used_ratio{tenant=\"ac\xef\xbf\xbdme\",quota=\"caf\xc3\xa9\"} 0.5"),
+      text.find("relay_egress_paused{tenant=\"ac\xef\xbf\xbdme\",platform=\"caf\xc3\xa9\"} 2"),
       std::string::npos)
       << text;
+  std::string collected;
+  Metrics::AppendSample(collected, GaugeId::kQuotaUsedRatio,
+                        {{"tenant", "ac\xffme"}, {"quota", "caf\xc3\xa9"}}, 0.5);
+  EXPECT_EQ(
+      collected,
+      "relay_egress_quota_used_ratio{tenant=\"ac\xef\xbf\xbdme\",quota=\"caf\xc3\xa9\"} 0.5\n");
+}
+
+// Verifies that the families GET /metrics collects at each scrape are written by AppendHead and
+// AppendSample as Render writes the rest (HELP, TYPE, escaping, values), that Render leaves
+// them out, and that keeping a series of one is refused (it would never be shown).
+TEST(MetricsTest, CollectedFamiliesAreWrittenAsTheRest) {
+  std::string out;
+  Metrics::AppendHead(out, CounterId::kBudgetUnits);
+  Metrics::AppendSample(out, CounterId::kBudgetUnits,
+                        {{"tenant", "acme"}, {"budget", "tenant_egress"}}, 5);
+  Metrics::AppendHead(out, GaugeId::kBudgetUtilization);
+  Metrics::AppendSample(out, GaugeId::kBudgetUtilization,
+                        {{"tenant", "acme"}, {"budget", "discord_global"}}, 0.25);
+  Metrics::AppendHead(out, GaugeId::kTenantQueueDepth);
+  Metrics::AppendSample(out, GaugeId::kTenantQueueDepth,
+                        {{"tenant", "acme"}, {"platform", "slack"}, {"state", "deferred"}}, 2);
+  Metrics::AppendHead(out, GaugeId::kOldestDeferralAge);
+  Metrics::AppendSample(out, GaugeId::kOldestDeferralAge,
+                        {{"tenant", "acme"}, {"platform", "slack"}}, 90.5);
+  Metrics::AppendHead(out, GaugeId::kQuotaUsedRatio);
+  Metrics::AppendSample(out, GaugeId::kQuotaUsedRatio, {{"tenant", "acme"}, {"quota", "monthly"}},
+                        0.5);
+  Metrics::AppendHead(out, GaugeId::kTierUtilization);
+  Metrics::AppendSample(out, GaugeId::kTierUtilization, {{"tier", "pro"}, {"budget", "monthly"}},
+                        0.25);
+  EXPECT_EQ(out, kCollected);
+  EXPECT_TRUE(Metrics::IsCollected(GaugeId::kTenantQueueDepth));
+  EXPECT_FALSE(Metrics::IsCollected(GaugeId::kQueueDepth));
+  EXPECT_FALSE(Metrics::IsCollected(CounterId::kBudgetNearLimit));
+  const std::string text = Metrics().Render();
+  for (std::string_view family :
+       {"relay_egress_budget_units_total", "relay_egress_budget_utilization_ratio",
+        "relay_egress_tenant_queue_depth", "relay_egress_oldest_deferral_age_seconds",
+        "relay_egress_quota_used_ratio", "relay_egress_tier_utilization_ratio"}) {
+    EXPECT_EQ(text.find(family), std::string::npos) << family;
+  }
+  EXPECT_DEATH(Metrics().Set(GaugeId::kTenantQueueDepth, {{"tenant", "a"}}, 1), "EGRESS_CHECK");
+  EXPECT_DEATH(Metrics().SetTotal(CounterId::kBudgetUnits, {{"tenant", "a"}}, 1), "EGRESS_CHECK");
 }
 
 // Verifies that every id names a distinct relay_egress_ metric, and a few by name.
