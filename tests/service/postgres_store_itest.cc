@@ -287,6 +287,63 @@ TEST_F(PostgresStoreServiceTest, AnOutageOfTheDatabaseIs503UntilItIsBack) {
   EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
 }
 
+// Verifies that /metrics answers through a PostgreSQL outage with the depths it read last: a
+// paused tenant's backlog shows in tenant_queue_depth; with the server down, a later text counts
+// the failed read (store_errors_total{operation="metrics"}) and shows the same depth lines.
+TEST_F(PostgresStoreServiceTest, MetricsShowTheLastDepthsWhileTheDatabaseIsDown) {
+  PostgresServer own;  // its own server: this test stops it
+  ASSERT_NE(own.port(), 0) << own.error();
+  const std::string db = own.CreateDatabase();
+  ASSERT_FALSE(db.empty()) << own.error();
+  url_ = own.Url(db);
+  ChildProcess a;
+  const int port = Start(a, WriteConfig("metrics.toml", "node-metrics"));
+  ASSERT_NE(port, 0) << a.error();
+  TestResponse r = HttpCallAs(kAdminToken, port, "POST", "/api/admin/pauses",
+                              R"({"tenant":"acme","platform":"webhook","reason":"hold"})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  r = HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries", Hook("/hooks/m", 1).dump());
+  ASSERT_EQ(r.status, 202) << r.body;
+  // The depth lines of acme's webhooks in a text, and their sum.
+  auto depths = [](const std::string& text, double& sum) {
+    std::string lines;
+    sum = 0;
+    const std::string prefix =
+        "relay_egress_tenant_queue_depth{tenant=\"acme\",platform=\"webhook\",";
+    for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
+      const std::string line = text.substr(at, text.find('\n', at) - at);
+      lines += line + "\n";
+      sum += std::stod(line.substr(line.rfind(' ') + 1));
+    }
+    return lines;
+  };
+  std::string before;
+  double sum = 0;
+  for (int waited = 0; waited < 10'000 && sum < 1; waited += 200) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    before = depths(HttpCallAs(kAdminToken, port, "GET", "/metrics").body, sum);
+  }
+  ASSERT_EQ(sum, 1) << before;
+
+  own.Stop();
+  std::string text;
+  for (int waited = 0; waited < 15'000; waited += 500) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    TestResponse scraped = HttpCallAs(kAdminToken, port, "GET", "/metrics");
+    ASSERT_EQ(scraped.status, 200) << scraped.body;
+    text = scraped.body;
+    if (text.find("relay_egress_store_errors_total{operation=\"metrics\"}") != std::string::npos) {
+      break;
+    }
+  }
+  ASSERT_NE(text.find("relay_egress_store_errors_total{operation=\"metrics\"}"), std::string::npos)
+      << text.substr(0, 4000);
+  EXPECT_EQ(depths(text, sum), before);
+  ASSERT_TRUE(own.Start()) << own.error();
+  const int status = a.Signal(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
 // Verifies the typed refusals: postgres without a shared secrets key (a key generated per node
 // would seal what no other node can open), without a url, with an unknown backend, and with a
 // password file that is missing.
