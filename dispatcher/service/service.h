@@ -170,6 +170,9 @@ class Service {
   storage::QueueStore& store() { return *store_; }
   boost::asio::thread_pool& storage_pool() { return *storage_pool_; }
   boost::asio::thread_pool& render_pool() { return *render_pool_; }
+  // False once the service is being destroyed: what a pool posts back to the loop checks it, as
+  // the loop may run on after the service is gone.
+  std::weak_ptr<bool> alive() const { return alive_; }
   // The admin API's setting writes, on the storage pool one after another in the order the loop
   // posted them: the last setting stored is then the last one put in force (two PUTs posted to
   // the pool itself may be written in either order).

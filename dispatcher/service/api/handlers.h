@@ -17,16 +17,20 @@
 
 namespace egress::service {
 
-// Runs `work(store)` on the storage pool, then `done(result)` on the loop.
+// Runs `work(store)` on the storage pool, then `done(result)` on the loop, unless the service
+// is gone by then (Service::alive).
 template <class Work, class Done>
 void OnStore(Service& s, Work work, Done done) {
-  boost::asio::post(
-      s.storage_pool(), [&s, work = std::move(work), done = std::move(done)]() mutable {
-        auto result = work(s.store());
-        boost::asio::post(s.io(), [done = std::move(done), result = std::move(result)]() mutable {
-          done(std::move(result));
-        });
-      });
+  boost::asio::post(s.storage_pool(),
+                    [&s, work = std::move(work), done = std::move(done)]() mutable {
+                      auto result = work(s.store());
+                      boost::asio::post(s.io(), [alive = s.alive(), done = std::move(done),
+                                                 result = std::move(result)]() mutable {
+                        if (auto a = alive.lock(); a && *a) {
+                          done(std::move(result));
+                        }
+                      });
+                    });
 }
 
 // The HTTP API (docs/api.md); intake's two routes are declared in intake.h. Every handler runs on

@@ -197,8 +197,11 @@ void RenderStep(Service& s, std::shared_ptr<Scrape> scrape) {
     AppendCollected(scrape->out, scrape->gathered);
     // Only the text goes back: what was gathered (60,000 entries at 10,000 tenants) is freed
     // here, off the loop.
-    asio::post(s.io(),
-               [&s, text = std::move(scrape->out)]() mutable { Publish(s, std::move(text)); });
+    asio::post(s.io(), [&s, alive = s.alive(), text = std::move(scrape->out)]() mutable {
+      if (auto a = alive.lock(); a && *a) {
+        Publish(s, std::move(text));
+      }
+    });
   });
 }
 
