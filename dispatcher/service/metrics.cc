@@ -285,6 +285,15 @@ void AppendSeries(std::string& out, std::string_view name, const Metrics::Labels
   out.push_back('}');
 }
 
+// Appends "name{labels} value\n".
+void AppendSampleLine(std::string& out, std::string_view name, const Metrics::Labels& labels,
+                      double value) {
+  AppendSeries(out, name, labels);
+  out.push_back(' ');
+  AppendSampleValue(out, value);
+  out.push_back('\n');
+}
+
 // The families GET /metrics collects at each scrape (Metrics::IsCollected).
 constexpr CounterId kCollectedCounters[] = {CounterId::kBudgetUnits};
 constexpr GaugeId kCollectedGauges[] = {GaugeId::kTenantQueueDepth, GaugeId::kOldestDeferralAge,
@@ -377,17 +386,11 @@ void Metrics::AppendHead(std::string& out, CounterId id) { AppendHeadOf(out, Of(
 void Metrics::AppendHead(std::string& out, GaugeId id) { AppendHeadOf(out, Of(id)); }
 
 void Metrics::AppendSample(std::string& out, CounterId id, const Labels& labels, double value) {
-  AppendSeries(out, Of(id).name, labels);
-  out.push_back(' ');
-  AppendSampleValue(out, value);
-  out.push_back('\n');
+  AppendSampleLine(out, Of(id).name, labels, value);
 }
 
 void Metrics::AppendSample(std::string& out, GaugeId id, const Labels& labels, double value) {
-  AppendSeries(out, Of(id).name, labels);
-  out.push_back(' ');
-  AppendSampleValue(out, value);
-  out.push_back('\n');
+  AppendSampleLine(out, Of(id).name, labels, value);
 }
 
 void Metrics::Clear(GaugeId id) {
