@@ -38,8 +38,10 @@ class CounterTable {
   // The destination counters (destcount/ keys) summed per (tenant, platform), the negative ones
   // read as 0, ordered by tenant then platform; kept as the counters change, so the copy is all
   // a read costs (one entry per group, not per destination and state). Copied 512 groups per
-  // hold of the lock, so a write waits for one hold at most: each group is read as it was when
-  // its hold copied it.
+  // hold of the lock, let go between holds; each group is read as it was when its hold copied
+  // it. The lock is not fair: taken again at once, it is rarely won by a write woken meanwhile,
+  // so a write may still wait for much of the copy (letting waiting writes in first changed
+  // nothing measurable: bench/README.md, section 12).
   std::vector<GroupCounts> Groups() const;
 
  private:

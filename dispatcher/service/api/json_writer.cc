@@ -59,10 +59,7 @@ JsonWriter& JsonWriter::EndArray() { return Close(']'); }
 
 JsonWriter& JsonWriter::Key(std::string_view name) {
   EGRESS_CHECK(!has_items_.empty() && !after_key_);
-  if (has_items_.back()) {
-    out_ += ',';
-  }
-  has_items_.back() = true;
+  BeforeValue();  // the comma before a key is placed as before any item
   AppendJsonString(out_, name);
   out_ += ':';
   after_key_ = true;

@@ -327,35 +327,35 @@ void CountAndWrite(Service& s, std::shared_ptr<Listing> l, DestinationPage page)
   for (const DestinationInfo& d : page.items) {
     keys.push_back(storage::DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination));
   }
-  asio::post(s.storage_pool(), [&s, l = std::move(l), keys = std::move(keys),
-                                page = std::move(page)]() mutable {
-    auto counts = s.store().DestinationCounts(keys);
-    asio::post(s.io(), [&s, l = std::move(l), keys = std::move(keys), page = std::move(page),
-                        counts = std::move(counts)]() mutable {
-      if (!counts) {
-        Finish(s, *l, ErrorResponse(FromStatus(counts.error())));
-        return;
-      }
-      if (counts->size() != page.items.size()) {
-        // The cursor has moved past them: a page without some would skip them for good.
-        Finish(s, *l,
-               ErrorResponse(ApiError{500, "internal",
-                                      fmt::format("the store counted {} of {} destinations",
-                                                  counts->size(), page.items.size())}));
-        return;
-      }
-      const SteadyTime now = s.clock().Now();
-      const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
-      for (size_t i = 0; i < page.items.size(); ++i) {
-        WriteDestination(l->json, page.items[i], keys[i], (*counts)[i], now, now_ms);
-      }
-      if (PageDone(*l)) {
-        Answer(s, *l);
-        return;
-      }
-      asio::post(s.io(), [&s, l = std::move(l)]() mutable { PageStep(s, std::move(l)); });
-    });
-  });
+  auto shared_keys = std::make_shared<const std::vector<std::string>>(std::move(keys));
+  OnStore(
+      s,
+      [shared_keys](storage::QueueStore& store) { return store.DestinationCounts(*shared_keys); },
+      [&s, l = std::move(l), keys = shared_keys,
+       page = std::move(page)](Result<std::vector<storage::StateCounts>> counts) mutable {
+        if (!counts) {
+          Finish(s, *l, ErrorResponse(FromStatus(counts.error())));
+          return;
+        }
+        if (counts->size() != page.items.size()) {
+          // The cursor has moved past them: a page without some would skip them for good.
+          Finish(s, *l,
+                 ErrorResponse(ApiError{500, "internal",
+                                        fmt::format("the store counted {} of {} destinations",
+                                                    counts->size(), page.items.size())}));
+          return;
+        }
+        const SteadyTime now = s.clock().Now();
+        const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
+        for (size_t i = 0; i < page.items.size(); ++i) {
+          WriteDestination(l->json, page.items[i], (*keys)[i], (*counts)[i], now, now_ms);
+        }
+        if (PageDone(*l)) {
+          Answer(s, *l);
+          return;
+        }
+        asio::post(s.io(), [&s, l = std::move(l)]() mutable { PageStep(s, std::move(l)); });
+      });
 }
 
 // Lists the next step of the page on the loop; then its counts.

@@ -62,8 +62,8 @@ class BudgetUse {
   // stepped until Step returns true. Each (tenant, budget) total is read when a step reaches it
   // (the totals are walked by key, so those added meanwhile after the step's place are seen too);
   // the scopes' keys are copied when the walk starts (8 bytes a scope, kept side by side), each
-  // is read, and pruned
-  // when idle, when a step reaches it, and the ratios are told once every scope was read.
+  // is read, and pruned when idle, when a step reaches it, and the ratios are told once every
+  // scope was read.
   // Must not outlive the BudgetUse; the loop's thread only.
   class Walk {
    public:
