@@ -1,6 +1,7 @@
 // Issue 15's pacing scenarios in simulated time: prints one line per run.
 //
 //   build/bench/pacing_scenarios [runs]      # default 10 runs (latency seeds 1..runs)
+//   build/bench/pacing_scenarios 10 shapes [first seed]  # issue 31's drawn hidden limits
 //   build/bench/pacing_scenarios 10 timeline # also B's deliveries in the fairness runs: when
 //                                            # each was dispatched, got a connection, was done
 //   build/bench/pacing_scenarios 10 timeline-nokeep   # the same with connection_keep = 0
@@ -58,34 +59,40 @@ int main(int argc, char** argv) {
   if (mode == "shapes") {
     // Issue 31: LINE's 200 pushes over hidden limits drawn per seed (the e2e range, then the
     // property test's), and Slack's hidden burst 1-3.
-    for (int i = 1; i <= runs; ++i) {
+    const int first = argc > 3 ? std::max(1, std::atoi(argv[3])) : 1;
+    for (int i = first; i < first + runs; ++i) {
       const auto seed = static_cast<uint64_t>(i);
       for (const auto& [lo, hi, burst] : {std::tuple{10.0, 50.0, 5}, std::tuple{1.0, 1000.0, 10}}) {
         const egress::sim::HiddenLimitSpec limit = egress::DrawHiddenLimit(seed, lo, hi, burst);
         // Ten windows' worth at least, so that a fast limit is not done in its first burst.
         const int pushes = std::max(200, static_cast<int>(limit.rate_per_s) * 10);
-        const egress::PacingScenarioResult r =
-            egress::RunPacingScenario(egress::LineShapeScenario(10, pushes, limit, seed));
+        const egress::PacingScenario scenario = egress::LineShapeScenario(10, pushes, limit, seed);
+        const egress::PacingScenarioResult r = egress::RunPacingScenario(scenario);
         const double bound = egress::HiddenLimitBound(limit, pushes);
+        const double jittered =
+            egress::HiddenLimitBound(limit, pushes, egress::ArrivalJitter(scenario));
         std::printf(
-            "line %-12s rate=%-4.0f burst=%-2d seed=%-3d seconds=%.2f bound=%.2f x%.2f 429s=%lld\n",
+            "line %-12s rate=%-4.0f burst=%-2d seed=%-3d seconds=%.2f bound=%.2f x%.2f 429s=%lld "
+            "jittered=%.2f x%.2f\n",
             std::string(egress::sim::LimitShapeString(limit.shape)).c_str(), limit.rate_per_s,
             limit.burst, i, r.seconds, bound, bound > 0 ? r.seconds / bound : 0.0,
-            static_cast<long long>(r.throttled));
+            static_cast<long long>(r.throttled), jittered, r.seconds / jittered);
         PrintTrajectory(r);
       }
       {
         // Issue 31's LINE case: 200 pushes at a hidden token bucket of 10-50/s, burst 1-5.
         egress::sim::HiddenLimitSpec limit = egress::DrawHiddenLimit(seed, 10, 50, 5);
         limit.shape = egress::sim::LimitShape::kTokenBucket;
-        const egress::PacingScenarioResult r =
-            egress::RunPacingScenario(egress::LineShapeScenario(10, 200, limit, seed));
+        const egress::PacingScenario scenario = egress::LineShapeScenario(10, 200, limit, seed);
+        const egress::PacingScenarioResult r = egress::RunPacingScenario(scenario);
         const double bound = egress::HiddenLimitBound(limit, 200);
+        const double jittered =
+            egress::HiddenLimitBound(limit, 200, egress::ArrivalJitter(scenario));
         std::printf(
             "line-200 token_bucket rate=%-4.0f burst=%-2d seed=%-3d seconds=%.2f bound=%.2f x%.2f "
-            "429s=%lld\n",
+            "429s=%lld jittered=%.2f x%.2f\n",
             limit.rate_per_s, limit.burst, i, r.seconds, bound, r.seconds / bound,
-            static_cast<long long>(r.throttled));
+            static_cast<long long>(r.throttled), jittered, r.seconds / jittered);
         PrintTrajectory(r);
       }
       for (int burst = 1; burst <= 3; ++burst) {

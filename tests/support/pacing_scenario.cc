@@ -374,16 +374,23 @@ PacingScenario LineShapeScenario(int users, int deliveries, const sim::HiddenLim
   return scenario;
 }
 
-double HiddenLimitBound(const sim::HiddenLimitSpec& limit, int deliveries) {
+double HiddenLimitBound(const sim::HiddenLimitSpec& limit, int deliveries, Millis jitter) {
   if (limit.rate_per_s <= 0 || deliveries <= 0) {
     return 0;
   }
   if (limit.shape == sim::LimitShape::kTokenBucket) {
-    return std::max(0, deliveries - std::max(1, limit.burst)) / limit.rate_per_s;
+    const int burst = std::max(1, limit.burst);
+    const double spread = static_cast<double>(std::max<int64_t>(0, jitter.count())) / 1000.0;
+    const double pace = std::min(limit.rate_per_s, burst / (1.0 / limit.rate_per_s + spread));
+    return std::max(0, deliveries - burst) / pace;
   }
   const int per_window = limit.WindowLimit();
   const int windows = (deliveries + per_window - 1) / per_window;
   return static_cast<double>(windows - 1) * static_cast<double>(limit.window_ms) / 1000.0;
+}
+
+Millis ArrivalJitter(const PacingScenario& scenario) {
+  return std::max(Millis(0), scenario.latency_max - scenario.latency_min) / 2;
 }
 
 sim::HiddenLimitSpec DrawHiddenLimit(uint64_t seed, double min_rate, double max_rate,
