@@ -6,8 +6,26 @@
 namespace egress::pacing {
 
 namespace {
-// Slow start's growth per half window without a 429.
+// Slow start grows once a third of a window's worth of the level is delivered without a 429:
+// by 4 below 8 units (one delivery at 1/s takes a second: two doublings would take 1.5), by 2
+// above. An overshoot shows as a 429 within that third unless a burst hides it, and is then
+// measured (below) instead of waited out.
+constexpr int64_t kSlowStartShare = 3;
 constexpr int64_t kSlowStartFactor = 2;
+constexpr int64_t kSlowStartLowFactor = 4;
+constexpr int64_t kSlowStartLowLevel = 8;
+// The measurement after slow start's first failed step: at least a quarter of a window and
+// 8 deliveries (at most half a window), ended early by its 4th 429, or by its 3rd 429 in a row
+// with no delivery (a window's count is spent: a rate cannot be read). Its estimate is held to
+// at least 3/4 of the level that held before the step (a few deliveries in a short span are a
+// coarse estimate).
+constexpr int64_t kMeasureShare = 4;
+constexpr int64_t kMeasureDeliveries = 8;
+constexpr int64_t kMeasureThrottles = 4;
+constexpr int64_t kMeasureRefusedRun = 3;
+constexpr int64_t kMeasureFloorPercent = 75;
+
+int64_t WindowNs(const Budget& budget) { return std::max<int64_t>(1, budget.scale_ms) * 1'000'000; }
 }  // namespace
 
 AdaptivePace::AdaptivePace(const AdaptivePaceOptions& options, const Budget& ceiling,
@@ -18,6 +36,31 @@ AdaptivePace::AdaptivePace(const AdaptivePaceOptions& options, const Budget& cei
       limit_(ceiling.limit) {}
 
 bool AdaptivePace::OnThrottle(int64_t now_ns, const RecentWindow& recent) {
+  if (measuring_) {
+    if (recent.known()) {
+      recent_ = recent;
+    }
+    ++measure_throttled_;
+    if (measure_throttled_ < kMeasureThrottles && !MeasureDone(now_ns) &&
+        (measure_ok_ > 0 || measure_throttled_ < kMeasureRefusedRun)) {
+      return false;
+    }
+    EndMeasure(now_ns);
+    ++throttles_;
+    return true;
+  }
+  if (now_ns >= hold_until_ns_ && slow_start_ && probing_ && last_good_ > 0 && !measured_) {
+    // Slow start's step overshot. Its level is pressed on for a moment to read the platform's
+    // rate from what it lets through (EndMeasure), instead of going back half a step and
+    // climbing again a window at a time.
+    measuring_ = true;
+    measured_ = true;
+    measure_ok_ = 0;
+    measure_throttled_ = 0;
+    measure_start_ns_ = now_ns;
+    before_ = limit_;
+    return false;
+  }
   if (now_ns < hold_until_ns_) {
     ++cohort_throttled_;
     if (recent.known()) {
@@ -47,8 +90,12 @@ bool AdaptivePace::OnThrottle(int64_t now_ns, const RecentWindow& recent) {
         HalfGap() > AdditiveStep() ? 1 : std::min(64, windows_per_increase_ * 2);
   } else {
     // A level that failed before failed again (a burst hid it for a window): probe it half as
-    // often, as after a failed probe; a new level: probe at once.
-    const bool again = failed_level_ > 0 && before_ <= failed_level_;
+    // often, as after a failed probe; a new level: probe at once. A decrease within a window
+    // of the one before is the same fall of the platform's limit followed down, not a failure
+    // of its own.
+    const bool again = failed_level_ > 0 && before_ <= failed_level_ &&
+                       now_ns - last_decrease_ns_ >= WindowNs(ceiling_);
+    last_decrease_ns_ = now_ns;
     windows_per_increase_ = again ? std::min(64, windows_per_increase_ * 2) : 1;
     // The level that drew the 429 bounds the probes back up (bisection, Refine), unless slow
     // start climbs from a first window's floor.
@@ -93,6 +140,11 @@ void AdaptivePace::Refine() {
   step_ = std::max(AdditiveStep(), HalfGap());
 }
 
+int64_t AdaptivePace::SlowStartStep() const {
+  return std::min(ceiling_.limit,
+                  limit_ * (limit_ < kSlowStartLowLevel ? kSlowStartLowFactor : kSlowStartFactor));
+}
+
 int64_t AdaptivePace::AdditiveStep() const {
   return std::max<int64_t>(1, limit_ * options_.increase_percent / 100);
 }
@@ -117,13 +169,21 @@ Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
     const Millis park(std::clamp<int64_t>(
         doubling_failed_ ? window : window / std::max<int64_t>(1, limit_), 1, cap));
     hold_until_ns_ = now_ns + Nanos(std::max(park, Millis(window))).count();
+    park_until_ns_ = now_ns + Nanos(park).count();
     return park;
   }
   int64_t base = throttle_wait.count();
   if (recent_.known()) {
-    // The counted window taught the rate: one window refills it. A first window's 429 taught
-    // only a floor, which slow start climbs from: a quarter of it.
-    base = std::min(base, slow_start_ ? std::max<int64_t>(1, window / 4) : window);
+    // A first window's 429 taught only a floor, which slow start climbs from: a quarter of a
+    // window. Else the counted window taught the rate, and what the platform still holds of
+    // the old pace drains in the part of a window the decrease took away: a sliding log
+    // forgets the old pace's requests at that pace, a bucket refills at once, a fixed window
+    // at its end (the 429s until then are the hold's). At least one emission interval at the
+    // new limit. A whole window each time had stalled a bucket of burst 1 for a second on
+    // every 429 its jitter drew.
+    const int64_t drain = std::max(window / std::max<int64_t>(1, limit_),
+                                   window - window * limit_ / std::max<int64_t>(1, before_));
+    base = std::min(base, slow_start_ ? std::max<int64_t>(1, window / 4) : drain);
   }
   int64_t full = std::clamp<int64_t>(base, 1, cap);
   for (int i = 1; i < throttles_ && full < cap; ++i) {
@@ -132,10 +192,63 @@ Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
   const int64_t jitter = static_cast<int64_t>(draw % static_cast<uint64_t>(full / 2 + 1));
   const Millis park(std::min(cap, full + jitter));
   hold_until_ns_ = now_ns + Nanos(park).count();
+  park_until_ns_ = hold_until_ns_;
   return park;
 }
 
+bool AdaptivePace::MeasureDone(int64_t now_ns) const {
+  const int64_t least = WindowNs(ceiling_) / kMeasureShare;
+  const int64_t span = now_ns - measure_start_ns_;
+  return (span >= least && measure_ok_ >= kMeasureDeliveries) || span >= 2 * least;
+}
+
+void AdaptivePace::EndMeasure(int64_t now_ns) {
+  measuring_ = false;
+  probing_ = false;
+  slow_start_ = false;
+  successes_ = 0;
+  windows_ = 0;
+  increases_ = 0;
+  // The measured level failed: the probes from the estimate bisect toward it, as after any
+  // failed probe (Park: one emission interval, 429s held off for a window).
+  probe_failed_ = true;
+  failed_level_ = before_;
+  const int64_t least = std::max<int64_t>(1, options_.min_limit);
+  if (measure_ok_ == 0) {
+    // Nothing got through: a window's count is spent, and no rate can be read. The last whole
+    // window's deliveries are that count; wait the window out (Park).
+    doubling_failed_ = true;
+    limit_ = last_good_;
+    if (recent_.known() && !recent_.partial && recent_.delivered > 0) {
+      limit_ = std::clamp(recent_.delivered, least, std::max(least, last_good_));
+    }
+  } else {
+    // Pressed above the platform's rate, what it lets through after its first refusal is its
+    // rate, whatever its burst: a bucket's refill, a log's or a window's share.
+    doubling_failed_ = false;
+    const double span = static_cast<double>(std::max<int64_t>(1, now_ns - measure_start_ns_));
+    const double rate =
+        static_cast<double>(measure_ok_) * static_cast<double>(WindowNs(ceiling_)) / span;
+    const int64_t floor = std::max(least, last_good_ * kMeasureFloorPercent / 100);
+    limit_ = std::max(
+        least, std::clamp(static_cast<int64_t>(std::floor(rate)), std::min(floor, before_ - 1),
+                          std::max<int64_t>(1, before_ - 1)));
+  }
+  last_good_ = limit_;
+  step_ = std::max(AdditiveStep(), HalfGap());
+  windows_per_increase_ = 1;
+  hold_until_ns_ = now_ns + WindowNs(ceiling_);
+}
+
 bool AdaptivePace::OnSuccess(int64_t now_ns, const RecentWindow& recent) {
+  if (measuring_) {
+    ++measure_ok_;
+    if (!MeasureDone(now_ns)) {
+      return false;
+    }
+    EndMeasure(now_ns);
+    return true;
+  }
   // After a failed probe the limit is back at a level that held: what it delivers during the
   // hold counts toward its next window (the hold only keeps the probe's own 429s from
   // lowering it further).
@@ -153,14 +266,15 @@ bool AdaptivePace::OnSuccess(int64_t now_ns, const RecentWindow& recent) {
     return false;
   }
   ++successes_;
-  if (slow_start_ && successes_ >= std::max<int64_t>(1, limit_ / 2) && successes_ < limit_) {
-    // Slow start doubles once half a window at the level passed without a 429: a burst
-    // may hide an overshoot for that long, and the probe that fails then goes back to this
-    // level (the doubling's failure) or, after a whole window, to what the window delivered.
+  if (slow_start_ && successes_ >= std::max<int64_t>(1, limit_ / kSlowStartShare)) {
+    // Slow start grows once a third of a window at the level passed without a 429. The first
+    // step that fails is measured (EndMeasure); a burst may hide an overshoot longer, and
+    // such a step fails later as a probe (back to this level) or, after a whole window, as a
+    // decrease to what the window delivered.
     successes_ = 0;
     last_good_ = limit_;
     probing_ = true;
-    limit_ = std::min(ceiling_.limit, limit_ * kSlowStartFactor);
+    limit_ = SlowStartStep();
     return true;
   }
   if (successes_ < limit_) {
@@ -175,7 +289,7 @@ bool AdaptivePace::OnSuccess(int64_t now_ns, const RecentWindow& recent) {
   last_good_ = limit_;
   probing_ = true;
   if (slow_start_) {
-    limit_ = std::min(ceiling_.limit, limit_ * kSlowStartFactor);
+    limit_ = SlowStartStep();
     return true;
   }
   limit_ = std::min(ceiling_.limit, limit_ + step_);
@@ -219,6 +333,7 @@ void AdaptivePace::Adopt(int64_t limit, bool probing, int64_t hold_until_ns, int
     probe_failed_ = false;  // a failed probe of this node's own keeps its hold's rules
   }
   slow_start_ = false;
+  measuring_ = false;  // another node's estimate replaces this one's
   limit_ = adopted;
   before_ = limit_;
   step_ = AdditiveStep();

@@ -52,13 +52,21 @@ struct RecentWindow {
 // actually sent and delivered, not from the configured ceiling: the limit becomes the deliveries
 // of the last window (what the platform let through), at most `decrease` times the old limit; with
 // no delivery in the window, `decrease` times the old limit. A LINE channel configured at 2,000/s
-// whose real limit is 20/s is then found in one step instead of seven halvings, and its first park
-// is one window of the budget (not longer than throttle_wait): a window-based limit has refilled
-// by then. When the 429 comes before the key's traffic has filled a window (a platform metering
-// with a small burst refuses the second request of a fresh stream), the deliveries so far are
-// only a floor: the limit becomes that floor and doubles per clean window (slow start) until a
-// probe fails (that failure parks one window: the doubled pace may have spent the platform's
-// window early), then climbs additively as below.
+// whose real limit is 20/s is then found in one step instead of seven halvings. Its park is the
+// part of a window the decrease took away (window * (1 - new / old), at least one emission
+// interval at the new limit, not longer than throttle_wait): what the platform still counts of
+// the old pace has drained by then.
+//
+// When the 429 comes before the key's traffic has filled a window (a platform metering with a
+// small burst refuses the second request of a fresh stream), the deliveries so far are only a
+// floor, a burst rather than a rate: the limit becomes that floor and grows (slow start: x4
+// below 8, else x2) each time a third of a window's worth of it is delivered without a 429. Its
+// first step that fails is measured rather than undone: the key keeps sending at that level
+// for a quarter of a window (at least 8 deliveries, at most 4 more 429s), and what the platform
+// lets through per window while pressed is its rate, the new limit (no less than 3/4 of the
+// level before the step). Probes then bisect toward the failed level as below. When three 429s
+// in a row let nothing through, a window's count is spent: the limit becomes the last whole
+// window's deliveries and the key waits a window.
 //
 // A 429 within the first window after an increase means that probe went too far: the limit
 // goes back to the level before it (no halving), the key is parked for one emission interval of
@@ -96,6 +104,11 @@ class AdaptivePace {
   bool probing() const { return probing_; }
   // The deadline before which a 429 is held off.
   int64_t hold_until_ns() const { return hold_until_ns_; }
+  // When the last park ends: the request whose 429 set it may go again then (a failed probe
+  // holds the others' 429s off for a window, but its park is one emission interval).
+  int64_t park_until_ns() const { return park_until_ns_; }
+  // Slow start's failed step is being pressed on to read the platform's rate (EndMeasure).
+  bool measuring() const { return measuring_; }
 
   // Another node's pace for this key (Scheduler::ApplyLearned): its limit (held to
   // [min_limit, ceiling]), whether it is probing, and until when it holds 429s off (its park,
@@ -118,6 +131,11 @@ class AdaptivePace {
   void Refine();
   // increase_percent of the limit, at least 1.
   int64_t AdditiveStep() const;
+  // Slow start's next level: x4 below 8, else x2, at most the ceiling.
+  int64_t SlowStartStep() const;
+  // The measurement has run long enough; EndMeasure sets the limit it found.
+  bool MeasureDone(int64_t now_ns) const;
+  void EndMeasure(int64_t now_ns);
   // failed_level_ is above the limit and at most twice it: the probes bisect the gap.
   bool NearFailedLevel() const;
   // Half the gap up to failed_level_ when it is near, else 0.
@@ -135,14 +153,22 @@ class AdaptivePace {
   int64_t failed_level_ = 0;  // the last probe that failed, while the limit bisects below it
   bool probing_ = false;      // no whole window has passed since the last increase
   bool probe_failed_ = false;
-  bool slow_start_ = false;  // the last decrease came from a partial window: double per half
-                             // window
+  bool slow_start_ = false;  // the last decrease came from a partial window: grow per third
+                             // of a window
   bool doubling_failed_ = false;
   bool adopted_hold_ = false;  // the hold is another node's: its cohort is not refined here
   int windows_ = 0;            // whole windows since the last increase
   int windows_per_increase_ = 1;
   int throttles_ = 0;  // consecutive 429s without a success in between
   int64_t hold_until_ns_ = INT64_MIN;
+  int64_t park_until_ns_ = INT64_MIN;
+  int64_t last_decrease_ns_ = INT64_MIN / 2;  // when OnThrottle last lowered the limit
+  // The measurement of slow start's failed step: once per key (measured_), from its first 429.
+  bool measuring_ = false;
+  bool measured_ = false;
+  int64_t measure_start_ns_ = 0;
+  int64_t measure_ok_ = 0;
+  int64_t measure_throttled_ = 0;  // 429s after the first
 };
 
 }  // namespace egress::pacing

@@ -27,8 +27,11 @@ Verdict Scheduler::AdaptToThrottle(const Dest& dest, Verdict verdict, Millis thr
   if (lowered || !(pace.Current() == before)) {
     ShareLeaf(leaf);
   }
-  // A 429 held off by the park waits for that park, not a new one from now.
-  verdict.next_attempt = FromNanos(pace.hold_until_ns());
+  // The 429 that lowered the limit goes again when its park ends. One held off waits for the
+  // hold: a failed probe's other 429s hold off for a window, and retried early in a fixed
+  // window they would only draw more.
+  verdict.next_attempt =
+      FromNanos(lowered ? std::max(pace.park_until_ns(), ToNanos(now)) : pace.hold_until_ns());
   verdict.deferral.until = verdict.next_attempt;
   return verdict;
 }
@@ -47,12 +50,16 @@ void Scheduler::AdaptToSuccess(const Dest& dest) {
   if (!it->second.OnSuccess(now_ns, Recent(key, now_ns))) {
     return;
   }
+  const GcraParams before = scopes_.params(leaf);
   if (it->second.at_ceiling()) {
     scopes_.SetBudget(leaf, it->second.ceiling(), it->second.ceiling_learned());
     adaptive_.erase(it);
   } else {
     scopes_.SetBudget(leaf, it->second.Current(), true);
   }
+  // The meter's debt is repaid at the new pace: a step up from 1/s would otherwise wait out
+  // the second its last request was charged before going faster.
+  RepaceScope(leaf, before, clock_.Now());
   ShareLeaf(leaf);
 }
 

@@ -146,6 +146,154 @@ TEST(AdaptivePaceTest, FailedProbeBacksOffToLastGoodLevel) {
   EXPECT_EQ(pace.Current().limit, 343);  // ... so this 429 means the limit fell
 }
 
+// A first window's 429 at `now_ns` after `delivered` deliveries: slow start from that floor,
+// parked for a quarter of a window (the window is 1 s).
+void StartSlow(AdaptivePace& pace, int64_t delivered, int64_t now_ns) {
+  ASSERT_TRUE(pace.OnThrottle(now_ns, RecentWindow{delivered + 1, delivered, true}));
+  ASSERT_EQ(pace.Current().limit, delivered);
+  ASSERT_EQ(pace.Park(Millis(1000), 0, now_ns), Millis(250));
+}
+
+// Verifies slow start's growth: a third of a window's worth of the level delivered without a
+// 429 multiplies it by 4 below 8 units, by 2 from there.
+TEST(AdaptivePaceTest, SlowStartGrowsEachThirdOfAWindow) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
+  StartSlow(pace, 2, 0);
+  const int64_t after = kSecond / 2;
+  EXPECT_TRUE(pace.OnSuccess(after));  // 2 / 3 rounds to one delivery
+  EXPECT_EQ(pace.Current().limit, 8);
+  EXPECT_TRUE(pace.probing());
+  EXPECT_FALSE(pace.OnSuccess(after));
+  EXPECT_TRUE(pace.OnSuccess(after));  // 8 / 3: two
+  EXPECT_EQ(pace.Current().limit, 16);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_FALSE(pace.OnSuccess(after));
+  }
+  EXPECT_TRUE(pace.OnSuccess(after));  // 16 / 3: five
+  EXPECT_EQ(pace.Current().limit, 32);
+}
+
+// Verifies the measurement of slow start's failed step: the 429 neither lowers nor parks, the
+// level is pressed on, and once a quarter of a window has passed with at least 8 deliveries the
+// limit becomes what got through per window (8 in 320 ms: 25 per second); 429s in the next
+// window are held off, and the probes bisect toward the measured level.
+TEST(AdaptivePaceTest, AFailedSlowStartStepIsMeasured) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
+  StartSlow(pace, 16, 0);
+  int64_t now = kSecond / 2;
+  for (int i = 0; i < 5; ++i) {
+    pace.OnSuccess(now);
+  }
+  ASSERT_EQ(pace.Current().limit, 32);
+  now += kSecond / 10;
+  EXPECT_FALSE(pace.OnThrottle(now));
+  EXPECT_TRUE(pace.measuring());
+  EXPECT_EQ(pace.Current().limit, 32);
+  const int64_t start = now;
+  for (int i = 1; i < 8; ++i) {
+    EXPECT_FALSE(pace.OnSuccess(start + i * 40'000'000));
+  }
+  EXPECT_FALSE(pace.OnThrottle(start + 300'000'000));  // a second 429: still measuring
+  EXPECT_TRUE(pace.OnSuccess(start + 320'000'000));
+  EXPECT_FALSE(pace.measuring());
+  EXPECT_EQ(pace.Current().limit, 25);
+  EXPECT_FALSE(pace.probing());
+  EXPECT_FALSE(pace.OnThrottle(start + 900'000'000));  // held off: the measured level's cohort
+  EXPECT_EQ(pace.Current().limit, 25);
+  now = start + 1'400'000'000;
+  for (int i = 0; i < 25; ++i) {
+    pace.OnSuccess(now);
+  }
+  EXPECT_EQ(pace.Current().limit, 28);  // half way to 32
+}
+
+// Verifies that a measurement ends at its fourth 429 after the first however short its span,
+// and that its estimate is held to 3/4 of the level before the step (here 12 of 16).
+TEST(AdaptivePaceTest, AMeasurementEndsAtItsFourth429) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
+  StartSlow(pace, 16, 0);
+  const int64_t now = kSecond / 2;
+  for (int i = 0; i < 5; ++i) {
+    pace.OnSuccess(now);
+  }
+  ASSERT_FALSE(pace.OnThrottle(now + 1'000'000));
+  EXPECT_FALSE(pace.OnSuccess(now + 2'000'000));
+  EXPECT_FALSE(pace.OnThrottle(now + 3'000'000));
+  EXPECT_FALSE(pace.OnThrottle(now + 4'000'000));
+  EXPECT_FALSE(pace.OnThrottle(now + 5'000'000));
+  ASSERT_TRUE(pace.OnThrottle(now + 100'000'000));
+  EXPECT_EQ(pace.Current().limit, 12);  // 1 in 99 ms is 10 per second: held to 12
+  // The level before it held: one emission interval of it, 429s held off for a window.
+  EXPECT_EQ(pace.Park(Millis(1000), 0, now + 100'000'000), Millis(83));
+  EXPECT_EQ(pace.park_until_ns(), now + 183'000'000);
+  EXPECT_EQ(pace.hold_until_ns(), now + 1'100'000'000);
+}
+
+// Verifies that a measurement that lets nothing through (the first 429 and three more) reads a
+// spent window's count: the limit becomes the last whole window's deliveries and the key waits
+// a window.
+TEST(AdaptivePaceTest, AMeasurementThatLetsNothingThroughWaitsTheWindowOut) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
+  StartSlow(pace, 16, 0);
+  const int64_t now = 2 * kSecond;
+  for (int i = 0; i < 5; ++i) {
+    pace.OnSuccess(now);
+  }
+  ASSERT_FALSE(pace.OnThrottle(now + 1'000'000));
+  EXPECT_FALSE(pace.OnThrottle(now + 2'000'000));
+  EXPECT_FALSE(pace.OnThrottle(now + 3'000'000));
+  ASSERT_TRUE(pace.OnThrottle(now + 4'000'000, RecentWindow{24, 14, false}));
+  EXPECT_EQ(pace.Current().limit, 14);
+  EXPECT_EQ(pace.Park(Millis(1000), 0, now + 4'000'000), Millis(1000));
+}
+
+// Verifies that a decrease after a whole window parks the part of a window it took away
+// (100 -> 80: 200 ms), at least one emission interval of the new limit (100 -> 95: 11 ms), and
+// that the 429 goes again when the park ends.
+TEST(AdaptivePaceTest, ADecreaseParksThePartOfAWindowItTookAway) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{100, 1000, 1}, false);
+  ASSERT_TRUE(pace.OnThrottle(0, RecentWindow{100, 80, false}));
+  EXPECT_EQ(pace.Current().limit, 80);
+  EXPECT_EQ(pace.Park(Millis(1000), 0, 0), Millis(200));
+  EXPECT_EQ(pace.park_until_ns(), 200'000'000);
+  EXPECT_EQ(pace.hold_until_ns(), 200'000'000);
+
+  AdaptivePace near(AdaptivePaceOptions{}, Budget{100, 1000, 1}, false);
+  ASSERT_TRUE(near.OnThrottle(0, RecentWindow{100, 99, false}));
+  EXPECT_EQ(near.Current().limit, 99);
+  EXPECT_EQ(near.Park(Millis(1000), 0, 0), Millis(10));
+}
+
+// Verifies that decreases within a window of each other follow one fall of the platform's
+// limit down: the next probe still comes after one window, not two, four, eight.
+TEST(AdaptivePaceTest, AFallFollowedDownKeepsProbing) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{100, 1000, 1}, false);
+  ASSERT_TRUE(pace.OnThrottle(0, RecentWindow{100, 60, false}));  // 60
+  pace.Park(Millis(1000), 0, 0);
+  ASSERT_TRUE(pace.OnThrottle(500'000'000, RecentWindow{60, 40, false}));  // 40, same fall
+  pace.Park(Millis(1000), 0, 500'000'000);
+  ASSERT_EQ(pace.Current().limit, 40);
+  for (int i = 0; i < 40; ++i) {
+    pace.OnSuccess(2 * kSecond);
+  }
+  EXPECT_EQ(pace.Current().limit, 50);  // one window: half way to 60
+
+  // The same level failing again more than a window later waits two windows.
+  AdaptivePace again(AdaptivePaceOptions{}, Budget{100, 1000, 1}, false);
+  ASSERT_TRUE(again.OnThrottle(0, RecentWindow{100, 60, false}));
+  again.Park(Millis(1000), 0, 0);
+  ASSERT_TRUE(again.OnThrottle(3 * kSecond, RecentWindow{60, 40, false}));
+  again.Park(Millis(1000), 0, 3 * kSecond);
+  for (int i = 0; i < 40; ++i) {
+    again.OnSuccess(5 * kSecond);
+  }
+  EXPECT_EQ(again.Current().limit, 40);
+  for (int i = 0; i < 40; ++i) {
+    again.OnSuccess(6 * kSecond);
+  }
+  EXPECT_EQ(again.Current().limit, 50);
+}
+
 // Verifies that a new ceiling clamps the current limit.
 TEST(AdaptivePaceTest, SetCeilingClamps) {
   AdaptivePace pace(AdaptivePaceOptions{}, Budget{100, 1000, 1}, true);

@@ -108,24 +108,48 @@ TEST(PacingScenariosTest, SlackLearnsTheBurstOncePerWorkspace) {
 
 // Verifies issue 31's header-less search in simulated time over hidden limits drawn per seed
 // (DrawHiddenLimit: a token bucket, a fixed window or a sliding log by seed, the rate
-// log-uniform, 5-30 ms per request), ten windows' worth of pushes at least. A regression guard,
-// not yet the issue's bound (1.4x): in LINE's range (10-50/s, burst 1-5) the runs take
-// 1.13-1.42x their bound with 5-13 429s; over 1-1,000/s with bursts up to 10, up to 4.0x (a
-// 529/s bucket) and up to 63 429s (a 1/s bucket over 200 s). bench/README.md section 8.
+// log-uniform, 5-30 ms per request), ten windows' worth of pushes at least, against the bound
+// with the requests' arrival jitter (HiddenLimitBound: a bucket of burst 1 at 37/s cannot take
+// more than 25/s under 12.5 ms of jitter without refusing some). In LINE's range (10-50/s,
+// burst 1-5) seeds 1-10 take 1.05-1.30x with 9-13 429s (before: up to 1.42x); over
+// 1-1,000/s with bursts up to 10, up to 1.43x (a sliding log of 445/s) and up to 69 429s (a
+// 1/s bucket over 200 s). Seeds 11-30 reach 1.32x and 15 429s in LINE's range, 1.50x and 71
+// 429s (fixed windows of 236-245/s) over the wide one. bench/README.md section 8.
 TEST(PacingScenariosTest, HeaderlessSearchFindsDrawnLimits) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     for (const auto& [lo, hi, burst, most_ratio, most_429s] :
-         {std::tuple{10.0, 50.0, 5, 1.5, 15}, std::tuple{1.0, 1000.0, 10, 4.5, 70}}) {
+         {std::tuple{10.0, 50.0, 5, 1.4, 15}, std::tuple{1.0, 1000.0, 10, 1.5, 70}}) {
       const sim::HiddenLimitSpec limit = DrawHiddenLimit(seed, lo, hi, burst);
       const int pushes = std::max(200, static_cast<int>(limit.rate_per_s) * 10);
-      PacingScenarioResult r = RunPacingScenario(LineShapeScenario(10, pushes, limit, seed));
+      const PacingScenario scenario = LineShapeScenario(10, pushes, limit, seed);
+      PacingScenarioResult r = RunPacingScenario(scenario);
       const std::string what =
           fmt::format("seed {} {} {}/s burst {}", seed, sim::LimitShapeString(limit.shape),
                       limit.rate_per_s, limit.burst);
       ASSERT_TRUE(r.finished) << what;
-      EXPECT_LE(r.seconds, most_ratio * HiddenLimitBound(limit, pushes)) << what;
+      EXPECT_LE(r.seconds, most_ratio * HiddenLimitBound(limit, pushes, ArrivalJitter(scenario)))
+          << what;
       EXPECT_LE(r.throttled, most_429s) << what;
     }
+  }
+}
+
+// Verifies issue 31's LINE case in simulated time: 200 pushes at a hidden token bucket of
+// 10-50/s, burst 1-5, within 1.4x the bound without jitter and with at most 15 429s, for every
+// seed of ten (1.05-1.33x, 8-12 429s; before: 1.18-1.87x). The measurement of slow start's
+// failed step finds the bucket's rate in a quarter of a window instead of a climb of several.
+// Seeds 11-30 include buckets of burst 1 at 36-37/s, which no pace takes within 1.4x under
+// this harness's 12.5 ms of jitter (1.57-1.63x; 1.10-1.13x the bound with it).
+TEST(PacingScenariosTest, LineFindsAHiddenBucketWithinTheIssuesBound) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    sim::HiddenLimitSpec limit = DrawHiddenLimit(seed, 10, 50, 5);
+    limit.shape = sim::LimitShape::kTokenBucket;
+    PacingScenarioResult r = RunPacingScenario(LineShapeScenario(10, 200, limit, seed));
+    const std::string what =
+        fmt::format("seed {} {}/s burst {}", seed, limit.rate_per_s, limit.burst);
+    ASSERT_TRUE(r.finished) << what;
+    EXPECT_LE(r.seconds, 1.4 * HiddenLimitBound(limit, 200)) << what;
+    EXPECT_LE(r.throttled, 15) << what;
   }
 }
 

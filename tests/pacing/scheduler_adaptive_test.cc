@@ -96,6 +96,44 @@ TEST_F(SchedulerAdaptiveTest, InFlightThrottlesCountOnce) {
   EXPECT_EQ(vb.next_attempt, va.next_attempt);
 }
 
+// Verifies that a raised adaptive limit applies at once: slow start's step from 1/s to 4/s repays
+// the meter's debt at the new pace, so the next request goes a quarter of a second after the
+// last, not the second its charge at 1/s owed.
+TEST_F(SchedulerAdaptiveTest, ARaisedLimitRepacesTheMeterAtOnce) {
+  DestinationId user = Add(Spec(Platform::kLine, "U1"));
+  Complete(user, Dispatch(user), Http(200));
+  clock_.Advance(milliseconds(10));
+  Complete(user, Dispatch(user), Http(429));  // the first window's floor: 1/s
+  ASSERT_EQ(Limit(user, BudgetName::kLineChannel), 1);
+  const uint64_t sent = Dispatch(user);  // after the park
+  const SteadyTime dispatched = clock_.Now();
+  Complete(user, sent, Http(200));
+  ASSERT_EQ(Limit(user, BudgetName::kLineChannel), 4);
+  WorkItem item;
+  item.id = "next";
+  item.sequence = driver_.next_sequence();
+  ASSERT_TRUE(scheduler_.Offer(user, std::move(item)).ok());
+  Decision next = scheduler_.Next();
+  ASSERT_EQ(next.kind, Decision::Kind::kWait);
+  EXPECT_EQ(next.wake_at, dispatched + milliseconds(250));
+}
+
+// Verifies that the 429 that fails a probe goes again after the probe's park (one emission
+// interval of the level that held), while a 429 of the same probe held off waits for the hold
+// (a window): retried early in a spent fixed window it would only draw another.
+TEST_F(SchedulerAdaptiveTest, AFailedProbesOwn429GoesAfterItsPark) {
+  DestinationId hook = Add(Spec(Platform::kWebhook, "https://a.example/hook"));
+  Complete(hook, Dispatch(hook), Http(429));
+  ASSERT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);
+  SendOk(hook, 25);
+  ASSERT_EQ(Limit(hook, BudgetName::kWebhookDestination), 37);  // probing half way to 50
+  Verdict failed = Complete(hook, Dispatch(hook), Http(429));
+  ASSERT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);
+  EXPECT_EQ(failed.next_attempt, clock_.Now() + milliseconds(40));  // 1000 / 25
+  Verdict held = Complete(hook, Dispatch(hook), Http(429));
+  EXPECT_GT(held.next_attempt, clock_.Now() + milliseconds(900));
+}
+
 // Verifies recovery: after a window of deliveries the pace grows half way back to the level that
 // had, and at the configured limit the key is configured again (operator overrides apply).
 TEST_F(SchedulerAdaptiveTest, RecoversAdditivelyAndCapsAtConfigured) {
