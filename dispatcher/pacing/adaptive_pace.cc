@@ -15,10 +15,10 @@ constexpr int64_t kSlowStartFactor = 2;
 constexpr int64_t kSlowStartLowFactor = 4;
 constexpr int64_t kSlowStartLowLevel = 8;
 // The measurement after slow start's first failed step: at least a quarter of a window and
-// 8 deliveries (at most half a window), ended early by its 4th 429, or by its 3rd 429 in a row
-// with no delivery (a window's count is spent: a rate cannot be read). Its estimate is held to
-// at least 3/4 of the level that held before the step (a few deliveries in a short span are a
-// coarse estimate).
+// 8 deliveries (at most half a window), ended early by its 4th 429 after the first, or when the
+// first and three more bring no delivery (a window's count is spent: a rate cannot be read).
+// Its estimate is held to at least 3/4 of the level that held before the step (a few
+// deliveries in a short span are a coarse estimate).
 constexpr int64_t kMeasureShare = 4;
 constexpr int64_t kMeasureDeliveries = 8;
 constexpr int64_t kMeasureThrottles = 4;
@@ -181,8 +181,11 @@ Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
     // at its end (the 429s until then are the hold's). At least one emission interval at the
     // new limit. A whole window each time had stalled a bucket of burst 1 for a second on
     // every 429 its jitter drew.
-    const int64_t drain = std::max(window / std::max<int64_t>(1, limit_),
-                                   window - window * limit_ / std::max<int64_t>(1, before_));
+    // In 128 bits: a window of up to a year in ms times a limit of up to 1e9 overflows 64.
+    const auto kept = static_cast<int64_t>(static_cast<__int128>(window) * limit_ /
+                                           std::max<int64_t>(1, before_));
+    const int64_t drain =
+        std::max(window / std::max<int64_t>(1, limit_), window - std::min(window, kept));
     base = std::min(base, slow_start_ ? std::max<int64_t>(1, window / 4) : drain);
   }
   int64_t full = std::clamp<int64_t>(base, 1, cap);
@@ -226,9 +229,14 @@ void AdaptivePace::EndMeasure(int64_t now_ns) {
     // Pressed above the platform's rate, what it lets through after its first refusal is its
     // rate, whatever its burst: a bucket's refill, a log's or a window's share.
     doubling_failed_ = false;
-    const double span = static_cast<double>(std::max<int64_t>(1, now_ns - measure_start_ns_));
+    // At most half a window: a response after a pause in the traffic ends the measurement, and
+    // the pause is no measure of the platform's rate.
+    const int64_t most = 2 * (WindowNs(ceiling_) / kMeasureShare);
+    const double span = static_cast<double>(
+        std::clamp<int64_t>(now_ns - measure_start_ns_, 1, std::max<int64_t>(1, most)));
     const double rate =
-        static_cast<double>(measure_ok_) * static_cast<double>(WindowNs(ceiling_)) / span;
+        std::min(static_cast<double>(before_),
+                 static_cast<double>(measure_ok_) * static_cast<double>(WindowNs(ceiling_)) / span);
     const int64_t floor = std::max(least, last_good_ * kMeasureFloorPercent / 100);
     limit_ = std::max(
         least, std::clamp(static_cast<int64_t>(std::floor(rate)), std::min(floor, before_ - 1),

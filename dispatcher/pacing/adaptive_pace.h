@@ -62,11 +62,13 @@ struct RecentWindow {
 // floor, a burst rather than a rate: the limit becomes that floor and grows (slow start: x4
 // below 8, else x2) each time a third of a window's worth of it is delivered without a 429. Its
 // first step that fails is measured rather than undone: the key keeps sending at that level
-// for a quarter of a window (at least 8 deliveries, at most 4 more 429s), and what the platform
-// lets through per window while pressed is its rate, the new limit (no less than 3/4 of the
-// level before the step). Probes then bisect toward the failed level as below. When three 429s
-// in a row let nothing through, a window's count is spent: the limit becomes the last whole
-// window's deliveries and the key waits a window.
+// for a quarter of a window (at least 8 deliveries, at most 4 more 429s; the span counted at
+// most half a window, so a pause in the traffic does not read as a slow rate), and what the
+// platform lets through per window while pressed is its rate, the new limit (no less than 3/4 of
+// the level before the step). Probes then bisect toward the failed level as below. When the first
+// 429 and three more let nothing through, a window's count is spent: the limit becomes the last
+// whole window's deliveries and the key waits a window. Another node's update (Adopt) ends a
+// measurement without a result: in a cluster a peer usually fails the same step first.
 //
 // A 429 within the first window after an increase means that probe went too far: the limit
 // goes back to the level before it (no halving), the key is parked for one emission interval of

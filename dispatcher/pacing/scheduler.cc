@@ -819,7 +819,12 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
     if (dest.platform == Platform::kLine || !adaptive_.empty()) {
       CountRecent(dest, true, ToNanos(now));
     }
-    AdaptToSuccess(dest);
+    if (AdaptToSuccess(dest) && dest.state == State::kTimer &&
+        dest.reason == DeferReason::kBudget) {
+      // Its next head waits on its own timer for the old pace (a key of one destination has
+      // no wait list for RepaceScope to look at again).
+      MakeReady(id.value);
+    }
   }
   --dest.in_flight;
   --platform_in_flight_[platform];

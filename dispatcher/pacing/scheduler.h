@@ -458,7 +458,9 @@ class Scheduler {
   // the Retry-After key (once per park: 429s of requests sent before it teach nothing new); a
   // delivery probes it back up. Returns the verdict with next_attempt no earlier than the park.
   Verdict AdaptToThrottle(const Dest& dest, Verdict verdict, Millis throttle_wait);
-  void AdaptToSuccess(const Dest& dest);
+  // Returns whether the key's meter was repaced (its limit changed): a head waiting on its own
+  // timer for the old pace must be looked at again.
+  bool AdaptToSuccess(const Dest& dest);
   // The sends and deliveries of the destination's own key in its last window, for the keys that
   // are counted (LINE channels, which never send rate-limit headers, and keys whose pace was
   // lowered); `sent` < 0 for the others.

@@ -36,19 +36,19 @@ Verdict Scheduler::AdaptToThrottle(const Dest& dest, Verdict verdict, Millis thr
   return verdict;
 }
 
-void Scheduler::AdaptToSuccess(const Dest& dest) {
+bool Scheduler::AdaptToSuccess(const Dest& dest) {
   if (adaptive_.empty()) {
-    return;
+    return false;
   }
   const uint32_t leaf = dest.scopes[dest.leaf_index];
   const ScopeKey key = scopes_.at(leaf).key;
   auto it = adaptive_.find(key);
   if (it == adaptive_.end()) {
-    return;
+    return false;
   }
   const int64_t now_ns = ToNanos(clock_.Now());
   if (!it->second.OnSuccess(now_ns, Recent(key, now_ns))) {
-    return;
+    return false;
   }
   const GcraParams before = scopes_.params(leaf);
   if (it->second.at_ceiling()) {
@@ -57,10 +57,11 @@ void Scheduler::AdaptToSuccess(const Dest& dest) {
   } else {
     scopes_.SetBudget(leaf, it->second.Current(), true);
   }
-  // The meter's debt is repaid at the new pace: a step up from 1/s would otherwise wait out
-  // the second its last request was charged before going faster.
-  RepaceScope(leaf, before, clock_.Now());
+  // The meter's debt is repaid at the new pace (a step up from 1/s would otherwise wait out
+  // the second its last request was charged before going faster; a step down stretches it).
+  const bool repaced = RepaceScope(leaf, before, clock_.Now());
   ShareLeaf(leaf);
+  return repaced;
 }
 
 RecentWindow Scheduler::Recent(ScopeKey key, int64_t now_ns) const {

@@ -248,8 +248,8 @@ TEST(AdaptivePaceTest, AMeasurementThatLetsNothingThroughWaitsTheWindowOut) {
 }
 
 // Verifies that a decrease after a whole window parks the part of a window it took away
-// (100 -> 80: 200 ms), at least one emission interval of the new limit (100 -> 95: 11 ms), and
-// that the 429 goes again when the park ends.
+// (100 -> 80: 200 ms), at least one emission interval of the new limit (10 -> 9: 111 ms, not
+// the 100 ms taken away), and that the 429 goes again when the park ends.
 TEST(AdaptivePaceTest, ADecreaseParksThePartOfAWindowItTookAway) {
   AdaptivePace pace(AdaptivePaceOptions{}, Budget{100, 1000, 1}, false);
   ASSERT_TRUE(pace.OnThrottle(0, RecentWindow{100, 80, false}));
@@ -258,10 +258,10 @@ TEST(AdaptivePaceTest, ADecreaseParksThePartOfAWindowItTookAway) {
   EXPECT_EQ(pace.park_until_ns(), 200'000'000);
   EXPECT_EQ(pace.hold_until_ns(), 200'000'000);
 
-  AdaptivePace near(AdaptivePaceOptions{}, Budget{100, 1000, 1}, false);
-  ASSERT_TRUE(near.OnThrottle(0, RecentWindow{100, 99, false}));
-  EXPECT_EQ(near.Current().limit, 99);
-  EXPECT_EQ(near.Park(Millis(1000), 0, 0), Millis(10));
+  AdaptivePace near(AdaptivePaceOptions{}, Budget{10, 1000, 1}, false);
+  ASSERT_TRUE(near.OnThrottle(0, RecentWindow{10, 9, false}));
+  EXPECT_EQ(near.Current().limit, 9);
+  EXPECT_EQ(near.Park(Millis(1000), 0, 0), Millis(111));
 }
 
 // Verifies that decreases within a window of each other follow one fall of the platform's

@@ -98,7 +98,8 @@ TEST_F(SchedulerAdaptiveTest, InFlightThrottlesCountOnce) {
 
 // Verifies that a raised adaptive limit applies at once: slow start's step from 1/s to 4/s repays
 // the meter's debt at the new pace, so the next request goes a quarter of a second after the
-// last, not the second its charge at 1/s owed.
+// last, not the second its charge at 1/s owed, also when that head already waits on its own
+// timer (a channel of one destination has no wait list).
 TEST_F(SchedulerAdaptiveTest, ARaisedLimitRepacesTheMeterAtOnce) {
   DestinationId user = Add(Spec(Platform::kLine, "U1"));
   Complete(user, Dispatch(user), Http(200));
@@ -107,12 +108,15 @@ TEST_F(SchedulerAdaptiveTest, ARaisedLimitRepacesTheMeterAtOnce) {
   ASSERT_EQ(Limit(user, BudgetName::kLineChannel), 1);
   const uint64_t sent = Dispatch(user);  // after the park
   const SteadyTime dispatched = clock_.Now();
-  Complete(user, sent, Http(200));
-  ASSERT_EQ(Limit(user, BudgetName::kLineChannel), 4);
   WorkItem item;
   item.id = "next";
   item.sequence = driver_.next_sequence();
   ASSERT_TRUE(scheduler_.Offer(user, std::move(item)).ok());
+  Decision waiting = scheduler_.Next();
+  ASSERT_EQ(waiting.kind, Decision::Kind::kWait);
+  ASSERT_EQ(waiting.wake_at, dispatched + milliseconds(1000));  // on its timer, at 1/s
+  Complete(user, sent, Http(200));
+  ASSERT_EQ(Limit(user, BudgetName::kLineChannel), 4);
   Decision next = scheduler_.Next();
   ASSERT_EQ(next.kind, Decision::Kind::kWait);
   EXPECT_EQ(next.wake_at, dispatched + milliseconds(250));

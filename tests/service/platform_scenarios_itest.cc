@@ -153,7 +153,7 @@ TEST_F(PlatformScenariosTest, LineFindsAHiddenLimit) {
 // Verifies issue 31's LINE case over loopback: 200 pushes over 10 users of one channel token
 // whose hidden limit is a token bucket drawn per seed (10-50/s, burst 1-5; seed 1: 43/s burst
 // 2), the simulator's answers 1-6 ms late: within the issue's 1.4x the bound and 15 429s. Seeds
-// 1-10 took 1.06-1.24x with 7-13 429s over two runs (before: 1.88x for seed 1). SCENARIO_RUNS=10
+// 1-10 took 1.03-1.24x with 7-13 429s over three runs (before: 1.88x for seed 1). SCENARIO_RUNS=10
 // for ten seeds.
 TEST_F(PlatformScenariosTest, LineFindsAHiddenBucket) {
   for (int run = 0; run < Runs(); ++run) {
