@@ -2,6 +2,8 @@
 //
 //   build/bench/pacing_scenarios [runs]      # default 10 runs (latency seeds 1..runs)
 //   build/bench/pacing_scenarios 10 shapes [first seed]  # issue 31's drawn hidden limits
+//   LATENCY_MS=100-250 build/bench/pacing_scenarios 10 shapes  # each request 100-250 ms (LINE's
+//                                            # real round trips) instead of 5-30 ms
 //   build/bench/pacing_scenarios 10 timeline # also B's deliveries in the fairness runs: when
 //                                            # each was dispatched, got a connection, was done
 //   build/bench/pacing_scenarios 10 timeline-nokeep   # the same with connection_keep = 0
@@ -56,6 +58,20 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 2 ? argv[2] : "";
   const bool timeline = mode.rfind("timeline", 0) == 0;
   using std::chrono::milliseconds;
+  // LATENCY_MS=lo-hi: the shapes' requests take lo to hi ms (the harness's default is 5-30).
+  const char* latency = std::getenv("LATENCY_MS");
+  int latency_lo = 5;
+  int latency_hi = 30;
+  if (latency != nullptr && std::sscanf(latency, "%d-%d", &latency_lo, &latency_hi) != 2) {
+    std::fprintf(stderr, "LATENCY_MS must be lo-hi in ms, e.g. 100-250\n");
+    return 2;
+  }
+  auto shape = [&](int pushes, const egress::sim::HiddenLimitSpec& limit, uint64_t seed) {
+    egress::PacingScenario scenario = egress::LineShapeScenario(10, pushes, limit, seed);
+    scenario.latency_min = milliseconds(std::max(0, latency_lo));
+    scenario.latency_max = milliseconds(std::max(latency_lo, latency_hi));
+    return scenario;
+  };
   if (mode == "shapes") {
     // Issue 31: LINE's 200 pushes over hidden limits drawn per seed (the e2e range, then the
     // property test's), and Slack's hidden burst 1-3.
@@ -66,7 +82,7 @@ int main(int argc, char** argv) {
         const egress::sim::HiddenLimitSpec limit = egress::DrawHiddenLimit(seed, lo, hi, burst);
         // Ten windows' worth at least, so that a fast limit is not done in its first burst.
         const int pushes = std::max(200, static_cast<int>(limit.rate_per_s) * 10);
-        const egress::PacingScenario scenario = egress::LineShapeScenario(10, pushes, limit, seed);
+        const egress::PacingScenario scenario = shape(pushes, limit, seed);
         const egress::PacingScenarioResult r = egress::RunPacingScenario(scenario);
         const double bound = egress::HiddenLimitBound(limit, pushes);
         const double jittered =
@@ -83,7 +99,7 @@ int main(int argc, char** argv) {
         // Issue 31's LINE case: 200 pushes at a hidden token bucket of 10-50/s, burst 1-5.
         egress::sim::HiddenLimitSpec limit = egress::DrawHiddenLimit(seed, 10, 50, 5);
         limit.shape = egress::sim::LimitShape::kTokenBucket;
-        const egress::PacingScenario scenario = egress::LineShapeScenario(10, 200, limit, seed);
+        const egress::PacingScenario scenario = shape(200, limit, seed);
         const egress::PacingScenarioResult r = egress::RunPacingScenario(scenario);
         const double bound = egress::HiddenLimitBound(limit, 200);
         const double jittered =

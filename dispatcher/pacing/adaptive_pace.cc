@@ -26,6 +26,8 @@ constexpr int64_t kMeasureRefusedRun = 3;
 constexpr int64_t kMeasureFloorPercent = 75;
 
 int64_t WindowNs(const Budget& budget) { return std::max<int64_t>(1, budget.scale_ms) * 1'000'000; }
+// The least span of a measurement; it counts at most twice this.
+int64_t MeasureLeastNs(const Budget& budget) { return WindowNs(budget) / kMeasureShare; }
 }  // namespace
 
 AdaptivePace::AdaptivePace(const AdaptivePaceOptions& options, const Budget& ceiling,
@@ -200,7 +202,7 @@ Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
 }
 
 bool AdaptivePace::MeasureDone(int64_t now_ns) const {
-  const int64_t least = WindowNs(ceiling_) / kMeasureShare;
+  const int64_t least = MeasureLeastNs(ceiling_);
   const int64_t span = now_ns - measure_start_ns_;
   return (span >= least && measure_ok_ >= kMeasureDeliveries) || span >= 2 * least;
 }
@@ -231,7 +233,7 @@ void AdaptivePace::EndMeasure(int64_t now_ns) {
     doubling_failed_ = false;
     // At most half a window: a response after a pause in the traffic ends the measurement, and
     // the pause is no measure of the platform's rate.
-    const int64_t most = 2 * (WindowNs(ceiling_) / kMeasureShare);
+    const int64_t most = 2 * MeasureLeastNs(ceiling_);
     const double span = static_cast<double>(
         std::clamp<int64_t>(now_ns - measure_start_ns_, 1, std::max<int64_t>(1, most)));
     const double rate =

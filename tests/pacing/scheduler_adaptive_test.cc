@@ -32,6 +32,14 @@ class SchedulerAdaptiveTest : public ::testing::Test {
     return driver_.Complete(id, sequence, outcome);
   }
   void SendOk(DestinationId id, int n) { driver_.SendOk(id, n); }
+  // Offers one delivery to `id` as its head and returns the Scheduler's next decision.
+  Decision OfferAndNext(DestinationId id, std::string item_id) {
+    WorkItem item;
+    item.id = std::move(item_id);
+    item.sequence = driver_.next_sequence();
+    EXPECT_TRUE(scheduler_.Offer(id, std::move(item)).ok());
+    return scheduler_.Next();
+  }
   int64_t Limit(DestinationId id, BudgetName name) {
     return scheduler_.EffectiveBudget(id, name)->limit;
   }
@@ -59,11 +67,7 @@ TEST_F(SchedulerAdaptiveTest, HeaderlessThrottleLowersOwnKey) {
   // The channel is one key: every user of it slows down, and waits for the park.
   EXPECT_EQ(Limit(other, BudgetName::kLineChannel), 1000);
   EXPECT_EQ(scheduler_.Inspect(other)->adaptive, (Budget{1000, 1000, 1}));
-  WorkItem item;
-  item.id = "x";
-  item.sequence = driver_.next_sequence();
-  ASSERT_TRUE(scheduler_.Offer(other, std::move(item)).ok());
-  Decision wait = scheduler_.Next();
+  Decision wait = OfferAndNext(other, "x");
   ASSERT_EQ(wait.kind, Decision::Kind::kWait);
   EXPECT_EQ(wait.wake_at, clock_.Now() + milliseconds(250));
   EXPECT_EQ(scheduler_.Inspect(other)->deferral.ToString(), "retry_after");
@@ -108,11 +112,7 @@ TEST_F(SchedulerAdaptiveTest, ARaisedLimitRepacesTheMeterAtOnce) {
   ASSERT_EQ(Limit(user, BudgetName::kLineChannel), 1);
   const uint64_t sent = Dispatch(user);  // after the park
   const SteadyTime dispatched = clock_.Now();
-  WorkItem item;
-  item.id = "next";
-  item.sequence = driver_.next_sequence();
-  ASSERT_TRUE(scheduler_.Offer(user, std::move(item)).ok());
-  Decision waiting = scheduler_.Next();
+  Decision waiting = OfferAndNext(user, "next");
   ASSERT_EQ(waiting.kind, Decision::Kind::kWait);
   ASSERT_EQ(waiting.wake_at, dispatched + milliseconds(1000));  // on its timer, at 1/s
   Complete(user, sent, Http(200));
