@@ -125,6 +125,10 @@ struct ServerOptions {
   // Every budget is paced this many percent under its limit, so network jitter cannot land a
   // send on the wrong side of a platform's own meter. 0 to 50. Default: 5.
   int64_t pacing_margin_percent = 5;
+  // The most of each shared scope (a tenant's egress budget, a Slack workspace, a Discord
+  // token's global limit) that `bulk` deliveries may take, so normal and high ones always find
+  // the rest (pacing::SchedulerOptions::bulk_share). 1 to 100; 100: no cap. Default: 80.
+  int64_t bulk_share_percent = 80;
   // The event log on stderr: "text" or "json" (one object per line). Default: "text".
   LogFormat log_format = LogFormat::kText;
   // "debug", "info", "warn" or "error". Default: "info".

@@ -92,6 +92,7 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
                                     "log_format",
                                     "log_level",
                                     "pacing_margin_percent",
+                                    "bulk_share_percent",
                                     "max_batch_bytes",
                                     "max_connections",
                                     "max_connections_per_address",
@@ -275,6 +276,9 @@ Status ReadServerSection(const TomlFields& server, ServerOptions& out) {
   out.tenant_max_stored_bytes = static_cast<uint64_t>(stored_bytes);
   if (status = server.ReadInt("pacing_margin_percent", 0, 50, out.pacing_margin_percent);
       !status.ok()) {
+    return status;
+  }
+  if (status = server.ReadInt("bulk_share_percent", 1, 100, out.bulk_share_percent); !status.ok()) {
     return status;
   }
   std::string format, level;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dispatcher/base/status.h"
+#include "dispatcher/pacing/priority.h"
 
 namespace egress::storage {
 
@@ -72,6 +73,8 @@ struct NewDelivery {
   std::string idempotency_key;  // optional; (tenant, key) maps to one delivery
   std::string ordering_key;     // optional; same key leaves in enqueue order
   uint32_t cost = 1;            // budget units this delivery takes
+  // Its place among the heads under a shared scope (pacing::Priority). Default: normal.
+  pacing::Priority priority = pacing::Priority::kNormal;
   // The quotas intake charged (at most kMaxQuotaCharges). Default: none.
   std::vector<QuotaCharge> charges;
   // Optional W3C traceparent, version 00 (55 characters; dispatcher/base/traceparent.h); sent
@@ -106,6 +109,7 @@ struct Delivery {
   std::string idempotency_key;
   std::string ordering_key;
   uint32_t cost = 1;
+  pacing::Priority priority = pacing::Priority::kNormal;  // normal in records before tag 20
   int64_t created_ms = 0;
   std::string traceparent;  // empty when none (and in records written before tag 19)
   DeliveryState state = DeliveryState::kQueued;

@@ -37,6 +37,7 @@ enum Tag : uint64_t {
   kAttempt = 17,  // repeated, nested record
   kCharge = 18,   // repeated, nested record (QuotaCharge)
   kTraceparent = 19,
+  kPriority = 20,  // written only when not normal: a record without one is what older builds wrote
 };
 
 // The text fields, in encoding order.
@@ -226,6 +227,12 @@ bool DecodeScalar(uint64_t tag, std::string_view v, Delivery& d) {
     case kFinishedMs:
       d.finished_ms = n;
       return true;
+    case kPriority:
+      if (n < 0 || n >= pacing::kPriorityCount) {
+        return false;
+      }
+      d.priority = static_cast<pacing::Priority>(n);
+      return true;
     default:
       return false;
   }
@@ -262,6 +269,7 @@ bool DecodeField(uint64_t tag, std::string_view v, Delivery& d) {
     case kNextAttemptMs:
     case kUpdatedMs:
     case kFinishedMs:
+    case kPriority:
       return DecodeScalar(tag, v, d);
     default:
       return true;  // a field from a newer version
@@ -289,6 +297,9 @@ std::string EncodeDelivery(const Delivery& d, std::string_view stored_destinatio
   PutInt(out, kNextAttemptMs, d.next_attempt_ms);
   PutInt(out, kUpdatedMs, d.updated_ms);
   PutInt(out, kFinishedMs, d.finished_ms);
+  if (d.priority != pacing::Priority::kNormal) {
+    PutInt(out, kPriority, pacing::PriorityIndex(d.priority));
+  }
   for (const Attempt& a : d.history) {
     PutBytes(out, kAttempt, EncodeAttempt(a));
   }
@@ -335,7 +346,7 @@ uint64_t EnqueuedBytesBound(const NewDelivery& d) {
   uint64_t n = kIdBytes + 1 + std::size(kTextFields) * kField + kIdBytes + d.tenant.size() +
                d.platform.size() + std::max<uint64_t>(sealed, d.destination.size()) +
                d.credential.size() + d.payload.size() + d.idempotency_key.size() +
-               d.ordering_key.size() + d.traceparent.size() + 7 * kInt;
+               d.ordering_key.size() + d.traceparent.size() + 8 * kInt;
   for (const QuotaCharge& c : d.charges) {
     n += kField + kField + c.quota.size() + 4 * kInt;
   }

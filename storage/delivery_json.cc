@@ -137,6 +137,7 @@ json DeliveryToJson(const Delivery& d, bool with_payload) {
             {"state", std::string(StateName(d.state))},
             {"attempts", d.attempts},
             {"cost", d.cost},
+            {"priority", std::string(pacing::PriorityName(d.priority))},
             {"created_ms", d.created_ms},
             {"updated_ms", d.updated_ms}};
   if (!d.idempotency_key.empty()) {

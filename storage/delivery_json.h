@@ -8,7 +8,8 @@ namespace egress::storage {
 
 // The JSON view of a stored delivery, as the API answers GET /v1/deliveries/{id} and lists, and
 // as the CLI prints it from either the service or the store (docs/api.md):
-//   {"id","tenant","platform","destination","credential","state","attempts","cost","created_ms",
+//   {"id","tenant","platform","destination","credential","state","attempts","cost","priority",
+//    "created_ms",
 //    "updated_ms", "idempotency_key"?, "ordering_key"?, "next_attempt_ms"? (waiting ones),
 //    "reason"?, "finished_ms"?, "attempts_history": [{"at_ms","duration_ms","http_status",
 //    "platform_error","detail","rate_limit_headers": {name: value}}], "payload"?}

@@ -20,6 +20,7 @@ Delivery NewQueuedDelivery(const NewDelivery& in, std::string id, int64_t now_ms
   d.ordering_key = in.ordering_key;
   d.traceparent = in.traceparent;
   d.cost = in.cost;
+  d.priority = in.priority;
   d.charges = in.charges;
   d.created_ms = now_ms;
   d.updated_ms = now_ms;

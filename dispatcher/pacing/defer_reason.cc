@@ -34,13 +34,15 @@ std::string_view DeferReasonString(DeferReason reason) {
       return "tenant_concurrency";
     case DeferReason::kPaused:
       return "paused";
+    case DeferReason::kBulkShare:
+      return "bulk_share";
   }
   return "unknown";
 }
 
 std::string Deferral::ToString() const {
   std::string text(DeferReasonString(reason));
-  if (reason == DeferReason::kBudget && budget.has_value()) {
+  if ((reason == DeferReason::kBudget || reason == DeferReason::kBulkShare) && budget.has_value()) {
     text += ':';
     text += BudgetNameString(*budget);
   }

@@ -28,15 +28,17 @@ enum class DeferReason : uint8_t {
   kConnections,          // "connections": every connection of its origin is busy
   kTenantConcurrency,    // "tenant_concurrency": the tenant's in-flight cap on the platform
   kPaused,               // "paused": an operator's pause holds it (Deferral::detail: which)
+  kBulkShare,  // "bulk_share:<name>": a bulk head has taken its share of that scope (Priority)
 };
 
-// "scheduled", "retry_after", ...; kBudget alone gives "budget" (see Deferral::ToString).
+// "scheduled", "retry_after", ...; kBudget alone gives "budget", kBulkShare "bulk_share" (see
+// Deferral::ToString).
 std::string_view DeferReasonString(DeferReason reason);
 
 // A reason with its details, as shown to operators and persisted with a deferred delivery.
 struct Deferral {
   DeferReason reason = DeferReason::kNone;
-  // The budget that denied, for kBudget, kRetryAfter and kRemainingZero.
+  // The budget that denied, for kBudget, kBulkShare, kRetryAfter and kRemainingZero.
   std::optional<BudgetName> budget;
   // Steady time of the next attempt; unset when it waits for an event (an outcome, Enable()).
   std::optional<SteadyTime> until;

@@ -23,6 +23,24 @@ uint32_t OrderingHash(const std::string& key) {
   return h == 0 ? 1 : h;
 }
 
+// The key of a shared scope's bulk meter (SchedulerOptions::bulk_share): the scope's key mixed
+// by SplitMix64's finalizer, so it meets no scope's own key.
+ScopeKey BulkKey(ScopeKey key) {
+  uint64_t z = key + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// `share` of a meter: its emission interval stretched and its depth cut by it.
+GcraParams BulkParams(const GcraParams& params, double share) {
+  GcraParams out;
+  out.interval_ns = static_cast<int64_t>(
+      std::min(9.0e18, std::ceil(static_cast<double>(params.interval_ns) / share)));
+  out.depth = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(params.depth) * share));
+  return out;
+}
+
 }  // namespace
 
 Scheduler::Scheduler(const Clock& clock, BudgetStore& store, Random& random,
@@ -151,6 +169,7 @@ Status Scheduler::Offer(DestinationId id, WorkItem&& item) {
   dest.head_sequence = item.sequence;
   dest.head_cost = static_cast<uint32_t>(item.cost);
   dest.head_ordering = OrderingHash(item.ordering_key);
+  dest.head_priority = static_cast<uint8_t>(PriorityIndex(item.priority)) & 3;
   dest.head_not_before_ns = ToNanos(item.not_before);
   dest.head_wait_reason = item.wait_reason;
   dest.has_head = true;
@@ -184,30 +203,33 @@ Status Scheduler::Withdraw(DestinationId id) {
   return Status::Ok();
 }
 
-void Scheduler::PushBack(Fifo& fifo, uint32_t d) {
+void Scheduler::PushBack(WaitLanes& lanes, uint32_t d) {
+  const int lane = std::min<int>(dests_[d].head_priority, kPriorityCount - 1);
   dests_[d].link = kNil;
-  if (fifo.tail == kNil) {
-    fifo.head = d;
+  if (lanes.tail[lane] == kNil) {
+    lanes.head[lane] = d;
   } else {
-    dests_[fifo.tail].link = d;
+    dests_[lanes.tail[lane]].link = d;
   }
-  fifo.tail = d;
+  lanes.tail[lane] = d;
 }
 
-void Scheduler::PushFront(Fifo& fifo, uint32_t d) {
-  dests_[d].link = fifo.head;
-  fifo.head = d;
-  if (fifo.tail == kNil) {
-    fifo.tail = d;
+void Scheduler::PushFront(WaitLanes& lanes, uint32_t d) {
+  const int lane = std::min<int>(dests_[d].head_priority, kPriorityCount - 1);
+  dests_[d].link = lanes.head[lane];
+  lanes.head[lane] = d;
+  if (lanes.tail[lane] == kNil) {
+    lanes.tail[lane] = d;
   }
 }
 
-uint32_t Scheduler::PopFront(Fifo& fifo) {
-  const uint32_t d = fifo.head;
-  EGRESS_CHECK(d != kNil);
-  fifo.head = dests_[d].link;
-  if (fifo.head == kNil) {
-    fifo.tail = kNil;
+uint32_t Scheduler::PopFront(WaitLanes& lanes) {
+  const int lane = lanes.first_lane();
+  EGRESS_CHECK(lane >= 0);
+  const uint32_t d = lanes.head[lane];
+  lanes.head[lane] = dests_[d].link;
+  if (lanes.head[lane] == kNil) {
+    lanes.tail[lane] = kNil;
   }
   dests_[d].link = kNil;
   return d;
@@ -219,7 +241,7 @@ void Scheduler::MakeReady(uint32_t d) {
   dest.reason = DeferReason::kNone;
   Tenant& tenant = tenants_[dest.tenant];
   const auto p = static_cast<size_t>(dest.platform);
-  if (tenant.ready[p].head == kNil && tenant.in_flight[p] == 0) {
+  if (tenant.ready[p].empty() && tenant.in_flight[p] == 0) {
     ++platform_tenants_[p];
   }
   PushBack(tenant.ready[p], d);
@@ -272,7 +294,7 @@ void Scheduler::FireTimers(int64_t now_ns) {
 
 void Scheduler::ReleaseScopeWaiters(uint32_t scope, int64_t now_ns) {
   ScopeTable::Slot& slot = scopes_.at(scope);
-  if (slot.wait_head == kNil) {
+  if (slot.waiting.empty()) {
     return;
   }
   int64_t release = 1;
@@ -284,9 +306,9 @@ void Scheduler::ReleaseScopeWaiters(uint32_t scope, int64_t now_ns) {
   if (view.has_value()) {
     release = std::max<int64_t>(1, view->remaining);
   }
-  Fifo fifo{slot.wait_head, slot.wait_tail};
-  while (release-- > 0 && fifo.head != kNil) {
-    const uint32_t d = PopFront(fifo);
+  // Most urgent first (WaitLanes): the units that came go to high heads before normal ones.
+  while (release-- > 0 && !slot.waiting.empty()) {
+    const uint32_t d = PopFront(slot.waiting);
     Dest& dest = dests_[d];
     for (uint8_t i = 0; i < dest.scope_count; ++i) {
       if (dest.scopes[i] == scope) {
@@ -295,9 +317,7 @@ void Scheduler::ReleaseScopeWaiters(uint32_t scope, int64_t now_ns) {
     }
     MakeReady(d);
   }
-  slot.wait_head = fifo.head;
-  slot.wait_tail = fifo.tail;
-  if (fifo.head != kNil) {
+  if (!slot.waiting.empty()) {
     ArmScope(scope, now_ns + scopes_.params(scope).interval_ns);
   }
 }
@@ -336,17 +356,17 @@ int Scheduler::PickPlatform(Tenant& tenant) {
   const int count = PlatformCount();
   for (int i = 0; i < count; ++i) {
     const int p = (tenant.next_platform + i) % count;
-    const Fifo& fifo = tenant.ready[p];
-    if (fifo.head == kNil) {
+    const uint32_t front = tenant.ready[p].front();
+    if (front == kNil) {
       continue;
     }
     any = true;
     if (platform_in_flight_[p] >= options_.max_in_flight_per_platform[p]) {
-      dests_[fifo.head].reason = DeferReason::kPlatformConcurrency;
+      dests_[front].reason = DeferReason::kPlatformConcurrency;
       continue;
     }
     if (tenant.in_flight[p] >= TenantCap(tenant, p)) {
-      dests_[fifo.head].reason = DeferReason::kTenantConcurrency;
+      dests_[front].reason = DeferReason::kTenantConcurrency;
       continue;
     }
     return p;
@@ -377,7 +397,7 @@ Decision Scheduler::Next() {
       ++stalled;
       continue;
     }
-    const Dest& front = dests_[tenant.ready[p].head];
+    const Dest& front = dests_[tenant.ready[p].front()];
     const int64_t cost = front.has_head ? front.head_cost : 0;
     if (!tenant.turn) {
       tenant.deficit += options_.quantum * tenant.weight;
@@ -392,7 +412,7 @@ Decision Scheduler::Next() {
     stalled = 0;
     tenant.next_platform = static_cast<uint8_t>((p + 1) % PlatformCount());
     const uint32_t d = PopFront(tenant.ready[p]);
-    if (tenant.ready[p].head == kNil && tenant.in_flight[p] == 0) {
+    if (tenant.ready[p].empty() && tenant.in_flight[p] == 0) {
       --platform_tenants_[p];  // may come back at once if it dispatches
     }
     if (Evaluate(d, now_ns, decision)) {
@@ -493,9 +513,12 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
   // released queues behind them rather than taking the unit the first of them is due, so the
   // scope serves its destinations oldest first (one token's channels evenly, to the last). A
   // released head goes on to the meters, so two saturated scopes cannot pass it back and forth.
+  // Only waiters as urgent as the head or more count: a high head goes past normal and bulk
+  // ones to the meters (Priority).
+  const auto priority = static_cast<Priority>(dest.head_priority);
   for (uint8_t i = 0; released == kNotReleased && i < dest.scope_count; ++i) {
     const uint32_t scope = dest.scopes[i];
-    if (scopes_.at(scope).wait_head != kNil) {
+    if (scopes_.at(scope).waiting.AnyAtOrAbove(priority)) {
       TakeResult behind;
       behind.denied_index = i;
       behind.retry_after = Nanos(std::max<int64_t>(1, scopes_.params(scope).interval_ns));
@@ -503,10 +526,24 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
       return false;
     }
   }
-  std::array<Charge, kMaxScopes> charges;
+  // The path's meters, then a bulk head's share meters (one per shared scope, bulk_of[j] its
+  // path index).
+  std::array<Charge, 2 * kMaxScopes> charges;
+  std::array<uint8_t, kMaxScopes> bulk_of{};
+  size_t charge_count = dest.scope_count;
   for (uint8_t i = 0; i < dest.scope_count; ++i) {
     const uint32_t scope = dest.scopes[i];
     charges[i] = Charge{scopes_.at(scope).key, scopes_.params(scope), dest.head_cost};
+  }
+  if (priority == Priority::kBulk && options_.bulk_share < 1) {
+    for (uint8_t i = 0; i < dest.scope_count; ++i) {
+      if (i != dest.leaf_index) {
+        bulk_of[charge_count - dest.scope_count] = i;
+        charges[charge_count++] =
+            Charge{BulkKey(charges[i].key), BulkParams(charges[i].params, options_.bulk_share),
+                   dest.head_cost};
+      }
+    }
   }
   if (dest.startup_window && !StartupAllows(d)) {
     return false;
@@ -515,18 +552,22 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
   SiblingShape* shape =
       dest.shared_shape ? HoldToSiblings(dest, charges[dest.leaf_index], probe_depth) : nullptr;
   Result<TakeResult> taken =
-      store_.TakeAll(std::span<const Charge>(charges.data(), dest.scope_count), FromNanos(now_ns));
+      store_.TakeAll(std::span<const Charge>(charges.data(), charge_count), FromNanos(now_ns));
   if (!taken.has_value()) {
     ArmTimer(d, now_ns + Nanos(options_.store_retry).count(), DeferReason::kStoreUnavailable);
     return false;
   }
   if (!taken->allowed && shape != nullptr && taken->park == ParkKind::kNone &&
       taken->denied_index == dest.leaf_index) {
-    ProbeSiblings(d, *shape, std::span<Charge>(charges.data(), dest.scope_count), probe_depth,
-                  now_ns, *taken);
+    ProbeSiblings(d, *shape, std::span<Charge>(charges.data(), charge_count), probe_depth, now_ns,
+                  *taken);
   }
   if (!taken->allowed) {
-    Deny(d, *taken, now_ns, released);
+    const bool bulk_share = taken->denied_index >= dest.scope_count;
+    if (bulk_share) {
+      taken->denied_index = bulk_of[taken->denied_index - dest.scope_count];
+    }
+    Deny(d, *taken, now_ns, released, bulk_share);
     return false;
   }
   conns_.Take(dest.origin, dest.tenant, granted);
@@ -561,11 +602,12 @@ bool Scheduler::OrderingHeld(uint32_t d) const {
   return false;
 }
 
-void Scheduler::Deny(uint32_t d, const TakeResult& result, int64_t now_ns, uint8_t released) {
+void Scheduler::Deny(uint32_t d, const TakeResult& result, int64_t now_ns, uint8_t released,
+                     bool bulk_share) {
   Dest& dest = dests_[d];
   const uint32_t scope = dest.scopes[result.denied_index];
   ScopeTable::Slot& slot = scopes_.at(scope);
-  DeferReason reason = DeferReason::kBudget;
+  DeferReason reason = bulk_share ? DeferReason::kBulkShare : DeferReason::kBudget;
   if (result.park == ParkKind::kRetryAfter) {
     reason = DeferReason::kRetryAfter;
   } else if (result.park == ParkKind::kRemainingZero) {
@@ -585,14 +627,11 @@ void Scheduler::Deny(uint32_t d, const TakeResult& result, int64_t now_ns, uint8
   dest.state = State::kScopeWait;
   dest.reason = reason;
   dest.until_ns = at_ns;
-  Fifo fifo{slot.wait_head, slot.wait_tail};
   if (released == result.denied_index) {
-    PushFront(fifo, d);  // its turn: a lease on its way, or a unit taken meanwhile
+    PushFront(slot.waiting, d);  // its turn: a lease on its way, or a unit taken meanwhile
   } else {
-    PushBack(fifo, d);
+    PushBack(slot.waiting, d);
   }
-  slot.wait_head = fifo.head;
-  slot.wait_tail = fifo.tail;
   ArmScope(scope, at_ns);
 }
 
@@ -602,7 +641,7 @@ void Scheduler::DispatchHead(uint32_t d, Decision& decision) {
   const auto platform = static_cast<size_t>(dest.platform);
   ++platform_in_flight_[platform];
   Tenant& tenant = tenants_[dest.tenant];
-  if (tenant.in_flight[platform]++ == 0 && tenant.ready[platform].head == kNil) {
+  if (tenant.in_flight[platform]++ == 0 && tenant.ready[platform].empty()) {
     ++platform_tenants_[platform];
   }
   if (dest.head_ordering != 0) {
@@ -829,7 +868,7 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
   --dest.in_flight;
   --platform_in_flight_[platform];
   Tenant& tenant = tenants_[dest.tenant];
-  if (--tenant.in_flight[platform] == 0 && tenant.ready[platform].head == kNil) {
+  if (--tenant.in_flight[platform] == 0 && tenant.ready[platform].empty()) {
     --platform_tenants_[platform];
   }
   conns_.Give(dest.origin, dest.tenant);

@@ -28,6 +28,7 @@
 #include "dispatcher/pacing/scope_table.h"
 #include "dispatcher/pacing/sliding_window.h"
 #include "dispatcher/pacing/timer_heap.h"
+#include "dispatcher/pacing/wait_lanes.h"
 #include "dispatcher/pacing/work_item.h"
 
 namespace egress::pacing {
@@ -100,6 +101,13 @@ struct SchedulerOptions {
   // Global retry budget: transient failures beyond it wait with reason retry_budget.
   // Default: 100 retries per second, burst 100.
   Budget retry_budget{100, 1000, 100};
+  // The most of each shared scope of a path (every scope but the destination's own key) that
+  // `bulk` heads may take (Priority): a bulk dispatch also takes from a meter at this share of
+  // the scope's budget (its rate and its burst), so normal and high work always finds the rest
+  // even when it arrives after a broadcast has filled every wait list. Bulk heads held by it
+  // wait with reason bulk_share. (0, 1]; 1: no cap. Default: 0.8 (the service configures it:
+  // [server] bulk_share).
+  double bulk_share = 0.8;
   // How the destination's own key slows down on 429s without usable headers and probes back up.
   AdaptivePaceOptions adaptive;
 };
@@ -348,7 +356,8 @@ class Scheduler {
     DeferReason reason = DeferReason::kNone;
     DeferReason head_wait_reason = DeferReason::kScheduled;
     BudgetName reason_budget = BudgetName::kTenantEgress;
-    uint8_t head_form : 2 = 0;  // IdForm
+    uint8_t head_form : 2 = 0;      // IdForm
+    uint8_t head_priority : 2 = 1;  // Priority
     bool has_head : 1 = false;
     bool disabled : 1 = false;
     bool paused : 1 = false;
@@ -369,15 +378,11 @@ class Scheduler {
   };
   static_assert(sizeof(Dest) <= 104);
 
-  struct Fifo {
-    uint32_t head = ScopeTable::kNil;
-    uint32_t tail = ScopeTable::kNil;
-  };
-
   struct Tenant {
     std::string name;
-    std::array<Fifo, kMaxPlatforms> ready;  // one per platform, so a full platform blocks
-                                            // only that platform's destinations
+    // One per platform, so a full platform blocks only that platform's destinations; by
+    // priority within.
+    std::array<WaitLanes, kMaxPlatforms> ready;
     uint8_t next_platform = 0;
     int64_t deficit = 0;
     uint32_t weight = 1;
@@ -407,9 +412,11 @@ class Scheduler {
   Result<const Dest*> Find(DestinationId id) const;
   uint32_t TenantIndex(const std::string& name);
 
-  void PushBack(Fifo& fifo, uint32_t d);
-  void PushFront(Fifo& fifo, uint32_t d);
-  uint32_t PopFront(Fifo& fifo);
+  // In `d`'s lane (its head's priority): at the back, or at the front (its turn came).
+  void PushBack(WaitLanes& lanes, uint32_t d);
+  void PushFront(WaitLanes& lanes, uint32_t d);
+  // The front of the most urgent lane with a waiter; the lanes must not be empty.
+  uint32_t PopFront(WaitLanes& lanes);
 
   void MakeReady(uint32_t d);
   // The platform whose ready FIFO `tenant` serves next: -1 when all are empty, -2 when every
@@ -435,7 +442,9 @@ class Scheduler {
   bool OrderingHeld(uint32_t d) const;
   // Defers `d` on the scope that denied; `released`: the path index of the scope that released
   // it from its FIFO for this evaluation (it goes back to that FIFO's front, not its back).
-  void Deny(uint32_t d, const TakeResult& result, int64_t now_ns, uint8_t released = kNotReleased);
+  // `bulk_share`: the scope's bulk meter denied (SchedulerOptions::bulk_share).
+  void Deny(uint32_t d, const TakeResult& result, int64_t now_ns, uint8_t released = kNotReleased,
+            bool bulk_share = false);
   void DispatchHead(uint32_t d, Decision& decision);
   // Makes ready the destinations the connection budget granted a connection.
   void ApplyGrants();

@@ -55,8 +55,8 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
     return view;
   }
   view.deferral.reason = dest.reason;
-  if (dest.reason == DeferReason::kBudget || dest.reason == DeferReason::kRetryAfter ||
-      dest.reason == DeferReason::kRemainingZero) {
+  if (dest.reason == DeferReason::kBudget || dest.reason == DeferReason::kBulkShare ||
+      dest.reason == DeferReason::kRetryAfter || dest.reason == DeferReason::kRemainingZero) {
     view.deferral.budget = dest.reason_budget;
   }
   if (dest.state == State::kTimer || dest.state == State::kScopeWait) {

@@ -173,7 +173,7 @@ void Scheduler::ApplyBudgets(std::optional<uint32_t> tenant) {
   for (uint32_t d = 0; d < dests_.size(); ++d) {
     const Dest& dest = dests_[d];
     if ((tenant.has_value() && dest.tenant != *tenant) || dest.state != State::kTimer ||
-        dest.reason != DeferReason::kBudget) {
+        (dest.reason != DeferReason::kBudget && dest.reason != DeferReason::kBulkShare)) {
       continue;
     }
     for (uint8_t k = 0; k < dest.scope_count; ++k) {
@@ -192,7 +192,7 @@ bool Scheduler::RepaceScope(uint32_t scope, const GcraParams& before, SteadyTime
   }
   // A store that cannot be reached keeps the old debt; the next charge paces at the new rate.
   store_.Rescale(scopes_.at(scope).key, before, after, now).IgnoreError();
-  if (scopes_.at(scope).wait_head != kNil) {
+  if (!scopes_.at(scope).waiting.empty()) {
     ArmScope(scope, ToNanos(now));  // its waiters are looked at again on the next Next()
   }
   return true;

@@ -123,7 +123,7 @@ void ScopeTable::Release(uint32_t index) {
   if (--slot.refs > 0) {
     return;
   }
-  EGRESS_CHECK(slot.wait_head == kNil);
+  EGRESS_CHECK(slot.waiting.empty());
   EraseFromIndex(slot.key);
   --count_;
   Unintern(slot.budget);

@@ -8,15 +8,17 @@
 #include "dispatcher/pacing/budget.h"
 #include "dispatcher/pacing/budget_store.h"
 #include "dispatcher/pacing/gcra_meter.h"
+#include "dispatcher/pacing/wait_lanes.h"
 
 namespace egress::pacing {
 
 // The scheduler's side of each scope key in use: its effective budget, how many destinations
 // share it, and the destinations waiting for it to refill (an intrusive FIFO through the
-// scheduler's destination links). A slot lives while a destination references it; its index is
-// stable until then. Not thread-safe: all methods run on the dispatcher loop.
+// scheduler's destination links, one per priority: WaitLanes). A slot lives while a destination
+// references it; its index is stable until then. Not thread-safe: all methods run on the dispatcher
+// loop.
 //
-// Memory: a 40-byte slot per key in chunked storage, plus a 4-byte-per-bucket open-addressing
+// Memory: a 56-byte slot per key in chunked storage, plus a 4-byte-per-bucket open-addressing
 // index (key → slot, at most half full). Budgets are interned: slots with equal budgets (every
 // webhook of a tenant) share one entry, so a slot holds only its index.
 class ScopeTable {
@@ -28,8 +30,7 @@ class ScopeTable {
     int64_t armed_ns = INT64_MAX;  // the pending refill wake-up, INT64_MAX when none
     uint32_t refs = 0;
     uint32_t tenant = 0;  // the tenant whose overrides apply
-    uint32_t wait_head = kNil;
-    uint32_t wait_tail = kNil;
+    WaitLanes waiting;
     uint32_t timer_generation = 0;
     uint32_t budget : 25 = 0;  // index of the interned budget
     uint32_t name : 6 = 0;     // BudgetName (kMaxBudgetNames is 64)

@@ -5,6 +5,7 @@
 
 #include "dispatcher/base/clock.h"
 #include "dispatcher/pacing/defer_reason.h"
+#include "dispatcher/pacing/priority.h"
 
 namespace egress::pacing {
 
@@ -23,6 +24,8 @@ struct WorkItem {
   std::string ordering_key;
   // Not before this steady time (the store's next attempt, e.g. after a backoff). Default: now.
   SteadyTime not_before{};
+  // Its place among the heads waiting under a scope they share (Priority). Default: normal.
+  Priority priority = Priority::kNormal;
   // Shown while `not_before` is in the future: kBackoff, kRetryAfter, ... Default: kScheduled.
   DeferReason wait_reason = DeferReason::kScheduled;
 };

@@ -100,6 +100,7 @@ pacing::SchedulerOptions ToSchedulerOptions(const config::Config& config) {
     options.max_in_flight_per_platform[i] = platform.max_in_flight_per_platform;
   }
   options.pacing_margin = static_cast<double>(config.server.pacing_margin_percent) / 100.0;
+  options.bulk_share = static_cast<double>(config.server.bulk_share_percent) / 100.0;
   return options;
 }
 

@@ -38,6 +38,7 @@ Delivery Sample() {
   d.charges.push_back(QuotaCharge{"monthly", 2'592'000'000, 43'200'000, 1'769'860'800'000, 7});
   d.charges.push_back(QuotaCharge{"daily", 86'400'000, 1'440'000, 1'767'312'000'000, 3});
   d.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  d.priority = pacing::Priority::kBulk;
   return d;
 }
 
@@ -71,6 +72,28 @@ TEST(DeliveryCodecTest, ReadsRecordsWithoutTraceparent) {
   ASSERT_TRUE(back.has_value()) << back.error().ToString();
   EXPECT_EQ(back->traceparent, "");
   EXPECT_EQ(*back, old);
+}
+
+// Verifies that a record written before the priority field (tag 20) reads as normal, that a
+// normal one encodes no tag 20, and that a stored priority no intake writes is Corruption.
+TEST(DeliveryCodecTest, PriorityIsOptionalAndChecked) {
+  Delivery normal = Sample();
+  normal.priority = pacing::Priority::kNormal;
+  const std::string bytes = EncodeDelivery(normal);
+  EXPECT_EQ(EncodeDelivery(Sample()).size() - bytes.size(), 3u);  // tag, length, value
+  Result<Delivery> back = DecodeDelivery(bytes);
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(back->priority, pacing::Priority::kNormal);
+  for (int64_t hostile : {int64_t{3}, int64_t{-1}, INT64_MAX}) {
+    std::string bad = bytes;
+    std::string value;
+    PutVarint64(value, ZigZag(hostile));
+    PutVarint64(bad, 20);
+    PutLengthPrefixed(bad, value);
+    Result<Delivery> r = DecodeDelivery(bad);
+    ASSERT_FALSE(r.has_value()) << hostile;
+    EXPECT_EQ(r.error().code(), Status::Code::kCorruption);
+  }
 }
 
 // Verifies that every truncation of a record is refused as Corruption or decodes a prefix that

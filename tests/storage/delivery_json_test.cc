@@ -49,7 +49,8 @@ TEST(DeliveryJsonTest, ViewIsTheApiShape) {
             R"("rate_limit_headers":{"retry-after":"3"}}],"cost":2,"created_ms":1000,)"
             R"("credential":"bot","destination":"C1","id":"01KAAAAAAAAAAAAAAAAAAAAAAA",)"
             R"("idempotency_key":"k1","next_attempt_ms":5000,"platform":"slack",)"
-            R"("reason":"retry_after","state":"deferred","tenant":"acme","updated_ms":2000})");
+            R"("priority":"normal","reason":"retry_after","state":"deferred","tenant":"acme",)"
+            R"("updated_ms":2000})");
   const json full = DeliveryToJson(Sample(), true);
   EXPECT_EQ(full["payload"], json::parse(Sample().payload));
   Delivery done = Sample();
@@ -58,12 +59,14 @@ TEST(DeliveryJsonTest, ViewIsTheApiShape) {
   done.reason.clear();
   done.idempotency_key.clear();
   done.ordering_key = "o";
+  done.priority = pacing::Priority::kBulk;
   const json view = DeliveryToJson(done, false);
   EXPECT_FALSE(view.contains("next_attempt_ms"));
   EXPECT_FALSE(view.contains("reason"));
   EXPECT_FALSE(view.contains("idempotency_key"));
   EXPECT_EQ(view["finished_ms"], 3000);
   EXPECT_EQ(view["ordering_key"], "o");
+  EXPECT_EQ(view["priority"], "bulk");
 }
 
 // Verifies that a record with invalid UTF-8 and control characters in its strings gives a view

@@ -38,6 +38,27 @@ TEST_P(QueueStoreTest, EnqueueThenGet) {
   EXPECT_EQ(store_->Get("01NOPE").error().code(), Status::Code::kNotFound);
 }
 
+// Verifies that a delivery's priority is kept (the scheduler orders heads by it after a
+// restart as before), normal when intake gave none, and read back by PendingFor too.
+TEST_P(QueueStoreTest, KeepsEachDeliverysPriority) {
+  NewDelivery bulk = Slack("C1");
+  bulk.priority = pacing::Priority::kBulk;
+  NewDelivery high = Slack("C1");
+  high.priority = pacing::Priority::kHigh;
+  const std::string b = Enqueue(bulk);
+  const std::string n = Enqueue(Slack("C1"));
+  const std::string h = Enqueue(high);
+  EXPECT_EQ(store_->Get(b)->priority, pacing::Priority::kBulk);
+  EXPECT_EQ(store_->Get(n)->priority, pacing::Priority::kNormal);
+  EXPECT_EQ(store_->Get(h)->priority, pacing::Priority::kHigh);
+  auto pending = store_->PendingFor(DestinationKeyOf("slack", "acme", "bot", "C1"), "", 10);
+  ASSERT_TRUE(pending.has_value());
+  ASSERT_EQ(pending->deliveries.size(), 3u);
+  EXPECT_EQ(pending->deliveries[0].priority, pacing::Priority::kBulk);
+  EXPECT_EQ(pending->deliveries[1].priority, pacing::Priority::kNormal);
+  EXPECT_EQ(pending->deliveries[2].priority, pacing::Priority::kHigh);
+}
+
 // Verifies that GetMany answers what exists in the order asked, leaves out what does not, and
 // shows a leased delivery as leased (the lease is the store's, as Get shows it).
 TEST_P(QueueStoreTest, GetManyAnswersWhatExistsInTheOrderAsked) {

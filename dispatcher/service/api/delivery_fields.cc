@@ -109,6 +109,7 @@ bool ReadDeliveryFields(adapters::JsonReader& reader, DeliveryFields& out) {
                           : key == "idempotency_key" ? &out.idempotency_key
                           : key == "ordering_key"    ? &out.ordering_key
                           : key == "cost"            ? &out.cost
+                          : key == "priority"        ? &out.priority
                                                      : nullptr;
     if (!(field != nullptr ? ReadField(reader, *field, field == &out.payload)
                            : reader.SkipValue())) {
@@ -245,6 +246,14 @@ tl::expected<storage::NewDelivery, ApiError> CheckDeliveryFields(
           Bad("cost", fmt::format("must be an integer from 1 to {}", limits.max_cost)));
     }
     d.cost = static_cast<uint32_t>(f.cost.integer);
+  }
+  if (f.priority.kind != Kind::kAbsent && f.priority.kind != Kind::kNull) {
+    const std::optional<pacing::Priority> priority =
+        f.priority.kind == Kind::kString ? pacing::ParsePriority(f.priority.text) : std::nullopt;
+    if (!priority) {
+      return tl::unexpected(Bad("priority", "must be \"high\", \"normal\" or \"bulk\""));
+    }
+    d.priority = *priority;
   }
   return d;
 }

@@ -48,7 +48,7 @@ struct RequestField {
 struct DeliveryFields {
   bool is_object = true;  // false: the request is not a JSON object
   RequestField tenant, platform, destination, credential, payload, idempotency_key, ordering_key,
-      cost;
+      cost, priority;
 };
 
 // Reads the value `reader` is at as a delivery request. The payload's text is as sent, less the

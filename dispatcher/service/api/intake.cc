@@ -219,6 +219,7 @@ storage::Delivery Queued(storage::NewDelivery in, const std::string& id, int64_t
   d.updated_ms = now_ms;
   d.next_attempt_ms = now_ms;
   d.cost = in.cost;
+  d.priority = in.priority;
   d.ordering_key = std::move(in.ordering_key);
   d.traceparent = std::move(in.traceparent);
   return d;

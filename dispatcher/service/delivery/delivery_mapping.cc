@@ -12,15 +12,26 @@ using pacing::DeferReason;
 using pacing::DeferReasonString;
 using storage::DeliveryState;
 
+namespace {
+
+// A wait a meter set (budget:<name>, bulk_share:<name>): the Scheduler paces it again when it is
+// offered, so it is due at once; every other deferral's time binds.
+bool MeterWait(const std::string& reason) {
+  return reason.starts_with(DeferReasonString(DeferReason::kBudget)) ||
+         reason.starts_with(DeferReasonString(DeferReason::kBulkShare));
+}
+
+}  // namespace
+
 pacing::WorkItem WorkItemFor(const PendingDelivery& head, LoopTime now) {
   pacing::WorkItem item;
   item.id = head.id;
   item.sequence = storage::DeliveryIdSequence(head.id);
   item.cost = head.cost;
   item.ordering_key = head.ordering_key;
+  item.priority = head.priority;
   const bool deferred = head.state == DeliveryState::kDeferred;
-  const bool budget_wait =
-      deferred && head.reason.starts_with(DeferReasonString(DeferReason::kBudget));
+  const bool budget_wait = deferred && MeterWait(head.reason);
   const int64_t wait_ms = budget_wait ? 0 : head.next_attempt_ms - now.wall_ms;
   item.not_before = now.steady + Millis(std::max<int64_t>(0, wait_ms));
   if (deferred && !budget_wait) {
@@ -95,10 +106,9 @@ std::optional<storage::StateChange> PacingWaitChangeFor(const PendingDelivery& h
 std::optional<storage::StateChange> PausedChangeFor(const PendingDelivery& head,
                                                     const std::string& reason, LoopTime now) {
   const bool deferred = head.state == DeliveryState::kDeferred;
-  // A time WorkItemFor binds (a back-off, a Retry-After; not a budget's, which is due at once):
+  // A time WorkItemFor binds (a back-off, a Retry-After; not a meter's, which is due at once):
   // that wait stands, so the pause must not make it due at once.
-  const bool own_time = deferred && head.next_attempt_ms > now.wall_ms &&
-                        !head.reason.starts_with(DeferReasonString(DeferReason::kBudget));
+  const bool own_time = deferred && head.next_attempt_ms > now.wall_ms && !MeterWait(head.reason);
   if ((deferred && head.reason == reason) || own_time) {
     return std::nullopt;
   }

@@ -11,7 +11,8 @@ PendingDelivery PendingOf(const storage::Delivery& d) {
           .updated_ms = d.updated_ms,
           .cost = d.cost,
           .ordering_key = d.ordering_key,
-          .reason = d.reason};
+          .reason = d.reason,
+          .priority = d.priority};
 }
 
 DestinationQueue::DestinationQueue(size_t read_ahead, Notified notified)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dispatcher/pacing/priority.h"
 #include "storage/delivery.h"
 
 namespace egress::service {
@@ -21,6 +22,7 @@ struct PendingDelivery {
   uint32_t cost = 1;
   std::string ordering_key;
   std::string reason;
+  pacing::Priority priority = pacing::Priority::kNormal;
 };
 
 PendingDelivery PendingOf(const storage::Delivery& d);

@@ -74,6 +74,7 @@ DeliveryFields FieldsOf(const json& body) {
   f.idempotency_key = FieldOf(body, "idempotency_key");
   f.ordering_key = FieldOf(body, "ordering_key");
   f.cost = FieldOf(body, "cost");
+  f.priority = FieldOf(body, "priority");
   return f;
 }
 
@@ -123,6 +124,7 @@ Read ExpectSameAnswer(const std::string& text) {
   EXPECT_EQ(a.idempotency_key, b.idempotency_key) << text;
   EXPECT_EQ(a.ordering_key, b.ordering_key) << text;
   EXPECT_EQ(a.cost, b.cost) << text;
+  EXPECT_EQ(a.priority, b.priority) << text;
   // The payload keeps the client's spelling, less whitespace; its value is the same.
   EXPECT_EQ(json::parse(a.payload), json::parse(b.payload)) << text;
   EXPECT_EQ(adapters::CompactJson(a.payload), a.payload) << text;
@@ -194,7 +196,7 @@ TEST(DeliveryFieldsTest, TextAndTreeAgreeOnMutations) {
   const std::vector<std::string> seeds = {
       R"({"tenant":"acme","platform":"webhook","destination":"https://h.example/x",)"
       R"("credential":"c","payload":{"a":[1,2.5,"\u00e9"],"b":null},"idempotency_key":"k",)"
-      R"("ordering_key":"o","cost":3})",
+      R"("ordering_key":"o","cost":3,"priority":"bulk"})",
       R"({"tenant":"t","platform":"line","destination":"U0123456789abcdef0123456789abcdef",)"
       R"("credential":"l","payload":{"to":["U1","U2"],"messages":[{"type":"text"}]}})",
       R"({"payload":{"text":"hi \ud83d\ude00"},"credential":"s","destination":"C0123",)"
@@ -222,6 +224,8 @@ TEST(DeliveryFieldsTest, TextAndTreeAgreeOnMutations) {
                                            "[]",
                                            "\"tenant\":",
                                            "\"cost\":",
+                                           "\"priority\":",
+                                           "\"high\"",
                                            "\"payload\":",
                                            "\\u0074",
                                            "\"line\"",
@@ -243,6 +247,31 @@ TEST(DeliveryFieldsTest, TextAndTreeAgreeOnMutations) {
   // The mutations do not only produce garbage.
   EXPECT_GT(read, 1000);
   EXPECT_GT(delivered, 300);
+}
+
+// Verifies "priority": high, normal or bulk; absent or null is normal; anything else is a 400
+// naming the field.
+TEST(DeliveryFieldsTest, ReadsPriority) {
+  const std::string base =
+      R"({"tenant":"t","platform":"webhook","destination":"https://h.example/x",)"
+      R"("credential":"c","payload":{"a":1})";
+  const auto check = [&](const std::string& tail) {
+    auto fields = ReadDeliveryBody(base + tail + "}");
+    EXPECT_TRUE(fields.has_value()) << tail;
+    return CheckDeliveryFields(std::move(*fields), IntakeLimits{}, Adapters());
+  };
+  EXPECT_EQ(check("")->priority, pacing::Priority::kNormal);
+  EXPECT_EQ(check(R"(,"priority":null)")->priority, pacing::Priority::kNormal);
+  EXPECT_EQ(check(R"(,"priority":"high")")->priority, pacing::Priority::kHigh);
+  EXPECT_EQ(check(R"(,"priority":"normal")")->priority, pacing::Priority::kNormal);
+  EXPECT_EQ(check(R"(,"priority":"bulk")")->priority, pacing::Priority::kBulk);
+  for (const std::string bad : {R"(,"priority":"HIGH")", R"(,"priority":1)", R"(,"priority":"")",
+                                R"(,"priority":{"x":1})", R"(,"priority":"urgent")"}) {
+    auto refused = check(bad);
+    ASSERT_FALSE(refused.has_value()) << bad;
+    EXPECT_EQ(refused.error().http_status, 400) << bad;
+    EXPECT_EQ(refused.error().field, "priority") << bad;
+  }
 }
 
 // Verifies the body of POST /v1/deliveries is read by the one reader: a byte order mark is

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "dispatcher/pacing/priority.h"
+
+namespace egress::pacing {
+
+// Destinations waiting in one place (a shared scope's refill, a tenant's turn on a platform):
+// one intrusive FIFO per priority, linked through the scheduler's destinations. The first
+// waiter is the head of the most urgent lane that has one, so a `high` head never waits behind
+// `normal` or `bulk` ones, and within a lane the order is arrival. 24 bytes.
+struct WaitLanes {
+  static constexpr uint32_t kNil = UINT32_MAX;
+
+  std::array<uint32_t, kPriorityCount> head{kNil, kNil, kNil};
+  std::array<uint32_t, kPriorityCount> tail{kNil, kNil, kNil};
+
+  bool empty() const { return first_lane() < 0; }
+  // The most urgent lane with a waiter, -1 when none.
+  int first_lane() const {
+    for (int lane = 0; lane < kPriorityCount; ++lane) {
+      if (head[lane] != kNil) {
+        return lane;
+      }
+    }
+    return -1;
+  }
+  // The next waiter, kNil when none.
+  uint32_t front() const {
+    const int lane = first_lane();
+    return lane < 0 ? kNil : head[lane];
+  }
+  // Whether a waiter as urgent as `priority` or more is there: one of that priority arriving
+  // now queues behind it.
+  bool AnyAtOrAbove(Priority priority) const {
+    for (int lane = 0; lane <= PriorityIndex(priority); ++lane) {
+      if (head[lane] != kNil) {
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+}  // namespace egress::pacing
