@@ -15,7 +15,6 @@ using pacing::ParkKind;
 using pacing::ScopeKey;
 
 // Most scopes in one TakeAll, as the stores.
-constexpr size_t kMaxCharges = 8;
 
 int64_t WaitMicros(Nanos wait) { return std::max<int64_t>(0, (wait.count() + 999) / 1000); }
 
@@ -115,7 +114,7 @@ void RedisBudgetBackend::EvalStatus(const RedisScript& script, std::vector<std::
 
 void RedisBudgetBackend::Take(std::vector<Charge> charges, std::string now_us, Nanos reserve_ahead,
                               TakeCallback done) {
-  if (charges.size() > kMaxCharges) {
+  if (charges.size() > pacing::kMaxCharges) {
     done(Status::InvalidArgument("too many scopes in one charge"));
     return;
   }

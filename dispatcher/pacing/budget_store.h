@@ -13,6 +13,10 @@ namespace egress::pacing {
 // the same hash share one meter, which can only make pacing stricter, never looser.
 using ScopeKey = uint64_t;
 
+// The most charges one TakeAll takes: a path's scopes (at most kMaxScopes, scope_path.h) and a
+// bulk head's share meter for each of them but its own (SchedulerOptions::bulk_share).
+inline constexpr size_t kMaxCharges = 12;
+
 // One scope of a path to charge: its key, its budget (parameters travel with each call, as
 // with redis-cell), and the cost in units.
 struct Charge {

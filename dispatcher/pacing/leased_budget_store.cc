@@ -8,7 +8,6 @@ namespace egress::pacing {
 namespace {
 
 // At most this many charges per call, as MemoryBudgetStore.
-constexpr size_t kMaxCharges = 8;
 
 }  // namespace
 

@@ -7,7 +7,6 @@ namespace egress::pacing {
 namespace {
 
 // At most this many charges per call; paths are at most a handful of scopes long.
-constexpr size_t kMaxCharges = 8;
 
 // Stands in for key 0, which marks an empty slot.
 constexpr ScopeKey kZeroKey = 0x9e3779b97f4a7c15ULL;

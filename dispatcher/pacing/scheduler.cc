@@ -32,14 +32,19 @@ ScopeKey BulkKey(ScopeKey key) {
   return z ^ (z >> 31);
 }
 
-// `share` of a meter: its emission interval stretched and its depth cut by it.
-GcraParams BulkParams(const GcraParams& params, double share) {
+// `share` of a meter: its emission interval stretched and its depth cut by it. A scope counted
+// in windows (`windowed`: its meter holds twice the window's count, Scheduler::Shape) gives bulk
+// its share of one window's count.
+GcraParams BulkParams(const GcraParams& params, double share, bool windowed) {
   GcraParams out;
   out.interval_ns = static_cast<int64_t>(
       std::min(9.0e18, std::ceil(static_cast<double>(params.interval_ns) / share)));
-  out.depth = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(params.depth) * share));
+  const int64_t depth = windowed ? std::max<int64_t>(1, params.depth / 2) : params.depth;
+  out.depth = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(depth) * share));
   return out;
 }
+
+static_assert(2 * kMaxScopes <= kMaxCharges, "a bulk head's charges fit one TakeAll");
 
 }  // namespace
 
@@ -540,7 +545,8 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
       if (i != dest.leaf_index) {
         bulk_of[charge_count - dest.scope_count] = i;
         charges[charge_count++] =
-            Charge{BulkKey(charges[i].key), BulkParams(charges[i].params, options_.bulk_share),
+            Charge{BulkKey(charges[i].key),
+                   BulkParams(charges[i].params, options_.bulk_share, Windowed(dest.scopes[i])),
                    dest.head_cost};
       }
     }

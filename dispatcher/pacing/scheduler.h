@@ -141,6 +141,7 @@ struct PathScopes {
 // What the Scheduler knows of one destination (GET /v1/destinations).
 struct DestinationView {
   bool has_head = false;
+  Priority head_priority = Priority::kNormal;  // the head's, when has_head
   int in_flight = 0;
   // Why its head is not leaving and until when; kNone when it is due or has no head.
   Deferral deferral;

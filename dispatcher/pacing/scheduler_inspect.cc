@@ -44,6 +44,7 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
     }
   }
   view.stated_window = !stated_.empty() && stated_.contains(scopes_.at(leaf).key);
+  view.head_priority = static_cast<Priority>(dest.head_priority);
   if (!dest.has_head || dest.state == State::kEmpty) {
     return view;
   }

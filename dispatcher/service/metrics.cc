@@ -48,7 +48,8 @@ constexpr Definition kDefinitions[] = {
     CounterRow(CounterId::kDeliveriesAccepted, "relay_egress_deliveries_accepted_total",
                "Deliveries made durable by intake, by tenant and platform."),
     CounterRow(CounterId::kDeliveries, "relay_egress_deliveries_total",
-               "Attempts that ended a delivery or deferred it, by platform and outcome."),
+               "Attempts that ended a delivery or deferred it, by platform, outcome and "
+               "priority."),
     CounterRow(CounterId::kDeferrals, "relay_egress_deferrals_total",
                "Deliveries deferred, by tenant, platform and reason."),
     CounterRow(CounterId::kThrottles, "relay_egress_throttles_total",

@@ -16,7 +16,7 @@ namespace egress::service {
 // the ones its callers pass.
 enum class CounterId : uint8_t {
   kDeliveriesAccepted,          // relay_egress_deliveries_accepted_total{tenant,platform}
-  kDeliveries,                  // relay_egress_deliveries_total{platform,outcome}
+  kDeliveries,                  // relay_egress_deliveries_total{platform,outcome,priority}
   kDeferrals,                   // relay_egress_deferrals_total{tenant,platform,reason}
   kThrottles,                   // relay_egress_throttles_total{tenant,platform,reason}
   kPlatform429,                 // relay_egress_platform_429_total{platform} (deprecated)

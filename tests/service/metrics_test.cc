@@ -18,7 +18,7 @@ constexpr std::string_view kExpected =
     R"txt(# HELP relay_egress_deliveries_accepted_total Deliveries made durable by intake, by tenant and platform.
 # TYPE relay_egress_deliveries_accepted_total counter
 relay_egress_deliveries_accepted_total{tenant="a\"b\\c\\x0ad",platform="slack"} 3
-# HELP relay_egress_deliveries_total Attempts that ended a delivery or deferred it, by platform and outcome.
+# HELP relay_egress_deliveries_total Attempts that ended a delivery or deferred it, by platform, outcome and priority.
 # TYPE relay_egress_deliveries_total counter
 relay_egress_deliveries_total{platform="slack",outcome="dead"} 1
 relay_egress_deliveries_total{platform="webhook",outcome="delivered"} 2

@@ -113,6 +113,9 @@ void WriteDestination(JsonWriter& j, const DestinationInfo& d, const std::string
   j.Key("queued").Uint(storage::CountOf(counts, storage::DeliveryState::kQueued));
   j.Key("deferred").Uint(storage::CountOf(counts, storage::DeliveryState::kDeferred));
   j.Key("has_head").Bool(d.view.has_head);
+  if (d.view.has_head) {
+    j.Key("head_priority").String(pacing::PriorityName(d.view.head_priority));
+  }
   j.Key("in_flight").Int(d.view.in_flight);
   j.Key("disabled").Bool(d.view.disabled);
   j.Key("paused").Bool(!d.pause_id.empty());

@@ -899,8 +899,9 @@ void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdi
     metrics_.Inc(CounterId::kDeferrals,
                  {{"tenant", d.tenant}, {"platform", d.platform}, {"reason", change.reason}});
   }
-  metrics_.Inc(CounterId::kDeliveries,
-               {{"platform", d.platform}, {"outcome", OutcomeLabel(verdict.kind)}});
+  metrics_.Inc(CounterId::kDeliveries, {{"platform", d.platform},
+                                        {"outcome", OutcomeLabel(verdict.kind)},
+                                        {"priority", pacing::PriorityName(d.priority)}});
   if (verdict.kind == VerdictKind::kDead) {
     nlohmann::json fields = {{"delivery", d.id},
                              {"tenant", d.tenant},
