@@ -314,8 +314,7 @@ TEST_F(PlatformScenariosTest, DiscordHighAndNormalGoPastABulkBroadcast) {
     start = batch == 0 ? posted : start;
   }
   const auto accepted_at = [&](double seconds) {
-    std::this_thread::sleep_until(
-        std::chrono::steady_clock::now() +
+    std::this_thread::sleep_for(
         std::chrono::duration<double>(std::max(0.0, seconds - Seconds(start))));
     return sim_->Stats()["totals"]["accepted"].get<int>();
   };

@@ -132,7 +132,8 @@ class DeliveryLoopTest : public ::testing::Test {
   }
 
   double Outcomes(std::string_view outcome) const {
-    return metrics_.Value(CounterId::kDeliveries, {{"platform", "webhook"}, {"outcome", outcome}});
+    return metrics_.Value(CounterId::kDeliveries,
+                          {{"platform", "webhook"}, {"outcome", outcome}, {"priority", "normal"}});
   }
 
   FakeClock clock_;
