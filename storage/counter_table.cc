@@ -74,6 +74,16 @@ std::vector<GroupCounts> CounterTable::Groups() const {
   return out;
 }
 
+std::vector<GroupCounts> CounterTable::GroupsOf(std::string_view tenant) const {
+  std::vector<GroupCounts> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = groups_.lower_bound(std::pair<std::string_view, std::string_view>(tenant, ""));
+       it != groups_.end() && it->first.first == tenant; ++it) {
+    out.push_back({it->first.first, it->first.second, it->second});
+  }
+  return out;
+}
+
 void CounterTable::Apply(std::initializer_list<const CounterDeltas*> sets) {
   std::lock_guard<std::mutex> lock(mu_);
   for (const CounterDeltas* deltas : sets) {

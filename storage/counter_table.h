@@ -43,6 +43,8 @@ class CounterTable {
   // so a write may still wait for much of the copy (letting waiting writes in first changed
   // nothing measurable: bench/README.md, section 12).
   std::vector<GroupCounts> Groups() const;
+  // The groups of one tenant, by platform.
+  std::vector<GroupCounts> GroupsOf(std::string_view tenant) const;
 
  private:
   // Moves the group of `key` (when it is a destination counter) from `before` to `after`.

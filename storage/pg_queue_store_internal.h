@@ -100,6 +100,7 @@ class PgQueueStore final : public QueueStore {
   Result<std::vector<StateCounts>> DestinationCounts(
       const std::vector<std::string>& destination_keys) override;
   Result<std::vector<GroupCounts>> BacklogByTenantPlatform() override;
+  Result<std::vector<GroupCounts>> TenantBacklogByPlatform(const std::string& tenant) override;
   Result<StateCounts> ScanCounts() override;
   Result<uint64_t> TenantStoredBytes(const std::string& tenant) override;
   Result<std::map<std::string, uint64_t>> ScanStoredBytes() override;

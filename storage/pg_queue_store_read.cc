@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "dispatcher/base/platform.h"
 #include "storage/delivery_codec.h"
 #include "storage/index_keys.h"
 #include "storage/pg_queue_store_internal.h"
@@ -380,6 +381,50 @@ Result<std::vector<GroupCounts>> PgQueueStore::BacklogByTenantPlatform() {
   std::vector<GroupCounts> out;
   for (const auto& [group, counts] : groups) {
     out.push_back({group.first, group.second, counts});
+  }
+  return out;
+}
+
+Result<std::vector<GroupCounts>> PgQueueStore::TenantBacklogByPlatform(const std::string& tenant) {
+  auto c = Hold();
+  if (!c) {
+    return c.error();
+  }
+  // Each (state, platform) of the tenant is one range of the counter keys:
+  // destcount/<state>/<platform> 0x1f <tenant> 0x1f ...
+  constexpr DeliveryState kLive[] = {DeliveryState::kQueued, DeliveryState::kInFlight,
+                                     DeliveryState::kDeferred};
+  std::vector<GroupCounts> out;
+  for (Platform platform : Platforms()) {
+    GroupCounts group{tenant, std::string(PlatformString(platform)), StateCounts{}};
+    bool any = false;
+    for (DeliveryState state : kLive) {
+      const std::string prefix =
+          fmt::format("destcount/{}/{}\x1f{}\x1f", StateName(state), group.platform, tenant);
+      Result<CounterMap> sums = SumCountersWithPrefix(*c, prefix);
+      if (!sums) {
+        return sums.error();
+      }
+      int64_t n = 0;
+      for (const auto& [key, value] : *sums) {
+        n += value;
+      }
+      {
+        std::lock_guard<std::mutex> lock(lease_counts_mu_);
+        for (const auto& [key, value] : lease_counts_) {
+          if (key.starts_with(prefix)) {
+            n += value;
+          }
+        }
+      }
+      if (n > 0) {
+        group.counts[static_cast<size_t>(state) - 1] = static_cast<uint64_t>(n);
+        any = true;
+      }
+    }
+    if (any) {
+      out.push_back(std::move(group));
+    }
   }
   return out;
 }

@@ -248,6 +248,23 @@ class QueueStore {
   // the PostgreSQL store sums the counter rows.
   virtual Result<std::vector<GroupCounts>> BacklogByTenantPlatform() = 0;
 
+  // The groups of BacklogByTenantPlatform that are `tenant`'s, by platform: its backlog on each
+  // platform it has one on, at a cost that grows with its own groups (RocksDB) or destinations
+  // (PostgreSQL), not with every tenant's. The default filters BacklogByTenantPlatform.
+  virtual Result<std::vector<GroupCounts>> TenantBacklogByPlatform(const std::string& tenant) {
+    Result<std::vector<GroupCounts>> all = BacklogByTenantPlatform();
+    if (!all) {
+      return all.error();
+    }
+    std::vector<GroupCounts> out;
+    for (GroupCounts& group : *all) {
+      if (group.tenant == tenant) {
+        out.push_back(std::move(group));
+      }
+    }
+    return out;
+  }
+
   // Counts per state found by scanning every record: a consistency check for tests and `fsck`.
   virtual Result<StateCounts> ScanCounts() = 0;
 

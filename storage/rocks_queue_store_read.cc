@@ -213,6 +213,15 @@ Result<std::vector<GroupCounts>> RocksQueueStore::BacklogByTenantPlatform() {
   return counters_.Groups();
 }
 
+Result<std::vector<GroupCounts>> RocksQueueStore::TenantBacklogByPlatform(
+    const std::string& tenant) {
+  auto use = UseDb();
+  if (Status s = CheckOpen(); !s.ok()) {
+    return s;
+  }
+  return counters_.GroupsOf(tenant);
+}
+
 Result<StateCounts> RocksQueueStore::ScanCounts() {
   auto use = UseDb();
   if (Status s = CheckOpen(); !s.ok()) {

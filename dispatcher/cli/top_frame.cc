@@ -18,6 +18,7 @@ constexpr int kFixedLines = 9;
 // Columns of a busiest-destination row besides the name, keeping about 14 for its state; the
 // budget column (9 more) only when the service reports budgets.
 constexpr int kBusyColumns = 39;
+constexpr int kDoneColumn = 8;
 constexpr int kBudgetColumn = 9;
 
 // Cuts at `width` bytes without splitting a UTF-8 character.
@@ -172,9 +173,9 @@ Section Deferrals(const TopSample& now, const TopSample* prev, int64_t dt, size_
   return s;
 }
 
-Section Busiest(const json& dests, size_t name_w, bool budgets) {
+Section Busiest(const json& dests, int64_t wall_now_ms, size_t name_w, bool budgets, bool done) {
   Section s{Cell("BUSIEST DESTINATIONS", name_w) + "  QUEUED  IN-FL  DEFER   " +
-                (budgets ? "BUDGET   " : "") + "STATE",
+                (done ? "DONE    " : "") + (budgets ? "BUDGET   " : "") + "STATE",
             {}};
   std::vector<const json*> list;
   for (const json& d : dests) {
@@ -185,9 +186,15 @@ Section Busiest(const json& dests, size_t name_w, bool budgets) {
                    [&](const json* a, const json* b) { return load(a) > load(b); });
   for (const json* d : list) {
     const std::string budget = BudgetOf(*d);
+    // When its backlog would be done (drain_eta_ms; "-" while held or before a pace is known).
+    const auto eta = static_cast<int64_t>(Num(*d, "drain_eta_ms"));
+    std::string in = eta > 0 ? RelativeTime(std::max(eta, wall_now_ms), wall_now_ms) : "-";
+    if (in.starts_with("in ")) {
+      in.erase(0, 3);
+    }
     s.rows.push_back("  " + NameCell(Name(*d), name_w - 2) + "  " + Cell(Count(*d, "queued"), 6) +
                      "  " + Cell(Count(*d, "in_flight"), 5) + "  " +
-                     Cell(Count(*d, "deferred"), 6) + "  " +
+                     Cell(Count(*d, "deferred"), 6) + "  " + (done ? Cell(in, 6) + "  " : "") +
                      (budgets ? Cell(budget.empty() ? "-" : budget, 7) + "  " : "") + StateOf(*d));
   }
   return s;
@@ -282,6 +289,11 @@ std::vector<std::string> RenderTopFrame(const TopSample& now, const TopSample* p
   const json dests = now.destinations.is_array() ? now.destinations : json::array();
   const bool budgets =
       std::any_of(dests.begin(), dests.end(), [](const json& d) { return !BudgetOf(d).empty(); });
+  // DONE (drain_eta_ms) only where it leaves the names 32 columns: at 80 with a budget column,
+  // the names come first.
+  const bool done = std::any_of(dests.begin(), dests.end(),
+                                [](const json& d) { return Has(d, "drain_eta_ms"); }) &&
+                    view.width - kBusyColumns - (budgets ? kBudgetColumn : 0) - kDoneColumn >= 32;
   // The name column is as wide as the longest name or reason needs, leaving the rest to the
   // state and reason columns.
   size_t longest = 20;  // "BUSIEST DESTINATIONS"
@@ -293,7 +305,8 @@ std::vector<std::string> RenderTopFrame(const TopSample& now, const TopSample* p
   }
   const size_t name_w = std::min(
       longest,
-      static_cast<size_t>(std::max(16, view.width - kBusyColumns - (budgets ? kBudgetColumn : 0))));
+      static_cast<size_t>(std::max(16, view.width - kBusyColumns - (budgets ? kBudgetColumn : 0) -
+                                           (done ? kDoneColumn : 0))));
   std::vector<std::string> lines;
   lines.push_back("relay-egress top  " + view.source + "  (q quits)");
   lines.push_back(
@@ -309,7 +322,7 @@ std::vector<std::string> RenderTopFrame(const TopSample& now, const TopSample* p
       Count(now.stats, "queued"), Count(now.stats, "in_flight"), Count(now.stats, "deferred"),
       Count(now.stats, "delivered"), Count(now.stats, "dead"), Count(now.stats, "cancelled")));
   std::vector<Section> sections = {Deferrals(now, previous, dt, name_w),
-                                   Busiest(dests, name_w, budgets),
+                                   Busiest(dests, view.wall_now_ms, name_w, budgets, done),
                                    MostDeferred(dests, view.wall_now_ms, name_w)};
   for (Section& s : sections) {
     if (s.rows.empty()) {

@@ -142,6 +142,10 @@ struct PathScopes {
 struct DestinationView {
   bool has_head = false;
   Priority head_priority = Priority::kNormal;  // the head's, when has_head
+  // The most deliveries a second its path lets through: its slowest meter as it paces (the
+  // margin, learned and lowered limits, a bulk head's share), at the head's cost. What other
+  // destinations take of a shared scope is not in it (docs/api.md, "Drain ETA").
+  std::optional<double> foreseen_per_s;
   int in_flight = 0;
   // Why its head is not leaving and until when; kNone when it is due or has no head.
   Deferral deferral;

@@ -45,6 +45,25 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
   }
   view.stated_window = !stated_.empty() && stated_.contains(scopes_.at(leaf).key);
   view.head_priority = static_cast<Priority>(dest.head_priority);
+  // The slowest meter of the path, as it paces (margin, learned and lowered limits included;
+  // a bulk head at its share of the shared ones), in deliveries of the head's cost. A key paced
+  // to the window its headers state (Discord's routes) is left out.
+  const bool bulk = view.head_priority == Priority::kBulk && options_.bulk_share < 1;
+  double slowest = -1;
+  for (uint8_t i = 0; i < dest.scope_count; ++i) {
+    if (i == dest.leaf_index && view.stated_window) {
+      continue;  // paced to the window its headers state, not to its meter's rate
+    }
+    const GcraParams& params = scopes_.params(dest.scopes[i]);
+    double per_s = 1e9 / static_cast<double>(std::max<int64_t>(1, params.interval_ns));
+    if (bulk && i != dest.leaf_index) {
+      per_s *= options_.bulk_share;
+    }
+    slowest = slowest < 0 ? per_s : std::min(slowest, per_s);
+  }
+  if (slowest > 0) {
+    view.foreseen_per_s = slowest / (dest.has_head ? dest.head_cost : 1);
+  }
   if (!dest.has_head || dest.state == State::kEmpty) {
     return view;
   }

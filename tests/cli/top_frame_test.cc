@@ -132,6 +132,24 @@ TEST(TopFrameTest, FitsEightyByTwentyFourWithLongNames) {
   EXPECT_NE(text.find("0/20"), std::string::npos) << text;
 }
 
+// Verifies the busiest destinations' DONE column: when each backlog would be done
+// (drain_eta_ms), "-" when the service knows no pace (null) or sends none.
+TEST(TopFrameTest, ShowsWhenEachBacklogWouldBeDone) {
+  TopSample now = Sample(1000, 0, 0, 0);
+  now.destinations.push_back(
+      Dest("http://a.example/", {{"queued", 90}, {"drain_eta_ms", kWallNow + 125'000}}));
+  now.destinations.push_back(
+      Dest("http://b.example/", {{"queued", 50}, {"drain_eta_ms", nullptr}}));
+  now.destinations.push_back(Dest("http://c.example/", {{"queued", 10}}));
+  const std::string text =
+      Text(RenderTopFrame(now, nullptr, {.wall_now_ms = kWallNow, .width = 120}));
+  EXPECT_NE(text.find("DONE"), std::string::npos) << text;
+  EXPECT_NE(text.find("  2m  "), std::string::npos) << text;
+  const size_t b = text.find("b.example");
+  ASSERT_NE(b, std::string::npos);
+  EXPECT_NE(text.substr(b, text.find('\n', b) - b).find(" -  "), std::string::npos) << text;
+}
+
 // Verifies that the frame shrinks to tiny terminals and tolerates a bare destination list.
 TEST(TopFrameTest, ShrinksAndToleratesMissingFields) {
   TopSample now;

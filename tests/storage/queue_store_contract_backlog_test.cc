@@ -65,6 +65,14 @@ TEST_P(QueueStoreBacklogByTenantPlatformTest, SumsDestinationsAndSurvivesReopen)
   ASSERT_NE(beta, nullptr);
   EXPECT_EQ(CountOf(beta->counts, DeliveryState::kQueued), 1u);
   EXPECT_EQ((*groups)[0].tenant, "acme");  // ordered by tenant
+  // One tenant's part, by platform.
+  auto own = store_->TenantBacklogByPlatform("acme");
+  ASSERT_TRUE(own.has_value()) << own.error().ToString();
+  ASSERT_EQ(own->size(), 1u);
+  EXPECT_EQ((*own)[0].platform, "webhook");
+  EXPECT_EQ((*own)[0].counts, acme->counts);
+  EXPECT_EQ(store_->TenantBacklogByPlatform("beta")->size(), 1u);
+  EXPECT_TRUE(store_->TenantBacklogByPlatform("nobody")->empty());
   ASSERT_TRUE(store_->Close().ok());
 
   Reopen();

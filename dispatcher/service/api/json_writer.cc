@@ -1,6 +1,7 @@
 #include "dispatcher/service/api/json_writer.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -75,6 +76,15 @@ JsonWriter& JsonWriter::String(std::string_view value) {
 JsonWriter& JsonWriter::Int(int64_t value) {
   BeforeValue();
   fmt::format_to(std::back_inserter(out_), "{}", value);
+  return *this;
+}
+
+JsonWriter& JsonWriter::Double(double value) {
+  if (!std::isfinite(value)) {
+    return Null();
+  }
+  BeforeValue();
+  fmt::format_to(std::back_inserter(out_), "{:.2f}", value);
   return *this;
 }
 

@@ -36,6 +36,8 @@ class JsonWriter {
   JsonWriter& Uint(uint64_t value);
   JsonWriter& Bool(bool value);
   JsonWriter& Null();
+  // Two decimals; null for a value JSON has no number for (NaN, infinity).
+  JsonWriter& Double(double value);
 
  private:
   void BeforeValue();

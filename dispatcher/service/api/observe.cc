@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,6 +34,38 @@ json CountsJson(const storage::StateCounts& counts) {
   return j;
 }
 
+uint64_t BacklogOf(const std::vector<storage::GroupCounts>& groups) {
+  uint64_t n = 0;
+  for (const storage::GroupCounts& g : groups) {
+    for (auto state : storage::kAllStates) {
+      n += storage::CountOf(g.counts, state);
+    }
+  }
+  return n;
+}
+
+// A tenant's backlog by platform and when each would be done at the pace this node has seen it
+// leave (docs/api.md, "Drain ETA"): {"<platform>": {"backlog", "drained_per_s"?,
+// "drain_eta_ms"}}, for the platforms where it has a backlog.
+json DrainJson(Service& s, const std::string& tenant,
+               const std::vector<storage::GroupCounts>& groups) {
+  const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
+  json out = json::object();
+  for (const storage::GroupCounts& g : groups) {
+    DrainInputs in;
+    in.backlog = static_cast<int64_t>(BacklogOf({g}));
+    in.seen_per_s = s.loop().DrainedPerSecond(tenant, g.platform);
+    json entry = {{"backlog", in.backlog}};
+    if (in.seen_per_s) {
+      entry["drained_per_s"] = std::round(*in.seen_per_s * 100) / 100;
+    }
+    const std::optional<int64_t> eta = DrainEtaMs(in, now_ms);
+    entry["drain_eta_ms"] = eta ? json(*eta) : json(nullptr);
+    out[g.platform] = std::move(entry);
+  }
+  return out;
+}
+
 // Every platform the node delivers to (compiled-in and profile ones), in number order.
 json PlatformNames(const Service& s) {
   json names = json::array();
@@ -50,17 +83,21 @@ void GetStats(Service& s, const TenantScope& scope, Respond respond) {
     // destinations.
     const size_t destinations = s.loop().DestinationCountOf(*scope);
     OnStore(
-        s, [tenant = *scope](storage::QueueStore& store) { return store.TenantBacklog(tenant); },
-        [tenant = *scope, destinations, platforms = PlatformNames(s),
-         respond = std::move(respond)](Result<uint64_t> backlog) {
-          if (!backlog) {
-            respond(ErrorResponse(FromStatus(backlog.error())));
+        s,
+        [tenant = *scope](storage::QueueStore& store) {
+          return store.TenantBacklogByPlatform(tenant);
+        },
+        [&s, tenant = *scope, destinations, platforms = PlatformNames(s),
+         respond = std::move(respond)](Result<std::vector<storage::GroupCounts>> groups) {
+          if (!groups) {
+            respond(ErrorResponse(FromStatus(groups.error())));
             return;
           }
           respond(JsonResponse(200, {{"tenant", tenant},
-                                     {"backlog", *backlog},
+                                     {"backlog", BacklogOf(*groups)},
                                      {"destinations", destinations},
-                                     {"platforms", platforms}}));
+                                     {"platforms", platforms},
+                                     {"drain", DrainJson(s, tenant, *groups)}}));
         });
     return;
   }
@@ -170,6 +207,28 @@ void WriteDestination(JsonWriter& j, const DestinationInfo& d, const std::string
           0, std::chrono::duration_cast<Millis>(*d.view.deferral.until - now).count());
     }
     j.Key("next_eligible_ms").Int(eligible_ms);
+  }
+  // When its backlog would be done (docs/api.md, "Drain ETA").
+  DrainInputs drain;
+  drain.backlog = static_cast<int64_t>(storage::CountOf(counts, storage::DeliveryState::kQueued) +
+                                       storage::CountOf(counts, storage::DeliveryState::kInFlight) +
+                                       storage::CountOf(counts, storage::DeliveryState::kDeferred));
+  drain.backlog = std::max<int64_t>(drain.backlog, d.view.in_flight);
+  drain.seen_per_s = d.drained_per_s;
+  drain.foreseen_per_s = d.view.foreseen_per_s;
+  if (d.view.deferral.until) {
+    drain.not_before_ms =
+        now_ms + std::max<int64_t>(
+                     0, std::chrono::duration_cast<Millis>(*d.view.deferral.until - now).count());
+  }
+  drain.held = d.view.disabled || d.view.paused || !d.pause_id.empty();
+  if (d.drained_per_s) {
+    j.Key("drained_per_s").Double(*d.drained_per_s);
+  }
+  if (std::optional<int64_t> eta = DrainEtaMs(drain, now_ms)) {
+    j.Key("drain_eta_ms").Int(*eta);
+  } else {
+    j.Key("drain_eta_ms").Null();
   }
   if (d.oldest_deferral_ms != 0) {
     j.Key("oldest_deferral_ms").Int(d.oldest_deferral_ms);

@@ -250,8 +250,22 @@ void Route(Service& s, HttpRequest&& req, const Admission& admission, Respond re
     return GetQuotas(s, tenant, std::move(respond));
   }
   if (p.size() == 2 && p[0] == "v1" && p[1] == "stats") {
-    return req.method() == verb::get ? GetStats(s, scope, std::move(respond))
-                                     : respond(NotAllowed());
+    if (req.method() != verb::get) {
+      return respond(NotAllowed());
+    }
+    // A tenant key reads its own; the admin may name one (?tenant=) for that tenant's view.
+    TenantScope stats_scope = scope;
+    if (!scope) {
+      auto query = QueryParams(View(req.target()));
+      if (auto it = query.find("tenant"); it != query.end()) {
+        if (it->second.empty() || it->second.size() > 256) {
+          return respond(ErrorResponse(
+              {400, "invalid_request", "tenant: 1 to 256 bytes when given", "tenant"}));
+        }
+        stats_scope = it->second;
+      }
+    }
+    return GetStats(s, stats_scope, std::move(respond));
   }
   if (p.size() == 2 && p[0] == "v1" && p[1] == "destinations") {
     return req.method() == verb::get

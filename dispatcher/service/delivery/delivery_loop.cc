@@ -889,8 +889,14 @@ void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdi
                           std::optional<storage::Attempt> attempt,
                           std::optional<int64_t> actual_cost) {
   in_flight_.erase(d.id);
-  --dests_.at(key).in_flight;
-  storage::StateChange change = StateChangeFor(verdict, LoopTimeOf(clock_), std::move(attempt));
+  Dest& dest = dests_.at(key);
+  --dest.in_flight;
+  const LoopTime now = LoopTimeOf(clock_);
+  if (verdict.kind != VerdictKind::kDefer) {
+    dest.drained.Count(now.wall_ms);
+    drain_rates_[{d.tenant, d.platform}].Count(now.wall_ms);
+  }
+  storage::StateChange change = StateChangeFor(verdict, now, std::move(attempt));
   change.as_owner = true;
   if (change.to == storage::DeliveryState::kDelivered) {
     change.actual_cost = actual_cost;
@@ -1180,6 +1186,12 @@ void DeliveryLoop::PausesChanged() {
   }
 }
 
+std::optional<double> DeliveryLoop::DrainedPerSecond(const std::string& tenant,
+                                                     const std::string& platform) const {
+  auto it = drain_rates_.find({tenant, platform});
+  return it == drain_rates_.end() ? std::nullopt : it->second.PerSecond(LoopTimeOf(clock_).wall_ms);
+}
+
 std::optional<DestinationPosition> DeliveryLoop::WalkDeferrals(
     const std::optional<DestinationPosition>& after, size_t max_steps,
     const DeferralVisit& visit) const {
@@ -1209,6 +1221,7 @@ DestinationInfo DeliveryLoop::InfoOf(const Dest& dest) const {
   info.pause_id = dest.pause_id;
   info.shadow_checked = dest.shadow_checked;
   info.shadow_throttled = dest.shadow_throttled;
+  info.drained_per_s = dest.drained.PerSecond(LoopTimeOf(clock_).wall_ms, DrainRate::kEnoughForOne);
   return info;
 }
 

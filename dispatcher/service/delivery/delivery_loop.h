@@ -25,6 +25,7 @@
 #include "dispatcher/service/delivery/budget_use.h"
 #include "dispatcher/service/delivery/destination_index.h"
 #include "dispatcher/service/delivery/destination_queue.h"
+#include "dispatcher/service/delivery/drain_estimate.h"
 #include "dispatcher/service/delivery/store_writer.h"
 #include "dispatcher/service/metrics.h"
 #include "dispatcher/service/pause_book.h"
@@ -66,6 +67,9 @@ struct DestinationInfo {
   // Its dispatches metered by a shadow limit, and those it would have throttled.
   uint64_t shadow_checked = 0;
   uint64_t shadow_throttled = 0;
+  // Deliveries per second that left its backlog (delivered or dead) over the last few seconds
+  // (DrainRate); nullopt without any lately.
+  std::optional<double> drained_per_s;
 };
 
 struct DestinationPage {
@@ -225,6 +229,10 @@ class DeliveryLoop {
   std::optional<DestinationPosition> WalkDeferrals(const std::optional<DestinationPosition>& after,
                                                    size_t max_steps,
                                                    const DeferralVisit& visit) const;
+  // Deliveries per second of `tenant` on `platform` that left the backlog (delivered or dead)
+  // over the last few seconds on this node (DrainRate); nullopt without any lately.
+  std::optional<double> DrainedPerSecond(const std::string& tenant,
+                                         const std::string& platform) const;
   // Units each dispatched delivery took from the budgets on its path (for /metrics).
   BudgetUse& budget_use() { return budget_use_; }
   size_t destination_count() const { return dests_.size(); }
@@ -253,6 +261,7 @@ class DeliveryLoop {
     std::string pause_id;             // the pause holding it; empty when none
     uint64_t shadow_checked = 0;      // dispatches a shadow limit metered
     uint64_t shadow_throttled = 0;    // of which it would have throttled
+    DrainRate drained;                // deliveries that left its backlog, lately
   };
   struct InFlight {
     std::string dest_key;
@@ -388,6 +397,8 @@ class DeliveryLoop {
   const PauseBook* pauses_ = nullptr;
   // Destinations held by a pause, by tenant and platform (relay_egress_paused).
   std::map<std::pair<std::string, std::string>, int64_t> paused_;
+  // DrainedPerSecond's counts, by (tenant, platform): tenants with a credential times platforms.
+  std::map<std::pair<std::string, std::string>, DrainRate> drain_rates_;
   bool loading_ = false;     // a LoadDestinations walk is on its way
   bool load_again_ = false;  // and another is to follow it
 };

@@ -2,7 +2,8 @@
 // /v1/destinations with limit and cursor: a page costs the service the same however many there
 // are), in its order (by key, or the oldest deferral first) and filtered by platform there; the
 // rows of a page sortable and filtered in the browser. Each with its budget and remaining units
-// as a fill bar, why its head waits and until when (a countdown), and Enable for a disabled one.
+// as a fill bar, why its head waits and until when (a countdown), its head's priority, when its
+// backlog would be done (drain_eta_ms), and Enable for a disabled one.
 // One an operator paused shows a "paused" badge (for the admin a link to its pause on #/pauses)
 // and waits until resumed.
 
@@ -18,8 +19,10 @@ const COLUMNS = [
   { key: 'destination', label: 'Destination', value: (d) => d.destination },
   { key: 'budget', label: 'Budget', value: (d) => d.budget.name },
   { key: 'remaining', label: 'Remaining', value: (d) => fraction(d), num: true },
+  { key: 'priority', label: 'Priority', value: (d) => d.head_priority || '' },
   { key: 'deferral', label: 'Waits on', value: (d) => d.deferral || '' },
   { key: 'next', label: 'Next eligible', value: (d) => d.next_eligible_ms || 0, num: true },
+  { key: 'eta', label: 'Done in', value: (d) => d.drain_eta_ms ?? Infinity, num: true },
   { key: 'queued', label: 'Queued', value: (d) => d.queued, num: true },
   { key: 'deferred', label: 'Deferred', value: (d) => d.deferred, num: true },
   { key: 'in_flight', label: 'In flight', value: (d) => d.in_flight, num: true },
@@ -115,6 +118,11 @@ export function mount(root, session, params) {
         return h('td', { class: 'reason' }, d.paused ? pausedBadge(d) : null, d.paused && reason ? ' ' : null,
           reason, !d.paused && !reason ? h('span', { class: 'muted', text: '–' }) : null);
       }
+      case 'eta':
+        // When its backlog would be done at the pace seen (docs/api.md, "Drain ETA"); none while
+        // held or before any pace is known.
+        return h('td', { class: 'num', title: 'When its backlog would be done at the pace seen' },
+          d.drain_eta_ms == null ? '–' : duration(d.drain_eta_ms - Date.now()));
       case 'next':
         return h('td', { class: 'num countdown', dataset: { until: d.paused ? 0 : d.next_eligible_ms || 0 } }, countdown(d));
       case 'status':
