@@ -102,6 +102,20 @@ class SchedulerPriorityTest : public ::testing::Test {
     return sent;
   }
 
+  // Runs `ms` of a broadcast: `destinations` new webhooks, each always with a bulk head.
+  // Returns the dispatches.
+  int Broadcast(int destinations, int64_t ms) {
+    std::vector<std::pair<DestinationId, Priority>> work;
+    for (int i = 0; i < destinations; ++i) {
+      work.emplace_back(Add("https://b" + std::to_string(i) + ".example/"), Priority::kBulk);
+    }
+    int total = 0;
+    for (const auto& [dest, count] : Run(work, ms)) {
+      total += count;
+    }
+    return total;
+  }
+
   FakeClock clock_;
   MemoryBudgetStore store_;
   FakeRandom random_;
@@ -174,17 +188,10 @@ class SchedulerBulkShareTest : public SchedulerPriorityTest {
 // 50/s over 20 s (800 of 1,000), waiting with reason bulk_share:tenant_egress meanwhile.
 TEST_F(SchedulerBulkShareTest, BulkAloneTakesItsShareOfASharedScope) {
   SetTenantEgress({50, 1000, 1});
-  std::vector<std::pair<DestinationId, Priority>> work;
-  for (int i = 0; i < 10; ++i) {
-    work.emplace_back(Add("https://b" + std::to_string(i) + ".example/"), Priority::kBulk);
-  }
-  int total = 0;
-  for (const auto& [dest, count] : Run(work, 20'000)) {
-    total += count;
-  }
+  const int total = Broadcast(10, 20'000);
   EXPECT_GE(total, 795);
   EXPECT_LE(total, 802);
-  EXPECT_EQ(Reason(work[0].first).substr(0, 10), "bulk_share");
+  EXPECT_EQ(Reason(DestinationId{0}).substr(0, 10), "bulk_share");
 }
 
 // Verifies the share's purpose: normal work offered during a broadcast keeps at least the rest
@@ -245,14 +252,7 @@ TEST_F(SchedulerBulkShareTest, ANormalHeadPassesBulkWaitersToTheMeter) {
 // Verifies that a share of 1 caps nothing: bulk alone takes the whole scope.
 TEST_F(SchedulerPriorityTest, AShareOfOneCapsNothing) {
   SetTenantEgress({50, 1000, 1});
-  std::vector<std::pair<DestinationId, Priority>> work;
-  for (int i = 0; i < 10; ++i) {
-    work.emplace_back(Add("https://b" + std::to_string(i) + ".example/"), Priority::kBulk);
-  }
-  int total = 0;
-  for (const auto& [dest, count] : Run(work, 20'000)) {
-    total += count;
-  }
+  const int total = Broadcast(10, 20'000);
   EXPECT_GE(total, 995);
   EXPECT_LE(total, 1001);
 }
