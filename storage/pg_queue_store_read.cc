@@ -391,40 +391,42 @@ Result<std::vector<GroupCounts>> PgQueueStore::TenantBacklogByPlatform(const std
     return c.error();
   }
   // Each (state, platform) of the tenant is one range of the counter keys:
-  // destcount/<state>/<platform> 0x1f <tenant> 0x1f ...
+  // destcount/<state>/<platform> 0x1f <tenant> 0x1f ... As BacklogByTenantPlatform: a key's
+  // stored sum and this node's leases together, counted when above 0.
   constexpr DeliveryState kLive[] = {DeliveryState::kQueued, DeliveryState::kInFlight,
                                      DeliveryState::kDeferred};
-  std::vector<GroupCounts> out;
+  CounterMap sums;
   for (Platform platform : Platforms()) {
-    GroupCounts group{tenant, std::string(PlatformString(platform)), StateCounts{}};
-    bool any = false;
     for (DeliveryState state : kLive) {
-      const std::string prefix =
-          fmt::format("destcount/{}/{}\x1f{}\x1f", StateName(state), group.platform, tenant);
-      Result<CounterMap> sums = SumCountersWithPrefix(*c, prefix);
-      if (!sums) {
-        return sums.error();
+      Result<CounterMap> range =
+          SumCountersWithPrefix(*c, fmt::format("destcount/{}/{}\x1f{}\x1f", StateName(state),
+                                                PlatformString(platform), tenant));
+      if (!range) {
+        return range.error();
       }
-      int64_t n = 0;
-      for (const auto& [key, value] : *sums) {
-        n += value;
-      }
-      {
-        std::lock_guard<std::mutex> lock(lease_counts_mu_);
-        for (const auto& [key, value] : lease_counts_) {
-          if (key.starts_with(prefix)) {
-            n += value;
-          }
-        }
-      }
-      if (n > 0) {
-        group.counts[static_cast<size_t>(state) - 1] = static_cast<uint64_t>(n);
-        any = true;
+      sums.insert(range->begin(), range->end());
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(lease_counts_mu_);
+    for (const auto& [key, n] : lease_counts_) {
+      DestCountKeyParts parts;
+      if (ParseDestCountKey(key, parts) && parts.tenant == tenant) {
+        sums[key] += n;
       }
     }
-    if (any) {
-      out.push_back(std::move(group));
+  }
+  std::map<std::string, StateCounts> groups;
+  for (const auto& [key, n] : sums) {
+    DestCountKeyParts parts;
+    if (n > 0 && ParseDestCountKey(key, parts)) {
+      groups[std::string(parts.platform)][static_cast<size_t>(parts.state) - 1] +=
+          static_cast<uint64_t>(n);
     }
+  }
+  std::vector<GroupCounts> out;
+  for (auto& [platform, counts] : groups) {
+    out.push_back({tenant, platform, counts});
   }
   return out;
 }

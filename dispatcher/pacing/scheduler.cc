@@ -56,6 +56,8 @@ Scheduler::Scheduler(const Clock& clock, BudgetStore& store, Random& random,
       options_(std::move(options)),
       conns_(options_.connections) {
   scopes_.set_margin(std::clamp(options_.pacing_margin, 0.0, 0.5));
+  options_.bulk_share =
+      std::isnan(options_.bulk_share) ? 1.0 : std::clamp(options_.bulk_share, 0.01, 1.0);
   for (const PlatformScopes& platform : options_.scopes) {
     for (const ScopeRule& rule : platform.rules) {
       windowed_names_[static_cast<size_t>(rule.budget)] |= rule.window;
@@ -174,7 +176,13 @@ Status Scheduler::Offer(DestinationId id, WorkItem&& item) {
   dest.head_sequence = item.sequence;
   dest.head_cost = static_cast<uint32_t>(item.cost);
   dest.head_ordering = OrderingHash(item.ordering_key);
-  dest.head_priority = static_cast<uint8_t>(PriorityIndex(item.priority)) & 3;
+  const auto priority =
+      static_cast<uint8_t>(std::clamp(PriorityIndex(item.priority), 0, kPriorityCount - 1));
+  if (priority != dest.head_priority &&
+      (dest.state == State::kReady || dest.state == State::kScopeWait)) {
+    Relane(id.value, priority);  // an earlier head of another priority: its lane changes too
+  }
+  dest.head_priority = priority;
   dest.head_not_before_ns = ToNanos(item.not_before);
   dest.head_wait_reason = item.wait_reason;
   dest.has_head = true;
@@ -225,6 +233,47 @@ void Scheduler::PushFront(WaitLanes& lanes, uint32_t d) {
   lanes.head[lane] = d;
   if (lanes.tail[lane] == kNil) {
     lanes.tail[lane] = d;
+  }
+}
+
+bool Scheduler::Unlink(WaitLanes& lanes, uint32_t d) {
+  const int lane = dests_[d].head_priority;
+  uint32_t prev = kNil;
+  uint32_t cur = lanes.head[lane];
+  while (cur != kNil && cur != d) {
+    prev = cur;
+    cur = dests_[cur].link;
+  }
+  if (cur == kNil) {
+    return false;
+  }
+  (prev == kNil ? lanes.head[lane] : dests_[prev].link) = dests_[d].link;
+  if (lanes.tail[lane] == d) {
+    lanes.tail[lane] = prev;
+  }
+  dests_[d].link = kNil;
+  return true;
+}
+
+void Scheduler::Relane(uint32_t d, uint8_t priority) {
+  Dest& dest = dests_[d];
+  WaitLanes* lanes = nullptr;
+  if (dest.state == State::kReady) {
+    lanes = &tenants_[dest.tenant].ready[static_cast<size_t>(dest.platform)];
+  } else {
+    for (uint8_t i = 0; i < dest.scope_count; ++i) {
+      WaitLanes& waiting = scopes_.at(dest.scopes[i]).waiting;
+      if (Unlink(waiting, d)) {
+        dest.head_priority = priority;
+        PushBack(waiting, d);
+        return;
+      }
+    }
+    return;
+  }
+  if (Unlink(*lanes, d)) {
+    dest.head_priority = priority;
+    PushBack(*lanes, d);
   }
 }
 
@@ -312,7 +361,30 @@ void Scheduler::ReleaseScopeWaiters(uint32_t scope, int64_t now_ns) {
     release = std::max<int64_t>(1, view->remaining);
   }
   // Most urgent first (WaitLanes): the units that came go to high heads before normal ones.
+  // Bulk waiters no more than their share has units for: the rest would only be looked at and
+  // put back, a TakeAll each.
+  int64_t bulk_room = -1;
+  int64_t bulk_next_ns = 0;  // with no room: when the share has its next unit
   while (release-- > 0 && !slot.waiting.empty()) {
+    if (slot.waiting.first_lane() == PriorityIndex(Priority::kBulk) && options_.bulk_share < 1) {
+      if (bulk_room < 0) {
+        const GcraParams share_params =
+            BulkParams(scopes_.params(scope), options_.bulk_share, Windowed(scope));
+        Result<MeterView> share =
+            store_.Inspect(BulkKey(slot.key), share_params, FromNanos(now_ns));
+        bulk_room = share.has_value() ? std::max<int64_t>(0, share->remaining) : 1;
+        if (bulk_room == 0) {
+          // GCRA: the next unit comes (depth - 1) intervals before the meter is empty.
+          bulk_next_ns = now_ns + std::max<int64_t>(
+                                      1, share->reset_after.count() -
+                                             (share_params.depth - 1) * share_params.interval_ns);
+        }
+      }
+      if (bulk_room == 0) {
+        break;
+      }
+      --bulk_room;
+    }
     const uint32_t d = PopFront(slot.waiting);
     Dest& dest = dests_[d];
     for (uint8_t i = 0; i < dest.scope_count; ++i) {
@@ -322,7 +394,9 @@ void Scheduler::ReleaseScopeWaiters(uint32_t scope, int64_t now_ns) {
     }
     MakeReady(d);
   }
-  if (!slot.waiting.empty()) {
+  if (bulk_next_ns != 0) {
+    ArmScope(scope, bulk_next_ns);
+  } else if (!slot.waiting.empty()) {
     ArmScope(scope, now_ns + scopes_.params(scope).interval_ns);
   }
 }
@@ -519,11 +593,14 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
   // scope serves its destinations oldest first (one token's channels evenly, to the last). A
   // released head goes on to the meters, so two saturated scopes cannot pass it back and forth.
   // Only waiters as urgent as the head or more count: a high head goes past normal and bulk
-  // ones to the meters (Priority).
+  // ones to the meters (Priority). A released head still yields, on the path's other scopes,
+  // to waiters more urgent than itself.
   const auto priority = static_cast<Priority>(dest.head_priority);
-  for (uint8_t i = 0; released == kNotReleased && i < dest.scope_count; ++i) {
-    const uint32_t scope = dest.scopes[i];
-    if (scopes_.at(scope).waiting.AnyAtOrAbove(priority)) {
+  for (uint8_t i = 0; i < dest.scope_count; ++i) {
+    const WaitLanes& waiting = scopes_.at(dest.scopes[i]).waiting;
+    if (released == kNotReleased ? waiting.AnyAtOrAbove(priority)
+                                 : i != released && waiting.AnyAbove(priority)) {
+      const uint32_t scope = dest.scopes[i];
       TakeResult behind;
       behind.denied_index = i;
       behind.retry_after = Nanos(std::max<int64_t>(1, scopes_.params(scope).interval_ns));
@@ -542,7 +619,8 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
   }
   if (priority == Priority::kBulk && options_.bulk_share < 1) {
     for (uint8_t i = 0; i < dest.scope_count; ++i) {
-      if (i != dest.leaf_index) {
+      // Every scope other destinations share (a LINE channel is the leaf of its users).
+      if (scopes_.at(dest.scopes[i]).refs > 1) {
         bulk_of[charge_count - dest.scope_count] = i;
         charges[charge_count++] =
             Charge{BulkKey(charges[i].key),

@@ -101,12 +101,12 @@ struct SchedulerOptions {
   // Global retry budget: transient failures beyond it wait with reason retry_budget.
   // Default: 100 retries per second, burst 100.
   Budget retry_budget{100, 1000, 100};
-  // The most of each shared scope of a path (every scope but the destination's own key) that
+  // The most of each shared scope of a path (every scope other destinations also use) that
   // `bulk` heads may take (Priority): a bulk dispatch also takes from a meter at this share of
   // the scope's budget (its rate and its burst), so normal and high work always finds the rest
   // even when it arrives after a broadcast has filled every wait list. Bulk heads held by it
-  // wait with reason bulk_share. (0, 1]; 1: no cap. Default: 0.8 (the service configures it:
-  // [server] bulk_share).
+  // wait with reason bulk_share. [0.01, 1] (clamped); 1: no cap. Default: 0.8 (the service
+  // configures it: [server] bulk_share).
   double bulk_share = 0.8;
   // How the destination's own key slows down on 429s without usable headers and probes back up.
   AdaptivePaceOptions adaptive;
@@ -422,6 +422,12 @@ class Scheduler {
   void PushFront(WaitLanes& lanes, uint32_t d);
   // The front of the most urgent lane with a waiter; the lanes must not be empty.
   uint32_t PopFront(WaitLanes& lanes);
+  // Takes `d` out of its lane (its head_priority's) of `lanes`; false when it is not there.
+  // O(the lane's length): only for a head whose priority changes while it waits.
+  bool Unlink(WaitLanes& lanes, uint32_t d);
+  // `d` waits (ready, or in a scope's list) and its head's priority becomes `priority`: it
+  // moves to the back of that lane.
+  void Relane(uint32_t d, uint8_t priority);
 
   void MakeReady(uint32_t d);
   // The platform whose ready FIFO `tenant` serves next: -1 when all are empty, -2 when every

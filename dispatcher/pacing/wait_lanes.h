@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -35,7 +36,16 @@ struct WaitLanes {
   // Whether a waiter as urgent as `priority` or more is there: one of that priority arriving
   // now queues behind it.
   bool AnyAtOrAbove(Priority priority) const {
-    for (int lane = 0; lane <= PriorityIndex(priority); ++lane) {
+    return AnyBefore(std::min(PriorityIndex(priority), kPriorityCount - 1) + 1);
+  }
+  // Whether a waiter more urgent than `priority` is there.
+  bool AnyAbove(Priority priority) const {
+    return AnyBefore(std::min(PriorityIndex(priority), kPriorityCount - 1));
+  }
+
+ private:
+  bool AnyBefore(int end_lane) const {
+    for (int lane = 0; lane < end_lane; ++lane) {
       if (head[lane] != kNil) {
         return true;
       }

@@ -185,13 +185,12 @@ class SchedulerBulkShareTest : public SchedulerPriorityTest {
 };
 
 // Verifies that bulk alone takes its share of a shared scope and no more: 80% of the tenant's
-// 50/s over 20 s (800 of 1,000), waiting with reason bulk_share:tenant_egress meanwhile.
+// 50/s over 20 s (800 of 1,000).
 TEST_F(SchedulerBulkShareTest, BulkAloneTakesItsShareOfASharedScope) {
   SetTenantEgress({50, 1000, 1});
   const int total = Broadcast(10, 20'000);
   EXPECT_GE(total, 795);
   EXPECT_LE(total, 802);
-  EXPECT_EQ(Reason(DestinationId{0}).substr(0, 10), "bulk_share");
 }
 
 // Verifies the share's purpose: normal work offered during a broadcast keeps at least the rest
@@ -257,17 +256,48 @@ TEST_F(SchedulerPriorityTest, AShareOfOneCapsNothing) {
   EXPECT_LE(total, 1001);
 }
 
-// Verifies that priority orders only across destinations: one destination's heads leave in the
-// order offered (an earlier sequence replaces the head whatever its priority), so a high head
-// offered behind a bulk one of the same destination waits for it.
-TEST_F(SchedulerPriorityTest, PriorityNeverReordersADestination) {
+// Verifies that a waiting destination whose head is replaced by an earlier one of another
+// priority (a replayed earlier delivery) moves to that priority's lane: a head made high while
+// it waits behind a normal one in the scope's list goes first.
+TEST_F(SchedulerPriorityTest, AHeadReplacedWhileWaitingTakesItsNewLane) {
   SetTenantEgress({1, 1000, 1});
-  DestinationId dest = Add("https://one.example/hook");
-  ASSERT_TRUE(scheduler_.Offer(dest, Item(5, Priority::kBulk)).ok());
-  EXPECT_FALSE(scheduler_.Offer(dest, Item(6, Priority::kHigh)).ok());  // a later one waits
+  DestinationId first = Add("https://first.example/hook");
+  DestinationId normal = Add("https://normal.example/hook");
+  DestinationId later = Add("https://later.example/hook");
+  Offer(first, Priority::kNormal);
+  ASSERT_EQ(Dispatch(), first);
+  ASSERT_TRUE(scheduler_.Offer(normal, Item(10, Priority::kNormal)).ok());
+  ASSERT_TRUE(scheduler_.Offer(later, Item(10, Priority::kBulk)).ok());
+  ASSERT_EQ(Dispatch(), std::nullopt);  // both wait on the tenant's scope
+  ASSERT_TRUE(scheduler_.Offer(later, Item(5, Priority::kHigh)).ok());
+  EXPECT_EQ(scheduler_.Inspect(later)->head_priority, Priority::kHigh);
+  clock_.Advance(milliseconds(1000));
   Decision decision = scheduler_.Next();
   ASSERT_EQ(decision.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(decision.destination, later);
   EXPECT_EQ(decision.sequence, 5u);
+}
+
+// Verifies that a scope shared by being a leaf is capped too: the users of one LINE channel all
+// take the channel's key, so a bulk broadcast to them takes 80% of it.
+TEST_F(SchedulerBulkShareTest, ALineChannelIsASharedScope) {
+  ASSERT_TRUE(
+      scheduler_.SetTenantBudgets("acme", {{BudgetName::kLineChannel, {50, 1000, 1}}}).ok());
+  std::vector<std::pair<DestinationId, Priority>> work;
+  for (int i = 0; i < 10; ++i) {
+    DestinationSpec spec;
+    spec.tenant = "acme";
+    spec.platform = Platform::kLine;
+    spec.credential = "lchan";
+    spec.target = "U" + std::to_string(i);
+    work.emplace_back(*scheduler_.AddDestination(spec), Priority::kBulk);
+  }
+  int total = 0;
+  for (const auto& [dest, count] : Run(work, 20'000)) {
+    total += count;
+  }
+  EXPECT_GE(total, 795);
+  EXPECT_LE(total, 802);
 }
 
 }  // namespace
