@@ -388,6 +388,8 @@ class Scheduler {
     // One per platform, so a full platform blocks only that platform's destinations; by
     // priority within.
     std::array<WaitLanes, kMaxPlatforms> ready;
+    uint32_t ready_mask = 0;  // bit p: ready[p] holds a head
+    static_assert(kMaxPlatforms <= 32, "ready_mask holds a bit per platform");
     uint8_t next_platform = 0;
     int64_t deficit = 0;
     uint32_t weight = 1;
@@ -451,6 +453,10 @@ class Scheduler {
   // Evaluate() without the grant's bookkeeping; `granted`: a connection is reserved for it.
   bool EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, bool granted);
   bool OrderingHeld(uint32_t d) const;
+  // A bulk head's TakeAll: its path's charges and a share meter for every scope other
+  // destinations use (SchedulerOptions::bulk_share). A share's denial names path.size() + the
+  // index of its scope.
+  Result<TakeResult> TakeWithShare(const Dest& dest, std::span<const Charge> path, int64_t now_ns);
   // Defers `d` on the scope that denied; `released`: the path index of the scope that released
   // it from its FIFO for this evaluation (it goes back to that FIFO's front, not its back).
   // `bulk_share`: the scope's bulk meter denied (SchedulerOptions::bulk_share).
