@@ -217,7 +217,7 @@ Status Scheduler::Withdraw(DestinationId id) {
 }
 
 void Scheduler::PushBack(WaitLanes& lanes, uint32_t d) {
-  const int lane = std::min<int>(dests_[d].head_priority, kPriorityCount - 1);
+  const int lane = dests_[d].head_priority;  // Offer holds it to a lane
   dests_[d].link = kNil;
   if (lanes.tail[lane] == kNil) {
     lanes.head[lane] = d;
@@ -228,7 +228,7 @@ void Scheduler::PushBack(WaitLanes& lanes, uint32_t d) {
 }
 
 void Scheduler::PushFront(WaitLanes& lanes, uint32_t d) {
-  const int lane = std::min<int>(dests_[d].head_priority, kPriorityCount - 1);
+  const int lane = dests_[d].head_priority;
   dests_[d].link = lanes.head[lane];
   lanes.head[lane] = d;
   if (lanes.tail[lane] == kNil) {
@@ -257,23 +257,22 @@ bool Scheduler::Unlink(WaitLanes& lanes, uint32_t d) {
 
 void Scheduler::Relane(uint32_t d, uint8_t priority) {
   Dest& dest = dests_[d];
-  WaitLanes* lanes = nullptr;
-  if (dest.state == State::kReady) {
-    lanes = &tenants_[dest.tenant].ready[static_cast<size_t>(dest.platform)];
-  } else {
-    for (uint8_t i = 0; i < dest.scope_count; ++i) {
-      WaitLanes& waiting = scopes_.at(dest.scopes[i]).waiting;
-      if (Unlink(waiting, d)) {
-        dest.head_priority = priority;
-        PushBack(waiting, d);
-        return;
-      }
+  const auto move = [&](WaitLanes& lanes) {
+    if (!Unlink(lanes, d)) {
+      return false;
     }
+    dest.head_priority = priority;
+    PushBack(lanes, d);
+    return true;
+  };
+  if (dest.state == State::kReady) {
+    move(tenants_[dest.tenant].ready[static_cast<size_t>(dest.platform)]);
     return;
   }
-  if (Unlink(*lanes, d)) {
-    dest.head_priority = priority;
-    PushBack(*lanes, d);
+  for (uint8_t i = 0; i < dest.scope_count; ++i) {
+    if (move(scopes_.at(dest.scopes[i]).waiting)) {
+      return;
+    }
   }
 }
 
@@ -369,8 +368,7 @@ void Scheduler::ReleaseScopeWaiters(uint32_t scope, int64_t now_ns) {
   while (release-- > 0 && !slot.waiting.empty()) {
     if (slot.waiting.first_lane() == PriorityIndex(Priority::kBulk) && options_.bulk_share < 1) {
       if (bulk_room < 0) {
-        const GcraParams share_params =
-            BulkParams(scopes_.params(scope), options_.bulk_share, Windowed(scope));
+        const GcraParams share_params = ShareParams(scope, scopes_.params(scope));
         Result<MeterView> share =
             store_.Inspect(BulkKey(slot.key), share_params, FromNanos(now_ns));
         bulk_room = share.has_value() ? std::max<int64_t>(0, share->remaining) : 1;
@@ -662,6 +660,10 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
   return true;
 }
 
+GcraParams Scheduler::ShareParams(uint32_t scope, const GcraParams& params) const {
+  return BulkParams(params, options_.bulk_share, Windowed(scope));
+}
+
 Result<TakeResult> Scheduler::TakeWithShare(const Dest& dest, std::span<const Charge> path,
                                             int64_t now_ns) {
   // Made only for a bulk head: twelve Charges built for every decision cost the scheduler's
@@ -671,12 +673,10 @@ Result<TakeResult> Scheduler::TakeWithShare(const Dest& dest, std::span<const Ch
   std::copy(path.begin(), path.end(), charges.begin());
   size_t count = path.size();
   for (uint8_t i = 0; i < path.size(); ++i) {
-    // Every scope other destinations share (a LINE channel is the leaf of its users).
-    if (scopes_.at(dest.scopes[i]).refs > 1) {
+    if (Shared(dest.scopes[i])) {
       share_of[count - path.size()] = i;
-      charges[count++] = Charge{
-          BulkKey(path[i].key),
-          BulkParams(path[i].params, options_.bulk_share, Windowed(dest.scopes[i])), path[i].cost};
+      charges[count++] =
+          Charge{BulkKey(path[i].key), ShareParams(dest.scopes[i], path[i].params), path[i].cost};
     }
   }
   Result<TakeResult> taken =

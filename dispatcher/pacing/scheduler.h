@@ -457,6 +457,11 @@ class Scheduler {
   // destinations use (SchedulerOptions::bulk_share). A share's denial names path.size() + the
   // index of its scope.
   Result<TakeResult> TakeWithShare(const Dest& dest, std::span<const Charge> path, int64_t now_ns);
+  // Whether other destinations use `scope` too (a LINE channel is the leaf of its users): bulk
+  // heads take their share of such scopes.
+  bool Shared(uint32_t scope) const { return scopes_.at(scope).refs > 1; }
+  // The bulk share meter of `scope` whose own meter paces with `params`.
+  GcraParams ShareParams(uint32_t scope, const GcraParams& params) const;
   // Defers `d` on the scope that denied; `released`: the path index of the scope that released
   // it from its FIFO for this evaluation (it goes back to that FIFO's front, not its back).
   // `bulk_share`: the scope's bulk meter denied (SchedulerOptions::bulk_share).

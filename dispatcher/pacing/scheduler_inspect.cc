@@ -56,7 +56,7 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
     }
     const GcraParams& params = scopes_.params(dest.scopes[i]);
     double per_s = 1e9 / static_cast<double>(std::max<int64_t>(1, params.interval_ns));
-    if (bulk && scopes_.at(dest.scopes[i]).refs > 1) {
+    if (bulk && Shared(dest.scopes[i])) {
       per_s *= options_.bulk_share;
     }
     slowest = slowest < 0 ? per_s : std::min(slowest, per_s);

@@ -139,7 +139,7 @@ TEST(TopFrameTest, ShowsWhenEachBacklogWouldBeDone) {
   now.destinations.push_back(
       Dest("http://a.example/", {{"queued", 90}, {"drain_eta_ms", kWallNow + 125'000}}));
   now.destinations.push_back(
-      Dest("http://b.example/", {{"queued", 50}, {"drain_eta_ms", nullptr}}));
+      Dest("http://b.example/", {{"queued", 50}, {"deferred", 0}, {"drain_eta_ms", nullptr}}));
   now.destinations.push_back(Dest("http://c.example/", {{"queued", 10}}));
   const std::string text =
       Text(RenderTopFrame(now, nullptr, {.wall_now_ms = kWallNow, .width = 120}));

@@ -387,11 +387,10 @@ TEST_F(PlatformScenariosTest, DrainEtaFollowsSteadyAndLoweredBacklogs) {
   if (HasFatalFailure()) {
     return;
   }
-  // The admin names the tenant whose view it wants; an empty or overlong name is refused.
+  // The admin names the tenant whose view it wants; an empty name, or one with a control
+  // character (0x1f would widen PostgreSQL's key range into acme's credential "bot"), is refused.
   EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/v1/stats?tenant=").status, 400);
-  EXPECT_EQ(
-      HttpCallAs(kAdminToken, port_, "GET", "/v1/stats?tenant=" + std::string(257, 't')).status,
-      400);
+  EXPECT_EQ(HttpCallAs(kAdminToken, port_, "GET", "/v1/stats?tenant=acme%1Fbot").status, 400);
   json deliveries = LinePushes(300, 10);
   for (int i = 0; i < 14; ++i) {
     deliveries.push_back(Delivery("slack", "bot", "C2000", {{"text", "hi"}, {"seq", i}}));

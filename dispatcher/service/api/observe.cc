@@ -34,12 +34,17 @@ json CountsJson(const storage::StateCounts& counts) {
   return j;
 }
 
+// Deliveries not yet finished: queued, in flight, deferred.
+uint64_t BacklogOf(const storage::StateCounts& counts) {
+  return storage::CountOf(counts, storage::DeliveryState::kQueued) +
+         storage::CountOf(counts, storage::DeliveryState::kInFlight) +
+         storage::CountOf(counts, storage::DeliveryState::kDeferred);
+}
+
 uint64_t BacklogOf(const std::vector<storage::GroupCounts>& groups) {
   uint64_t n = 0;
   for (const storage::GroupCounts& g : groups) {
-    for (auto state : storage::kAllStates) {
-      n += storage::CountOf(g.counts, state);
-    }
+    n += BacklogOf(g.counts);
   }
   return n;
 }
@@ -53,7 +58,7 @@ json DrainJson(Service& s, const std::string& tenant,
   json out = json::object();
   for (const storage::GroupCounts& g : groups) {
     DrainInputs in;
-    in.backlog = static_cast<int64_t>(BacklogOf({g}));
+    in.backlog = static_cast<int64_t>(BacklogOf(g.counts));
     in.seen_per_s = s.loop().DrainedPerSecond(tenant, g.platform);
     json entry = {{"backlog", in.backlog}};
     if (in.seen_per_s) {
@@ -200,27 +205,20 @@ void WriteDestination(JsonWriter& j, const DestinationInfo& d, const std::string
     j.Key("deferral").String(d.view.deferral.ToString());
   }
   // The head may go now unless the Scheduler holds it until a time.
+  int64_t eligible_ms = now_ms;
+  if (d.view.deferral.until) {
+    eligible_ms += std::max<int64_t>(
+        0, std::chrono::duration_cast<Millis>(*d.view.deferral.until - now).count());
+  }
   if (d.view.has_head) {
-    int64_t eligible_ms = now_ms;
-    if (d.view.deferral.until) {
-      eligible_ms += std::max<int64_t>(
-          0, std::chrono::duration_cast<Millis>(*d.view.deferral.until - now).count());
-    }
     j.Key("next_eligible_ms").Int(eligible_ms);
   }
   // When its backlog would be done (docs/api.md, "Drain ETA").
   DrainInputs drain;
-  drain.backlog = static_cast<int64_t>(storage::CountOf(counts, storage::DeliveryState::kQueued) +
-                                       storage::CountOf(counts, storage::DeliveryState::kInFlight) +
-                                       storage::CountOf(counts, storage::DeliveryState::kDeferred));
-  drain.backlog = std::max<int64_t>(drain.backlog, d.view.in_flight);
+  drain.backlog = std::max<int64_t>(static_cast<int64_t>(BacklogOf(counts)), d.view.in_flight);
   drain.seen_per_s = d.drained_per_s;
   drain.foreseen_per_s = d.view.foreseen_per_s;
-  if (d.view.deferral.until) {
-    drain.not_before_ms =
-        now_ms + std::max<int64_t>(
-                     0, std::chrono::duration_cast<Millis>(*d.view.deferral.until - now).count());
-  }
+  drain.not_before_ms = eligible_ms;
   drain.held = d.view.disabled || d.view.paused || !d.pause_id.empty();
   if (d.drained_per_s) {
     j.Key("drained_per_s").Double(*d.drained_per_s);

@@ -1,5 +1,3 @@
-#include <algorithm>
-
 #include <boost/beast/http/verb.hpp>
 
 #include "dispatcher/service/api/auth.h"
@@ -260,13 +258,12 @@ void Route(Service& s, HttpRequest&& req, const Admission& admission, Respond re
     if (!scope) {
       auto query = QueryParams(View(req.target()));
       if (auto it = query.find("tenant"); it != query.end()) {
-        const std::string& name = it->second;
-        if (name.empty() || name.size() > 256 || std::any_of(name.begin(), name.end(), [](char ch) {
-              return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
-            })) {
-          return respond(ErrorResponse({400, "invalid_request",
-                                        "tenant: 1 to 256 bytes, no control characters, when given",
-                                        "tenant"}));
+        if (it->second.empty()) {
+          return respond(
+              ErrorResponse({400, "invalid_request", "tenant: empty when given", "tenant"}));
+        }
+        if (auto bad = CheckRequestText("tenant", it->second, s.options().store.max_field_bytes)) {
+          return respond(ErrorResponse(*bad));
         }
         stats_scope = it->second;
       }

@@ -363,6 +363,7 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   dest.token_key = parts.tenant + "/" + parts.credential;
   dest.tenant = parts.tenant;
   dest.platform = parts.platform;
+  dest.group_drained = &drain_rates_[{parts.tenant, parts.platform}];
   dest.last_active = clock_.Now();
   dest.hash = index_.Add(&dest.key, &dest.tenant);
   dest.shard = shard;
@@ -894,7 +895,7 @@ void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdi
   const LoopTime now = LoopTimeOf(clock_);
   if (verdict.kind != VerdictKind::kDefer) {
     dest.drained.Count(now.wall_ms);
-    drain_rates_[{d.tenant, d.platform}].Count(now.wall_ms);
+    dest.group_drained->Count(now.wall_ms);
   }
   storage::StateChange change = StateChangeFor(verdict, now, std::move(attempt));
   change.as_owner = true;

@@ -254,14 +254,15 @@ class DeliveryLoop {
     int64_t last_response_ms = 0;
     std::string counted_wait;  // head id and reason of the last pacing wait counted
     bool writing_wait = false;
-    SteadyTime last_active{};         // when it was last given, sent or told of work
-    uint64_t hash = 0;                // its place in index_
-    int64_t indexed_deferral_ms = 0;  // its oldest deferral as index_ has it
-    int shard = -1;                   // ShardOwnership::ShardOf; -1: a store of one node
-    std::string pause_id;             // the pause holding it; empty when none
-    uint64_t shadow_checked = 0;      // dispatches a shadow limit metered
-    uint64_t shadow_throttled = 0;    // of which it would have throttled
-    DrainRate drained;                // deliveries that left its backlog, lately
+    SteadyTime last_active{};            // when it was last given, sent or told of work
+    uint64_t hash = 0;                   // its place in index_
+    int64_t indexed_deferral_ms = 0;     // its oldest deferral as index_ has it
+    int shard = -1;                      // ShardOwnership::ShardOf; -1: a store of one node
+    std::string pause_id;                // the pause holding it; empty when none
+    uint64_t shadow_checked = 0;         // dispatches a shadow limit metered
+    uint64_t shadow_throttled = 0;       // of which it would have throttled
+    DrainRate drained;                   // deliveries that left its backlog, lately
+    DrainRate* group_drained = nullptr;  // its (tenant, platform)'s, in drain_rates_
   };
   struct InFlight {
     std::string dest_key;
@@ -398,6 +399,7 @@ class DeliveryLoop {
   // Destinations held by a pause, by tenant and platform (relay_egress_paused).
   std::map<std::pair<std::string, std::string>, int64_t> paused_;
   // DrainedPerSecond's counts, by (tenant, platform): tenants with a credential times platforms.
+  // Map nodes stay put: each Dest points at its own (Dest::group_drained).
   std::map<std::pair<std::string, std::string>, DrainRate> drain_rates_;
   bool loading_ = false;     // a LoadDestinations walk is on its way
   bool load_again_ = false;  // and another is to follow it
