@@ -283,7 +283,7 @@ void ConnectionBudget::Free(uint32_t origin, uint32_t tenant, int64_t in_flight_
 }
 
 void ConnectionBudget::Wait(uint32_t origin, uint32_t tenant, uint32_t weight, uint32_t d,
-                            bool first) {
+                            Priority priority, bool first) {
   EGRESS_CHECK(origin != kNoOrigin);
   Origin& o = origins_[origin];
   Share& s = o.tenants[tenant];
@@ -292,9 +292,9 @@ void ConnectionBudget::Wait(uint32_t origin, uint32_t tenant, uint32_t weight, u
   CountWaiting(tenant, 1);
   const bool joins = s.dests.empty();
   if (first) {
-    s.dests.push_front(d);
+    s.dests.PushFront(d, priority);
   } else {
-    s.dests.push_back(d);
+    s.dests.PushBack(d, priority);
   }
   if (joins || first) {
     o.slot_queue.erase(s.slot_key);
@@ -310,6 +310,16 @@ void ConnectionBudget::Wait(uint32_t origin, uint32_t tenant, uint32_t weight, u
   }
   // Room may have been left by a grant returned while nobody waited.
   Grant(origin, false);
+}
+
+void ConnectionBudget::Rewait(uint32_t origin, uint32_t tenant, uint32_t d, Priority priority) {
+  if (origin == kNoOrigin) {
+    return;
+  }
+  auto it = origins_[origin].tenants.find(tenant);
+  if (it != origins_[origin].tenants.end()) {
+    it->second.dests.Move(d, priority);
+  }
 }
 
 void ConnectionBudget::SetMultiplexed(uint32_t origin) {
@@ -389,8 +399,8 @@ std::vector<uint32_t> ConnectionBudget::TakeGrants() {
   return out;
 }
 
-bool ConnectionBudget::StartSend(uint32_t origin, uint32_t tenant, uint32_t weight,
-                                 uint64_t token) {
+bool ConnectionBudget::StartSend(uint32_t origin, uint32_t tenant, uint32_t weight, uint64_t token,
+                                 Priority priority) {
   if (origin == kNoOrigin) {
     return true;
   }
@@ -408,7 +418,7 @@ bool ConnectionBudget::StartSend(uint32_t origin, uint32_t tenant, uint32_t weig
     ++s.sending;
     return true;
   }
-  s.sends.push_back(token);
+  s.sends.PushBack(token, priority);
   ++o.send_waiters;
   if (s.sends.size() == 1) {
     Requeue(o, tenant, s, true, false);

@@ -1,13 +1,15 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "dispatcher/pacing/lane_queue.h"
+#include "dispatcher/pacing/priority.h"
 
 namespace egress::pacing {
 
@@ -76,10 +78,17 @@ class ConnectionBudget {
   void Give(uint32_t origin, uint32_t tenant);
   // A grant given to a destination of `tenant` that did not dispatch.
   void Return(uint32_t origin, uint32_t tenant);
-  // Queues destination `d` of `tenant` (weight) for a slot of `origin`. With `first`, `d` had a
-  // grant and gave it back (a meter held it a moment): it is served before its tenant's other
-  // destinations and, at an equal share, before the other tenants.
-  void Wait(uint32_t origin, uint32_t tenant, uint32_t weight, uint32_t d, bool first = false);
+  // Queues destination `d` of `tenant` (weight) for a slot of `origin`, its head of `priority`:
+  // the tenant's waiting destinations are served most urgent first (LaneQueue), in arrival
+  // order within a priority; tenants keep their shares whatever their waiters' priorities.
+  // With `first`, `d` had a grant and gave it back (a meter held it a moment): it is served
+  // before its tenant's other destinations of its priority and, at an equal share, before the
+  // other tenants.
+  void Wait(uint32_t origin, uint32_t tenant, uint32_t weight, uint32_t d,
+            Priority priority = Priority::kNormal, bool first = false);
+  // A waiting destination's head changed priority: it moves to the back of that priority's
+  // waiters. No-op when `d` does not wait at `origin`.
+  void Rewait(uint32_t origin, uint32_t tenant, uint32_t d, Priority priority);
   // The origin multiplexes (HTTP/2): its capacity becomes per_origin × streams.
   void SetMultiplexed(uint32_t origin);
   // The tenant's weight in the total's shares (default 1; Wait and StartSend also set it).
@@ -90,8 +99,10 @@ class ConnectionBudget {
 
   // A dispatched request of `tenant` (weight) is about to be sent: true when it holds a
   // connection of `origin` now (until EndSend()); false when it waits for one, `token` then
-  // comes out of TakeSendGrants() when a connection is held for it.
-  bool StartSend(uint32_t origin, uint32_t tenant, uint32_t weight, uint64_t token);
+  // comes out of TakeSendGrants() when a connection is held for it. The tenant's waiting
+  // requests get its connections most urgent first (`priority`), then in arrival order.
+  bool StartSend(uint32_t origin, uint32_t tenant, uint32_t weight, uint64_t token,
+                 Priority priority = Priority::kNormal);
   // A sent request of `tenant` got its answer (or failed): its connection goes to the next
   // waiting request at once (TakeSendGrants()).
   void EndSend(uint32_t origin, uint32_t tenant);
@@ -142,14 +153,14 @@ class ConnectionBudget {
   // One tenant at one origin.
   struct Share {
     uint32_t weight = 1;
-    int64_t held = 0;            // slots: dispatched or granted
-    int64_t sending = 0;         // on a connection
-    int64_t kept = 0;            // connections kept for its next request (Keep)
-    std::deque<uint32_t> dests;  // waiting for a slot, with their heads
-    std::deque<uint64_t> sends;  // waiting for a connection
-    QueueKey slot_key;           // its key in slot_queue while dests is not empty
-    QueueKey send_key;           // its key in send_queue while sends is not empty
-    int64_t conns = 0;           // connections of the total its slots hold (TenantConnections)
+    int64_t held = 0;           // slots: dispatched or granted
+    int64_t sending = 0;        // on a connection
+    int64_t kept = 0;           // connections kept for its next request (Keep)
+    LaneQueue<uint32_t> dests;  // waiting for a slot, with their heads
+    LaneQueue<uint64_t> sends;  // waiting for a connection
+    QueueKey slot_key;          // its key in slot_queue while dests is not empty
+    QueueKey send_key;          // its key in send_queue while sends is not empty
+    int64_t conns = 0;          // connections of the total its slots hold (TenantConnections)
   };
   // One tenant over every origin: its part of the total.
   struct TenantTotal {

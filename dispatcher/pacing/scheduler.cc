@@ -181,6 +181,8 @@ Status Scheduler::Offer(DestinationId id, WorkItem&& item) {
   if (priority != dest.head_priority &&
       (dest.state == State::kReady || dest.state == State::kScopeWait)) {
     Relane(id.value, priority);  // an earlier head of another priority: its lane changes too
+  } else if (priority != dest.head_priority && dest.state == State::kConnWait) {
+    conns_.Rewait(dest.origin, dest.tenant, id.value, static_cast<Priority>(priority));
   }
   dest.head_priority = priority;
   dest.head_not_before_ns = ToNanos(item.not_before);
@@ -582,7 +584,8 @@ bool Scheduler::EvaluateHead(uint32_t d, int64_t now_ns, Decision& decision, boo
   if (!granted && !conns_.HasRoom(dest.origin, dest.tenant)) {
     dest.state = State::kConnWait;
     dest.reason = DeferReason::kConnections;
-    conns_.Wait(dest.origin, dest.tenant, tenants_[dest.tenant].weight, d, dest.conn_first);
+    conns_.Wait(dest.origin, dest.tenant, tenants_[dest.tenant].weight, d,
+                static_cast<Priority>(dest.head_priority), dest.conn_first);
     dest.conn_first = false;
     ApplyGrants();
     return false;

@@ -267,9 +267,10 @@ class Scheduler {
   // The send gate of the connection budget (ConnectionBudget::StartSend): a dispatched request
   // of destination `id` is ready to go. True: it holds a connection of its origin now, until
   // EndSend(id). False: it waits for one; `token` comes out of TakeSendGrants() when one is held
-  // for it (the caller keeps the request until then). An unknown `id` or one without an origin
-  // limit always goes.
-  bool StartSend(DestinationId id, uint64_t token);
+  // for it (the caller keeps the request until then); a tenant's waiting requests get its
+  // connections most urgent first (the request's `priority`). An unknown `id` or one without an
+  // origin limit always goes.
+  bool StartSend(DestinationId id, uint64_t token, Priority priority = Priority::kNormal);
   // A request of `id` that StartSend() (or a grant) let go got its answer or failed: its
   // connection goes to the next waiting request of the origin at once, or stays its tenant's for
   // the destination's next head (SchedulerOptions::connection_keep). Call before OnOutcome().

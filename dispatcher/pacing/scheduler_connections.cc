@@ -31,13 +31,14 @@ Status Scheduler::SetMultiplexed(DestinationId id) {
   return Status::Ok();
 }
 
-bool Scheduler::StartSend(DestinationId id, uint64_t token) {
+bool Scheduler::StartSend(DestinationId id, uint64_t token, Priority priority) {
   Result<Dest*> found = Find(id);
   if (!found.has_value()) {
     return true;  // not scheduled here: nothing to count
   }
   const Dest& dest = **found;
-  const bool sent = conns_.StartSend(dest.origin, dest.tenant, tenants_[dest.tenant].weight, token);
+  const bool sent =
+      conns_.StartSend(dest.origin, dest.tenant, tenants_[dest.tenant].weight, token, priority);
   if (!kept_.empty()) {
     std::erase_if(kept_, [&](const KeptConnection& k) {
       return k.origin == dest.origin && k.tenant == dest.tenant &&

@@ -75,6 +75,69 @@ TEST(ConnectionBudgetTest, WeightScalesShare) {
   EXPECT_EQ(budget.TakeGrants(), (std::vector<uint32_t>{0, 100, 101, 102}));
 }
 
+// Verifies priority among one tenant's destinations waiting for a slot (issue 33): a freed slot
+// goes to its high head, then normal, then bulk, arrival order within each; a head given back
+// (`first`) goes before its priority's others only; a head whose priority changed while it
+// waited (Rewait) moves to the back of its new priority's; tenants keep their shares: B, holding
+// less, is served before A's high head.
+TEST(ConnectionBudgetTest, TenantsWaitersGoMostUrgentFirst) {
+  ConnectionBudget budget({.per_origin = 1});
+  const uint32_t o = budget.Acquire("https://hooks.example");
+  budget.Take(o, kA, false);
+  budget.Wait(o, kA, 1, 1, Priority::kBulk);
+  budget.Wait(o, kA, 1, 2, Priority::kBulk);
+  budget.Wait(o, kA, 1, 3, Priority::kNormal);
+  budget.Wait(o, kA, 1, 4, Priority::kHigh);
+  budget.Wait(o, kA, 1, 5, Priority::kNormal);
+  budget.Wait(o, kA, 1, 6, Priority::kBulk, /*first=*/true);
+  budget.Wait(o, kA, 1, 7, Priority::kHigh);
+  budget.Rewait(o, kA, 2, Priority::kNormal);
+  budget.Rewait(o, kB, 2, Priority::kHigh);  // B waits for nothing: no-op
+  std::vector<uint32_t> order;
+  for (int i = 0; i < 7; ++i) {
+    budget.Give(o, kA);
+    const std::vector<uint32_t> granted = budget.TakeGrants();
+    ASSERT_EQ(granted.size(), 1u);
+    order.push_back(granted[0]);
+    budget.Take(o, kA, true);
+  }
+  EXPECT_EQ(order, (std::vector<uint32_t>{4, 7, 3, 5, 2, 6, 1}));
+
+  ConnectionBudget two({.per_origin = 2});
+  const uint32_t p = two.Acquire("https://hooks.example");
+  two.Take(p, kA, false);
+  two.Take(p, kA, false);
+  two.Wait(p, kA, 1, 8, Priority::kHigh);
+  two.Wait(p, kB, 1, 9, Priority::kBulk);
+  two.Give(p, kA);  // A 1, B 0
+  EXPECT_EQ(two.TakeGrants(), (std::vector<uint32_t>{9}));
+}
+
+// Verifies priority in the send gate: one tenant's requests waiting for a connection take the
+// freed ones high first, then normal, then bulk, in arrival order within each.
+TEST(ConnectionBudgetTest, SendGateServesATenantsUrgentRequestsFirst) {
+  ConnectionBudget budget({.per_origin = 1, .ahead = 5});
+  const uint32_t o = budget.Acquire("https://hooks.example");
+  for (int i = 0; i < 6; ++i) {
+    budget.Take(o, kA, false);
+  }
+  EXPECT_TRUE(budget.StartSend(o, kA, 1, 1, Priority::kBulk));
+  EXPECT_FALSE(budget.StartSend(o, kA, 1, 2, Priority::kBulk));
+  EXPECT_FALSE(budget.StartSend(o, kA, 1, 3, Priority::kNormal));
+  EXPECT_FALSE(budget.StartSend(o, kA, 1, 4, Priority::kBulk));
+  EXPECT_FALSE(budget.StartSend(o, kA, 1, 5, Priority::kHigh));
+  EXPECT_FALSE(budget.StartSend(o, kA, 1, 6, Priority::kNormal));
+  std::vector<uint64_t> order;
+  for (int i = 0; i < 5; ++i) {
+    budget.EndSend(o, kA);
+    budget.Give(o, kA);
+    for (const uint64_t token : budget.TakeSendGrants()) {
+      order.push_back(token);
+    }
+  }
+  EXPECT_EQ(order, (std::vector<uint64_t>{5, 3, 6, 2, 4}));
+}
+
 // Verifies that a returned grant goes to the next waiter, and that nobody overtakes a waiter.
 TEST(ConnectionBudgetTest, ReturnedGrantPassesOn) {
   ConnectionBudget budget({.per_origin = 1});

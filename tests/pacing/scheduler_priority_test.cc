@@ -179,6 +179,49 @@ TEST(SchedulerPriorityReadyTest, ReadyHeadsOfATenantLeaveMostUrgentFirst) {
   EXPECT_EQ(sent, (std::vector<DestinationId>{ids[3], ids[1], ids[0], ids[2]}));
 }
 
+// Verifies the order within one tenant's heads waiting for a connection (a connection pool is a
+// shared scope too): with one connection to the receiver's host, the heads that came to wait
+// while it was busy get it high first, then normal, then bulk, a bulk head made high while it
+// waited (an earlier delivery replayed) among the high ones.
+TEST(SchedulerPriorityReadyTest, HeadsWaitingForAConnectionGetItMostUrgentFirst) {
+  SchedulerOptions options;
+  options.connections = {.per_origin = 1, .total = 0, .streams = 100};
+  FakeClock clock;
+  MemoryBudgetStore store;
+  FakeRandom random;
+  Scheduler scheduler(clock, store, random, options);
+  ASSERT_TRUE(
+      scheduler.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1000, 1000, 1000}}}).ok());
+  std::vector<DestinationId> ids;
+  for (int i = 0; i < 6; ++i) {
+    DestinationSpec spec = Webhook("https://hooks.example/" + std::to_string(i));
+    spec.origin = "https://hooks.example";
+    ids.push_back(*scheduler.AddDestination(spec));
+  }
+  ASSERT_TRUE(scheduler.Offer(ids[0], Item(1, Priority::kBulk)).ok());
+  Decision busy = scheduler.Next();
+  ASSERT_EQ(busy.kind, Decision::Kind::kDispatch);
+  const Priority order[] = {Priority::kBulk, Priority::kNormal, Priority::kBulk, Priority::kHigh,
+                            Priority::kBulk};
+  for (int i = 1; i < 6; ++i) {
+    ASSERT_TRUE(scheduler.Offer(ids[i], Item(10, order[i - 1])).ok());
+  }
+  ASSERT_NE(scheduler.Next().kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(scheduler.Inspect(ids[5])->deferral.ToString(), "connections");
+  ASSERT_TRUE(scheduler.Offer(ids[5], Item(5, Priority::kHigh)).ok());
+  std::vector<DestinationId> sent;
+  for (Decision decision = busy; sent.size() < 5;) {
+    ASSERT_TRUE(scheduler
+                    .OnOutcome(decision.destination, decision.sequence,
+                               DeliveryOutcome{.http_status = 200}, {})
+                    .has_value());
+    decision = scheduler.Next();
+    ASSERT_EQ(decision.kind, Decision::Kind::kDispatch);
+    sent.push_back(decision.destination);
+  }
+  EXPECT_EQ(sent, (std::vector<DestinationId>{ids[4], ids[5], ids[2], ids[1], ids[3]}));
+}
+
 class SchedulerBulkShareTest : public SchedulerPriorityTest {
  protected:
   SchedulerBulkShareTest() : SchedulerPriorityTest(Share(0.8)) {}

@@ -604,7 +604,7 @@ void DeliveryLoop::OnLeased(const std::string& key, uint64_t sequence, const std
 
 void DeliveryLoop::SendWhenConnected(const std::string& key, uint64_t sequence, Delivery d) {
   const uint64_t token = ++next_send_token_;
-  if (!scheduler_.StartSend(dests_.at(key).id, token)) {
+  if (!scheduler_.StartSend(dests_.at(key).id, token, d.priority)) {
     parked_.emplace(token, Parked{key, sequence, std::move(d)});
     return;
   }
