@@ -276,6 +276,7 @@ bool DeliveryLoop::Forget(std::unordered_map<std::string, Dest>::iterator it) {
   index_.MoveDeferral(&dest.key, &dest.tenant, dest.hash, dest.indexed_deferral_ms, 0);
   index_.Remove(&dest.key, &dest.tenant, dest.hash);
   dests_.erase(it);
+  UpdateHoldCap();
   metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
   return true;
 }
@@ -355,8 +356,10 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
                                      // Several nodes accept for this one: the store says the
                                      // order, not the order in which they tell of it.
                                      ownership_ == nullptr ? DestinationQueue::Notified::kHold
-                                                           : DestinationQueue::Notified::kRead)})
+                                                           : DestinationQueue::Notified::kRead,
+                                     options_.held_budget == 0 ? nullptr : &hold_cap_)})
           .first->second;
+  UpdateHoldCap();
   dest.id = *id;
   dest.key = key;
   dest.discord = *platform == Platform::kDiscord;
@@ -373,6 +376,12 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
     ApplyPause(dest);
   }
   return &dest;
+}
+
+void DeliveryLoop::UpdateHoldCap() {
+  if (options_.held_budget != 0) {
+    hold_cap_ = std::max<size_t>(2, options_.held_budget / std::max<size_t>(1, dests_.size()));
+  }
 }
 
 void DeliveryLoop::Notify(const Delivery& d) {

@@ -109,6 +109,11 @@ class DeliveryLoop {
   struct Options {
     // Deliveries one store read fetches per destination. Default: 32.
     size_t read_ahead = 32;
+    // Deliveries held in memory across every destination (heads and read-ahead, about 200
+    // bytes each): each destination may hold this divided by the destinations known, at least
+    // 2 and at most twice read_ahead; the rest stays in the store until its turn comes. 0: no
+    // budget. Default: 200,000 (about 40 MiB; 100,000 destinations hold two each).
+    size_t held_budget = 200'000;
     // Discord's invalid-request guard (401, 403, 429 per bot token in 10 minutes).
     adapters::InvalidRequestCounter::Options discord_invalid_requests;
     // A head held back by pacing for at least this long is written to the store as deferred,
@@ -386,6 +391,10 @@ class DeliveryLoop {
   std::unordered_set<std::string> repairing_;    // ids MoveCorruptToDead is working on
   std::function<void()> drained_;
   std::unordered_map<std::string, Dest> dests_;
+  // The most each destination's queue may hold now (Options::held_budget over dests_), read by
+  // every DestinationQueue; UpdateHoldCap sets it as destinations come and go.
+  size_t hold_cap_ = SIZE_MAX;
+  void UpdateHoldCap();
   DestinationIndex index_;  // dests_ in listing order; points into dests_' nodes
   std::unordered_map<uint32_t, std::string> keys_by_id_;
   std::unordered_map<std::string, InFlight> in_flight_;  // delivery id ->

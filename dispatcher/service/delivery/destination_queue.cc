@@ -15,12 +15,28 @@ PendingDelivery PendingOf(const storage::Delivery& d) {
           .priority = d.priority};
 }
 
-DestinationQueue::DestinationQueue(size_t read_ahead, Notified notified)
-    : read_ahead_(std::max<size_t>(1, read_ahead)), notified_(notified) {}
+DestinationQueue::DestinationQueue(size_t read_ahead, Notified notified, const size_t* hold_cap)
+    : read_ahead_(std::max<size_t>(1, read_ahead)), notified_(notified), hold_cap_(hold_cap) {}
+
+size_t DestinationQueue::HoldLimit() const {
+  const size_t most = 2 * read_ahead_;
+  return hold_cap_ == nullptr ? most : std::clamp<size_t>(*hold_cap_, 1, most);
+}
+
+size_t DestinationQueue::ReadSize() const { return std::min(read_ahead_, HoldLimit()); }
+
+void DestinationQueue::Compact(bool all) {
+  if (first_ == 0 || (!all && 2 * first_ < held_.size())) {
+    return;
+  }
+  held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(first_));
+  first_ = 0;
+}
 
 bool DestinationQueue::Add(PendingDelivery p) {
+  Compact(false);
   auto it =
-      std::lower_bound(held_.begin(), held_.end(), p.id,
+      std::lower_bound(held_.begin() + static_cast<std::ptrdiff_t>(first_), held_.end(), p.id,
                        [](const PendingDelivery& a, const std::string& id) { return a.id < id; });
   if (it != held_.end() && it->id == p.id) {
     // A copy from the same millisecond (intake's copy, then the pacing wait the loop wrote
@@ -61,12 +77,13 @@ bool DestinationQueue::Notify(PendingDelivery p) {
 
 std::optional<DestinationQueue::FetchPlan> DestinationQueue::StartFetch(size_t in_flight) {
   // A head not covered yet is read for, however much is held behind it.
-  if (fetching_ || complete_ || (held_.size() > read_ahead_ / 2 && HeadCovered())) {
+  const size_t read = ReadSize();
+  if (fetching_ || complete_ || (size() > read / 2 && HeadCovered())) {
     return std::nullopt;
   }
   fetching_ = true;
   fetch_epoch_ = epoch_;
-  asked_ = read_ahead_ + (cursor_.empty() ? in_flight : 0);
+  asked_ = read + (cursor_.empty() ? in_flight : 0);
   return FetchPlan{cursor_, asked_};
 }
 
@@ -74,6 +91,8 @@ bool DestinationQueue::Fetched(std::vector<PendingDelivery> waiting, size_t read
                                const std::string& last_id) {
   fetching_ = false;
   const std::string head_before = head() == nullptr ? std::string() : head()->id;
+  Compact(true);
+  held_.reserve(held_.size() + waiting.size());  // exactly: a read is up to twice the read-ahead
   held_.insert(held_.end(), std::make_move_iterator(waiting.begin()),
                std::make_move_iterator(waiting.end()));
   // Merge: both runs are in id order; keep the newest copy of an id held twice.
@@ -110,26 +129,37 @@ void DestinationQueue::Invalidate() {
 }
 
 void DestinationQueue::Reset() {
-  held_.clear();
+  held_ = {};
+  first_ = 0;
   cursor_.clear();
   complete_ = false;
   ++epoch_;
 }
 
 std::optional<PendingDelivery> DestinationQueue::TakeHead() {
-  if (held_.empty()) {
+  if (size() == 0) {
     return std::nullopt;
   }
-  PendingDelivery p = std::move(held_.front());
-  held_.pop_front();
+  PendingDelivery p = std::move(held_[first_++]);
+  if (first_ == held_.size()) {
+    // Empty: an idle destination keeps one slot at most (a fetch of 32 would otherwise leave it
+    // 4 KiB), so one delivery in and out at a time allocates nothing.
+    if (held_.capacity() > 1) {
+      held_ = {};
+    } else {
+      held_.clear();
+    }
+    first_ = 0;
+  }
   return p;
 }
 
 void DestinationQueue::Trim() {
-  if (held_.size() <= 2 * read_ahead_) {
+  const size_t limit = HoldLimit();
+  if (size() <= limit) {
     return;
   }
-  held_.resize(read_ahead_);
+  held_.resize(first_ + std::min(read_ahead_, limit));
   cursor_ = held_.back().id;
   complete_ = false;
   ++epoch_;
@@ -137,7 +167,7 @@ void DestinationQueue::Trim() {
 
 int64_t DestinationQueue::oldest_deferral_ms() const {
   int64_t oldest = 0;
-  for (const PendingDelivery& p : held_) {
+  for (const PendingDelivery& p : held()) {
     if (p.state == storage::DeliveryState::kDeferred && (oldest == 0 || p.updated_ms < oldest)) {
       oldest = p.updated_ms;
     }

@@ -2,8 +2,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,7 +48,11 @@ class DestinationQueue {
     kRead,
   };
   // `read_ahead`: how many deliveries one fetch asks for; the queue holds up to twice that.
-  explicit DestinationQueue(size_t read_ahead = 32, Notified notified = Notified::kHold);
+  // `hold_cap`, when given: the most it may hold now, which the owner lowers as destinations
+  // come (DeliveryLoop::Options::held_budget): reads ask for at most that many, and what goes
+  // past it is dropped from the tail and read again later (at least one is always held).
+  explicit DestinationQueue(size_t read_ahead = 32, Notified notified = Notified::kHold,
+                            const size_t* hold_cap = nullptr);
 
   // A waiting delivery the loop learned of from a fetch or an outcome. Ignores an id already
   // held unless this copy is newer (updated_ms). True when the head changed.
@@ -85,26 +89,40 @@ class DestinationQueue {
   // (its id is at most the cursor) or the queue is complete. A delivery notified while a read
   // was on its way, or held again after a Reset, is not the head before a read has shown that
   // nothing earlier waits (it would be sent ahead of what that read brings). nullptr otherwise.
-  const PendingDelivery* head() const { return HeadCovered() ? &held_.front() : nullptr; }
+  const PendingDelivery* head() const { return HeadCovered() ? &held_[first_] : nullptr; }
   // Removes the head (it was dispatched); the next in line becomes the head.
   std::optional<PendingDelivery> TakeHead();
 
-  size_t size() const { return held_.size(); }
+  size_t size() const { return held_.size() - first_; }
   // When the oldest deferred delivery held was deferred (Unix ms; 0: none held). O(size()).
   int64_t oldest_deferral_ms() const;
-  const std::deque<PendingDelivery>& held() const { return held_; }
+  // What is held, head first.
+  std::span<const PendingDelivery> held() const {
+    return std::span<const PendingDelivery>(held_).subspan(first_);
+  }
   const std::string& cursor() const { return cursor_; }
   bool complete() const { return complete_; }
   bool fetching() const { return fetching_; }
 
  private:
   void Trim();
-  bool HeadCovered() const { return !held_.empty() && (complete_ || held_.front().id <= cursor_); }
+  // What one read asks for, and the most held before the tail is dropped.
+  size_t ReadSize() const;
+  size_t HoldLimit() const;
+  // Drops the slots TakeHead left before first_ once they are half of held_ (each delivery is
+  // moved down at most once per halving), or all of them with `all`.
+  void Compact(bool all);
+  bool HeadCovered() const { return size() != 0 && (complete_ || held_[first_].id <= cursor_); }
 
   const size_t read_ahead_;
   const Notified notified_;
+  const size_t* hold_cap_;
   bool notified_while_fetching_ = false;  // kRead: the fetch on its way may have missed one
-  std::deque<PendingDelivery> held_;      // id order; front is the head
+  // id order from first_, which is the head; the slots before it were taken. A vector, not a
+  // deque: libstdc++'s deque allocates about 470 bytes when made and another node when a fetch
+  // inserts, 850 bytes for a destination holding one delivery (bench/README.md, section 14).
+  std::vector<PendingDelivery> held_;
+  size_t first_ = 0;
   std::string cursor_;
   bool complete_ = false;
   bool fetching_ = false;

@@ -222,6 +222,62 @@ TEST(DestinationQueueTest, NotifiedForAReadLeavesTheOrderToTheStore) {
 // Verifies Invalidate: a complete queue reads after its cursor again (work may have arrived
 // unannounced: a lost wake-up, a lapsed lease), keeping what it holds; during a read, another
 // read follows it.
+// Verifies that heads taken leave no gap in what is held (the slots before the head are dropped
+// as adds and reads come): adds, reads and overflow after takes keep id order from the head, and
+// a queue taken empty is empty.
+TEST(DestinationQueueTest, TakenHeadsLeaveNoGap) {
+  DestinationQueue q(4);
+  ASSERT_TRUE(q.StartFetch(0).has_value());
+  q.Fetched({P("a"), P("c"), P("e"), P("g")}, 4, "g");
+  EXPECT_EQ(q.TakeHead()->id, "a");
+  EXPECT_EQ(q.TakeHead()->id, "c");
+  EXPECT_FALSE(q.Add(P("f")));
+  EXPECT_TRUE(q.Add(P("d")));  // earlier than the head: it is the head now
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"d", "e", "f", "g"}));
+  EXPECT_EQ(q.TakeHead()->id, "d");
+  EXPECT_EQ(q.TakeHead()->id, "e");
+  ASSERT_TRUE(q.StartFetch(0).has_value());  // two held: read ahead after g
+  q.Fetched({P("h"), P("i")}, 2, "i");
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"f", "g", "h", "i"}));
+  EXPECT_EQ(q.size(), 4u);
+  for (const char* id : {"f", "g", "h", "i"}) {
+    EXPECT_EQ(q.TakeHead()->id, id);
+  }
+  EXPECT_EQ(q.size(), 0u);
+  EXPECT_TRUE(q.held().empty());
+  EXPECT_FALSE(q.TakeHead().has_value());
+}
+
+// Verifies the hold cap its owner sets (DeliveryLoop::Options::held_budget): reads ask for no
+// more than the cap, what goes past it is dropped from the tail and read again after the cursor,
+// deliveries told of past the cursor are left in the store, and a raised cap reads more again.
+TEST(DestinationQueueTest, HoldsNoMoreThanTheCapItsOwnerSets) {
+  size_t cap = 3;
+  DestinationQueue q(32, DestinationQueue::Notified::kHold, &cap);
+  auto plan = q.StartFetch(0);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->limit, 3u);
+  q.Fetched({P("a"), P("b"), P("c")}, 3, "c");
+  EXPECT_FALSE(q.complete());
+  EXPECT_FALSE(q.Notify(P("d")));  // past the cursor of a queue not complete: read later
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"a", "b", "c"}));
+  cap = 2;
+  q.Add(P("b2"));  // over the cap: the tail goes, the cursor comes back
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(q.cursor(), "b");
+  EXPECT_EQ(q.TakeHead()->id, "a");
+  plan = q.StartFetch(0);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->after, "b");
+  EXPECT_EQ(plan->limit, 2u);
+  cap = 1000;  // at most twice the read-ahead, as without a cap
+  q.Fetched({P("b2"), P("c")}, 2, "c");
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"b", "b2", "c"}));
+  plan = q.StartFetch(0);
+  ASSERT_TRUE(plan.has_value());  // three held, fewer than half a read
+  EXPECT_EQ(plan->limit, 32u);
+}
+
 TEST(DestinationQueueTest, InvalidateReadsAfterTheCursorAgain) {
   DestinationQueue q(4, DestinationQueue::Notified::kRead);
   q.StartFetch(0);
