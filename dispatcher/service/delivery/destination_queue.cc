@@ -83,7 +83,11 @@ std::optional<DestinationQueue::FetchPlan> DestinationQueue::StartFetch(size_t i
   }
   fetching_ = true;
   fetch_epoch_ = epoch_;
-  asked_ = read + (cursor_.empty() ? in_flight : 0);
+  // No more than there is room for under the limit (at least one): under a cap of 2, a read of
+  // 2 while one is held would drop one at once and read it again.
+  const size_t limit = HoldLimit();
+  const size_t room = limit > size() ? limit - size() : 1;
+  asked_ = std::min(read, room) + (cursor_.empty() ? in_flight : 0);
   return FetchPlan{cursor_, asked_};
 }
 
@@ -92,7 +96,6 @@ bool DestinationQueue::Fetched(std::vector<PendingDelivery> waiting, size_t read
   fetching_ = false;
   const std::string head_before = head() == nullptr ? std::string() : head()->id;
   Compact(true);
-  held_.reserve(held_.size() + waiting.size());  // exactly: a read is up to twice the read-ahead
   held_.insert(held_.end(), std::make_move_iterator(waiting.begin()),
                std::make_move_iterator(waiting.end()));
   // Merge: both runs are in id order; keep the newest copy of an id held twice.
@@ -160,7 +163,9 @@ void DestinationQueue::Trim() {
     return;
   }
   held_.resize(first_ + std::min(read_ahead_, limit));
-  cursor_ = held_.back().id;
+  // Never forward: what is held past the cursor (told of while a read was on its way) is not
+  // covered, and raising the cursor over it would skip what the store holds before it.
+  cursor_ = std::min(cursor_, held_.back().id);
   complete_ = false;
   ++epoch_;
 }

@@ -49,8 +49,9 @@ class DestinationQueue {
   };
   // `read_ahead`: how many deliveries one fetch asks for; the queue holds up to twice that.
   // `hold_cap`, when given: the most it may hold now, which the owner lowers as destinations
-  // come (DeliveryLoop::Options::held_budget): reads ask for at most that many, and what goes
-  // past it is dropped from the tail and read again later (at least one is always held).
+  // come (DeliveryLoop::Options::held_budget): reads ask for no more than there is room for,
+  // and what goes past it is dropped from the tail and read again later (at least one is always
+  // held). A lowered cap applies to a queue at its next Add or read.
   explicit DestinationQueue(size_t read_ahead = 32, Notified notified = Notified::kHold,
                             const size_t* hold_cap = nullptr);
 

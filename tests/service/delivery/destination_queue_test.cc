@@ -219,9 +219,6 @@ TEST(DestinationQueueTest, NotifiedForAReadLeavesTheOrderToTheStore) {
   EXPECT_EQ(Ids(q), (std::vector<std::string>{"b", "c", "d"}));
 }
 
-// Verifies Invalidate: a complete queue reads after its cursor again (work may have arrived
-// unannounced: a lost wake-up, a lapsed lease), keeping what it holds; during a read, another
-// read follows it.
 // Verifies that heads taken leave no gap in what is held (the slots before the head are dropped
 // as adds and reads come): adds, reads and overflow after takes keep id order from the head, and
 // a queue taken empty is empty.
@@ -244,8 +241,43 @@ TEST(DestinationQueueTest, TakenHeadsLeaveNoGap) {
     EXPECT_EQ(q.TakeHead()->id, id);
   }
   EXPECT_EQ(q.size(), 0u);
-  EXPECT_TRUE(q.held().empty());
   EXPECT_FALSE(q.TakeHead().has_value());
+
+  // Overflow after takes: the tail past twice the read-ahead goes, counted from the head.
+  DestinationQueue r(2);
+  ASSERT_TRUE(r.StartFetch(0).has_value());
+  r.Fetched({P("a"), P("b")}, 2, "b");
+  EXPECT_EQ(r.TakeHead()->id, "a");
+  ASSERT_TRUE(r.StartFetch(0).has_value());
+  r.Fetched({P("c"), P("d"), P("e"), P("f")}, 4, "f");  // five held: over 4, back to 2
+  EXPECT_EQ(Ids(r), (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(r.cursor(), "c");
+}
+
+// Verifies that dropping the tail never moves the cursor forward: deliveries told of while a
+// read is on its way are held past the cursor without being covered (the store may hold
+// earlier ones the read has not brought); cut back to the cap, the cursor stays where the
+// reads reached, so the next read still brings the earlier ones, and they go first.
+TEST(DestinationQueueTest, DroppingTheTailNeverSkipsWhatTheStoreHolds) {
+  size_t cap = 2;
+  DestinationQueue q(32, DestinationQueue::Notified::kHold, &cap);
+  ASSERT_TRUE(q.StartFetch(0).has_value());
+  q.Fetched({P("b")}, 1, "b");  // asked for 2, got 1: complete
+  q.Invalidate();               // work may have come unannounced (c and d, say)
+  ASSERT_TRUE(q.StartFetch(0).has_value());
+  q.Notify(P("e"));
+  q.Notify(P("f"));  // three held: cut back to two
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"b", "e"}));
+  EXPECT_EQ(q.cursor(), "b");
+  q.FetchFailed();
+  EXPECT_EQ(q.TakeHead()->id, "b");
+  EXPECT_EQ(q.head(), nullptr) << "e is past the cursor: c and d may come before it";
+  auto plan = q.StartFetch(0);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->after, "b");
+  EXPECT_EQ(plan->limit, 1u);
+  q.Fetched({P("c")}, 1, "c");
+  EXPECT_EQ(q.head()->id, "c");
 }
 
 // Verifies the hold cap its owner sets (DeliveryLoop::Options::held_budget): reads ask for no
@@ -269,15 +301,19 @@ TEST(DestinationQueueTest, HoldsNoMoreThanTheCapItsOwnerSets) {
   plan = q.StartFetch(0);
   ASSERT_TRUE(plan.has_value());
   EXPECT_EQ(plan->after, "b");
-  EXPECT_EQ(plan->limit, 2u);
-  cap = 1000;  // at most twice the read-ahead, as without a cap
-  q.Fetched({P("b2"), P("c")}, 2, "c");
-  EXPECT_EQ(Ids(q), (std::vector<std::string>{"b", "b2", "c"}));
+  EXPECT_EQ(plan->limit, 1u);  // room for one more under the cap
+  cap = 1000;                  // at most twice the read-ahead, as without a cap
+  q.Fetched({P("b2")}, 1, "b2");
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"b", "b2"}));
   plan = q.StartFetch(0);
-  ASSERT_TRUE(plan.has_value());  // three held, fewer than half a read
+  ASSERT_TRUE(plan.has_value());  // two held, fewer than half a read
+  EXPECT_EQ(plan->after, "b2");
   EXPECT_EQ(plan->limit, 32u);
 }
 
+// Verifies Invalidate: a complete queue reads after its cursor again (work may have arrived
+// unannounced: a lost wake-up, a lapsed lease), keeping what it holds; during a read, another
+// read follows it.
 TEST(DestinationQueueTest, InvalidateReadsAfterTheCursorAgain) {
   DestinationQueue q(4, DestinationQueue::Notified::kRead);
   q.StartFetch(0);
