@@ -12,7 +12,8 @@ of 1,000 round-robin over DESTINATIONS destinations of tenant acme. Then:
      intake is accepted, and the RSS then and once the loop has read every destination.
 Prints one "key value" per line. Builds nothing: run ./dev build first.
 Usage: bench/backlog_scale.py [BUILD_DIR] [TOTAL] [DESTINATIONS]
-       (defaults: build, 1000000, 100000; INTAKE_ONLY=1: step 1 only)
+       (defaults: build, 1000000, 100000; INTAKE_ONLY=1: step 1 only, HOLD_S=N then
+       keeps the service up N s; KEEP_TMP=1 keeps the store and config)
 """
 
 import concurrent.futures
@@ -110,7 +111,10 @@ def main():
         for child in (service, sim):
             child.terminate()
             child.wait()
-        os.system("rm -rf '%s'" % tmp)
+        if not os.environ.get("KEEP_TMP"):
+            os.system("rm -rf '%s'" % tmp)
+        else:
+            print("kept %s" % tmp)
 
 
 if __name__ == "__main__":

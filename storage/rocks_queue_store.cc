@@ -91,11 +91,6 @@ rocksdb::Options MakeOptions(bool fresh, const RocksHooks& hooks) {
   // families, 4 GiB) forced a flush: the store grew by the whole write volume for days
   // (bench/README.md, "Retention"). At the cap, the families holding the oldest log flush.
   o.max_total_wal_size = 128 << 20;
-  // Every family's memtables together (RocksDB's WriteBufferManager flushes the largest when
-  // they pass it). Per family, RocksDB allows 64 MiB each, twice over while one flushes: with
-  // eight families a queue of a million held about 115 MiB more in memtables than with this cap,
-  // and intake ran as fast (bench/README.md, section 14).
-  o.db_write_buffer_size = 64 << 20;
   // One thread fills the memtables for a write group, so the insert hints below are used (RocksDB
   // ignores them for concurrent inserts); our write groups are a few large batches anyway.
   o.allow_concurrent_memtable_write = false;
