@@ -148,17 +148,26 @@ TEST_F(SchedulerPriorityTest, RefilledUnitsGoToTheMostUrgentWaiterFirst) {
   EXPECT_EQ(Dispatch(), bulk);
 }
 
+// A Scheduler with options of its own, tenant acme's egress out of the way.
+struct OwnScheduler {
+  explicit OwnScheduler(const SchedulerOptions& options)
+      : scheduler(clock, store, random, options) {
+    EXPECT_TRUE(
+        scheduler.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1000, 1000, 1000}}}).ok());
+  }
+  FakeClock clock;
+  MemoryBudgetStore store;
+  FakeRandom random;
+  Scheduler scheduler;
+};
+
 // Verifies the order within one tenant's ready heads: with the platform's in-flight cap at 1,
 // the heads ready at once leave high, normal, bulk, whatever order they were offered in.
 TEST(SchedulerPriorityReadyTest, ReadyHeadsOfATenantLeaveMostUrgentFirst) {
   SchedulerOptions options;
   options.max_in_flight_per_platform[PlatformIndex(Platform::kWebhook)] = 1;
-  FakeClock clock;
-  MemoryBudgetStore store;
-  FakeRandom random;
-  Scheduler scheduler(clock, store, random, options);
-  ASSERT_TRUE(
-      scheduler.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1000, 1000, 1000}}}).ok());
+  OwnScheduler own(options);
+  Scheduler& scheduler = own.scheduler;
   std::vector<DestinationId> ids;
   const Priority order[] = {Priority::kBulk, Priority::kNormal, Priority::kBulk, Priority::kHigh};
   for (int i = 0; i < 4; ++i) {
@@ -186,12 +195,8 @@ TEST(SchedulerPriorityReadyTest, ReadyHeadsOfATenantLeaveMostUrgentFirst) {
 TEST(SchedulerPriorityReadyTest, HeadsWaitingForAConnectionGetItMostUrgentFirst) {
   SchedulerOptions options;
   options.connections = {.per_origin = 1, .total = 0, .streams = 100};
-  FakeClock clock;
-  MemoryBudgetStore store;
-  FakeRandom random;
-  Scheduler scheduler(clock, store, random, options);
-  ASSERT_TRUE(
-      scheduler.SetTenantBudgets("acme", {{BudgetName::kTenantEgress, {1000, 1000, 1000}}}).ok());
+  OwnScheduler own(options);
+  Scheduler& scheduler = own.scheduler;
   std::vector<DestinationId> ids;
   for (int i = 0; i < 6; ++i) {
     DestinationSpec spec = Webhook("https://hooks.example/" + std::to_string(i));
