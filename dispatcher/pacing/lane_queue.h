@@ -56,9 +56,7 @@ class LaneQueue {
     T value;
     uint8_t lane;
   };
-  static uint8_t Lane(Priority priority) {
-    return static_cast<uint8_t>(std::clamp(PriorityIndex(priority), 0, kPriorityCount - 1));
-  }
+  static uint8_t Lane(Priority priority) { return static_cast<uint8_t>(PriorityLane(priority)); }
 
   std::deque<Entry> entries_;
 };

@@ -20,6 +20,12 @@ enum class Priority : uint8_t {
 inline constexpr int kPriorityCount = 3;
 
 inline constexpr int PriorityIndex(Priority priority) { return static_cast<int>(priority); }
+// The wait lane of `priority`: its index, a value out of range (a corrupt record's, a cast)
+// held to the nearest lane.
+inline constexpr int PriorityLane(Priority priority) {
+  const int index = PriorityIndex(priority);
+  return index < 0 ? 0 : index >= kPriorityCount ? kPriorityCount - 1 : index;
+}
 
 // "high", "normal", "bulk": the names in the API, metrics and the CLI.
 std::string_view PriorityName(Priority priority);

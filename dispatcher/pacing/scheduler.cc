@@ -176,13 +176,14 @@ Status Scheduler::Offer(DestinationId id, WorkItem&& item) {
   dest.head_sequence = item.sequence;
   dest.head_cost = static_cast<uint32_t>(item.cost);
   dest.head_ordering = OrderingHash(item.ordering_key);
-  const auto priority =
-      static_cast<uint8_t>(std::clamp(PriorityIndex(item.priority), 0, kPriorityCount - 1));
-  if (priority != dest.head_priority &&
-      (dest.state == State::kReady || dest.state == State::kScopeWait)) {
-    Relane(id.value, priority);  // an earlier head of another priority: its lane changes too
-  } else if (priority != dest.head_priority && dest.state == State::kConnWait) {
-    conns_.Rewait(dest.origin, dest.tenant, id.value, static_cast<Priority>(priority));
+  const auto priority = static_cast<uint8_t>(PriorityLane(item.priority));
+  if (priority != dest.head_priority) {
+    // An earlier head of another priority: where it waits, its lane changes too.
+    if (dest.state == State::kReady || dest.state == State::kScopeWait) {
+      Relane(id.value, priority);
+    } else if (dest.state == State::kConnWait) {
+      conns_.Rewait(dest.origin, dest.tenant, id.value, static_cast<Priority>(priority));
+    }
   }
   dest.head_priority = priority;
   dest.head_not_before_ns = ToNanos(item.not_before);

@@ -1,6 +1,5 @@
 #pragma once
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -35,13 +34,9 @@ struct WaitLanes {
   uint32_t front() const { return head[0] != kNil ? head[0] : head[1] != kNil ? head[1] : head[2]; }
   // Whether a waiter as urgent as `priority` or more is there: one of that priority arriving
   // now queues behind it.
-  bool AnyAtOrAbove(Priority priority) const {
-    return AnyBefore(std::min(PriorityIndex(priority), kPriorityCount - 1) + 1);
-  }
+  bool AnyAtOrAbove(Priority priority) const { return AnyBefore(PriorityLane(priority) + 1); }
   // Whether a waiter more urgent than `priority` is there.
-  bool AnyAbove(Priority priority) const {
-    return AnyBefore(std::min(PriorityIndex(priority), kPriorityCount - 1));
-  }
+  bool AnyAbove(Priority priority) const { return AnyBefore(PriorityLane(priority)); }
 
  private:
   bool AnyBefore(int end_lane) const {

@@ -148,6 +148,18 @@ TEST_F(SchedulerPriorityTest, RefilledUnitsGoToTheMostUrgentWaiterFirst) {
   EXPECT_EQ(Dispatch(), bulk);
 }
 
+// Verifies the names and lanes of priorities: each name parses back, other text does not, and
+// a value out of range (a cast of a stored byte) waits in the nearest lane.
+TEST(PriorityTest, NamesParseBackAndLanesHoldOutOfRangeValues) {
+  for (Priority p : {Priority::kHigh, Priority::kNormal, Priority::kBulk}) {
+    EXPECT_EQ(ParsePriority(PriorityName(p)), p);
+    EXPECT_EQ(PriorityLane(p), PriorityIndex(p));
+  }
+  EXPECT_FALSE(ParsePriority("urgent").has_value());
+  EXPECT_FALSE(ParsePriority("").has_value());
+  EXPECT_EQ(PriorityLane(static_cast<Priority>(200)), kPriorityCount - 1);
+}
+
 // A Scheduler with options of its own, tenant acme's egress out of the way.
 struct OwnScheduler {
   explicit OwnScheduler(const SchedulerOptions& options)
