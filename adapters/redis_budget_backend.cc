@@ -14,8 +14,6 @@ using pacing::Nanos;
 using pacing::ParkKind;
 using pacing::ScopeKey;
 
-// Most scopes in one TakeAll, as the stores.
-
 int64_t WaitMicros(Nanos wait) { return std::max<int64_t>(0, (wait.count() + 999) / 1000); }
 
 ParkKind KindOf(int64_t value) {
@@ -48,10 +46,6 @@ Result<std::vector<int64_t>> Integers(const RedisReply& reply, size_t count) {
 }
 
 }  // namespace
-
-int64_t IntervalMicros(const GcraParams& params) {
-  return std::max<int64_t>(1, (std::max<int64_t>(1, params.interval_ns) + 999) / 1000);
-}
 
 RedisBudgetBackend::RedisBudgetBackend(RedisConnection& connection, std::string key_prefix)
     : connection_(connection), prefix_(std::move(key_prefix)) {}

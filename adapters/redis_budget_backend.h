@@ -8,6 +8,7 @@
 
 #include "adapters/redis_budget_scripts.h"
 #include "adapters/redis_connection.h"
+#include "adapters/shared_meter.h"
 #include "dispatcher/pacing/shared_budget_backend.h"
 
 namespace egress::adapters {
@@ -72,8 +73,5 @@ class RedisBudgetBackend final : public pacing::SharedBudgetBackend {
   uint64_t calls_ = 0;
   uint64_t failures_ = 0;
 };
-
-// An interval in whole microseconds, rounded up, at least 1.
-int64_t IntervalMicros(const pacing::GcraParams& params);
 
 }  // namespace egress::adapters

@@ -1,6 +1,5 @@
 #include <chrono>
 #include <optional>
-#include <random>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -12,6 +11,7 @@
 #include "dispatcher/pacing/leased_budget_store.h"
 #include "dispatcher/pacing/memory_budget_store.h"
 #include "tests/support/redis_test.h"
+#include "tests/support/shared_meter_contract.h"
 
 namespace egress::adapters {
 namespace {
@@ -45,11 +45,11 @@ class RedisFixture : public RedisTest {
     return answer.has_value() && answer->has_value() ? **answer : TakeResult{};
   }
 
-  void Await(const std::function<void(RedisBudgetBackend::StatusCallback)>& call) {
+  Status Await(const std::function<void(RedisBudgetBackend::StatusCallback)>& call) {
     std::optional<Status> status;
     call([&](Status s) { status = s; });
-    ASSERT_TRUE(RunUntil([&] { return status.has_value(); }));
-    ASSERT_TRUE(status->ok()) << status->message();
+    EXPECT_TRUE(RunUntil([&] { return status.has_value(); }));
+    return status.value_or(Status::TimedOut("no answer"));
   }
 
   std::unique_ptr<RedisConnection> connection_;
@@ -57,92 +57,38 @@ class RedisFixture : public RedisTest {
 };
 
 // Verifies that the Lua scripts decide exactly as MemoryBudgetStore on the same random sequences
-// of charges over shared scopes, parks, unparks, syncs, rescales and inspections (times and
-// intervals in whole microseconds, the scripts' unit).
+// of charges over shared scopes, parks, unparks, syncs, rescales and inspections
+// (tests/support/shared_meter_contract.h).
 TEST_F(RedisFixture, ScriptsDecideAsTheMemoryStore) {
+  SharedMeterUnderTest store;
+  store.take = [&](const std::vector<Charge>& charges, int64_t now_us) {
+    std::optional<Result<TakeResult>> answer;
+    backend_->TakeAllAtForTest(charges, now_us, [&](Result<TakeResult> r) { answer = r; });
+    EXPECT_TRUE(RunUntil([&] { return answer.has_value(); }));
+    return answer.value_or(Status::TimedOut("no answer"));
+  };
+  store.park = [&](pacing::ScopeKey key, Nanos wait, ParkKind kind, int64_t now_us) {
+    return Await([&](auto done) { backend_->ParkAtForTest(key, wait, kind, now_us, done); });
+  };
+  store.unpark = [&](pacing::ScopeKey key) {
+    return Await([&](auto done) { backend_->UnparkForTest(key, done); });
+  };
+  store.sync = [&](pacing::ScopeKey key, const GcraParams& params, int64_t available,
+                   int64_t now_us) {
+    return Await([&](auto done) { backend_->SyncAtForTest(key, params, available, now_us, done); });
+  };
+  store.rescale = [&](pacing::ScopeKey key, const GcraParams& from, const GcraParams& to,
+                      int64_t now_us) {
+    return Await([&](auto done) { backend_->RescaleAtForTest(key, from, to, now_us, done); });
+  };
+  store.inspect = [&](pacing::ScopeKey key, const GcraParams& params, int64_t now_us) {
+    std::optional<Result<pacing::MeterView>> got;
+    backend_->InspectAtForTest(key, params, now_us, [&](Result<pacing::MeterView> v) { got = v; });
+    EXPECT_TRUE(RunUntil([&] { return got.has_value(); }));
+    return got.value_or(Status::TimedOut("no answer"));
+  };
   for (uint64_t seed : {1u, 2u, 3u}) {
-    SCOPED_TRACE(seed);
-    std::mt19937_64 rng(seed);
-    MemoryBudgetStore memory;
-    constexpr int kKeys = 6;
-    std::vector<GcraParams> params(kKeys);
-    const int64_t intervals[] = {1'000'000, 3'000'000, 21'000'000, 200'000'000, 1'000'000'000};
-    for (int k = 0; k < kKeys; ++k) {
-      params[k].interval_ns = intervals[rng() % 5];
-      params[k].depth = 1 + static_cast<int64_t>(rng() % 5);
-    }
-    const pacing::ScopeKey base_key = 0x1234'0000'0000'0000ULL + seed * 100;
-    int64_t now_ns = 1'000'000'000'000;  // whole microseconds throughout
-    int allowed = 0;
-    int denied = 0;
-    for (int step = 0; step < 600; ++step) {
-      now_ns += static_cast<int64_t>(rng() % 40'000) * 1000;
-      const int64_t now_us = now_ns / 1000;
-      const SteadyTime now = pacing::FromNanos(now_ns);
-      const int op = static_cast<int>(rng() % 100);
-      const int k = static_cast<int>(rng() % kKeys);
-      const pacing::ScopeKey key = base_key + k;
-      if (op < 70) {
-        std::vector<Charge> charges;
-        const int n = 1 + static_cast<int>(rng() % 3);
-        for (int i = 0; i < n; ++i) {
-          const int j = (k + i * 2) % kKeys;
-          charges.push_back(
-              Charge{base_key + j, params[j], 1 + static_cast<int64_t>(rng() % 10 == 0 ? 2 : 0)});
-        }
-        Result<TakeResult> want = memory.TakeAll(charges, now);
-        ASSERT_TRUE(want.has_value());
-        TakeResult got = Take(charges, now_us);
-        SCOPED_TRACE(step);
-        ASSERT_EQ(got.allowed, want->allowed);
-        if (want->allowed) {
-          ++allowed;
-          EXPECT_EQ(got.remaining, want->remaining);
-          EXPECT_EQ(got.reset_after, want->reset_after);
-        } else {
-          ++denied;
-          EXPECT_EQ(got.denied_index, want->denied_index);
-          EXPECT_EQ(got.retry_after, want->retry_after);
-          EXPECT_EQ(got.park, want->park);
-        }
-      } else if (op < 80) {
-        const Nanos wait(static_cast<int64_t>(rng() % 300'000) * 1000);
-        const ParkKind kind = rng() % 2 == 0 ? ParkKind::kRetryAfter : ParkKind::kRemainingZero;
-        ASSERT_TRUE(memory.Park(key, now + wait, kind).ok());
-        Await([&](auto done) { backend_->ParkAtForTest(key, wait, kind, now_us, done); });
-      } else if (op < 84) {
-        ASSERT_TRUE(memory.Unpark(key).ok());
-        Await([&](auto done) { backend_->UnparkForTest(key, done); });
-      } else if (op < 90) {
-        const int64_t available = static_cast<int64_t>(rng() % 7) - 1;
-        ASSERT_TRUE(memory.Sync(key, params[k], available, now).ok());
-        Await([&](auto done) { backend_->SyncAtForTest(key, params[k], available, now_us, done); });
-      } else if (op < 94 && params[k].interval_ns < 500'000'000) {
-        GcraParams to = params[k];
-        to.interval_ns *= 2;
-        ASSERT_TRUE(memory.Rescale(key, params[k], to, now).ok());
-        Await([&](auto done) { backend_->RescaleAtForTest(key, params[k], to, now_us, done); });
-        params[k] = to;
-      } else {
-        Result<pacing::MeterView> want = memory.Inspect(key, params[k], now);
-        ASSERT_TRUE(want.has_value());
-        std::optional<Result<pacing::MeterView>> got;
-        backend_->InspectAtForTest(key, params[k], now_us,
-                                   [&](Result<pacing::MeterView> v) { got = v; });
-        ASSERT_TRUE(RunUntil([&] { return got.has_value(); }));
-        ASSERT_TRUE(got->has_value()) << got->error().message();
-        EXPECT_EQ((*got)->remaining, want->remaining);
-        EXPECT_EQ((*got)->reset_after, want->reset_after);
-        EXPECT_EQ((*got)->park, want->park);
-        if (want->park != ParkKind::kNone) {
-          EXPECT_EQ(pacing::ToNanos((*got)->parked_until),
-                    pacing::ToNanos(want->parked_until) - now_ns);
-        }
-      }
-    }
-    // The sequences exercise both answers.
-    EXPECT_GT(allowed, 50);
-    EXPECT_GT(denied, 50);
+    ExpectDecidesAsTheMemoryStore(store, seed, 600);
   }
 }
 

@@ -16,6 +16,8 @@
 #include <openssl/x509v3.h>
 #include <sys/socket.h>
 
+#include "tests/support/loopback_port.h"
+
 namespace egress {
 namespace {
 
@@ -44,34 +46,6 @@ std::string Pem(Write write) {
   BIO_free(bio);
   return out;
 }
-
-// A port that was free a moment ago on 127.0.0.1 (nginx cannot report a port it picked).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
-bool Accepts(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
-}
-
 }  // namespace
 
 TestCertificate MakeTestCertificate(const std::string& common_name) {
@@ -117,7 +91,7 @@ NginxServer::NginxServer(const Options& options) : tls_(options.tls) {
     error_ = "no nginx binary (apt-get install nginx-light)";
     return;
   }
-  const int port = FreePort();
+  const int port = FreeLoopbackPort();
   const std::string d = dir_.path();
   std::string listen = "listen 127.0.0.1:" + std::to_string(port);
   if (tls_) {
@@ -162,7 +136,7 @@ NginxServer::NginxServer(const Options& options) : tls_(options.tls) {
   }
   // nginx listens a moment after the shell printed the line.
   for (int i = 0; i < 500; ++i) {
-    if (Accepts(port)) {
+    if (LoopbackAccepts(port)) {
       port_ = port;
       return;
     }

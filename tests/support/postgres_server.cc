@@ -14,25 +14,11 @@
 #include <sys/socket.h>
 
 #include "storage/pg_connection.h"
+#include "tests/support/loopback_port.h"
 #include "tests/support/run_command.h"
 
 namespace egress {
 namespace {
-
-int FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 // The command prefix that runs a PostgreSQL program as "nobody" when we are root: PostgreSQL
 // refuses to run as root.

@@ -1,0 +1,100 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "adapters/dynamodb_client.h"
+#include "adapters/shared_meter.h"
+#include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/shared_budget_backend.h"
+
+namespace egress::adapters {
+
+// The meters and parks of every budget in one DynamoDB table, shared by every node (of every
+// region a global table spans) using the same table and key prefix (docs/pacing.md, "Shared
+// budgets"). DynamoDB runs no script, so a take is optimistic concurrency over versioned items:
+//
+//   1. one BatchGetItem (strongly consistent) reads the item of every scope of the path: its
+//      arrival time "t", park "p" and "pk", and version "v";
+//   2. the decision is made here (shared_meter.h: exactly the Redis scripts' arithmetic);
+//   3. every meter it charges is written by an UpdateItem whose ConditionExpression is the
+//      version read (or the item's absence), all at once.
+//
+// If a condition fails (another node wrote the meter since the read), the meters written are put
+// back under their own new version and the take starts again from the read, at most four times;
+// then it is denied for a few milliseconds (contention, not the budget). Two round trips per take,
+// and LeasedBudgetStore's slices make one take cover many sends. Parks, unparks and syncs are one
+// UpdateItem each; a rescale reads, then writes under the version.
+//
+// Times are the node's wall clock in microseconds since the Unix epoch (no DynamoDB clock exists):
+// nodes must agree within a small skew, and a node whose clock is s ahead of the others sees each
+// meter s later than they do, so it may send up to s × rate units early (docs/deployment.md).
+//
+// Items: "k" = "<prefix>m:<key hex>", and "x", the epoch second a day after the meter and its
+// park are spent, for DynamoDB's Time to Live. up() is the client's. All methods and callbacks run
+// on the client's loop; `client` and `clock` must outlive this object.
+class DynamoBudgetBackend final : public pacing::SharedBudgetBackend {
+ public:
+  DynamoBudgetBackend(DynamoDbClient& client, const Clock& clock, std::string key_prefix);
+
+  void TakeAll(std::vector<pacing::Charge> charges, pacing::Nanos reserve_ahead,
+               TakeCallback done) override;
+  void Park(pacing::ScopeKey key, pacing::Nanos wait, pacing::ParkKind kind) override;
+  void Unpark(pacing::ScopeKey key) override;
+  void Rescale(pacing::ScopeKey key, const pacing::GcraParams& from,
+               const pacing::GcraParams& to) override;
+  void Sync(pacing::ScopeKey key, const pacing::GcraParams& params, int64_t available) override;
+  bool up() const override { return client_.up(); }
+
+  // The same at a given time in microseconds instead of the wall clock (tests compare them with
+  // MemoryBudgetStore on one fake clock). `done` gets the call's status.
+  using StatusCallback = std::function<void(Status)>;
+  using InspectCallback = std::function<void(Result<pacing::MeterView>)>;
+  void TakeAllAtForTest(std::vector<pacing::Charge> charges, int64_t now_us, TakeCallback done,
+                        pacing::Nanos reserve_ahead = pacing::Nanos(0));
+  void ParkAtForTest(pacing::ScopeKey key, pacing::Nanos wait, pacing::ParkKind kind,
+                     int64_t now_us, StatusCallback done);
+  void UnparkForTest(pacing::ScopeKey key, StatusCallback done);
+  void RescaleAtForTest(pacing::ScopeKey key, const pacing::GcraParams& from,
+                        const pacing::GcraParams& to, int64_t now_us, StatusCallback done);
+  void SyncAtForTest(pacing::ScopeKey key, const pacing::GcraParams& params, int64_t available,
+                     int64_t now_us, StatusCallback done);
+  void InspectAtForTest(pacing::ScopeKey key, const pacing::GcraParams& params, int64_t now_us,
+                        InspectCallback done);
+
+  // Takes started again because another node wrote a meter between the read and the write.
+  uint64_t conflicts() const { return conflicts_; }
+
+ private:
+  struct Item {
+    SharedMeterState state;
+    int64_t version = 0;  // 0: no item
+  };
+
+  void Take(std::vector<pacing::Charge> charges, std::optional<int64_t> now_us,
+            pacing::Nanos reserve_ahead, int attempt, TakeCallback done);
+  void Write(std::vector<pacing::Charge> charges, std::optional<int64_t> now_us,
+             pacing::Nanos reserve_ahead, int attempt, std::vector<std::string> keys,
+             std::vector<Item> items, std::vector<int64_t> new_tat, pacing::TakeResult result,
+             TakeCallback done);
+  void DoPark(pacing::ScopeKey key, pacing::Nanos wait, pacing::ParkKind kind,
+              std::optional<int64_t> now_us, StatusCallback done);
+  void DoUnpark(pacing::ScopeKey key, StatusCallback done);
+  void DoRescale(pacing::ScopeKey key, const pacing::GcraParams& from, const pacing::GcraParams& to,
+                 std::optional<int64_t> now_us, int attempt, StatusCallback done);
+  void DoSync(pacing::ScopeKey key, const pacing::GcraParams& params, int64_t available,
+              std::optional<int64_t> now_us, StatusCallback done);
+  void Get(pacing::ScopeKey key, std::function<void(Result<Item>)> done);
+  int64_t NowMicros(std::optional<int64_t> now_us) const;
+  std::string ItemKey(pacing::ScopeKey key) const;
+
+  DynamoDbClient& client_;
+  const Clock& clock_;
+  std::string prefix_;
+  uint64_t conflicts_ = 0;
+};
+
+}  // namespace egress::adapters

@@ -1,0 +1,117 @@
+#include "adapters/shared_meter.h"
+
+#include <unordered_map>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/support/shared_meter_contract.h"
+
+namespace egress::adapters {
+namespace {
+
+using pacing::Charge;
+using pacing::GcraParams;
+using pacing::Nanos;
+
+// The arithmetic over a map of items, as the DynamoDB backend applies it over its table.
+class MapMeters {
+ public:
+  SharedMeterUnderTest Store() {
+    SharedMeterUnderTest store;
+    store.take = [this](const std::vector<Charge>& charges, int64_t now_us) {
+      std::vector<SharedMeterState> state;
+      for (const Charge& charge : charges) {
+        state.push_back(items_[charge.key]);
+      }
+      SharedTake take = DecideSharedTake(charges, state, now_us, 0);
+      for (size_t i = 0; i < charges.size(); ++i) {
+        if (take.new_tat_us[i] >= 0) {
+          items_[charges[i].key].tat_us = take.new_tat_us[i];
+        }
+      }
+      return Result<pacing::TakeResult>(take.result);
+    };
+    store.park = [this](pacing::ScopeKey key, Nanos wait, pacing::ParkKind kind, int64_t now_us) {
+      const int64_t until = now_us + (wait.count() + 999) / 1000;
+      SharedMeterState& item = items_[key];
+      if (item.parked_until_us < until) {
+        item.parked_until_us = until;
+        item.park = kind;
+      }
+      return Status::Ok();
+    };
+    store.unpark = [this](pacing::ScopeKey key) {
+      items_[key].parked_until_us = 0;
+      items_[key].park = pacing::ParkKind::kNone;
+      return Status::Ok();
+    };
+    store.sync = [this](pacing::ScopeKey key, const GcraParams& params, int64_t available,
+                        int64_t now_us) {
+      items_[key].tat_us = SyncedTat(params, available, now_us);
+      return Status::Ok();
+    };
+    store.rescale = [this](pacing::ScopeKey key, const GcraParams& from, const GcraParams& to,
+                           int64_t now_us) {
+      if (const int64_t tat = RescaledTat(items_[key].tat_us, from, to, now_us); tat >= 0) {
+        items_[key].tat_us = tat;
+      }
+      return Status::Ok();
+    };
+    store.inspect = [this](pacing::ScopeKey key, const GcraParams& params, int64_t now_us) {
+      return Result<pacing::MeterView>(InspectSharedMeter(items_[key], params, now_us));
+    };
+    return store;
+  }
+
+ private:
+  std::unordered_map<pacing::ScopeKey, SharedMeterState> items_;
+};
+
+// Verifies that the shared arithmetic decides exactly as MemoryBudgetStore over long random
+// sequences (the DynamoDB backend's itest checks a shorter one through the table).
+TEST(SharedMeterTest, DecidesAsTheMemoryStore) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    MapMeters meters;
+    ExpectDecidesAsTheMemoryStore(meters.Store(), seed, 2000);
+  }
+}
+
+// Verifies a reservation: a unit that conforms within `ahead` is taken now, with the wait until
+// it may go, and the next queues behind it; one further out is denied and nothing is taken.
+TEST(SharedMeterTest, ReservesUnitsThatConformSoon) {
+  const GcraParams global{.interval_ns = 20'000'000, .depth = 1};
+  const Charge charge{3, global, 1};
+  SharedMeterState state;
+  const int64_t t0 = 7'000'000'000;
+  SharedTake first = DecideSharedTake({&charge, 1}, {&state, 1}, t0, 100'000);
+  ASSERT_TRUE(first.result.allowed);
+  EXPECT_EQ(first.result.retry_after, Nanos(0));
+  state.tat_us = first.new_tat_us[0];
+  SharedTake second = DecideSharedTake({&charge, 1}, {&state, 1}, t0 + 5'000, 100'000);
+  ASSERT_TRUE(second.result.allowed);
+  EXPECT_EQ(second.result.retry_after, Nanos(15'000'000));
+  state.tat_us = second.new_tat_us[0];
+  SharedTake far = DecideSharedTake({&charge, 1}, {&state, 1}, t0 + 5'000, 10'000);
+  EXPECT_FALSE(far.result.allowed);
+  EXPECT_EQ(far.result.retry_after, Nanos(35'000'000));
+  EXPECT_EQ(far.new_tat_us[0], -1);
+}
+
+// Verifies that hostile stored values cannot overflow: an arrival time at the limit stays there
+// through a take, a rescale and a sync of the longest interval.
+TEST(SharedMeterTest, StaysWithinTheLimitAtTheEdges) {
+  const GcraParams slow{.interval_ns = INT64_MAX / 2, .depth = 1};
+  const Charge charge{1, slow, 1};
+  SharedMeterState state{.tat_us = kMaxSharedTat};
+  SharedTake take = DecideSharedTake({&charge, 1}, {&state, 1}, 0, 0);
+  EXPECT_FALSE(take.result.allowed);
+  EXPECT_LE(RescaledTat(kMaxSharedTat, GcraParams{.interval_ns = 1000, .depth = 1}, slow, 0),
+            kMaxSharedTat);
+  EXPECT_LE(
+      SyncedTat(GcraParams{.interval_ns = 1'000'000'000, .depth = 1'000'000}, 0, kMaxSharedTat),
+      kMaxSharedTat);
+}
+
+}  // namespace
+}  // namespace egress::adapters
