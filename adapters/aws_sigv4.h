@@ -3,18 +3,11 @@
 #include <string>
 #include <string_view>
 
+#include "adapters/aws_credentials.h"
 #include "adapters/http_transport.h"
 #include "dispatcher/base/clock.h"
 
 namespace egress::adapters {
-
-// AWS credentials: an access key id, its secret, and the session token of temporary
-// credentials (empty when none). The secret and the token are secrets: never log them.
-struct AwsCredentials {
-  std::string access_key_id;
-  std::string secret_access_key;
-  std::string session_token;
-};
 
 // Signs `request` with AWS Signature Version 4 (docs.aws.amazon.com/IAM/latest/UserGuide/
 // reference_sigv4-create-signed-request.html) for `service` in `region` at `when`: adds the

@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "adapters/aws_credentials.h"
 #include "dispatcher/base/result.h"
 
 namespace egress::config {
@@ -23,8 +24,30 @@ struct RedisAddress {
   std::string password;
 };
 
-// [cluster]: several nodes sharing every budget through Redis (docs/deployment.md). Without a
-// redis_url (enabled() false) the node keeps its budgets in memory, as a single node does.
+// Where the shared meters and parks live (cluster.budget_store).
+enum class BudgetStoreKind : uint8_t {
+  kRedis,     // cluster.redis_url (the default)
+  kDynamoDb,  // a DynamoDB table: across regions, or without a Redis to run
+};
+
+// The DynamoDB table of cluster.budget_store = "dynamodb". Plain data.
+struct DynamoDbTable {
+  std::string table;   // cluster.dynamodb_table: 3 to 255 of [A-Za-z0-9_.-]
+  std::string region;  // cluster.dynamodb_region, e.g. "eu-west-1"
+  // cluster.dynamodb_endpoint; default "https://dynamodb.<region>.amazonaws.com".
+  std::string endpoint;
+  bool create_table = false;  // cluster.dynamodb_create_table
+  // cluster.dynamodb_credentials_file (an AWS shared credentials file) and its profile
+  // (cluster.dynamodb_profile, default "default"); without a file, the standard variables
+  // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN.
+  std::string credentials_file;
+  std::string profile = "default";
+  // Read from either when the config is loaded. Secrets: never log them.
+  adapters::AwsCredentials credentials;
+};
+
+// [cluster]: several nodes sharing every budget through Redis or DynamoDB (docs/deployment.md).
+// With neither (enabled() false) the node keeps its budgets in memory, as a single node does.
 struct ClusterOptions {
   // cluster.redis_url, parsed. Empty host: no cluster.
   RedisAddress redis;
@@ -36,10 +59,13 @@ struct ClusterOptions {
   // How many nodes share the budgets; while Redis is down, local_share paces each scope at
   // 1/expected_nodes of its budget. 1 to 1000. Default: 1.
   int64_t expected_nodes = 1;
-  // Default: local_share.
+  // cluster.on_budget_store_down (also read as on_redis_down). Default: local_share.
   RedisDownMode on_redis_down = RedisDownMode::kLocalShare;
+  // Default: redis.
+  BudgetStoreKind budget_store = BudgetStoreKind::kRedis;
+  DynamoDbTable dynamodb;  // with budget_store = dynamodb
 
-  bool enabled() const { return !redis.host.empty(); }
+  bool enabled() const { return !redis.host.empty() || budget_store == BudgetStoreKind::kDynamoDb; }
 };
 
 // Longest key_prefix accepted.

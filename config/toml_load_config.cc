@@ -396,6 +396,19 @@ Status LoadLayers(const std::string& path, const LoadOptions& options, Config& c
           PlatformString(p)));
     }
   }
+  if (config.cluster.budget_store == BudgetStoreKind::kDynamoDb) {
+    DynamoDbTable& dynamodb = config.cluster.dynamodb;
+    Result<adapters::AwsCredentials> credentials =
+        dynamodb.credentials_file.empty()
+            ? adapters::AwsCredentialsFromEnv([&](std::string_view name) {
+                return options.getenv ? options.getenv(name) : ProcessEnv(name);
+              })
+            : adapters::ReadAwsCredentialsFile(dynamodb.credentials_file, dynamodb.profile);
+    if (!credentials) {
+      return Status::InvalidArgument("cluster.dynamodb: " + credentials.error().message());
+    }
+    dynamodb.credentials = std::move(*credentials);
+  }
   std::optional<std::string> token =
       options.getenv ? options.getenv(kAdminTokenEnv) : ProcessEnv(kAdminTokenEnv);
   if (token.has_value() && !token->empty()) {

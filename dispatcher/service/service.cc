@@ -307,31 +307,55 @@ Result<std::unique_ptr<Service>> Service::Start(
 
 pacing::BudgetStore* Service::StartSharedBudgets() {
   const SharedBudgetOptions& shared = options_.shared_budgets;
-  redis_ = std::make_unique<adapters::RedisConnection>(io_, clock_, shared.redis);
-  redis_budgets_ = std::make_unique<adapters::RedisBudgetBackend>(*redis_, shared.key_prefix);
-  leased_budgets_ =
-      std::make_unique<pacing::LeasedBudgetStore>(clock_, *redis_budgets_, shared.lease);
+  pacing::SharedBudgetBackend* backend = nullptr;
+  std::string store = "redis";
+  if (!shared.redis.host.empty()) {
+    redis_ = std::make_unique<adapters::RedisConnection>(io_, clock_, shared.redis);
+  }
+  if (shared.dynamodb) {
+    store = "dynamodb";
+    dynamo_transport_ = adapters::NewCurlTransport(io_, clock_, adapters::TransportOptions{});
+    dynamo_random_ = std::make_unique<SplitMixRandom>(
+        static_cast<uint64_t>(clock_.WallNow().time_since_epoch().count()) ^ 0x5eed);
+    dynamo_ = std::make_unique<adapters::DynamoDbClient>(io_, clock_, *dynamo_transport_,
+                                                         *dynamo_random_, *shared.dynamodb);
+    dynamo_budgets_ =
+        std::make_unique<adapters::DynamoBudgetBackend>(*dynamo_, clock_, shared.key_prefix);
+    backend = dynamo_budgets_.get();
+  } else {
+    redis_budgets_ = std::make_unique<adapters::RedisBudgetBackend>(*redis_, shared.key_prefix);
+    backend = redis_budgets_.get();
+  }
+  leased_budgets_ = std::make_unique<pacing::LeasedBudgetStore>(clock_, *backend, shared.lease);
   const std::string mode =
       shared.lease.down_mode == pacing::BackendDownMode::kHold ? "hold" : "local_share";
   // Down until the first connection is made: local_share or hold applies until then.
   metrics_.Set(GaugeId::kBudgetStoreUp, {}, 0);
-  redis_->SetStateObserver([this, mode](bool up, const std::string& why) {
+  auto observer = [this, mode, store](bool up, const std::string& why) {
     metrics_.Set(GaugeId::kBudgetStoreUp, {}, up ? 1 : 0);
     if (up) {
       LogEvent(LogLevel::kInfo, "budget_store_up",
-               {{"store", "redis"}, {"node", options_.shared_budgets.node_id}});
+               {{"store", store}, {"node", options_.shared_budgets.node_id}});
     } else {
       LogEvent(LogLevel::kWarn, "budget_store_down",
-               {{"store", "redis"},
+               {{"store", store},
                 {"node", options_.shared_budgets.node_id},
                 {"reason", why},
                 {"mode", mode}});
     }
-  });
-  shared_settings_ = std::make_unique<adapters::RedisSharedSettings>(
-      io_, *redis_, shared.key_prefix, shared.settings_poll,
-      [this](const std::string& name, const std::string& text) { OnSharedSetting(name, text); });
-  redis_->Start();
+  };
+  if (dynamo_) {
+    dynamo_->SetStateObserver(observer);
+    dynamo_->Start();
+  } else {
+    redis_->SetStateObserver(observer);
+  }
+  if (redis_) {
+    shared_settings_ = std::make_unique<adapters::RedisSharedSettings>(
+        io_, *redis_, shared.key_prefix, shared.settings_poll,
+        [this](const std::string& name, const std::string& text) { OnSharedSetting(name, text); });
+    redis_->Start();
+  }
   return leased_budgets_.get();
 }
 

@@ -16,6 +16,8 @@
 #include "adapters/adapter_registry.h"
 #include "adapters/credential_refs.h"
 #include "adapters/curl_transport.h"
+#include "adapters/dynamodb_budget_backend.h"
+#include "adapters/dynamodb_client.h"
 #include "adapters/redis_budget_backend.h"
 #include "adapters/redis_connection.h"
 #include "adapters/redis_invalid_requests.h"
@@ -49,11 +51,16 @@
 
 namespace egress::service {
 
-// Budgets shared with other nodes through Redis ([cluster], docs/deployment.md). Default: off,
-// budgets in memory.
+// Budgets shared with other nodes through Redis or DynamoDB ([cluster], docs/deployment.md).
+// Default: off, budgets in memory.
 struct SharedBudgetOptions {
   bool enabled = false;
+  // Redis: the meters (unless dynamodb is set), shared settings, learned limits and Discord's
+  // invalid requests. Empty host: no Redis.
   adapters::RedisConnectionOptions redis;  // holds the Redis password: never log it
+  // Set: the meters and parks live in this DynamoDB table instead (holds the AWS credentials:
+  // never log it). Default: unset.
+  std::optional<adapters::DynamoDbOptions> dynamodb;
   std::string key_prefix = "relay-egress:";
   // This node's name in logs. Default: empty ("<listen host>:<port>").
   std::string node_id;
@@ -335,10 +342,15 @@ class Service {
   // (api/metrics_scrape.cc); the thread runs at a lower priority than the loop.
   std::unique_ptr<boost::asio::thread_pool> render_pool_;
   pacing::MemoryBudgetStore budget_store_;
-  // With shared budgets: the Redis connection, the scripts over it and the leases the Scheduler
-  // asks (declared in that order: each borrows the one before).
+  // With shared budgets: the Redis connection, the scripts over it, or DynamoDB's client and
+  // backend, and the leases the Scheduler asks (declared in that order: each borrows the one
+  // before).
   std::unique_ptr<adapters::RedisConnection> redis_;
   std::unique_ptr<adapters::RedisBudgetBackend> redis_budgets_;
+  std::unique_ptr<adapters::HttpTransport> dynamo_transport_;
+  std::unique_ptr<SplitMixRandom> dynamo_random_;
+  std::unique_ptr<adapters::DynamoDbClient> dynamo_;
+  std::unique_ptr<adapters::DynamoBudgetBackend> dynamo_budgets_;
   std::unique_ptr<pacing::LeasedBudgetStore> leased_budgets_;
   std::unique_ptr<adapters::RedisSharedSettings> shared_settings_;
   std::unique_ptr<adapters::RedisInvalidRequests> shared_invalid_;  // Discord's, per token

@@ -114,6 +114,15 @@ SharedBudgetOptions ToSharedBudgetOptions(const config::Config& config) {
   options.redis.password = cluster.redis.password;
   options.key_prefix = cluster.key_prefix;
   options.node_id = cluster.node_id.empty() ? config.server.listen.ToString() : cluster.node_id;
+  if (cluster.budget_store == config::BudgetStoreKind::kDynamoDb) {
+    adapters::DynamoDbOptions dynamodb;
+    dynamodb.endpoint = cluster.dynamodb.endpoint;
+    dynamodb.region = cluster.dynamodb.region;
+    dynamodb.table = cluster.dynamodb.table;
+    dynamodb.credentials = cluster.dynamodb.credentials;
+    dynamodb.create_table = cluster.dynamodb.create_table;
+    options.dynamodb = std::move(dynamodb);
+  }
   options.lease.expected_nodes = cluster.expected_nodes;
   options.lease.down_mode = cluster.on_redis_down == config::RedisDownMode::kHold
                                 ? pacing::BackendDownMode::kHold

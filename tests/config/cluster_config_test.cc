@@ -119,5 +119,99 @@ TEST(ClusterConfigTest, ValidatesKeys) {
   }
 }
 
+// Verifies the DynamoDB budget store's keys: read, the endpoint's default from the region, and
+// the credentials from the standard variables or a shared credentials file's profile.
+TEST(ClusterConfigTest, ReadsTheDynamoDbKeys) {
+  ConfigFiles files;
+  const std::string base =
+      "[cluster]\nbudget_store = \"dynamodb\"\ndynamodb_table = \"relay-egress.budgets\"\n"
+      "dynamodb_region = \"eu-west-1\"\non_budget_store_down = \"hold\"\n";
+  Result<Config> config = files.Load(base, {{"AWS_ACCESS_KEY_ID", "AKIDENV"},
+                                            {"AWS_SECRET_ACCESS_KEY", "env-secret"},
+                                            {"AWS_SESSION_TOKEN", "env-token"}});
+  ASSERT_TRUE(config.has_value()) << config.error().message();
+  const ClusterOptions& c = config->cluster;
+  EXPECT_TRUE(c.enabled());
+  EXPECT_TRUE(c.redis.host.empty());
+  EXPECT_EQ(c.budget_store, BudgetStoreKind::kDynamoDb);
+  EXPECT_EQ(c.dynamodb.table, "relay-egress.budgets");
+  EXPECT_EQ(c.dynamodb.endpoint, "https://dynamodb.eu-west-1.amazonaws.com");
+  EXPECT_FALSE(c.dynamodb.create_table);
+  EXPECT_EQ(c.on_redis_down, RedisDownMode::kHold);
+  EXPECT_EQ(c.dynamodb.credentials.access_key_id, "AKIDENV");
+  EXPECT_EQ(c.dynamodb.credentials.secret_access_key, "env-secret");
+  EXPECT_EQ(c.dynamodb.credentials.session_token, "env-token");
+
+  const std::string file = files.dir().Sub("credentials");
+  ConfigFiles::Write(file,
+                     "# written by aws configure\n[default]\naws_access_key_id = AKIDDEF\n"
+                     "aws_secret_access_key = def\n\n[relay]\r\naws_access_key_id=AKIDRELAY\r\n"
+                     "aws_secret_access_key = relay-secret\r\n");
+  config = files.Load(base +
+                      "dynamodb_endpoint = \"http://127.0.0.1:8000\"\n"
+                      "dynamodb_create_table = true\ndynamodb_credentials_file = \"" +
+                      file + "\"\ndynamodb_profile = \"relay\"\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message();
+  EXPECT_EQ(config->cluster.dynamodb.endpoint, "http://127.0.0.1:8000");
+  EXPECT_TRUE(config->cluster.dynamodb.create_table);
+  EXPECT_EQ(config->cluster.dynamodb.credentials.access_key_id, "AKIDRELAY");
+  EXPECT_EQ(config->cluster.dynamodb.credentials.secret_access_key, "relay-secret");
+  EXPECT_TRUE(config->cluster.dynamodb.credentials.session_token.empty());
+}
+
+// Verifies the DynamoDB keys are validated, each error naming its field and none repeating a
+// secret.
+TEST(ClusterConfigTest, ValidatesTheDynamoDbKeys) {
+  ConfigFiles files;
+  const std::string file = files.dir().Sub("credentials");
+  ConfigFiles::Write(file, "[other]\naws_access_key_id = AKIDX\naws_secret_access_key = sec\n");
+  const std::string store = "[cluster]\nbudget_store = \"dynamodb\"\n";
+  const std::string table = "dynamodb_table = \"budgets\"\n";
+  const std::string region = "dynamodb_region = \"us-east-1\"\n";
+  struct Case {
+    std::string text;
+    std::string error;
+  };
+  const Case cases[] = {
+      {"[cluster]\nbudget_store = \"memcached\"\n",
+       "2: cluster.budget_store: must be \"redis\" or \"dynamodb\""},
+      {"[cluster]\nbudget_store = \"redis\"\n",
+       "1: cluster.redis_url: is required by budget_store = \"redis\""},
+      {"[cluster]\nredis_url = \"redis://h\"\n" + table,
+       "3: cluster.dynamodb_table: requires budget_store = \"dynamodb\""},
+      {store + "dynamodb_table = \"a b\"\n" + region,
+       "1: cluster.dynamodb_table: must be 3 to 255 letters, digits, '_', '.' or '-'"},
+      {store + region,
+       "1: cluster.dynamodb_table: must be 3 to 255 letters, digits, '_', '.' or '-'"},
+      {store + table + "dynamodb_region = \"EU West\"\n",
+       "1: cluster.dynamodb_region: must be an AWS region such as \"eu-west-1\""},
+      {store + table + region + "dynamodb_endpoint = \"ftp://h\"\n",
+       "5: cluster.dynamodb_endpoint: must be an http:// or https:// URL without query, "
+       "fragment or userinfo"},
+      {store + table + region + "dynamodb_endpoint = \"https://user:pw@h\"\n",
+       "5: cluster.dynamodb_endpoint: must be an http:// or https:// URL without query, "
+       "fragment or userinfo"},
+      {store + table + region + "on_redis_down = \"hold\"\non_budget_store_down = \"hold\"\n",
+       "1: cluster.on_budget_store_down: set on_budget_store_down or on_redis_down, not both"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    Result<Config> config = files.Load(c.text);
+    ASSERT_FALSE(config.has_value());
+    EXPECT_EQ(config.error().message(), files.main_path() + ":" + c.error);
+  }
+  // Credentials: missing, or a file without the profile.
+  Result<Config> config = files.Load(store + table + region, {{"AWS_ACCESS_KEY_ID", "AKIDONLY"}});
+  ASSERT_FALSE(config.has_value());
+  EXPECT_EQ(config.error().message(),
+            "cluster.dynamodb: no AWS credentials: set AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY, or cluster.dynamodb_credentials_file");
+  config = files.Load(store + table + region + "dynamodb_credentials_file = \"" + file + "\"\n");
+  ASSERT_FALSE(config.has_value());
+  EXPECT_EQ(config.error().message(),
+            "cluster.dynamodb: AWS credentials file " + file + ": no profile [default]");
+  EXPECT_EQ(config.error().message().find("sec\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace egress::config
