@@ -141,6 +141,9 @@ void DynamoBudgetBackend::Take(std::vector<Charge> charges, std::optional<int64_
     done(DecideSharedTake(charges, {}, NowMicros(now_us), 0).result);
     return;
   }
+  if (attempt == 1 && TakeUnread(charges, now_us, reserve_ahead, done)) {
+    return;
+  }
   std::vector<std::string> keys;
   for (const Charge& charge : charges) {
     keys.push_back(ItemKey(charge.key));
@@ -219,6 +222,7 @@ void DynamoBudgetBackend::Take(std::vector<Charge> charges, std::optional<int64_
         std::vector<SharedMeterState> state(items.size());
         for (size_t i = 0; i < items.size(); ++i) {
           state[i] = items[i].state;
+          Remember(charges[i].key, items[i]);  // an absent item is remembered as version 0
         }
         SharedTake take = DecideSharedTake(charges, state, now, WaitMicros(reserve_ahead));
         if (!take.result.allowed) {
@@ -230,12 +234,54 @@ void DynamoBudgetBackend::Take(std::vector<Charge> charges, std::optional<int64_
       });
 }
 
+void DynamoBudgetBackend::Remember(ScopeKey key, const Item& item) {
+  if (remembered_.size() >= kMaxRemembered && !remembered_.contains(key)) {
+    remembered_.clear();
+  }
+  remembered_[key] = Remembered{item, pacing::ToNanos(clock_.Now())};
+}
+
+bool DynamoBudgetBackend::TakeUnread(std::vector<Charge>& charges, std::optional<int64_t> now_us,
+                                     Nanos reserve_ahead, TakeCallback& done) {
+  const int64_t now_ns = pacing::ToNanos(clock_.Now());
+  std::vector<Item> items(charges.size());
+  for (size_t i = 0; i < charges.size(); ++i) {
+    auto known = remembered_.find(charges[i].key);
+    if (known == remembered_.end()) {
+      return false;
+    }
+    // A meter charged is written under its version, which catches any change; a park only
+    // checked must be recent.
+    if (charges[i].cost <= 0 && now_ns - known->second.known_ns > kFreshRead.count()) {
+      return false;
+    }
+    items[i] = known->second.item;
+  }
+  std::vector<SharedMeterState> state(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    state[i] = items[i].state;
+  }
+  SharedTake take = DecideSharedTake(charges, state, NowMicros(now_us), WaitMicros(reserve_ahead));
+  if (!take.result.allowed) {
+    return false;  // read first: another node may have unparked or synced since
+  }
+  ++unread_takes_;
+  std::vector<std::string> keys;
+  for (const Charge& charge : charges) {
+    keys.push_back(ItemKey(charge.key));
+  }
+  Write(std::move(charges), now_us, reserve_ahead, 0, std::move(keys), std::move(items),
+        std::move(take.new_tat_us), take.result, std::move(done));
+  return true;
+}
+
 void DynamoBudgetBackend::Write(std::vector<Charge> charges, std::optional<int64_t> now_us,
                                 Nanos reserve_ahead, int attempt, std::vector<std::string> keys,
                                 std::vector<Item> items, std::vector<int64_t> new_tat,
                                 pacing::TakeResult result, TakeCallback done) {
   // One write per key: a key charged twice keeps the last charge's arrival time.
   struct Pending {
+    ScopeKey scope = 0;
     std::string key;
     int64_t old_tat = 0;
     int64_t old_version = 0;
@@ -252,7 +298,8 @@ void DynamoBudgetBackend::Write(std::vector<Charge> charges, std::optional<int64
     if (same != writes.end()) {
       same->tat = new_tat[i];
     } else {
-      writes.push_back({keys[i], items[i].state.tat_us, items[i].version, new_tat[i], false});
+      writes.push_back(
+          {charges[i].key, keys[i], items[i].state.tat_us, items[i].version, new_tat[i], false});
     }
   }
   if (writes.empty()) {
@@ -280,11 +327,25 @@ void DynamoBudgetBackend::Write(std::vector<Charge> charges, std::optional<int64
     client_.Call(
         "UpdateItem", std::move(update),
         [this, round, w, charges, now_us, reserve_ahead, attempt, result](Result<json> answer) {
+          Pending& p = round->writes[w];
           if (answer.has_value()) {
-            round->writes[w].written = true;
-          } else if (round->failure.ok() ||
-                     answer.error().code() != Status::Code::kFailedPrecondition) {
-            round->failure = answer.error();
+            p.written = true;
+            Item written;
+            written.state.tat_us = p.tat;
+            written.version = p.old_version + 1;
+            auto known = remembered_.find(p.scope);
+            if (known != remembered_.end() && known->second.item.version == p.old_version) {
+              written.state.parked_until_us = known->second.item.state.parked_until_us;
+              written.state.park = known->second.item.state.park;
+              Remember(p.scope, written);
+            } else {
+              Forget(p.scope);
+            }
+          } else {
+            Forget(p.scope);
+            if (round->failure.ok() || answer.error().code() != Status::Code::kFailedPrecondition) {
+              round->failure = answer.error();
+            }
           }
           if (++round->answered < round->writes.size()) {
             return;
@@ -307,12 +368,14 @@ void DynamoBudgetBackend::Write(std::vector<Charge> charges, std::optional<int64
                            {":rv", N(p.old_version + 2)},
                            {":nv", N(p.old_version + 1)}}}};
             client_.Call("UpdateItem", std::move(undo), [](Result<json>) {});
+            Forget(p.scope);
           }
           if (round->failure.code() != Status::Code::kFailedPrecondition) {
             round->done(round->failure);
             return;
           }
-          ++conflicts_;
+          // A take decided from remembered items (attempt 0) reads now; one that read, again.
+          ++(attempt == 0 ? unread_misses_ : conflicts_);
           if (attempt < kMaxTakeAttempts) {
             Take(charges, now_us, reserve_ahead, attempt + 1, std::move(round->done));
             return;
@@ -335,6 +398,7 @@ void DynamoBudgetBackend::ParkAtForTest(ScopeKey key, Nanos wait, ParkKind kind,
 
 void DynamoBudgetBackend::DoPark(ScopeKey key, Nanos wait, ParkKind kind,
                                  std::optional<int64_t> now_us, StatusCallback done) {
+  Forget(key);  // its version changes
   const int64_t until = std::min(NowMicros(now_us) + WaitMicros(wait), kMaxSharedTat);
   // A later park wins; an earlier one is refused by the condition, which is no failure.
   json update = {
@@ -364,6 +428,7 @@ void DynamoBudgetBackend::UnparkForTest(ScopeKey key, StatusCallback done) {
 }
 
 void DynamoBudgetBackend::DoUnpark(ScopeKey key, StatusCallback done) {
+  Forget(key);  // its version changes
   json update = {{"Key", KeyOf(ItemKey(key))},
                  {"UpdateExpression", "REMOVE p, pk SET v = v + :one"},
                  {"ConditionExpression", "attribute_exists(p)"},
@@ -390,6 +455,7 @@ void DynamoBudgetBackend::RescaleAtForTest(ScopeKey key, const GcraParams& from,
 void DynamoBudgetBackend::DoRescale(ScopeKey key, const GcraParams& from, const GcraParams& to,
                                     std::optional<int64_t> now_us, int attempt,
                                     StatusCallback done) {
+  Forget(key);  // its version changes
   Get(key, [this, key, from, to, now_us, attempt, done = std::move(done)](Result<Item> item) {
     if (!item) {
       if (done) {
@@ -436,6 +502,7 @@ void DynamoBudgetBackend::SyncAtForTest(ScopeKey key, const GcraParams& params, 
 
 void DynamoBudgetBackend::DoSync(ScopeKey key, const GcraParams& params, int64_t available,
                                  std::optional<int64_t> now_us, StatusCallback done) {
+  Forget(key);  // its version changes
   const int64_t tat = SyncedTat(params, available, NowMicros(now_us));
   json update = {
       {"Key", KeyOf(ItemKey(key))},

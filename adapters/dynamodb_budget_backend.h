@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "adapters/dynamodb_client.h"
@@ -25,9 +26,15 @@ namespace egress::adapters {
 //
 // If a condition fails (another node wrote the meter since the read), the meters written are put
 // back under their own new version and the take starts again from the read, at most four times;
-// then it is denied for a few milliseconds (contention, not the budget). Two round trips per take,
-// and LeasedBudgetStore's slices make one take cover many sends. Parks, unparks and syncs are one
-// UpdateItem each; a rescale reads, then writes under the version.
+// then it is denied for a few milliseconds (contention, not the budget). Parks, unparks and syncs
+// are one UpdateItem each; a rescale reads, then writes under the version.
+//
+// Most takes skip the read: the backend remembers each item as it last read or wrote it, and a
+// take whose items it knows (those it only checks for a park, known within kFreshRead) is decided
+// from them and written under the remembered versions, one round trip. A condition that fails
+// there only sends the take down the read path. A take the remembered items would deny is read
+// first (another node may have unparked or synced). LeasedBudgetStore's slices make one take
+// cover many sends.
 //
 // Times are the node's wall clock in microseconds since the Unix epoch (no DynamoDB clock exists):
 // nodes must agree within a small skew, and a node whose clock is s ahead of the others sees each
@@ -67,15 +74,33 @@ class DynamoBudgetBackend final : public pacing::SharedBudgetBackend {
 
   // Takes started again because another node wrote a meter between the read and the write.
   uint64_t conflicts() const { return conflicts_; }
+  // Takes decided from remembered items (no read), and those of them a condition refused.
+  uint64_t unread_takes() const { return unread_takes_; }
+  uint64_t unread_misses() const { return unread_misses_; }
+
+  // How long an item read stays good for a take that only checks its park (a park another node
+  // sets reaches this node's takes within it; its leases are spent for up to lease_ttl anyway).
+  static constexpr pacing::Nanos kFreshRead{50'000'000};
+  // Items remembered at most; past it the memory is cleared (reads refill it).
+  static constexpr size_t kMaxRemembered = 65'536;
 
  private:
   struct Item {
     SharedMeterState state;
     int64_t version = 0;  // 0: no item
   };
+  struct Remembered {
+    Item item;
+    int64_t known_ns = 0;  // steady time it was read or written
+  };
 
   void Take(std::vector<pacing::Charge> charges, std::optional<int64_t> now_us,
             pacing::Nanos reserve_ahead, int attempt, TakeCallback done);
+  // The take from remembered items; false (nothing sent) when they do not serve.
+  bool TakeUnread(std::vector<pacing::Charge>& charges, std::optional<int64_t> now_us,
+                  pacing::Nanos reserve_ahead, TakeCallback& done);
+  void Remember(pacing::ScopeKey key, const Item& item);
+  void Forget(pacing::ScopeKey key) { remembered_.erase(key); }
   void Write(std::vector<pacing::Charge> charges, std::optional<int64_t> now_us,
              pacing::Nanos reserve_ahead, int attempt, std::vector<std::string> keys,
              std::vector<Item> items, std::vector<int64_t> new_tat, pacing::TakeResult result,
@@ -94,7 +119,10 @@ class DynamoBudgetBackend final : public pacing::SharedBudgetBackend {
   DynamoDbClient& client_;
   const Clock& clock_;
   std::string prefix_;
+  std::unordered_map<pacing::ScopeKey, Remembered> remembered_;
   uint64_t conflicts_ = 0;
+  uint64_t unread_takes_ = 0;
+  uint64_t unread_misses_ = 0;
 };
 
 }  // namespace egress::adapters

@@ -23,6 +23,11 @@
 #                                     # A/B against a build without http_version (HTTP/2 by ALPN)
 #   REDIS=1 bench/e2e.sh              # budgets shared through a local redis-server ([cluster],
 #                                     # one node): the cost of the shared budget store
+#   DYNAMODB=1 bench/e2e.sh           # the same through dynalite (.cache/dynalite, installed by
+#                                     # ./dev test): budget_store = "dynamodb"
+#   STORE_CPUS=1 DYNAMODB=1 taskset -c 0 bench/e2e.sh
+#                                     # the store on CPU 1, everything else on CPU 0: the store's
+#                                     # CPU kept apart, as a store on another machine would be
 #   KEEP_TMP=1 bench/e2e.sh           # keep the temp dir (config, service and sink logs)
 #   SIM_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=/tmp/cg-sim.out" TOTAL=5000 \
 #     TIMEOUT_S=600 bench/e2e.sh      # the simulator's instructions per request
@@ -128,13 +133,26 @@ fi
 CLUSTER_LINES=""
 if [[ "${REDIS:-0}" == 1 ]]; then
   REDIS_PORT="${REDIS_PORT:-$((20000 + RANDOM % 30000))}"
-  start redis redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+  start redis ${STORE_CPUS:+taskset -c "$STORE_CPUS"} \
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$TMP"
   for _ in $(seq 1 100); do
     redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
     sleep 0.05
   done
   CLUSTER_LINES="$(printf '[cluster]\nredis_url = "redis://127.0.0.1:%s"\n' "$REDIS_PORT")"
+fi
+
+# DYNAMODB=1: dynalite of its own on a loopback port (tables in memory), and [cluster] with
+# budget_store = "dynamodb".
+if [[ "${DYNAMODB:-0}" == 1 ]]; then
+  DYNAMO_PORT="${DYNAMO_PORT:-$((20000 + RANDOM % 30000))}"
+  start dynalite ${STORE_CPUS:+taskset -c "$STORE_CPUS"} \
+    "$SRC/.cache/dynalite/node_modules/.bin/dynalite" --host 127.0.0.1 \
+    --port "$DYNAMO_PORT" --createTableMs 0
+  printf '[default]\naws_access_key_id = AKIDBENCH\naws_secret_access_key = bench\n' \
+    >"$TMP/aws-credentials"
+  CLUSTER_LINES="$(printf '[cluster]\nbudget_store = "dynamodb"\ndynamodb_table = "bench"\ndynamodb_region = "us-east-1"\ndynamodb_endpoint = "http://127.0.0.1:%s"\ndynamodb_create_table = true\ndynamodb_credentials_file = "%s"\n' "$DYNAMO_PORT" "$TMP/aws-credentials")"
 fi
 
 if [[ "$INTAKE_ONLY" == 1 || "$DRAIN" == 1 ]]; then
@@ -191,7 +209,7 @@ EOF
 start service ${SERVICE_WRAPPER:-} "${SERVICE_BIN:-$BUILD/relay-egress}" serve --config "$TMP/relay-egress.toml" \
   --profiles-dir "$SRC/config/profiles"
 PORT="$(wait_port service)"
-if [[ "${REDIS:-0}" == 1 ]]; then  # on the shared budgets before the load starts
+if [[ "${REDIS:-0}" == 1 || "${DYNAMODB:-0}" == 1 ]]; then  # on the shared budgets first
   for _ in $(seq 1 100); do
     curl -sf -H "X-Admin-Token: $ADMIN_TOKEN" "127.0.0.1:$PORT/metrics" |
       grep -q '^relay_egress_budget_store_up 1' && break
@@ -211,6 +229,13 @@ fi
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 svc0="$(cpu_ticks "$SERVICE_PID")"; sim0="$(cpu_ticks "$SIM_PID")"
+# The shared budget store's own process (redis-server or dynalite), when there is one: on this
+# machine it takes CPU from the service and the sink.
+STORE_PID=""
+for name in redis dynalite; do
+  [[ -f "$TMP/$name.pid" ]] && STORE_PID="$(cat "$TMP/$name.pid")"
+done
+store0="$([[ -n "$STORE_PID" ]] && cpu_ticks "$STORE_PID" || echo 0)"
 
 if [[ "$PERF" == 1 ]] && ! command -v perf >/dev/null; then
   echo "PERF=1 needs perf (apt-get install -y linux-perf); running without it" >&2
@@ -241,6 +266,10 @@ fi
 tck="$(getconf CLK_TCK)"
 delivered="$(awk '$1 == "delivered" {print $2}' "$TMP/load.out")"
 svc1="$(cpu_ticks "$SERVICE_PID")"; sim1="$(cpu_ticks "$SIM_PID")"
+if [[ -n "$STORE_PID" ]]; then
+  awk -v a="$store0" -v b="$(cpu_ticks "$STORE_PID")" -v t="$(getconf CLK_TCK)" \
+    'BEGIN { printf "budget_store_cpu_seconds %.2f\n", (b - a) / t }'
+fi
 awk -v a="$svc0" -v b="$svc1" -v c="$sim0" -v d="$sim1" -v t="$tck" -v n="$delivered" 'BEGIN {
   if (n > 0) {
     printf "service_cpu_seconds %.2f\nservice_cpu_us_per_delivery %.1f\n", (b - a) / t, (b - a) / t * 1e6 / n

@@ -139,6 +139,28 @@ TEST_F(DynamoFixture, ConcurrentNodesNeverSpendMoreThanTheBudget) {
   EXPECT_GE(allowed, 1);
 }
 
+// Verifies the take without a read: a node that knows the items decides from them and writes
+// under their versions; when another node wrote since, the condition fails and the take reads
+// and decides again, so the budget holds.
+TEST_F(DynamoFixture, RememberedItemsSkipTheReadAndAnotherNodesWriteIsCaught) {
+  std::unique_ptr<DynamoDbClient> other_client = Connect();
+  ASSERT_NE(other_client, nullptr);
+  DynamoBudgetBackend other(*other_client, clock_, "test:");
+  const GcraParams three{.interval_ns = 1'000'000'000, .depth = 3};
+  const int64_t now_us = 9'000'000'000;
+  ASSERT_TRUE(Take(*backend_, {Charge{31, three, 1}}, now_us)->allowed);  // read, remembered
+  const uint64_t requests = client_->requests();
+  ASSERT_TRUE(Take(*backend_, {Charge{31, three, 1}}, now_us)->allowed);
+  EXPECT_EQ(backend_->unread_takes(), 1u);
+  EXPECT_EQ(client_->requests(), requests + 1);                       // the write alone
+  ASSERT_TRUE(Take(other, {Charge{31, three, 1}}, now_us)->allowed);  // the third unit
+  Result<TakeResult> fourth = Take(*backend_, {Charge{31, three, 1}}, now_us);
+  ASSERT_TRUE(fourth.has_value());
+  EXPECT_FALSE(fourth->allowed);
+  EXPECT_EQ(fourth->retry_after, Nanos(1'000'000'000));
+  EXPECT_EQ(backend_->unread_misses(), 1u);
+}
+
 // Verifies that parks are shared: a Retry-After park one node applies holds the other node's
 // next take on that key, with the wait that is left.
 TEST_F(DynamoFixture, ParksReachEveryNode) {
