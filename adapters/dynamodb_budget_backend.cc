@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <random>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "dispatcher/base/saturating.h"
 
 namespace egress::adapters {
 namespace {
@@ -44,11 +47,26 @@ int64_t ExpirySeconds(int64_t until_us) {
   return (std::clamp<int64_t>(until_us, 0, kMaxSharedTat) + kDayMicros) / 1'000'000;
 }
 
+// A park's write does not know the item's arrival time: its item may expire a week after the
+// park ends (a meter of a budget whose meter runs further ahead than that outlives it only if
+// another take writes it again first).
+int64_t ParkExpirySeconds(int64_t until_us) {
+  return ExpirySeconds(SatAdd(until_us, 6 * kDayMicros));
+}
+
 }  // namespace
 
 DynamoBudgetBackend::DynamoBudgetBackend(DynamoDbClient& client, const Clock& clock,
                                          std::string key_prefix)
-    : client_(client), clock_(clock), prefix_(std::move(key_prefix)) {}
+    : client_(client),
+      clock_(clock),
+      prefix_(std::move(key_prefix)),
+      versions_(std::random_device{}() ^
+                static_cast<uint64_t>(clock.WallNow().time_since_epoch().count())) {}
+
+int64_t DynamoBudgetBackend::NextVersion() {
+  return 1 + static_cast<int64_t>(versions_.Next() % static_cast<uint64_t>(kMaxVersion - 1));
+}
 
 std::string DynamoBudgetBackend::ItemKey(ScopeKey key) const {
   return fmt::format("{}m:{:016x}", prefix_, key);
@@ -64,8 +82,8 @@ int64_t DynamoBudgetBackend::NowMicros(std::optional<int64_t> now_us) const {
 
 namespace {
 
-// An item read from the table; values out of range (a hostile or damaged item) are clamped, a
-// value of the wrong type is kCorruption.
+// An item read from the table; times out of range (a hostile or damaged item) are clamped, a
+// value of the wrong type or a version out of range is kCorruption.
 Result<SharedMeterState> StateOf(const json& item, int64_t* version) {
   Result<int64_t> tat = DynamoNumber(item, "t", 0);
   Result<int64_t> parked = DynamoNumber(item, "p", 0);
@@ -76,7 +94,10 @@ Result<SharedMeterState> StateOf(const json& item, int64_t* version) {
       return r->error();
     }
   }
-  *version = std::max<int64_t>(0, *v);
+  if (item.contains("v") && (*v < 1 || *v >= DynamoBudgetBackend::kMaxVersion)) {
+    return Status::Corruption("dynamodb item has a version out of range");
+  }
+  *version = *v;
   SharedMeterState state;
   state.tat_us = std::clamp<int64_t>(*tat, 0, kMaxSharedTat);
   state.parked_until_us = std::clamp<int64_t>(*parked, 0, kMaxSharedTat);
@@ -224,7 +245,7 @@ void DynamoBudgetBackend::Take(std::vector<Charge> charges, std::optional<int64_
           state[i] = items[i].state;
           Remember(charges[i].key, items[i]);  // an absent item is remembered as version 0
         }
-        SharedTake take = DecideSharedTake(charges, state, now, WaitMicros(reserve_ahead));
+        SharedTake take = DecideSharedTake(charges, state, now, reserve_ahead.count() / 1000);
         if (!take.result.allowed) {
           done(take.result);
           return;
@@ -252,7 +273,8 @@ bool DynamoBudgetBackend::TakeUnread(std::vector<Charge>& charges, std::optional
     }
     // A meter charged is written under its version, which catches any change; a park only
     // checked must be recent.
-    if (charges[i].cost <= 0 && now_ns - known->second.known_ns > kFreshRead.count()) {
+    const int64_t age = now_ns - known->second.known_ns;
+    if (age > kRememberFor.count() || (charges[i].cost <= 0 && age > kFreshRead.count())) {
       return false;
     }
     items[i] = known->second.item;
@@ -261,7 +283,8 @@ bool DynamoBudgetBackend::TakeUnread(std::vector<Charge>& charges, std::optional
   for (size_t i = 0; i < items.size(); ++i) {
     state[i] = items[i].state;
   }
-  SharedTake take = DecideSharedTake(charges, state, NowMicros(now_us), WaitMicros(reserve_ahead));
+  SharedTake take =
+      DecideSharedTake(charges, state, NowMicros(now_us), reserve_ahead.count() / 1000);
   if (!take.result.allowed) {
     return false;  // read first: another node may have unparked or synced since
   }
@@ -286,6 +309,7 @@ void DynamoBudgetBackend::Write(std::vector<Charge> charges, std::optional<int64
     int64_t old_tat = 0;
     int64_t old_version = 0;
     int64_t tat = 0;
+    int64_t new_version = 0;
     bool written = false;
   };
   std::vector<Pending> writes;
@@ -298,8 +322,8 @@ void DynamoBudgetBackend::Write(std::vector<Charge> charges, std::optional<int64
     if (same != writes.end()) {
       same->tat = new_tat[i];
     } else {
-      writes.push_back(
-          {charges[i].key, keys[i], items[i].state.tat_us, items[i].version, new_tat[i], false});
+      writes.push_back({charges[i].key, keys[i], items[i].state.tat_us, items[i].version,
+                        new_tat[i], NextVersion(), false});
     }
   }
   if (writes.empty()) {
@@ -322,7 +346,7 @@ void DynamoBudgetBackend::Write(std::vector<Charge> charges, std::optional<int64
         {"Key", KeyOf(p.key)},
         {"UpdateExpression", "SET t = :t, v = :nv, x = :x"},
         {"ExpressionAttributeValues",
-         {{":t", N(p.tat)}, {":nv", N(p.old_version + 1)}, {":x", N(ExpirySeconds(p.tat))}}}};
+         {{":t", N(p.tat)}, {":nv", N(p.new_version)}, {":x", N(ExpirySeconds(p.tat))}}}};
     ExpectVersion(update, p.old_version);
     client_.Call(
         "UpdateItem", std::move(update),
@@ -332,7 +356,7 @@ void DynamoBudgetBackend::Write(std::vector<Charge> charges, std::optional<int64
             p.written = true;
             Item written;
             written.state.tat_us = p.tat;
-            written.version = p.old_version + 1;
+            written.version = p.new_version;
             auto known = remembered_.find(p.scope);
             if (known != remembered_.end() && known->second.item.version == p.old_version) {
               written.state.parked_until_us = known->second.item.state.parked_until_us;
@@ -360,13 +384,12 @@ void DynamoBudgetBackend::Write(std::vector<Charge> charges, std::optional<int64
             if (!p.written) {
               continue;
             }
-            json undo = {{"Key", KeyOf(p.key)},
-                         {"UpdateExpression", "SET t = :t, v = :rv"},
-                         {"ConditionExpression", "v = :nv"},
-                         {"ExpressionAttributeValues",
-                          {{":t", N(p.old_tat)},
-                           {":rv", N(p.old_version + 2)},
-                           {":nv", N(p.old_version + 1)}}}};
+            json undo = {
+                {"Key", KeyOf(p.key)},
+                {"UpdateExpression", "SET t = :t, v = :rv"},
+                {"ConditionExpression", "v = :nv"},
+                {"ExpressionAttributeValues",
+                 {{":t", N(p.old_tat)}, {":rv", N(NextVersion())}, {":nv", N(p.new_version)}}}};
             client_.Call("UpdateItem", std::move(undo), [](Result<json>) {});
             Forget(p.scope);
           }
@@ -401,17 +424,14 @@ void DynamoBudgetBackend::DoPark(ScopeKey key, Nanos wait, ParkKind kind,
   Forget(key);  // its version changes
   const int64_t until = std::min(NowMicros(now_us) + WaitMicros(wait), kMaxSharedTat);
   // A later park wins; an earlier one is refused by the condition, which is no failure.
-  json update = {
-      {"Key", KeyOf(ItemKey(key))},
-      {"UpdateExpression",
-       "SET p = :p, pk = :pk, v = if_not_exists(v, :zero) + :one, x = if_not_exists(x, :x)"},
-      {"ConditionExpression", "attribute_not_exists(p) OR p < :p"},
-      {"ExpressionAttributeValues",
-       {{":p", N(until)},
-        {":pk", N(static_cast<int>(kind))},
-        {":zero", N(0)},
-        {":one", N(1)},
-        {":x", N(ExpirySeconds(until))}}}};
+  json update = {{"Key", KeyOf(ItemKey(key))},
+                 {"UpdateExpression", "SET p = :p, pk = :pk, v = :nv, x = :x"},
+                 {"ConditionExpression", "attribute_not_exists(p) OR p < :p"},
+                 {"ExpressionAttributeValues",
+                  {{":p", N(until)},
+                   {":pk", N(static_cast<int>(kind))},
+                   {":nv", N(NextVersion())},
+                   {":x", N(ParkExpirySeconds(until))}}}};
   client_.Call("UpdateItem", std::move(update), [done = std::move(done)](Result<json> answer) {
     if (done) {
       done(answer.has_value() || answer.error().code() == Status::Code::kFailedPrecondition
@@ -430,9 +450,9 @@ void DynamoBudgetBackend::UnparkForTest(ScopeKey key, StatusCallback done) {
 void DynamoBudgetBackend::DoUnpark(ScopeKey key, StatusCallback done) {
   Forget(key);  // its version changes
   json update = {{"Key", KeyOf(ItemKey(key))},
-                 {"UpdateExpression", "REMOVE p, pk SET v = v + :one"},
+                 {"UpdateExpression", "REMOVE p, pk SET v = :nv"},
                  {"ConditionExpression", "attribute_exists(p)"},
-                 {"ExpressionAttributeValues", {{":one", N(1)}}}};
+                 {"ExpressionAttributeValues", {{":nv", N(NextVersion())}}}};
   client_.Call("UpdateItem", std::move(update), [done = std::move(done)](Result<json> answer) {
     if (done) {
       done(answer.has_value() || answer.error().code() == Status::Code::kFailedPrecondition
@@ -470,23 +490,36 @@ void DynamoBudgetBackend::DoRescale(ScopeKey key, const GcraParams& from, const 
       }
       return;
     }
-    json update = {
-        {"Key", KeyOf(ItemKey(key))},
-        {"UpdateExpression", "SET t = :t, v = :nv, x = :x"},
-        {"ExpressionAttributeValues",
-         {{":t", N(tat)}, {":nv", N(item->version + 1)}, {":x", N(ExpirySeconds(tat))}}}};
+    const int64_t version = NextVersion();
+    json update = {{"Key", KeyOf(ItemKey(key))},
+                   {"UpdateExpression", "SET t = :t, v = :nv, x = :x"},
+                   {"ExpressionAttributeValues",
+                    {{":t", N(tat)}, {":nv", N(version)}, {":x", N(ExpirySeconds(tat))}}}};
     ExpectVersion(update, item->version);
     client_.Call("UpdateItem", std::move(update),
-                 [this, key, from, to, now_us, attempt, done](Result<json> answer) {
-                   if (!answer && answer.error().code() == Status::Code::kFailedPrecondition &&
-                       attempt < kMaxTakeAttempts) {
-                     ++conflicts_;
-                     DoRescale(key, from, to, now_us, attempt + 1, done);
+                 [this, key, from, to, now_us, attempt, version, done](Result<json> answer) {
+                   if (answer || answer.error().code() != Status::Code::kFailedPrecondition) {
+                     if (done) {
+                       done(answer.has_value() ? Status::Ok() : answer.error());
+                     }
                      return;
                    }
-                   if (done) {
-                     done(answer.has_value() ? Status::Ok() : answer.error());
-                   }
+                   // A write the client tried again after a 5xx may have gone through the first
+                   // time: the item then holds this very version, and the rescale is done (not done
+                   // twice).
+                   Get(key,
+                       [this, key, from, to, now_us, attempt, version, done](Result<Item> now) {
+                         if (now && now->version == version) {
+                           if (done) {
+                             done(Status::Ok());
+                           }
+                         } else if (attempt < kMaxTakeAttempts) {
+                           ++conflicts_;
+                           DoRescale(key, from, to, now_us, attempt + 1, done);
+                         } else if (done) {
+                           done(Status::Unavailable("dynamodb rescale contended"));
+                         }
+                       });
                  });
   });
 }
@@ -504,11 +537,10 @@ void DynamoBudgetBackend::DoSync(ScopeKey key, const GcraParams& params, int64_t
                                  std::optional<int64_t> now_us, StatusCallback done) {
   Forget(key);  // its version changes
   const int64_t tat = SyncedTat(params, available, NowMicros(now_us));
-  json update = {
-      {"Key", KeyOf(ItemKey(key))},
-      {"UpdateExpression", "SET t = :t, v = if_not_exists(v, :zero) + :one, x = :x"},
-      {"ExpressionAttributeValues",
-       {{":t", N(tat)}, {":zero", N(0)}, {":one", N(1)}, {":x", N(ExpirySeconds(tat))}}}};
+  json update = {{"Key", KeyOf(ItemKey(key))},
+                 {"UpdateExpression", "SET t = :t, v = :nv, x = :x"},
+                 {"ExpressionAttributeValues",
+                  {{":t", N(tat)}, {":nv", N(NextVersion())}, {":x", N(ExpirySeconds(tat))}}}};
   client_.Call("UpdateItem", std::move(update), [done = std::move(done)](Result<json> answer) {
     if (done) {
       done(answer.has_value() ? Status::Ok() : answer.error());

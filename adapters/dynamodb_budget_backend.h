@@ -10,13 +10,15 @@
 #include "adapters/dynamodb_client.h"
 #include "adapters/shared_meter.h"
 #include "dispatcher/base/clock.h"
+#include "dispatcher/base/random.h"
 #include "dispatcher/pacing/shared_budget_backend.h"
 
 namespace egress::adapters {
 
-// The meters and parks of every budget in one DynamoDB table, shared by every node (of every
-// region a global table spans) using the same table and key prefix (docs/pacing.md, "Shared
-// budgets"). DynamoDB runs no script, so a take is optimistic concurrency over versioned items:
+// The meters and parks of every budget in one DynamoDB table, shared by every node using the
+// same table and key prefix (docs/pacing.md, "Shared budgets"; across regions, one table in one
+// region: a global table's replicas would each spend the budget, docs/deployment.md). DynamoDB runs
+// no script, so a take is optimistic concurrency over versioned items:
 //
 //   1. one BatchGetItem (strongly consistent) reads the item of every scope of the path: its
 //      arrival time "t", park "p" and "pk", and version "v";
@@ -39,6 +41,9 @@ namespace egress::adapters {
 // Times are the node's wall clock in microseconds since the Unix epoch (no DynamoDB clock exists):
 // nodes must agree within a small skew, and a node whose clock is s ahead of the others sees each
 // meter s later than they do, so it may send up to s × rate units early (docs/deployment.md).
+//
+// Versions are random (1 to 2^53), never counted up: an item deleted (Time to Live) or a table
+// made again cannot bring back a version a node remembers.
 //
 // Items: "k" = "<prefix>m:<key hex>", and "x", the epoch second a day after the meter and its
 // park are spent, for DynamoDB's Time to Live. up() is the client's. All methods and callbacks run
@@ -81,8 +86,13 @@ class DynamoBudgetBackend final : public pacing::SharedBudgetBackend {
   // How long an item read stays good for a take that only checks its park (a park another node
   // sets reaches this node's takes within it; its leases are spent for up to lease_ttl anyway).
   static constexpr pacing::Nanos kFreshRead{50'000'000};
+  // How long an item is remembered for a take that charges it (its version catches any change;
+  // this bounds how long a node trusts what it saw at all).
+  static constexpr pacing::Nanos kRememberFor{10'000'000'000};
   // Items remembered at most; past it the memory is cleared (reads refill it).
   static constexpr size_t kMaxRemembered = 65'536;
+  // Versions are drawn from 1 to kMaxVersion - 1 (exact in a double).
+  static constexpr int64_t kMaxVersion = int64_t{1} << 53;
 
  private:
   struct Item {
@@ -114,12 +124,14 @@ class DynamoBudgetBackend final : public pacing::SharedBudgetBackend {
               std::optional<int64_t> now_us, StatusCallback done);
   void Get(pacing::ScopeKey key, std::function<void(Result<Item>)> done);
   int64_t NowMicros(std::optional<int64_t> now_us) const;
+  int64_t NextVersion();
   std::string ItemKey(pacing::ScopeKey key) const;
 
   DynamoDbClient& client_;
   const Clock& clock_;
   std::string prefix_;
   std::unordered_map<pacing::ScopeKey, Remembered> remembered_;
+  SplitMixRandom versions_;
   uint64_t conflicts_ = 0;
   uint64_t unread_takes_ = 0;
   uint64_t unread_misses_ = 0;

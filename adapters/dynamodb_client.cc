@@ -38,6 +38,16 @@ std::string Shown(std::string_view text) {
   return out;
 }
 
+// The answers of a request DynamoDB did not accept as ours: credentials wrong, expired or not
+// allowed, or a signature refused (a clock far off). Nothing works until that changes: the
+// client is down, and the mode of on_budget_store_down applies.
+bool Refused(std::string_view type) {
+  return type == "UnrecognizedClientException" || type == "InvalidSignatureException" ||
+         type == "ExpiredTokenException" || type == "AccessDeniedException" ||
+         type == "MissingAuthenticationTokenException" || type == "IncompleteSignatureException" ||
+         type == "InvalidClientTokenId" || type == "SignatureDoesNotMatch";
+}
+
 bool Throttled(std::string_view type) {
   return type == "ProvisionedThroughputExceededException" || type == "ThrottlingException" ||
          type == "RequestLimitExceeded" || type == "InternalServerError" ||
@@ -141,7 +151,12 @@ void DynamoDbClient::Send(std::string operation, std::string body, int attempt, 
         if (auto m = parsed.find("message"); m != parsed.end() && m->is_string()) {
           message = Shown(m->get_ref<const std::string&>());
         }
-        if (type == "ConditionalCheckFailedException") {
+        if (Refused(type)) {
+          const std::string why =
+              fmt::format("dynamodb {} refused the credentials: {}", operation, Shown(type));
+          SetUp(false, why);
+          done(Status::Unavailable(why));
+        } else if (type == "ConditionalCheckFailedException") {
           done(Status::FailedPrecondition("dynamodb condition did not hold"));
         } else if (type == "ResourceNotFoundException") {
           // The table is gone (deleted, or a fresh local server): down until it is there again.
@@ -233,7 +248,9 @@ void DynamoDbClient::AwaitActive(int polls) {
         Call("DescribeTable", json::object(), [this, polls](Result<json> answer) {
           if (answer.has_value()) {
             auto t = answer->find("Table");
-            if (t != answer->end() && t->is_object() && t->value("TableStatus", "") == "ACTIVE") {
+            auto status = t != answer->end() && t->is_object() ? t->find("TableStatus") : t;
+            if (t != answer->end() && t->is_object() && status != t->end() && status->is_string() &&
+                *status == "ACTIVE") {
               EnableTtl();
               table_ready_ = true;
               SetUp(true, "");

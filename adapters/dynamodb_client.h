@@ -49,9 +49,12 @@ inline constexpr std::string_view kDynamoKey = "k";
 // kUnavailable and puts the client down until a probe is answered.
 //
 // Errors: kFailedPrecondition for a ConditionExpression that did not hold
-// (ConditionalCheckFailedException), kNotFound for a missing table (ResourceNotFoundException),
-// kUnavailable as above, kInvalidArgument for any other error DynamoDB answers, kCorruption for
-// an answer that is not a JSON object. Messages never hold a credential.
+// (ConditionalCheckFailedException), kNotFound for a missing table (ResourceNotFoundException,
+// which also puts the client down until the table is there), kUnavailable as above and for
+// credentials DynamoDB refuses (unrecognized, expired, not allowed, a signature refused: the
+// client is down until a probe is accepted), kInvalidArgument for any other error DynamoDB
+// answers, kCorruption for an answer that is not a JSON object. Messages never hold a
+// credential. Credentials are those given: temporary ones (a session token) are not renewed.
 //
 // All methods and callbacks run on the thread running `io`; `clock`, `transport` and `random`
 // must outlive the client. Callbacks of calls still on their way when the client is destroyed are

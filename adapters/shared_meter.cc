@@ -16,7 +16,7 @@ Nanos MicrosToNanos(int64_t us) { return Nanos(SatMul(std::max<int64_t>(0, us), 
 // Whole units a meter at `tat` lets go at `now`, 0 to depth (the scripts' `remaining`).
 int64_t Remaining(int64_t tat, int64_t interval, int64_t depth, int64_t now) {
   const int64_t base = std::max(tat, now);
-  const int64_t room = (now - (base - depth * interval)) / interval;
+  const int64_t room = SatSub(now, SatSub(base, SatMul(depth, interval))) / interval;
   if (room < 0) {
     return 0;
   }
@@ -56,15 +56,15 @@ SharedTake DecideSharedTake(std::span<const Charge> charges,
     }
     const int64_t interval = IntervalMicros(charges[i].params);
     const int64_t depth = std::max(charges[i].params.depth, cost);
-    allow_at[i] = std::max(state[i].tat_us, now_us) - (depth - cost) * interval;
-    if (now_us + ahead < allow_at[i]) {
-      if (allowed || allow_at[i] - now_us > wait) {
+    allow_at[i] = SatSub(std::max(state[i].tat_us, now_us), SatMul(depth - cost, interval));
+    if (SatAdd(now_us, ahead) < allow_at[i]) {
+      if (allowed || SatSub(allow_at[i], now_us) > wait) {
         result.denied_index = i;
-        wait = allow_at[i] - now_us;
+        wait = SatSub(allow_at[i], now_us);
       }
       allowed = false;
     } else {
-      go = std::max(go, allow_at[i] - now_us);
+      go = std::max(go, SatSub(allow_at[i], now_us));
     }
   }
   if (!allowed) {
@@ -74,7 +74,7 @@ SharedTake DecideSharedTake(std::span<const Charge> charges,
   }
   // The units go at `at` (when the last meter conforms). A meter that conforms earlier is charged
   // no earlier than its slice's own time (cost * interval) before then, as in the scripts.
-  const int64_t at = now_us + go;
+  const int64_t at = SatAdd(now_us, go);
   int64_t remaining = -1;
   int64_t reset = 0;
   for (size_t i = 0; i < charges.size(); ++i) {
@@ -83,12 +83,13 @@ SharedTake DecideSharedTake(std::span<const Charge> charges,
       continue;
     }
     const int64_t interval = IntervalMicros(charges[i].params);
-    const int64_t c = std::max({now_us, allow_at[i], at - cost * interval});
-    const int64_t tat = std::min(std::max(state[i].tat_us, c) + cost * interval, kMaxSharedTat);
-    take.new_tat_us[i] = tat;
+    const int64_t c = std::max({now_us, allow_at[i], SatSub(at, SatMul(cost, interval))});
+    // As the scripts: the meter stores at most kMaxSharedTat; the answer is of the value itself.
+    const int64_t tat = SatAdd(std::max(state[i].tat_us, c), SatMul(cost, interval));
+    take.new_tat_us[i] = std::min(tat, kMaxSharedTat);
     const int64_t r = Remaining(tat, interval, charges[i].params.depth, at);
     remaining = remaining < 0 ? r : std::min(remaining, r);
-    reset = std::max(reset, tat - now_us);
+    reset = std::max(reset, SatSub(tat, now_us));
   }
   result.allowed = true;
   result.retry_after = MicrosToNanos(go);
@@ -109,13 +110,13 @@ int64_t RescaledTat(int64_t tat_us, const GcraParams& from, const GcraParams& to
 int64_t SyncedTat(const GcraParams& params, int64_t available, int64_t now_us) {
   const int64_t burst = std::max<int64_t>(1, params.depth);
   const int64_t left = std::clamp<int64_t>(available, 0, burst);
-  return std::min(now_us + (burst - left) * IntervalMicros(params), kMaxSharedTat);
+  return std::min(SatAdd(now_us, SatMul(burst - left, IntervalMicros(params))), kMaxSharedTat);
 }
 
 pacing::MeterView InspectSharedMeter(const SharedMeterState& state, const GcraParams& params,
                                      int64_t now_us) {
   pacing::MeterView view;
-  view.reset_after = MicrosToNanos(std::max(state.tat_us, now_us) - now_us);
+  view.reset_after = MicrosToNanos(SatSub(std::max(state.tat_us, now_us), now_us));
   if (state.parked_until_us > now_us) {
     view.remaining = 0;
     view.parked_until = pacing::FromNanos(SatMul(state.parked_until_us - now_us, 1000));

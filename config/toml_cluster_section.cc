@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include "config/toml_sections.h"
@@ -10,6 +11,23 @@ bool ValidTableName(std::string_view name) {
          name.find_first_not_of(
              "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") ==
              std::string_view::npos;
+}
+
+// Whether an http:// URL names this machine: 127.0.0.0/8, [::1] or localhost, with any port.
+bool LoopbackHttp(std::string_view url) {
+  std::string_view host = url.substr(std::string_view("http://").size());
+  host = host.substr(0, host.find('/'));
+  if (host.starts_with("[::1]")) {
+    return host.size() == 5 || host[5] == ':';
+  }
+  host = host.substr(0, host.find(':'));
+  if (host == "localhost") {
+    return true;
+  }
+  // An IPv4 literal in 127.0.0.0/8: four parts of digits, the first 127.
+  return host.starts_with("127.") && std::count(host.begin(), host.end(), '.') == 3 &&
+         host.find_first_not_of("0123456789.") == std::string_view::npos &&
+         host.find("..") == std::string_view::npos && !host.ends_with('.');
 }
 
 // budget_store and the dynamodb_* keys.
@@ -45,6 +63,11 @@ Status ReadDynamoDb(const TomlFields& cluster, ClusterOptions& out) {
   if (Status status = cluster.ReadBool("dynamodb_create_table", d.create_table); !status.ok()) {
     return status;
   }
+  if (cluster.Has("dynamodb_create_table") && out.budget_store != BudgetStoreKind::kDynamoDb) {
+    return cluster.Error(*cluster.table().get("dynamodb_create_table"),
+                         cluster.Field("dynamodb_create_table"),
+                         "requires budget_store = \"dynamodb\"");
+  }
   if (out.budget_store != BudgetStoreKind::kDynamoDb) {
     return Status::Ok();
   }
@@ -58,13 +81,21 @@ Status ReadDynamoDb(const TomlFields& cluster, ClusterOptions& out) {
                               "must be an AWS region such as \"eu-west-1\"");
   }
   if (d.endpoint.empty()) {
-    d.endpoint = "https://dynamodb." + d.region + ".amazonaws.com";
+    // AWS's China regions are under their own domain.
+    d.endpoint = "https://dynamodb." + d.region +
+                 (d.region.starts_with("cn-") ? ".amazonaws.com.cn" : ".amazonaws.com");
   } else if (!(d.endpoint.starts_with("https://") || d.endpoint.starts_with("http://")) ||
              d.endpoint.size() > 512 ||
              d.endpoint.find_first_of(" \t\r\n?#@") != std::string::npos) {
     return cluster.Error(*cluster.table().get("dynamodb_endpoint"),
                          cluster.Field("dynamodb_endpoint"),
                          "must be an http:// or https:// URL without query, fragment or userinfo");
+  } else if (d.endpoint.starts_with("http://") && !LoopbackHttp(d.endpoint)) {
+    // The signature and a session token would cross the network in the clear.
+    return cluster.Error(*cluster.table().get("dynamodb_endpoint"),
+                         cluster.Field("dynamodb_endpoint"),
+                         "http:// is for a local server only (127.0.0.1, [::1], localhost): use "
+                         "https://");
   }
   if (d.profile.empty() || d.profile.size() > 128) {
     return cluster.TableError(cluster.Field("dynamodb_profile"), "must be 1 to 128 characters");

@@ -113,6 +113,17 @@ TEST(SharedMeterTest, StaysWithinTheLimitAtTheEdges) {
   EXPECT_LE(
       SyncedTat(GcraParams{.interval_ns = 1'000'000'000, .depth = 1'000'000}, 0, kMaxSharedTat),
       kMaxSharedTat);
+  // One a day with a burst of 10^8 (a valid budget): depth x interval is past int64.
+  const GcraParams daily{.interval_ns = 86'400'000'000'000, .depth = 107'000'000};
+  const Charge daily_charge{2, daily, 1};
+  SharedMeterState fresh;
+  SharedTake first = DecideSharedTake({&daily_charge, 1}, {&fresh, 1}, 1'000'000, 0);
+  EXPECT_TRUE(first.result.allowed);
+  EXPECT_GE(first.result.remaining, 0);
+  EXPECT_LE(first.result.remaining, daily.depth);
+  EXPECT_GE(first.new_tat_us[0], 0);
+  EXPECT_GE(SyncedTat(daily, 0, 1'000'000), 1'000'000);
+  EXPECT_GE(InspectSharedMeter(fresh, daily, 1'000'000).remaining, 0);
 }
 
 // Measures what clock skew costs (docs/deployment.md, "DynamoDB"): two nodes share a 50/s

@@ -157,6 +157,12 @@ TEST(ClusterConfigTest, ReadsTheDynamoDbKeys) {
   EXPECT_EQ(config->cluster.dynamodb.credentials.access_key_id, "AKIDRELAY");
   EXPECT_EQ(config->cluster.dynamodb.credentials.secret_access_key, "relay-secret");
   EXPECT_TRUE(config->cluster.dynamodb.credentials.session_token.empty());
+  config = files.Load(
+      "[cluster]\nbudget_store = \"dynamodb\"\ndynamodb_table = \"budgets\"\n"
+      "dynamodb_region = \"cn-north-1\"\ndynamodb_credentials_file = \"" +
+      file + "\"\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message();
+  EXPECT_EQ(config->cluster.dynamodb.endpoint, "https://dynamodb.cn-north-1.amazonaws.com.cn");
 }
 
 // Verifies the DynamoDB keys are validated, each error naming its field and none repeating a
@@ -191,6 +197,14 @@ TEST(ClusterConfigTest, ValidatesTheDynamoDbKeys) {
       {store + table + region + "dynamodb_endpoint = \"https://user:pw@h\"\n",
        "5: cluster.dynamodb_endpoint: must be an http:// or https:// URL without query, "
        "fragment or userinfo"},
+      {store + table + region + "dynamodb_endpoint = \"http://dynamo.internal:8000\"\n",
+       "5: cluster.dynamodb_endpoint: http:// is for a local server only (127.0.0.1, [::1], "
+       "localhost): use https://"},
+      {store + table + region + "dynamodb_endpoint = \"http://127.0.0.1.evil.example/\"\n",
+       "5: cluster.dynamodb_endpoint: http:// is for a local server only (127.0.0.1, [::1], "
+       "localhost): use https://"},
+      {"[cluster]\nredis_url = \"redis://h\"\ndynamodb_create_table = true\n",
+       "3: cluster.dynamodb_create_table: requires budget_store = \"dynamodb\""},
       {store + table + region + "on_redis_down = \"hold\"\non_budget_store_down = \"hold\"\n",
        "1: cluster.on_budget_store_down: set on_budget_store_down or on_redis_down, not both"},
   };
