@@ -122,6 +122,13 @@ SharedBudgetOptions ToSharedBudgetOptions(const config::Config& config) {
     dynamodb.credentials = cluster.dynamodb.credentials;
     dynamodb.create_table = cluster.dynamodb.create_table;
     options.dynamodb = std::move(dynamodb);
+    // A round trip to DynamoDB costs milliseconds and a write unit, so a fast budget's slice may
+    // be larger and live longer: still at most lease_window (20 ms) of its budget, so only
+    // budgets over 3,200/s get more than Redis' 64 units, and a node holds no more of any budget
+    // than with Redis; a window of a platform sees at most one slice per node sent late either
+    // way (docs/deployment.md, "DynamoDB"; bench/README.md section 15).
+    options.lease.max_slice = 512;
+    options.lease.lease_ttl = pacing::Nanos(300'000'000);
   }
   options.lease.expected_nodes = cluster.expected_nodes;
   options.lease.down_mode = cluster.on_redis_down == config::RedisDownMode::kHold
