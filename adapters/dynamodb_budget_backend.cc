@@ -29,19 +29,6 @@ json N(int64_t value) { return {{"N", std::to_string(value)}}; }
 
 json KeyOf(const std::string& key) { return {{kDynamoKey, {{"S", key}}}}; }
 
-int64_t WaitMicros(Nanos wait) { return std::max<int64_t>(0, (wait.count() + 999) / 1000); }
-
-ParkKind KindOf(int64_t value) {
-  switch (value) {
-    case 1:
-      return ParkKind::kRetryAfter;
-    case 2:
-      return ParkKind::kRemainingZero;
-    default:
-      return ParkKind::kNone;
-  }
-}
-
 // The epoch second an item holding `until_us` may expire at.
 int64_t ExpirySeconds(int64_t until_us) {
   return (std::clamp<int64_t>(until_us, 0, kMaxSharedTat) + kDayMicros) / 1'000'000;
@@ -101,7 +88,7 @@ Result<SharedMeterState> StateOf(const json& item, int64_t* version) {
   SharedMeterState state;
   state.tat_us = std::clamp<int64_t>(*tat, 0, kMaxSharedTat);
   state.parked_until_us = std::clamp<int64_t>(*parked, 0, kMaxSharedTat);
-  state.park = KindOf(*kind);
+  state.park = ParkKindOf(*kind);
   return state;
 }
 

@@ -14,19 +14,6 @@ using pacing::Nanos;
 using pacing::ParkKind;
 using pacing::ScopeKey;
 
-int64_t WaitMicros(Nanos wait) { return std::max<int64_t>(0, (wait.count() + 999) / 1000); }
-
-ParkKind KindOf(int64_t value) {
-  switch (value) {
-    case 1:
-      return ParkKind::kRetryAfter;
-    case 2:
-      return ParkKind::kRemainingZero;
-    default:
-      return ParkKind::kNone;
-  }
-}
-
 // The integers of a script's array answer; kCorruption for any other shape.
 Result<std::vector<int64_t>> Integers(const RedisReply& reply, size_t count) {
   if (reply.type == RedisReply::Type::kError) {
@@ -151,7 +138,7 @@ void RedisBudgetBackend::Take(std::vector<Charge> charges, std::string now_us, N
            }
            result.denied_index = static_cast<size_t>(a[1]);
            result.retry_after = Nanos(SatMul(std::max<int64_t>(0, a[2]), 1000));
-           result.park = KindOf(a[3]);
+           result.park = ParkKindOf(a[3]);
          } else {
            result.retry_after = Nanos(SatMul(std::max<int64_t>(0, a[2]), 1000));
            result.remaining = std::max<int64_t>(0, a[4]);
@@ -243,7 +230,7 @@ void RedisBudgetBackend::InspectAtForTest(ScopeKey key, const GcraParams& params
          view.reset_after = Nanos(SatMul((*v)[1], 1000));
          if ((*v)[2] > 0) {
            view.parked_until = pacing::FromNanos(SatMul((*v)[2], 1000));
-           view.park = KindOf((*v)[3]);
+           view.park = ParkKindOf((*v)[3]);
          }
          done(view);
        });

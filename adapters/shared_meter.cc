@@ -25,6 +25,19 @@ int64_t Remaining(int64_t tat, int64_t interval, int64_t depth, int64_t now) {
 
 }  // namespace
 
+int64_t WaitMicros(Nanos wait) { return std::max<int64_t>(0, (wait.count() + 999) / 1000); }
+
+pacing::ParkKind ParkKindOf(int64_t value) {
+  switch (value) {
+    case 1:
+      return pacing::ParkKind::kRetryAfter;
+    case 2:
+      return pacing::ParkKind::kRemainingZero;
+    default:
+      return pacing::ParkKind::kNone;
+  }
+}
+
 int64_t IntervalMicros(const GcraParams& params) {
   return std::max<int64_t>(1, (std::max<int64_t>(1, params.interval_ns) + 999) / 1000);
 }

@@ -34,6 +34,12 @@ inline constexpr int64_t kMaxSharedTat = int64_t{1} << 52;
 // An interval in whole microseconds, rounded up (never faster than the budget), at least 1.
 int64_t IntervalMicros(const pacing::GcraParams& params);
 
+// A wait in whole microseconds, rounded up, at least 0.
+int64_t WaitMicros(pacing::Nanos wait);
+
+// The park kind a shared store holds as a number (ParkKind's value); kNone for any other.
+pacing::ParkKind ParkKindOf(int64_t value);
+
 // As BudgetStore::TakeAll at `now_us` over `state` (one per charge, read together), with
 // SharedBudgetBackend::TakeAll's reservation of units that conform within `ahead_us`.
 SharedTake DecideSharedTake(std::span<const pacing::Charge> charges,

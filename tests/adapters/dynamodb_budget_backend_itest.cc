@@ -41,13 +41,6 @@ class DynamoFixture : public DynamoTest {
     return answer.value_or(Status::TimedOut("no answer"));
   }
 
-  Status Await(const std::function<void(DynamoBudgetBackend::StatusCallback)>& call) {
-    std::optional<Status> status;
-    call([&](Status s) { status = s; });
-    EXPECT_TRUE(RunUntil([&] { return status.has_value(); }));
-    return status.value_or(Status::TimedOut("no answer"));
-  }
-
   std::unique_ptr<DynamoDbClient> client_;
   std::unique_ptr<DynamoBudgetBackend> backend_;
 };
@@ -57,30 +50,8 @@ class DynamoFixture : public DynamoTest {
 // (tests/support/shared_meter_contract.h; the arithmetic alone runs longer sequences in
 // shared_meter_test.cc).
 TEST_F(DynamoFixture, DecidesAsTheMemoryStore) {
-  SharedMeterUnderTest store;
-  store.take = [&](const std::vector<Charge>& charges, int64_t now_us) {
-    return Take(*backend_, charges, now_us);
-  };
-  store.park = [&](pacing::ScopeKey key, Nanos wait, ParkKind kind, int64_t now_us) {
-    return Await([&](auto done) { backend_->ParkAtForTest(key, wait, kind, now_us, done); });
-  };
-  store.unpark = [&](pacing::ScopeKey key) {
-    return Await([&](auto done) { backend_->UnparkForTest(key, done); });
-  };
-  store.sync = [&](pacing::ScopeKey key, const GcraParams& params, int64_t available,
-                   int64_t now_us) {
-    return Await([&](auto done) { backend_->SyncAtForTest(key, params, available, now_us, done); });
-  };
-  store.rescale = [&](pacing::ScopeKey key, const GcraParams& from, const GcraParams& to,
-                      int64_t now_us) {
-    return Await([&](auto done) { backend_->RescaleAtForTest(key, from, to, now_us, done); });
-  };
-  store.inspect = [&](pacing::ScopeKey key, const GcraParams& params, int64_t now_us) {
-    std::optional<Result<pacing::MeterView>> got;
-    backend_->InspectAtForTest(key, params, now_us, [&](Result<pacing::MeterView> v) { got = v; });
-    EXPECT_TRUE(RunUntil([&] { return got.has_value(); }));
-    return got.value_or(Status::TimedOut("no answer"));
-  };
+  SharedMeterUnderTest store =
+      AsyncBackendUnderTest(*backend_, [this](auto done) { return RunUntil(done); });
   ExpectDecidesAsTheMemoryStore(store, 1, 400);
 }
 

@@ -45,13 +45,6 @@ class RedisFixture : public RedisTest {
     return answer.has_value() && answer->has_value() ? **answer : TakeResult{};
   }
 
-  Status Await(const std::function<void(RedisBudgetBackend::StatusCallback)>& call) {
-    std::optional<Status> status;
-    call([&](Status s) { status = s; });
-    EXPECT_TRUE(RunUntil([&] { return status.has_value(); }));
-    return status.value_or(Status::TimedOut("no answer"));
-  }
-
   std::unique_ptr<RedisConnection> connection_;
   std::unique_ptr<RedisBudgetBackend> backend_;
 };
@@ -60,33 +53,8 @@ class RedisFixture : public RedisTest {
 // of charges over shared scopes, parks, unparks, syncs, rescales and inspections
 // (tests/support/shared_meter_contract.h).
 TEST_F(RedisFixture, ScriptsDecideAsTheMemoryStore) {
-  SharedMeterUnderTest store;
-  store.take = [&](const std::vector<Charge>& charges, int64_t now_us) {
-    std::optional<Result<TakeResult>> answer;
-    backend_->TakeAllAtForTest(charges, now_us, [&](Result<TakeResult> r) { answer = r; });
-    EXPECT_TRUE(RunUntil([&] { return answer.has_value(); }));
-    return answer.value_or(Status::TimedOut("no answer"));
-  };
-  store.park = [&](pacing::ScopeKey key, Nanos wait, ParkKind kind, int64_t now_us) {
-    return Await([&](auto done) { backend_->ParkAtForTest(key, wait, kind, now_us, done); });
-  };
-  store.unpark = [&](pacing::ScopeKey key) {
-    return Await([&](auto done) { backend_->UnparkForTest(key, done); });
-  };
-  store.sync = [&](pacing::ScopeKey key, const GcraParams& params, int64_t available,
-                   int64_t now_us) {
-    return Await([&](auto done) { backend_->SyncAtForTest(key, params, available, now_us, done); });
-  };
-  store.rescale = [&](pacing::ScopeKey key, const GcraParams& from, const GcraParams& to,
-                      int64_t now_us) {
-    return Await([&](auto done) { backend_->RescaleAtForTest(key, from, to, now_us, done); });
-  };
-  store.inspect = [&](pacing::ScopeKey key, const GcraParams& params, int64_t now_us) {
-    std::optional<Result<pacing::MeterView>> got;
-    backend_->InspectAtForTest(key, params, now_us, [&](Result<pacing::MeterView> v) { got = v; });
-    EXPECT_TRUE(RunUntil([&] { return got.has_value(); }));
-    return got.value_or(Status::TimedOut("no answer"));
-  };
+  SharedMeterUnderTest store =
+      AsyncBackendUnderTest(*backend_, [this](auto done) { return RunUntil(done); });
   for (uint64_t seed : {1u, 2u, 3u}) {
     ExpectDecidesAsTheMemoryStore(store, seed, 600);
   }

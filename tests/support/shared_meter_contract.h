@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -32,6 +33,51 @@ struct SharedMeterUnderTest {
                                           int64_t now_us)>
       inspect;
 };
+
+// `backend` (RedisBudgetBackend or DynamoBudgetBackend: the same ...AtForTest calls, answered
+// later on a loop) as a store under test; `run_until(done)` runs the loop until done() (bounded)
+// and returns done().
+template <typename Backend, typename RunUntil>
+SharedMeterUnderTest AsyncBackendUnderTest(Backend& backend, RunUntil run_until) {
+  auto status = [run_until](const std::function<void(std::function<void(Status)>)>& call) {
+    std::optional<Status> status;
+    call([&](Status s) { status = s; });
+    EXPECT_TRUE(run_until([&] { return status.has_value(); }));
+    return status.value_or(Status::TimedOut("no answer"));
+  };
+  SharedMeterUnderTest store;
+  store.take = [&backend, run_until](const std::vector<pacing::Charge>& charges, int64_t now_us) {
+    std::optional<Result<pacing::TakeResult>> answer;
+    backend.TakeAllAtForTest(charges, now_us,
+                             [&](Result<pacing::TakeResult> r) { answer = std::move(r); });
+    EXPECT_TRUE(run_until([&] { return answer.has_value(); }));
+    return answer.value_or(Status::TimedOut("no answer"));
+  };
+  store.park = [&backend, status](pacing::ScopeKey key, pacing::Nanos wait, pacing::ParkKind kind,
+                                  int64_t now_us) {
+    return status([&](auto done) { backend.ParkAtForTest(key, wait, kind, now_us, done); });
+  };
+  store.unpark = [&backend, status](pacing::ScopeKey key) {
+    return status([&](auto done) { backend.UnparkForTest(key, done); });
+  };
+  store.sync = [&backend, status](pacing::ScopeKey key, const pacing::GcraParams& params,
+                                  int64_t available, int64_t now_us) {
+    return status([&](auto done) { backend.SyncAtForTest(key, params, available, now_us, done); });
+  };
+  store.rescale = [&backend, status](pacing::ScopeKey key, const pacing::GcraParams& from,
+                                     const pacing::GcraParams& to, int64_t now_us) {
+    return status([&](auto done) { backend.RescaleAtForTest(key, from, to, now_us, done); });
+  };
+  store.inspect = [&backend, run_until](pacing::ScopeKey key, const pacing::GcraParams& params,
+                                        int64_t now_us) {
+    std::optional<Result<pacing::MeterView>> got;
+    backend.InspectAtForTest(key, params, now_us,
+                             [&](Result<pacing::MeterView> v) { got = std::move(v); });
+    EXPECT_TRUE(run_until([&] { return got.has_value(); }));
+    return got.value_or(Status::TimedOut("no answer"));
+  };
+  return store;
+}
 
 // Verifies that `store` decides exactly as MemoryBudgetStore on the same random sequence (from
 // `seed`) of `steps` charges over shared scopes, parks, unparks, syncs, rescales and inspections,
