@@ -219,7 +219,7 @@ void DynamoBudgetBackend::Take(std::vector<Charge> charges, std::optional<int64_
         if (partial) {
           ++conflicts_;
           if (attempt < kMaxTakeAttempts) {
-            Take(std::move(charges), now_us, reserve_ahead, attempt + 1, std::move(done));
+            TakeAgain(std::move(charges), now_us, reserve_ahead, attempt + 1, 5, std::move(done));
           } else {
             pacing::TakeResult contended;
             contended.retry_after = Nanos(2'000'000);
@@ -240,6 +240,19 @@ void DynamoBudgetBackend::Take(std::vector<Charge> charges, std::optional<int64_
         Write(std::move(charges), now_us, reserve_ahead, attempt, std::move(keys), std::move(items),
               std::move(take.new_tat_us), take.result, std::move(done));
       });
+}
+
+void DynamoBudgetBackend::TakeAgain(std::vector<Charge> charges, std::optional<int64_t> now_us,
+                                    Nanos reserve_ahead, int attempt, int64_t floor_ms,
+                                    TakeCallback done) {
+  const uint64_t span = uint64_t{1} << std::min(attempt, 6);
+  const Millis wait(floor_ms + 1 + static_cast<int64_t>(versions_.Next() % span));
+  client_.After(wait, [this, alive = std::weak_ptr<bool>(alive_), charges = std::move(charges),
+                       now_us, reserve_ahead, attempt, done = std::move(done)]() mutable {
+    if (auto a = alive.lock(); a && *a) {
+      Take(std::move(charges), now_us, reserve_ahead, attempt, std::move(done));
+    }
+  });
 }
 
 void DynamoBudgetBackend::Remember(ScopeKey key, const Item& item) {
@@ -386,8 +399,13 @@ void DynamoBudgetBackend::Write(std::vector<Charge> charges, std::optional<int64
           }
           // A take decided from remembered items (attempt 0) reads now; one that read, again.
           ++(attempt == 0 ? unread_misses_ : conflicts_);
+          if (attempt == 0) {
+            // Remembered items were stale: read now, no wait.
+            Take(charges, now_us, reserve_ahead, 1, std::move(round->done));
+            return;
+          }
           if (attempt < kMaxTakeAttempts) {
-            Take(charges, now_us, reserve_ahead, attempt + 1, std::move(round->done));
+            TakeAgain(charges, now_us, reserve_ahead, attempt + 1, 0, std::move(round->done));
             return;
           }
           pacing::TakeResult contended;

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -27,7 +28,8 @@ namespace egress::adapters {
 //      version read (or the item's absence), all at once.
 //
 // If a condition fails (another node wrote the meter since the read), the meters written are put
-// back under their own new version and the take starts again from the read, at most four times;
+// back under their own new version and the take starts again from the read after a jittered
+// wait of a few milliseconds (DynamoDB's unread keys: a little longer), at most four times;
 // then it is denied for a few milliseconds (contention, not the budget). Parks, unparks and syncs
 // are one UpdateItem each; a rescale reads, then writes under the version.
 //
@@ -51,6 +53,7 @@ namespace egress::adapters {
 class DynamoBudgetBackend final : public pacing::SharedBudgetBackend {
  public:
   DynamoBudgetBackend(DynamoDbClient& client, const Clock& clock, std::string key_prefix);
+  ~DynamoBudgetBackend() override { *alive_ = false; }
 
   void TakeAll(std::vector<pacing::Charge> charges, pacing::Nanos reserve_ahead,
                TakeCallback done) override;
@@ -110,6 +113,10 @@ class DynamoBudgetBackend final : public pacing::SharedBudgetBackend {
   bool TakeUnread(std::vector<pacing::Charge>& charges, std::optional<int64_t> now_us,
                   pacing::Nanos reserve_ahead, TakeCallback& done);
   void Remember(pacing::ScopeKey key, const Item& item);
+  // Take again after a short jittered wait (1 to 2^attempt ms; `floor` ms more when DynamoDB left
+  // keys unread), so that nodes that collided do not collide again at once.
+  void TakeAgain(std::vector<pacing::Charge> charges, std::optional<int64_t> now_us,
+                 pacing::Nanos reserve_ahead, int attempt, int64_t floor_ms, TakeCallback done);
   void Forget(pacing::ScopeKey key) { remembered_.erase(key); }
   void Write(std::vector<pacing::Charge> charges, std::optional<int64_t> now_us,
              pacing::Nanos reserve_ahead, int attempt, std::vector<std::string> keys,
@@ -135,6 +142,8 @@ class DynamoBudgetBackend final : public pacing::SharedBudgetBackend {
   uint64_t conflicts_ = 0;
   uint64_t unread_takes_ = 0;
   uint64_t unread_misses_ = 0;
+  // Timers (TakeAgain) run only while this lives: the client may outlive it.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace egress::adapters

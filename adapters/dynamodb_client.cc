@@ -195,6 +195,16 @@ void DynamoDbClient::Retry(std::string operation, std::string body, int attempt,
   });
 }
 
+void DynamoDbClient::After(Millis wait, std::function<void()> fn) {
+  auto timer = std::make_shared<asio::steady_timer>(io_, wait);
+  timer->async_wait([timer, alive = std::weak_ptr<bool>(alive_),
+                     fn = std::move(fn)](const boost::system::error_code&) {
+    if (auto a = alive.lock(); a && *a) {
+      fn();
+    }
+  });
+}
+
 void DynamoDbClient::EnsureTable() {
   Call("DescribeTable", json::object(), [this](Result<json> answer) {
     if (answer.has_value()) {

@@ -81,6 +81,10 @@ class DynamoDbClient {
   // exactly once, later, unless the client is destroyed first.
   void Call(std::string_view operation, nlohmann::json body, Done done);
 
+  // Runs `fn` on the loop after `wait` (a timer, never a sleep), unless the client is destroyed
+  // first.
+  void After(Millis wait, std::function<void()> fn);
+
   bool up() const { return up_; }
   const std::string& table() const { return options_.table; }
   // Requests sent (each try counts), and tries throttled or failed with a 5xx.
