@@ -131,9 +131,14 @@ TEST_F(MetricsScrapeTest, FirstScrapeAfterRestartShowsTheStoredBacklog) {
   std::string later;
   for (int waited = 0; waited < 30'000; waited += 100) {
     later = Scrape(port);
+    // All three: the stored backlog holds deferrals before any attempt of this start has
+    // failed, and an attempt takes its budget units before its response is counted.
     if (SeriesValue(later,
                     "relay_egress_oldest_deferral_age_seconds{tenant=\"acme\","
                     "platform=\"webhook\"}") >= 0 &&
+        SeriesValue(later,
+                    "relay_egress_platform_responses_total{platform=\"webhook\","
+                    "code_class=\"error\"}") > 0 &&
         SeriesValue(later,
                     "relay_egress_budget_units_total{tenant=\"acme\","
                     "budget=\"tenant_egress\"}") > 0) {
