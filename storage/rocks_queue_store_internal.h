@@ -217,6 +217,9 @@ class RocksQueueStore final : public QueueStore {
   // lease whose record changed on disk is dropped. `since`: the health generation Recover
   // started from. Takes UseDb's lock exclusively.
   Status Reopen(uint64_t since);
+  // Healthy again unless a fault was reported after `since`: Ok, or Unavailable naming the
+  // newer fault (Recover's contract: Ok only when the store takes writes).
+  Status ClearedOrNewFault(uint64_t since);
 
   // The stored bytes of `id`, from the record cache or the disk; NotFound when absent.
   Result<std::string> ReadBytes(std::string_view id);

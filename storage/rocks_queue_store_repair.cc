@@ -43,8 +43,7 @@ Status RocksQueueStore::Recover() {
       if (Status s = FromRocks(db_->Resume(), "resume"); !s.ok()) {
         return s;
       }
-      hooks_.health->Clear(since);
-      return Status::Ok();
+      return ClearedOrNewFault(since);
     }
   }
   return Reopen(since);
@@ -105,8 +104,20 @@ Status RocksQueueStore::Reopen(uint64_t since) {
   }
   counters_.Apply(moves.memory_only);
   leases_.Update(std::move(changed));
+  return ClearedOrNewFault(since);
+}
+
+Status RocksQueueStore::ClearedOrNewFault(uint64_t since) {
   hooks_.health->Clear(since);
-  return Status::Ok();
+  const StoreHealth h = hooks_.health->Get();
+  if (h.healthy) {
+    return Status::Ok();
+  }
+  // An error reported after `since` (a background job of the failed database finishing late, or
+  // a new fault): it is not the one recovered from, so the store stays unhealthy and the next
+  // Recover deals with it.
+  return Status::Unavailable(
+      fmt::format("a new store fault arrived while recovering ({} during {})", h.reason, h.during));
 }
 
 Result<Delivery> RocksQueueStore::MoveCorruptToDead(const std::string& id,
