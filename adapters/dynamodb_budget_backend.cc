@@ -25,9 +25,9 @@ constexpr int kMaxTakeAttempts = 4;
 // Microseconds a day: items expire (Time to Live) a day after what they hold is spent.
 constexpr int64_t kDayMicros = 86'400'000'000;
 
-json N(int64_t value) { return {{"N", std::to_string(value)}}; }
+json N(int64_t value) { return DynamoN(value); }
 
-json KeyOf(const std::string& key) { return {{kDynamoKey, {{"S", key}}}}; }
+json KeyOf(const std::string& key) { return DynamoKeyOf(key); }
 
 // The epoch second an item holding `until_us` may expire at.
 int64_t ExpirySeconds(int64_t until_us) {
@@ -159,14 +159,8 @@ void DynamoBudgetBackend::Take(std::vector<Charge> charges, std::optional<int64_
   std::vector<std::string> unique = keys;
   std::sort(unique.begin(), unique.end());
   unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
-  json wanted = json::array();
-  for (const std::string& key : unique) {
-    wanted.push_back(KeyOf(key));
-  }
-  json batch = {
-      {"RequestItems", {{client_.table(), {{"Keys", wanted}, {"ConsistentRead", true}}}}}};
   client_.Call(
-      "BatchGetItem", std::move(batch),
+      "BatchGetItem", BatchGetBody(client_.table(), unique),
       [this, charges = std::move(charges), now_us, reserve_ahead, attempt, keys = std::move(keys),
        done = std::move(done)](Result<json> answer) mutable {
         if (!answer) {
@@ -174,45 +168,25 @@ void DynamoBudgetBackend::Take(std::vector<Charge> charges, std::optional<int64_
           return;
         }
         // Keys DynamoDB left unread (throttled): read again, as after a conflict.
-        auto unprocessed = answer->find("UnprocessedKeys");
-        const bool partial =
-            unprocessed != answer->end() && unprocessed->is_object() && !unprocessed->empty();
-        std::vector<Item> items(charges.size());
-        auto responses = answer->find("Responses");
-        if (!partial && (responses == answer->end() || !responses->is_object())) {
-          done(Status::Corruption("dynamodb BatchGetItem answered no Responses"));
+        Result<DynamoBatchRead> read = ParseBatchGet(*answer, client_.table());
+        if (!read) {
+          done(read.error());
           return;
         }
+        const bool partial = read->partial;
+        std::vector<Item> items(charges.size());
         if (!partial) {
-          auto table = responses->find(client_.table());
-          if (table != responses->end()) {
-            if (!table->is_array()) {
-              done(Status::Corruption("dynamodb BatchGetItem answered a table that is no list"));
+          for (size_t i = 0; i < keys.size(); ++i) {
+            auto found = read->items.find(keys[i]);
+            if (found == read->items.end()) {
+              continue;
+            }
+            Result<SharedMeterState> state = StateOf(found->second, &items[i].version);
+            if (!state) {
+              done(state.error());
               return;
             }
-            for (const json& found : *table) {
-              if (!found.is_object()) {
-                continue;
-              }
-              auto k = found.find(kDynamoKey);
-              if (k == found.end() || !k->is_object() || !k->contains("S") ||
-                  !(*k)["S"].is_string()) {
-                continue;
-              }
-              const std::string& name = (*k)["S"].get_ref<const std::string&>();
-              Item item;
-              Result<SharedMeterState> state = StateOf(found, &item.version);
-              if (!state) {
-                done(state.error());
-                return;
-              }
-              item.state = *state;
-              for (size_t i = 0; i < keys.size(); ++i) {
-                if (keys[i] == name) {
-                  items[i] = item;
-                }
-              }
-            }
+            items[i].state = *state;
           }
         }
         const int64_t now = NowMicros(now_us);

@@ -326,4 +326,59 @@ void DynamoDbClient::Probe() {
   });
 }
 
+const std::string* DynamoString(const json& item, std::string_view name) {
+  auto attribute = item.find(name);
+  if (attribute == item.end() || !attribute->is_object()) {
+    return nullptr;
+  }
+  auto text = attribute->find("S");
+  if (text == attribute->end() || !text->is_string()) {
+    return nullptr;
+  }
+  return &text->get_ref<const std::string&>();
+}
+
+json DynamoN(int64_t value) { return {{"N", std::to_string(value)}}; }
+
+json DynamoS(std::string_view value) { return {{"S", std::string(value)}}; }
+
+json DynamoKeyOf(std::string_view key) { return {{kDynamoKey, DynamoS(key)}}; }
+
+Result<DynamoBatchRead> ParseBatchGet(const json& answer, const std::string& table) {
+  DynamoBatchRead read;
+  auto unprocessed = answer.find("UnprocessedKeys");
+  read.partial = unprocessed != answer.end() && unprocessed->is_object() && !unprocessed->empty();
+  auto responses = answer.find("Responses");
+  if (responses == answer.end() || !responses->is_object()) {
+    if (read.partial) {
+      return read;
+    }
+    return Status::Corruption("dynamodb BatchGetItem answered no Responses");
+  }
+  auto found = responses->find(table);
+  if (found == responses->end()) {
+    return read;
+  }
+  if (!found->is_array()) {
+    return Status::Corruption("dynamodb BatchGetItem answered a table that is no list");
+  }
+  for (const json& item : *found) {
+    if (!item.is_object()) {
+      continue;
+    }
+    if (const std::string* key = DynamoString(item, kDynamoKey)) {
+      read.items[*key] = item;
+    }
+  }
+  return read;
+}
+
+json BatchGetBody(const std::string& table, const std::vector<std::string>& keys) {
+  json wanted = json::array();
+  for (const std::string& key : keys) {
+    wanted.push_back(DynamoKeyOf(key));
+  }
+  return {{"RequestItems", {{table, {{"Keys", std::move(wanted)}, {"ConsistentRead", true}}}}}};
+}
+
 }  // namespace egress::adapters

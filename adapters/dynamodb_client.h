@@ -2,9 +2,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
@@ -118,5 +120,23 @@ class DynamoDbClient {
 // The "N" (number) attribute `name` of a DynamoDB item as an int64; `fallback` when absent.
 // kCorruption when present but not an integer.
 Result<int64_t> DynamoNumber(const nlohmann::json& item, std::string_view name, int64_t fallback);
+// The "S" (string) attribute `name` of an item; nullptr when absent or of another type.
+const std::string* DynamoString(const nlohmann::json& item, std::string_view name);
+
+// Attribute values: a number, a string, and the key of the item named `key`.
+nlohmann::json DynamoN(int64_t value);
+nlohmann::json DynamoS(std::string_view value);
+nlohmann::json DynamoKeyOf(std::string_view key);
+
+// What a consistent BatchGetItem of the table answered: each item found, by its key (items
+// without a string key are left out), and whether DynamoDB left keys unread (throttled; the
+// caller reads them again). kCorruption for an answer of another shape.
+struct DynamoBatchRead {
+  std::map<std::string, nlohmann::json> items;
+  bool partial = false;
+};
+Result<DynamoBatchRead> ParseBatchGet(const nlohmann::json& answer, const std::string& table);
+// The body of a consistent BatchGetItem of `keys` (at most 100, distinct) from `table`.
+nlohmann::json BatchGetBody(const std::string& table, const std::vector<std::string>& keys);
 
 }  // namespace egress::adapters

@@ -53,42 +53,12 @@ constexpr char kReadScript[] =
     "end\n"
     "return {tostring(now_ms), last, out}\n";
 
-// Splits on single spaces; at most `max` fields (more: returns max + 1 so the caller refuses).
-std::vector<std::string_view> Fields(std::string_view text, size_t max) {
-  std::vector<std::string_view> out;
-  while (out.size() <= max) {
-    const size_t space = text.find(' ');
-    out.push_back(text.substr(0, space));
-    if (space == std::string_view::npos) {
-      break;
-    }
-    text.remove_prefix(space + 1);
-  }
-  return out;
-}
-
 bool ParseInt(std::string_view text, int64_t low, int64_t high, int64_t& value) {
   if (text.empty() || text.size() > 19) {
     return false;
   }
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   return ec == std::errc() && end == text.data() + text.size() && value >= low && value <= high;
-}
-
-bool ParseKey(std::string_view text, uint64_t& key) {
-  if (text.size() != 16) {
-    return false;
-  }
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), key, 16);
-  return ec == std::errc() && end == text.data() + text.size();
-}
-
-bool ParseFlag(std::string_view text, bool& flag) {
-  if (text != "0" && text != "1") {
-    return false;
-  }
-  flag = text == "1";
-  return true;
 }
 
 // A stream entry id "<ms>-<seq>", both decimal.
@@ -110,116 +80,12 @@ bool ValidStreamId(std::string_view id) {
 RedisLearnedBudgets::RedisLearnedBudgets(boost::asio::io_context& io, RedisConnection& connection,
                                          std::string key_prefix, std::string instance,
                                          Millis poll_interval, Apply apply)
-    : timer_(io),
+    : PollingLearnedShare(io, poll_interval, std::move(apply)),
       connection_(connection),
       stream_(key_prefix + "learned"),
-      instance_(std::move(instance)),
-      poll_interval_(std::max(poll_interval, Millis(1))),
-      apply_(std::move(apply)),
-      alive_(std::make_shared<bool>(true)) {}
+      instance_(std::move(instance)) {}
 
-RedisLearnedBudgets::~RedisLearnedBudgets() { timer_.cancel(); }
-
-void RedisLearnedBudgets::Start() { Arm(Millis(0)); }
-
-std::string RedisLearnedBudgets::Encode(const LearnedUpdate& u) {
-  switch (u.kind) {
-    case LearnedUpdate::Kind::kBudget:
-      return fmt::format("b {:016x} {} {} {} {} {} {}", u.key, u.budget.limit, u.budget.scale_ms,
-                         u.budget.burst, u.adaptive ? 1 : 0, u.probing ? 1 : 0, u.hold.count());
-    case LearnedUpdate::Kind::kForget:
-      return fmt::format("f {:016x}", u.key);
-    case LearnedUpdate::Kind::kDiscordBucket:
-      return fmt::format("d {:016x} {:016x}", u.key, u.bucket);
-  }
-  return "";
-}
-
-Result<LearnedUpdate> RedisLearnedBudgets::Decode(std::string_view text) {
-  if (text.size() > kMaxEntryBytes) {
-    return Status::InvalidArgument("learned update too long");
-  }
-  const std::vector<std::string_view> f = Fields(text, 8);
-  LearnedUpdate u;
-  if (f[0] == "b" && f.size() == 8) {
-    u.kind = LearnedUpdate::Kind::kBudget;
-    int64_t hold = 0;
-    if (!ParseKey(f[1], u.key)) {
-      return Status::InvalidArgument("learned update: bad key");
-    }
-    if (!ParseInt(f[2], 1, pacing::kMaxBudgetLimit, u.budget.limit) ||
-        !ParseInt(f[3], 1, pacing::kMaxBudgetScaleMs, u.budget.scale_ms) ||
-        !ParseInt(f[4], 1, pacing::kMaxBudgetBurst, u.budget.burst)) {
-      return Status::InvalidArgument("learned update: budget out of range");
-    }
-    if (!ParseFlag(f[5], u.adaptive) || !ParseFlag(f[6], u.probing)) {
-      return Status::InvalidArgument("learned update: bad flag");
-    }
-    if (!ParseInt(f[7], 0, kTtl.count(), hold)) {
-      return Status::InvalidArgument("learned update: hold out of range");
-    }
-    u.hold = Millis(hold);
-    return u;
-  }
-  if (f[0] == "f" && f.size() == 2) {
-    u.kind = LearnedUpdate::Kind::kForget;
-    if (!ParseKey(f[1], u.key)) {
-      return Status::InvalidArgument("learned update: bad key");
-    }
-    return u;
-  }
-  if (f[0] == "d" && f.size() == 3) {
-    u.kind = LearnedUpdate::Kind::kDiscordBucket;
-    if (!ParseKey(f[1], u.key) || !ParseKey(f[2], u.bucket)) {
-      return Status::InvalidArgument("learned update: bad key");
-    }
-    return u;
-  }
-  return Status::InvalidArgument("learned update: unknown shape");
-}
-
-void RedisLearnedBudgets::Publish(const LearnedUpdate& update) {
-  const std::pair<bool, pacing::ScopeKey> key{update.kind == LearnedUpdate::Kind::kDiscordBucket,
-                                              update.key};
-  if (auto it = pending_index_.find(key); it != pending_index_.end()) {
-    pending_[it->second] = update;
-    return;
-  }
-  if (pending_.size() >= kMaxPending) {
-    ++dropped_;
-    return;
-  }
-  pending_index_.emplace(key, pending_.size());
-  pending_.push_back(update);
-}
-
-void RedisLearnedBudgets::Arm(Millis wait) {
-  timer_.expires_after(wait);
-  std::weak_ptr<bool> alive = alive_;
-  timer_.async_wait([this, alive](const boost::system::error_code& ec) {
-    if (ec || alive.expired()) {
-      return;
-    }
-    Poll();
-  });
-}
-
-void RedisLearnedBudgets::Poll() {
-  if (!connection_.up()) {
-    dropped_ += pending_.size();
-    pending_.clear();
-    pending_index_.clear();
-    Arm(poll_interval_);
-    return;
-  }
-  Flush();
-  Read();
-}
-
-void RedisLearnedBudgets::Flush() {
-  if (pending_.empty()) {
-    return;
-  }
+void RedisLearnedBudgets::Flush(std::vector<LearnedUpdate> updates) {
   std::vector<std::string> argv{"EVAL",
                                 kPublishScript,
                                 "1",
@@ -227,21 +93,19 @@ void RedisLearnedBudgets::Flush() {
                                 instance_,
                                 std::to_string(kMaxEntries),
                                 std::to_string(kTtl.count())};
-  argv.reserve(argv.size() + pending_.size());
-  for (const LearnedUpdate& update : pending_) {
-    argv.push_back(Encode(update));
+  argv.reserve(argv.size() + updates.size());
+  for (const LearnedUpdate& update : updates) {
+    argv.push_back(EncodeLearnedUpdate(update));
   }
-  const uint64_t count = pending_.size();
-  pending_.clear();
-  pending_index_.clear();
-  published_ += count;
+  const uint64_t count = updates.size();
+  counts_.published += count;
   std::weak_ptr<bool> alive = alive_;
   connection_.Command(std::move(argv), [this, alive, count](Result<RedisReply> reply) {
     if (alive.expired()) {
       return;
     }
     if (!reply || reply->type != RedisReply::Type::kInteger) {
-      dropped_ += count;
+      counts_.dropped += count;
     }
   });
 }
@@ -249,7 +113,7 @@ void RedisLearnedBudgets::Flush() {
 void RedisLearnedBudgets::Read() {
   std::weak_ptr<bool> alive = alive_;
   connection_.Command({"EVAL", kReadScript, "1", stream_, last_id_, std::to_string(kReadCount),
-                       std::to_string(kTtl.count()), std::to_string(kMaxEntryBytes)},
+                       std::to_string(kTtl.count()), std::to_string(kMaxLearnedUpdateBytes)},
                       [this, alive](Result<RedisReply> reply) {
                         if (alive.expired()) {
                           return;
@@ -260,7 +124,7 @@ void RedisLearnedBudgets::Read() {
                         }
                         // A full batch: more are waiting, read on at once (each read is a
                         // round trip, and the stream holds at most about kMaxEntries).
-                        Arm(read >= kReadCount ? Millis(0) : poll_interval_);
+                        Arm(read >= kReadCount ? Millis(0) : poll_interval());
                       });
 }
 
@@ -274,13 +138,12 @@ int64_t RedisLearnedBudgets::Consume(const RedisReply& reply) {
       !ParseInt(reply.elements[0].text, 0, INT64_MAX / 2, now_ms) ||
       reply.elements[2].elements.size() > static_cast<size_t>(kReadCount) ||
       (!reply.elements[1].text.empty() && !ValidStreamId(reply.elements[1].text))) {
-    ++rejected_;
+    ++counts_.rejected;
     return -1;
   }
   if (!reply.elements[1].text.empty()) {
     last_id_ = reply.elements[1].text;
   }
-  std::weak_ptr<bool> alive = alive_;
   const auto& entries = reply.elements[2].elements;
   for (const RedisReply& entry : entries) {
     int64_t id_ms = 0;
@@ -290,20 +153,18 @@ int64_t RedisLearnedBudgets::Consume(const RedisReply& reply) {
         !ParseInt(
             std::string_view(entry.elements[0].text).substr(0, entry.elements[0].text.find('-')), 0,
             INT64_MAX / 2, id_ms)) {
-      ++rejected_;
+      ++counts_.rejected;
       continue;
     }
     if (entry.elements[1].text == instance_) {
       continue;  // this instance's own
     }
-    Result<LearnedUpdate> update = Decode(entry.elements[2].text);
+    Result<LearnedUpdate> update = DecodeLearnedUpdate(entry.elements[2].text);
     if (!update) {
-      ++rejected_;
+      ++counts_.rejected;
       continue;
     }
-    ++applied_;
-    apply_(*update, Millis(std::max<int64_t>(0, now_ms - id_ms)));
-    if (alive.expired()) {
+    if (!ApplyUpdate(*update, Millis(std::max<int64_t>(0, now_ms - id_ms)))) {
       return static_cast<int64_t>(entries.size());
     }
   }

@@ -51,60 +51,17 @@ void RedisSharedSettings::Arm() {
   });
 }
 
-void RedisSharedSettings::Put(const std::string& name, const std::string& text, Done done) {
-  Pending& p = pending_[name];
-  p.text = text;
-  p.generation = ++generation_;
-  if (p.sending) {
-    // One script at a time per name, so they land in order: this text follows when the one in
-    // flight has answered (at the next poll).
-    if (done) {
-      done(Status::Ok());
-    }
-    return;
-  }
-  Send(name, std::move(done));
-}
-
-void RedisSharedSettings::Send(const std::string& name, Done done) {
-  Pending& p = pending_.at(name);
-  p.sending = true;
-  const uint64_t generation = p.generation;
-  std::weak_ptr<bool> alive = alive_;
-  connection_.Command(
-      {"EVAL", kPutScript, "2", hash_, counter_, name, p.text},
-      [this, alive, name, generation, done = std::move(done)](Result<RedisReply> reply) {
-        Status status = Status::Ok();
-        if (!reply) {
-          status = reply.error();
-        } else if (reply->type != RedisReply::Type::kInteger) {
-          status = Status::Unavailable("redis refused the shared setting");
-        }
-        if (!alive.expired()) {
-          auto it = pending_.find(name);
-          if (it != pending_.end()) {
-            it->second.sending = false;
-            if (status.ok() && it->second.generation == generation) {
-              pending_.erase(it);
-            }
-          }
-        }
-        if (done) {
-          done(status);
-        }
-      });
-}
-
-void RedisSharedSettings::Flush() {
-  std::vector<std::string> names;
-  for (const auto& [name, p] : pending_) {
-    if (!p.sending) {
-      names.push_back(name);
-    }
-  }
-  for (const std::string& name : names) {
-    Send(name, nullptr);
-  }
+void RedisSharedSettings::Send(const std::string& name, const std::string& text, Done landed) {
+  connection_.Command({"EVAL", kPutScript, "2", hash_, counter_, name, text},
+                      [landed = std::move(landed)](Result<RedisReply> reply) {
+                        if (!reply) {
+                          landed(reply.error());
+                        } else if (reply->type != RedisReply::Type::kInteger) {
+                          landed(Status::Unavailable("redis refused the shared setting"));
+                        } else {
+                          landed(Status::Ok());
+                        }
+                      });
 }
 
 void RedisSharedSettings::Poll() {

@@ -34,13 +34,22 @@ struct LearnedUpdate {
 // long after it was written, and the share keeps updates no longer (docs/pacing.md).
 inline constexpr Millis kLearnedTtl{10 * 60 * 1000};
 
-// Carries LearnedUpdates to the other nodes (adapters::RedisLearnedBudgets). Publish never
-// blocks and may lose an update (the share is down): the other nodes then learn from their own
-// responses, as without a share.
+// What a LearnedShare did so far.
+struct LearnedShareCounts {
+  uint64_t published = 0;
+  uint64_t applied = 0;   // updates of other nodes handed to the Scheduler
+  uint64_t dropped = 0;   // published ones lost (the share was down, or its batch full)
+  uint64_t rejected = 0;  // entries or updates read that did not decode
+};
+
+// Carries LearnedUpdates to the other nodes (adapters::RedisLearnedBudgets,
+// adapters::DynamoDbLearnedBudgets). Publish never blocks and may lose an update (the share is
+// down): the other nodes then learn from their own responses, as without a share.
 class LearnedShare {
  public:
   virtual ~LearnedShare() = default;
   virtual void Publish(const LearnedUpdate& update) = 0;
+  virtual LearnedShareCounts counts() const = 0;
 };
 
 }  // namespace egress::pacing

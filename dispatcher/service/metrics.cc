@@ -110,8 +110,14 @@ constexpr Definition kDefinitions[] = {
              "1 while the store takes writes; 0 after a write or background fault until it "
              "recovers."),
     GaugeRow(GaugeId::kBudgetStoreUp, "relay_egress_budget_store_up",
-             "1 while the shared budget store ([cluster] Redis) answers, or when budgets are in "
-             "memory; 0 while it cannot be reached (on_redis_down applies)."),
+             "1 while the shared budget store ([cluster] Redis or DynamoDB) answers, or when "
+             "budgets are in memory; 0 while it cannot be reached (on_budget_store_down "
+             "applies)."),
+    CounterRow(CounterId::kLearnedUpdates, "relay_egress_learned_updates_total",
+               "What responses taught (learned limits, adaptive paces, Discord buckets) shared "
+               "with the other [cluster] nodes through the budget store, by direction: "
+               "published, applied (another node's), dropped (the store was away or the "
+               "batch full), rejected (an entry that did not decode)."),
     GaugeRow(GaugeId::kStoreShardsHeld, "relay_egress_store_shards_held",
              "Shards of the shared PostgreSQL store whose destinations this node dispatches "
              "(their leases held); absent with the embedded store."),

@@ -40,7 +40,8 @@ enum class CounterId : uint8_t {
   kQuotaShadowRejections,       // relay_egress_quota_shadow_rejections_total{tenant,quota}
   kHttpBusy,                    // relay_egress_http_busy_total
   kAccessTokenFetches,          // relay_egress_access_token_fetches_total{platform,result}
-  kMaxValue = kAccessTokenFetches,
+  kLearnedUpdates,              // relay_egress_learned_updates_total{direction}
+  kMaxValue = kLearnedUpdates,
 };
 enum class GaugeId : uint8_t {
   kQueueDepth,         // relay_egress_queue_depth{state}

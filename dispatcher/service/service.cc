@@ -205,15 +205,25 @@ Result<std::unique_ptr<Service>> Service::Start(
     const std::string instance =
         fmt::format("{}/{:x}{:x}", o.shared_budgets.node_id, static_cast<uint64_t>(::getpid()),
                     static_cast<uint64_t>(clock.WallNow().time_since_epoch().count()));
-    s->shared_learned_ = std::make_unique<adapters::RedisLearnedBudgets>(
-        io, *s->redis_, o.shared_budgets.key_prefix, instance, o.shared_budgets.settings_poll,
-        [self = s.get()](const pacing::LearnedUpdate& update, Millis age) {
-          // A refused update (hostile or out of range) changes nothing; the node paces as it
-          // would without the share.
-          self->scheduler_->ApplyLearned(update, age).IgnoreError();
-        });
+    auto apply = [self = s.get()](const pacing::LearnedUpdate& update, Millis age) {
+      // A refused update (hostile or out of range) changes nothing; the node paces as it would
+      // without the share.
+      self->scheduler_->ApplyLearned(update, age).IgnoreError();
+    };
+    if (s->dynamo_) {
+      auto learned = std::make_unique<adapters::DynamoDbLearnedBudgets>(
+          io, *s->dynamo_, clock, o.shared_budgets.key_prefix, instance,
+          o.shared_budgets.settings_poll, apply);
+      learned->Start();
+      s->shared_learned_ = std::move(learned);
+    } else {
+      auto learned = std::make_unique<adapters::RedisLearnedBudgets>(
+          io, *s->redis_, o.shared_budgets.key_prefix, instance, o.shared_budgets.settings_poll,
+          apply);
+      learned->Start();
+      s->shared_learned_ = std::move(learned);
+    }
     s->scheduler_->SetLearnedShare(s->shared_learned_.get());
-    s->shared_learned_->Start();
   }
   s->transport_ = std::move(transport);
   Service* self = s.get();
@@ -350,10 +360,20 @@ pacing::BudgetStore* Service::StartSharedBudgets() {
   } else {
     redis_->SetStateObserver(observer);
   }
-  if (redis_) {
+  // Settings and what responses taught go through the store of the budgets: with DynamoDB they
+  // reach every region the table serves; a Redis beside it keeps only the count of Discord's
+  // invalid requests (one egress address's).
+  auto changed = [this](const std::string& name, const std::string& text) {
+    OnSharedSetting(name, text);
+  };
+  if (dynamo_) {
+    shared_settings_ = std::make_unique<adapters::DynamoDbSharedSettings>(
+        io_, *dynamo_, clock_, shared.key_prefix, shared.settings_poll, changed);
+  } else if (redis_) {
     shared_settings_ = std::make_unique<adapters::RedisSharedSettings>(
-        io_, *redis_, shared.key_prefix, shared.settings_poll,
-        [this](const std::string& name, const std::string& text) { OnSharedSetting(name, text); });
+        io_, *redis_, shared.key_prefix, shared.settings_poll, changed);
+  }
+  if (redis_) {
     redis_->Start();
   }
   return leased_budgets_.get();
@@ -365,7 +385,7 @@ void Service::ShareSetting(const std::string& name, const std::string& text) {
   }
   shared_settings_->Put(name, text, [name](Status st) {
     if (!st.ok()) {
-      // Tried again at every poll until Redis takes it (RedisSharedSettings::Put).
+      // Tried again at every poll until the store takes it (SharedSettings::Put).
       LogEvent(LogLevel::kWarn, "shared_setting_failed",
                {{"setting", name}, {"reason", st.message()}});
     }

@@ -18,12 +18,15 @@
 #include "adapters/curl_transport.h"
 #include "adapters/dynamodb_budget_backend.h"
 #include "adapters/dynamodb_client.h"
+#include "adapters/dynamodb_learned_budgets.h"
+#include "adapters/dynamodb_shared_settings.h"
 #include "adapters/redis_budget_backend.h"
 #include "adapters/redis_connection.h"
 #include "adapters/redis_invalid_requests.h"
 #include "adapters/redis_learned_budgets.h"
 #include "adapters/redis_shared_settings.h"
 #include "adapters/request_timeouts.h"
+#include "adapters/shared_settings.h"
 #include "dispatcher/base/random.h"
 #include "dispatcher/pacing/leased_budget_store.h"
 #include "dispatcher/pacing/memory_budget_store.h"
@@ -198,6 +201,8 @@ class Service {
   TenantRequestSlots& request_slots() { return request_slots_; }
   // The HTTP server's counters (connections open, refused, deadlines hit).
   const HttpServerStats& http_stats() const { return server_->stats(); }
+  // With [cluster]: the share of what responses taught; nullptr without.
+  const pacing::LearnedShare* learned_share() const { return shared_learned_.get(); }
   CredentialBook& credentials() { return credentials_; }
   // Tenants' API keys (config, then the persisted api_keys/ settings); loop thread only.
   ApiKeyBook& api_keys() { return api_keys_; }
@@ -310,7 +315,8 @@ class Service {
   // unless it is what this node holds already. Runs on the loop.
   void OnSharedSetting(const std::string& name, const std::string& text);
   void OnSharedPause(const std::string& name, const std::string& text);
-  // With [cluster]: stores the setting `name` in Redis for every node (RedisSharedSettings::Put);
+  // With [cluster]: stores the setting `name` in the shared store (Redis or DynamoDB) for every
+  // node (SharedSettings::Put);
   // a failure is logged (shared_setting_failed). Without, does nothing.
   void ShareSetting(const std::string& name, const std::string& text);
   // After pauses_ changed: relay_egress_pauses, and one DeliveryLoop::PausesChanged posted for
@@ -352,9 +358,9 @@ class Service {
   std::unique_ptr<adapters::DynamoDbClient> dynamo_;
   std::unique_ptr<adapters::DynamoBudgetBackend> dynamo_budgets_;
   std::unique_ptr<pacing::LeasedBudgetStore> leased_budgets_;
-  std::unique_ptr<adapters::RedisSharedSettings> shared_settings_;
+  std::unique_ptr<adapters::SharedSettings> shared_settings_;
   std::unique_ptr<adapters::RedisInvalidRequests> shared_invalid_;  // Discord's, per token
-  std::unique_ptr<adapters::RedisLearnedBudgets> shared_learned_;   // what responses taught
+  std::unique_ptr<pacing::LearnedShare> shared_learned_;            // what responses taught
   SplitMixRandom random_;
   std::unique_ptr<pacing::Scheduler> scheduler_;
   std::unique_ptr<adapters::HttpTransport> transport_;

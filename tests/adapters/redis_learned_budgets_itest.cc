@@ -24,37 +24,6 @@ LearnedUpdate BudgetUpdate(uint64_t key, int64_t limit) {
   return update;
 }
 
-// Verifies the stream's text both ways, and that every other shape is refused by name.
-TEST(RedisLearnedBudgetsCodecTest, EncodesAndRefusesWhatIsNotAnUpdate) {
-  LearnedUpdate adaptive = BudgetUpdate(0xfedcba9876543210ULL, 12);
-  adaptive.adaptive = true;
-  adaptive.probing = true;
-  adaptive.hold = Millis(750);
-  LearnedUpdate forget;
-  forget.kind = LearnedUpdate::Kind::kForget;
-  forget.key = 1;
-  LearnedUpdate bucket;
-  bucket.kind = LearnedUpdate::Kind::kDiscordBucket;
-  bucket.key = 2;
-  bucket.bucket = 0xffffffffffffffffULL;
-  EXPECT_EQ(RedisLearnedBudgets::Encode(adaptive), "b fedcba9876543210 12 1000 1 1 1 750");
-  for (const LearnedUpdate& update : {adaptive, forget, bucket, BudgetUpdate(3, 1)}) {
-    Result<LearnedUpdate> back = RedisLearnedBudgets::Decode(RedisLearnedBudgets::Encode(update));
-    ASSERT_TRUE(back.has_value()) << RedisLearnedBudgets::Encode(update);
-    EXPECT_EQ(*back, update);
-  }
-  for (const char* hostile :
-       {"", "b", "x 0000000000000001", "f 1", "f 0000000000000001 extra", "f 000000000000000g",
-        "f -000000000000001", "b 0000000000000001 0 1000 1 0 0 0",
-        "b 0000000000000001 1 1000 1 0 0 -1", "b 0000000000000001 1 1000 1 2 0 0",
-        "b 0000000000000001 1 99999999999999999999 1 0 0 0", "b 0000000000000001 1 1000 1 0 0 0 0",
-        "b 0000000000000001 1  1000 1 0 0", "b 0000000000000001 1 1000 1 0 0 600001",
-        "d 0000000000000001", "b 0000000000000001 +1 1000 1 0 0 0"}) {
-    EXPECT_FALSE(RedisLearnedBudgets::Decode(hostile).has_value()) << "'" << hostile << "'";
-  }
-  EXPECT_FALSE(RedisLearnedBudgets::Decode(std::string(200, 'f')).has_value());
-}
-
 // Two nodes' shares on one fresh redis-server (RedisTest drives the loop).
 class RedisLearnedBudgetsTest : public RedisTwoNodesTest {
  protected:

@@ -29,6 +29,7 @@ DeliveryOutcome Http(int status) { return HttpOutcome(status); }
 class RecordingShare : public LearnedShare {
  public:
   void Publish(const LearnedUpdate& update) override { updates.push_back(update); }
+  pacing::LearnedShareCounts counts() const override { return {.published = updates.size()}; }
   std::vector<LearnedUpdate> updates;
 };
 

@@ -100,8 +100,10 @@ relay_egress_store_errors_total{operation="outcome"} 1
 # HELP relay_egress_store_healthy 1 while the store takes writes; 0 after a write or background fault until it recovers.
 # TYPE relay_egress_store_healthy gauge
 relay_egress_store_healthy 0
-# HELP relay_egress_budget_store_up 1 while the shared budget store ([cluster] Redis) answers, or when budgets are in memory; 0 while it cannot be reached (on_redis_down applies).
+# HELP relay_egress_budget_store_up 1 while the shared budget store ([cluster] Redis or DynamoDB) answers, or when budgets are in memory; 0 while it cannot be reached (on_budget_store_down applies).
 # TYPE relay_egress_budget_store_up gauge
+# HELP relay_egress_learned_updates_total What responses taught (learned limits, adaptive paces, Discord buckets) shared with the other [cluster] nodes through the budget store, by direction: published, applied (another node's), dropped (the store was away or the batch full), rejected (an entry that did not decode).
+# TYPE relay_egress_learned_updates_total counter
 # HELP relay_egress_store_shards_held Shards of the shared PostgreSQL store whose destinations this node dispatches (their leases held); absent with the embedded store.
 # TYPE relay_egress_store_shards_held gauge
 # HELP relay_egress_corrupt_records_total Stored records that could not be read and were moved to dead (reason corrupt_record).
@@ -382,7 +384,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 42u);
+  EXPECT_EQ(names.size(), 43u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

@@ -224,6 +224,17 @@ void SetServerMetrics(Service& s) {
              static_cast<double>(http.write_timeouts));
   m.SetTotal(CounterId::kConnectionsOpened, {},
              static_cast<double>(s.transport().ConnectionsOpened()));
+  if (const pacing::LearnedShare* learned = s.learned_share()) {
+    const pacing::LearnedShareCounts c = learned->counts();
+    m.SetTotal(CounterId::kLearnedUpdates, {{"direction", "published"}},
+               static_cast<double>(c.published));
+    m.SetTotal(CounterId::kLearnedUpdates, {{"direction", "applied"}},
+               static_cast<double>(c.applied));
+    m.SetTotal(CounterId::kLearnedUpdates, {{"direction", "dropped"}},
+               static_cast<double>(c.dropped));
+    m.SetTotal(CounterId::kLearnedUpdates, {{"direction", "rejected"}},
+               static_cast<double>(c.rejected));
+  }
 }
 
 // Gathers up to kGatherStep items of the collected families from the loop's tables: the oldest
