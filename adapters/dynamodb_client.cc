@@ -48,10 +48,13 @@ bool Refused(std::string_view type) {
          type == "InvalidClientTokenId" || type == "SignatureDoesNotMatch";
 }
 
+// Answers worth trying again after a backoff: throttling, DynamoDB's own faults, and a write
+// that met another region's write to the same item (a global table with multi-Region strong
+// consistency; AWS's SDKs retry it).
 bool Throttled(std::string_view type) {
   return type == "ProvisionedThroughputExceededException" || type == "ThrottlingException" ||
          type == "RequestLimitExceeded" || type == "InternalServerError" ||
-         type == "ServiceUnavailable";
+         type == "ServiceUnavailable" || type == "ReplicatedWriteConflictException";
 }
 
 }  // namespace

@@ -134,6 +134,19 @@ TEST_F(DynamoDbClientTest, TriesThrottledAnswersAgain) {
   EXPECT_TRUE(client->up());
 }
 
+// Verifies that a write another region's write to the same item refused (a global table with
+// multi-Region strong consistency: ReplicatedWriteConflictException, which AWS's SDKs retry) is
+// tried again like a throttled one.
+TEST_F(DynamoDbClientTest, TriesAReplicatedWriteConflictAgain) {
+  auto client = Started();
+  transport_.Answer(
+      400, R"({"__type":"com.amazonaws.dynamodb.v20120810#ReplicatedWriteConflictException"})");
+  transport_.Answer(200, R"({})");
+  Result<json> answer = Call(*client, "UpdateItem");
+  ASSERT_TRUE(answer.has_value()) << answer.error().message();
+  EXPECT_EQ(client->retried(), 1u);
+}
+
 // Verifies that a call throttled max_attempts times fails with kUnavailable and puts the client
 // down (the store's outage mode applies) instead of waiting longer.
 TEST_F(DynamoDbClientTest, ThrottledEveryTimeIsUnavailableAndDown) {

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "dispatcher/base/random.h"
 #include "tests/support/shared_meter_contract.h"
 
 namespace egress::adapters {
@@ -172,6 +173,89 @@ TEST(SharedMeterTest, ClockSkewCostsAtMostTheSkewTimesTheRate) {
     EXPECT_LE(most, 50u + static_cast<size_t>((skew_ms + 19) / 20) + 1);
     if (skew_ms == 0) {
       EXPECT_GE(most, 48u);  // near the budget: the bound above is not for want of sends
+    }
+  }
+}
+
+// Measures what a DynamoDB global table in its default mode (multi-Region eventual consistency)
+// costs a shared budget: each region's nodes take from their own replica, and a write reaches
+// the other replicas `lag_ms` later, where the last writer wins (by the time it was written, as
+// DynamoDB reconciles concurrent writes). One 50/s meter for 20 s, every region either busy (its
+// nodes ask every millisecond) or asking at random at twice the budget. One table (one region)
+// keeps the budget; with replicas the regions together spend up to their number times it.
+// docs/deployment.md, "Across regions", quotes these figures.
+TEST(SharedMeterTest, GlobalTableReplicasSpendUpToTheirNumberTimesTheBudget) {
+  const GcraParams global{.interval_ns = 20'000'000, .depth = 1};
+  const Charge charge{1, global, 1};
+  struct Replica {
+    SharedMeterState state;
+    int64_t written_ms = -1;
+    int writer = -1;
+  };
+  struct Replication {
+    int64_t arrives_ms;
+    int to;
+    Replica write;
+  };
+  for (const bool busy : {true, false}) {
+    for (const int regions : {1, 2, 3}) {
+      for (const int64_t lag_ms : {10, 100, 1000}) {
+        if (regions == 1 && lag_ms != 10) {
+          continue;  // nothing to replicate
+        }
+        SplitMixRandom random(static_cast<uint64_t>(regions * 7919 + lag_ms));
+        std::vector<Replica> replicas(regions);
+        std::vector<Replication> in_flight;  // in order of arrival: the lag is the same for all
+        size_t next = 0;
+        std::vector<int64_t> sent_ms;
+        for (int64_t t = 0; t < 20'000; ++t) {
+          for (; next < in_flight.size() && in_flight[next].arrives_ms <= t; ++next) {
+            Replica& r = replicas[in_flight[next].to];
+            const Replica& w = in_flight[next].write;
+            if (std::pair(w.written_ms, w.writer) > std::pair(r.written_ms, r.writer)) {
+              r = w;
+            }
+          }
+          for (int i = 0; i < regions; ++i) {
+            const int region = static_cast<int>((t + i) % regions);  // who asks first alternates
+            if (!busy && random.Next() % 10 != 0) {
+              continue;  // 100 asks a second: twice the budget
+            }
+            Replica& r = replicas[region];
+            SharedTake take = DecideSharedTake({&charge, 1}, {&r.state, 1}, t * 1000, 0);
+            if (!take.result.allowed) {
+              continue;
+            }
+            r.state.tat_us = take.new_tat_us[0];
+            r.written_ms = t;
+            r.writer = region;
+            sent_ms.push_back(t);
+            for (int other = 0; other < regions; ++other) {
+              if (other != region) {
+                in_flight.push_back({t + lag_ms, other, r});
+              }
+            }
+          }
+        }
+        size_t most = 0;
+        for (size_t first = 0, last = 0; first < sent_ms.size(); ++first) {
+          while (last < sent_ms.size() && sent_ms[last] < sent_ms[first] + 1000) {
+            ++last;
+          }
+          most = std::max(most, last - first);
+        }
+        const double average = static_cast<double>(sent_ms.size()) / 20;
+        std::printf(
+            "%s, %d region(s), replication lag %4lld ms: at most %zu sends in a second of a "
+            "50/s budget, %.1f/s on average\n",
+            busy ? "busy" : "2x demand", regions, static_cast<long long>(lag_ms), most, average);
+        EXPECT_LE(most, static_cast<size_t>(50 * regions + regions));
+        if (regions == 1) {
+          EXPECT_LE(most, 51u);
+        } else {
+          EXPECT_GT(average, 52.0);  // replicas overspend: the reason to keep one table
+        }
+      }
     }
   }
 }
