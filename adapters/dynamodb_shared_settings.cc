@@ -17,6 +17,7 @@ DynamoDbSharedSettings::DynamoDbSharedSettings(boost::asio::io_context& io, Dyna
                                                Millis poll_interval, Changed changed)
     : timer_(io),
       client_(client),
+      clock_(clock),
       log_(client, clock,
            {.name = key_prefix + "settings:",
             .ring = kRing,
@@ -58,15 +59,58 @@ void DynamoDbSharedSettings::Send(const std::string& name, const std::string& te
                   {"t", DynamoS("=" + text)}}},
                 {"ConditionExpression", "attribute_not_exists(v) OR v < :v"},
                 {"ExpressionAttributeValues", {{":v", DynamoN(*seq)}}}};
-    client_.Call("PutItem", std::move(put), [landed = std::move(landed)](Result<json> written) {
-      // A newer version is there already: this one was superseded, and landed.
-      if (!written && written.error().code() != Status::Code::kFailedPrecondition) {
-        landed(written.error());
-        return;
-      }
-      landed(Status::Ok());
-    });
+    const int64_t version = *seq;
+    client_.Call(
+        "PutItem", std::move(put),
+        [this, alive, name, version, landed = std::move(landed)](Result<json> written) mutable {
+          if (alive.expired()) {
+            return;
+          }
+          if (written) {
+            landed(Status::Ok());
+          } else if (written.error().code() != Status::Code::kFailedPrecondition) {
+            landed(written.error());
+          } else {
+            CheckNewer(name, version, std::move(landed));
+          }
+        });
   });
+}
+
+void DynamoDbSharedSettings::CheckNewer(const std::string& name, int64_t version, Done landed) {
+  json get = {{"Key", DynamoKeyOf(ItemKey(name))}, {"ConsistentRead", true}};
+  std::weak_ptr<bool> alive = alive_;
+  client_.Call("GetItem", std::move(get),
+               [this, alive, version, landed = std::move(landed)](Result<json> answer) mutable {
+                 if (alive.expired()) {
+                   return;
+                 }
+                 if (!answer) {
+                   landed(answer.error());
+                   return;
+                 }
+                 int64_t held = 0;
+                 auto item = answer->find("Item");
+                 if (item != answer->end() && item->is_object()) {
+                   held = DynamoNumber(*item, "v", 0).value_or(0);
+                 }
+                 if (held <= version) {
+                   landed(Status::Ok());  // an earlier try of this very write landed
+                   return;
+                 }
+                 // A newer Put landed (the counter is past its version: this text was superseded),
+                 // or the counter went back below the item's version (raised now; this text goes
+                 // again).
+                 log_.RaiseCounter(held, held, [landed = std::move(landed)](Result<bool> raised) {
+                   if (!raised) {
+                     landed(raised.error());
+                   } else if (*raised) {
+                     landed(Status::Unavailable("settings counter was behind a setting; raised"));
+                   } else {
+                     landed(Status::Ok());
+                   }
+                 });
+               });
 }
 
 void DynamoDbSharedSettings::Arm(Millis wait) {
@@ -104,6 +148,8 @@ void DynamoDbSharedSettings::Read() {
     }
     if (batch->restarted) {
       reported_.clear();  // the table was made again: report all it has
+      scan_from_ = nullptr;
+      last_scan_ = std::nullopt;
     }
     for (const DynamoDbLog::Entry& entry : batch->entries) {
       const size_t newline = entry.text.find('\n');
@@ -116,10 +162,15 @@ void DynamoDbSharedSettings::Read() {
         return;
       }
     }
-    if (scan_needed_) {
-      // The cursor is placed already (before this scan): what is appended from now on, the log
-      // reports.
-      Scan(nullptr);
+    // The cursor is placed already (before this scan): what is appended from now on, the log
+    // reports. A scan reads the whole table, so one that follows a loss waits kMinScanGap after
+    // the last; one that failed goes on from its page.
+    if (scan_needed_ &&
+        (!scan_from_.is_null() || !last_scan_ || clock_.Now() - *last_scan_ >= kMinScanGap)) {
+      if (scan_from_.is_null()) {
+        last_scan_ = clock_.Now();
+      }
+      Scan(scan_from_);
       return;
     }
     Arm(batch->more ? Millis(0) : poll_interval_);
@@ -135,12 +186,13 @@ void DynamoDbSharedSettings::Scan(json start) {
     scan["ExclusiveStartKey"] = std::move(start);
   }
   std::weak_ptr<bool> alive = alive_;
+  scan_from_ = start;
   client_.Call("Scan", std::move(scan), [this, alive](Result<json> answer) {
     if (alive.expired()) {
       return;
     }
     if (!answer) {
-      Arm(poll_interval_);  // scan_needed_ stays: the next poll scans again
+      Arm(poll_interval_);  // scan_needed_ stays: the next poll goes on from scan_from_
       return;
     }
     auto items = answer->find("Items");
@@ -170,6 +222,7 @@ void DynamoDbSharedSettings::Scan(json start) {
       return;
     }
     scan_needed_ = false;
+    scan_from_ = nullptr;
     ++scans_;
     Arm(Millis(0));  // the log on from where the cursor was placed
   });

@@ -28,6 +28,10 @@ namespace egress::adapters {
 // the table made again), it scans the setting items (a Scan of the table, filtered to them, in
 // pages) and reports every item newer than what it reported; the log's cursor was placed before
 // the scan began, kReplay entries back, so a Put that was between its two writes is seen too.
+// A scan reads every item of the table (meters too), so one that follows lost entries starts at
+// most every kMinScanGap, and one whose page failed goes on from that page at the next poll. A
+// Put whose item meets a newer version checks whether the counter went back below it (the
+// counter is raised, and the Put is sent again) or another Put came later (this one is done).
 //
 // What the table holds is hostile input: an entry or item whose name is longer than
 // kMaxNameBytes or text longer than kMaxSettingBytes, or of another shape, is skipped.
@@ -39,6 +43,8 @@ class DynamoDbSharedSettings final : public SharedSettings {
   static constexpr int64_t kRing = 1024;
   static constexpr int64_t kReplay = 64;
   static constexpr size_t kMaxNameBytes = 1024;
+  // The least time between the starts of two scans that follow lost entries.
+  static constexpr Millis kMinScanGap{5000};
 
   DynamoDbSharedSettings(boost::asio::io_context& io, DynamoDbClient& client, const Clock& clock,
                          std::string key_prefix, Millis poll_interval, Changed changed);
@@ -58,17 +64,22 @@ class DynamoDbSharedSettings final : public SharedSettings {
   // Scans the setting items from `start` (a page's LastEvaluatedKey; null: from the beginning),
   // then reads the log on.
   void Scan(nlohmann::json start);
+  // After the setting item's condition failed: a newer Put, or a counter that went back.
+  void CheckNewer(const std::string& name, int64_t version, Done landed);
   // Reports `text` of `name` when `version` is newer than what was reported for it.
   void Report(const std::string& name, int64_t version, const std::string& text);
   std::string ItemKey(const std::string& name) const;
 
   boost::asio::steady_timer timer_;
   DynamoDbClient& client_;
+  const Clock& clock_;
   DynamoDbLog log_;
   std::string item_prefix_;
   Millis poll_interval_;
   Changed changed_;
   bool scan_needed_ = true;
+  nlohmann::json scan_from_;             // where a scan under way goes on; null: none under way
+  std::optional<SteadyTime> last_scan_;  // when the last scan began
   uint64_t scans_ = 0;
   std::map<std::string, int64_t> reported_;  // name -> the version last reported
   std::shared_ptr<bool> alive_;

@@ -158,11 +158,37 @@ TEST_F(DynamoSharesTest, LogWaitsForAGapThenSkipsIt) {
   lost = 0;
   EXPECT_EQ(ReadAll(reader, &lost), (std::vector<std::string>{"three", "four"}));
   EXPECT_EQ(lost, 0);
+
+  // Five numbers never written (or deleted by TTL): one wait for all of them, not one each.
+  for (int i = 0; i < 5; ++i) {
+    reserve();
+  }
+  ASSERT_TRUE(Append(writer, "ten").has_value());
+  EXPECT_TRUE(ReadAll(reader).empty());
+  fake.Advance(DynamoDbLog::kGapWait);
+  lost = 0;
+  EXPECT_EQ(ReadAll(reader, &lost), std::vector<std::string>{"ten"});
+  EXPECT_EQ(lost, 5);
+}
+
+// Verifies that an entry written more than kGapWait / 2 after its number was taken is reported
+// failed (a reader may have skipped it: the caller sends it again).
+TEST_F(DynamoSharesTest, LogReportsALateEntryFailed) {
+  FakeClock fake;
+  DynamoDbLog writer(*client_, fake, {.name = "t:late:", .ring = 16});
+  std::optional<Result<int64_t>> seq;
+  writer.Append("slow", [&](Result<int64_t> r) { seq = std::move(r); });
+  fake.Advance(DynamoDbLog::kGapWait / 2 + std::chrono::milliseconds(1));
+  ASSERT_TRUE(RunUntil([&] { return seq.has_value(); }));
+  ASSERT_FALSE(seq->has_value());
+  EXPECT_EQ(seq->error().code(), Status::Code::kUnavailable);
+  EXPECT_TRUE(Append(writer, "quick").has_value());
 }
 
 // Verifies that a reader behind by more than the ring is told how many entries it lost and reads
-// on from the oldest the ring holds; that a slow writer never overwrites a newer turn of the ring;
-// and that the counter going back (the table made again) restarts the reader.
+// on from the oldest the ring holds; that a counter that went back while the entries stayed is
+// raised past them (never overwriting a newer turn of the ring); and that the counter going back
+// with the entries (the table made again) restarts the reader.
 TEST_F(DynamoSharesTest, LogCountsWhatTheRingOverwrote) {
   DynamoDbLog::Options options{.name = "t:ring:", .ring = 8};
   DynamoDbLog writer(*client_, clock_, options);
@@ -177,16 +203,19 @@ TEST_F(DynamoSharesTest, LogCountsWhatTheRingOverwrote) {
   EXPECT_EQ(ReadAll(reader, &lost), std::vector<std::string>(written.end() - 8, written.end()));
   EXPECT_EQ(lost, 12);
 
-  // Number 21's slot holds 29 already (21's writer was slow): its write leaves 29 there.
-  PutRaw(
-      {{"k", DynamoS("t:ring:e:5")}, {"q", DynamoN(29)}, {"b", DynamoS("29")}, {"a", DynamoN(1)}});
-  Result<int64_t> slow = Append(writer, "21");
-  ASSERT_TRUE(slow.has_value()) << slow.error().ToString();
-  EXPECT_EQ(*slow, 21);
-  Result<json> slot =
-      Raw("GetItem", {{"Key", DynamoKeyOf("t:ring:e:5")}, {"ConsistentRead", true}});
-  ASSERT_TRUE(slot.has_value());
-  EXPECT_EQ((*slot)["Item"]["b"]["S"], "29");
+  // The counter lost while the entries stay (an operator deleted it): the first Append meets a
+  // slot holding a higher number, raises the counter past the ring and fails; the next lands and
+  // is read.
+  ASSERT_TRUE(Raw("DeleteItem", {{"Key", DynamoKeyOf("t:ring:n")}}).has_value());
+  Result<int64_t> behind = Append(writer, "lost to the old counter");
+  ASSERT_FALSE(behind.has_value());
+  EXPECT_EQ(behind.error().code(), Status::Code::kUnavailable);
+  Result<int64_t> raised = Append(writer, "after the raise");
+  ASSERT_TRUE(raised.has_value()) << raised.error().ToString();
+  EXPECT_GT(*raised, 20);  // past every number the ring held
+  DynamoDbLog fresh(*client_, clock_, options);
+  fresh.SetReplay(1);
+  EXPECT_EQ(ReadAll(fresh), std::vector<std::string>{"after the raise"});
 
   // The table made again: the counter and the entries gone.
   ASSERT_TRUE(Raw("DeleteItem", {{"Key", DynamoKeyOf("t:ring:n")}}).has_value());
@@ -199,6 +228,18 @@ TEST_F(DynamoSharesTest, LogCountsWhatTheRingOverwrote) {
   EXPECT_TRUE(batch.restarted);
   ASSERT_EQ(batch.entries.size(), 1u);
   EXPECT_EQ(batch.entries[0].text, "again");
+
+  // Made again once more, and its counter past the reader's cursor before the reader looks: the
+  // counter's epoch tells it apart.
+  for (const std::string key : {"t:ring:n", "t:ring:e:1"}) {
+    ASSERT_TRUE(Raw("DeleteItem", {{"Key", DynamoKeyOf(key)}}).has_value());
+  }
+  ASSERT_TRUE(Append(writer, "x1").has_value());
+  ASSERT_TRUE(Append(writer, "x2").has_value());
+  batch = Read(reader);
+  EXPECT_TRUE(batch.restarted);
+  ASSERT_EQ(batch.entries.size(), 2u);
+  EXPECT_EQ(batch.entries[0].text, "x1");
 }
 
 // Verifies that entries another writer damaged (a text of another type or too long, a number
@@ -275,10 +316,13 @@ TEST_F(DynamoSharesTest, LearnedUpdatesReachTheOtherNodes) {
   // An old entry and a damaged one, as another writer might leave them.
   const int64_t now_ms =
       std::chrono::duration_cast<Millis>(clock_.WallNow().time_since_epoch()).count();
-  auto entry = [&](int64_t written_ms, std::string text) {
-    DynamoDbLog raw(*client_, clock_,
-                    {.name = "t:learned:", .ring = DynamoDbLearnedBudgets::kRing});
-    Result<int64_t> seq = Append(raw, "placeholder");
+  auto entry = [&](int64_t written_ms, std::string text) {  // a number taken, then its entry
+    Result<json> added = Raw("UpdateItem", {{"Key", DynamoKeyOf("t:learned:n")},
+                                            {"UpdateExpression", "ADD n :one"},
+                                            {"ExpressionAttributeValues", {{":one", DynamoN(1)}}},
+                                            {"ReturnValues", "UPDATED_NEW"}});
+    ASSERT_TRUE(added.has_value());
+    Result<int64_t> seq = DynamoNumber((*added)["Attributes"], "n", -1);
     ASSERT_TRUE(seq.has_value());
     PutRaw({{"k", DynamoS("t:learned:e:" + std::to_string(*seq))},
             {"q", DynamoN(*seq)},
