@@ -20,12 +20,12 @@
 #include "adapters/learned_update_text.h"
 #include "tests/support/dynamodb_test.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/learned_updates.h"
 
 namespace egress::adapters {
 namespace {
 
 using nlohmann::json;
-using pacing::Budget;
 using pacing::LearnedUpdate;
 
 class DynamoSharesTest : public DynamoTest {
@@ -264,13 +264,6 @@ TEST_F(DynamoSharesTest, LogSkipsHostileEntries) {
   int64_t lost = 0;
   EXPECT_EQ(ReadAll(reader, &lost), (std::vector<std::string>{"one", "five"}));
   EXPECT_EQ(lost, 3);
-}
-
-LearnedUpdate BudgetUpdate(uint64_t key, int64_t limit) {
-  LearnedUpdate update;
-  update.key = key;
-  update.budget = Budget{limit, 1000, 1};
-  return update;
 }
 
 struct Applied {

@@ -5,18 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/learned_updates.h"
+
 namespace egress::adapters {
 namespace {
 
-using pacing::Budget;
 using pacing::LearnedUpdate;
-
-LearnedUpdate BudgetUpdate(uint64_t key, int64_t limit) {
-  LearnedUpdate update;
-  update.key = key;
-  update.budget = Budget{limit, 1000, 1};
-  return update;
-}
 
 // Verifies the shares' text both ways, and that every other shape is refused by name.
 TEST(LearnedUpdateTextTest, EncodesAndRefusesWhatIsNotAnUpdate) {

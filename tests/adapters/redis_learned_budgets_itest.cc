@@ -9,20 +9,13 @@
 
 #include "adapters/redis_connection.h"
 #include "adapters/redis_learned_budgets.h"
+#include "tests/support/learned_updates.h"
 #include "tests/support/redis_test.h"
 
 namespace egress::adapters {
 namespace {
 
-using pacing::Budget;
 using pacing::LearnedUpdate;
-
-LearnedUpdate BudgetUpdate(uint64_t key, int64_t limit) {
-  LearnedUpdate update;
-  update.key = key;
-  update.budget = Budget{limit, 1000, 1};
-  return update;
-}
 
 // Two nodes' shares on one fresh redis-server (RedisTest drives the loop).
 class RedisLearnedBudgetsTest : public RedisTwoNodesTest {
