@@ -72,48 +72,51 @@ void DynamoDbLog::Append(std::string text, std::function<void(Result<int64_t>)> 
 
 void DynamoDbLog::WriteEntry(int64_t seq, std::string text, SteadyTime sent,
                              std::function<void(Result<int64_t>)> done) {
+  const int64_t token = NewEpoch();  // tells this write from another with the same number
   json item = {{std::string(kDynamoKey), DynamoS(EntryKey(seq))},
                {"q", DynamoN(seq)},
+               {"w", DynamoN(token)},
                {"b", DynamoS(text)},
                {"a", DynamoN(WallMillis(clock_))}};
   if (options_.ttl.count() > 0) {
     item["x"] = DynamoN((WallMillis(clock_) + options_.ttl.count()) / 1000 + 1);
   }
   json put = {{"Item", std::move(item)},
-              {"ConditionExpression", "attribute_not_exists(q) OR q < :q"},
-              {"ExpressionAttributeValues", {{":q", DynamoN(seq)}}}};
+              {"ConditionExpression", "attribute_not_exists(q) OR q < :q OR (q = :q AND w = :w)"},
+              {"ExpressionAttributeValues", {{":q", DynamoN(seq)}, {":w", DynamoN(token)}}}};
   std::weak_ptr<bool> alive = alive_;
-  client_.Call("PutItem", std::move(put),
-               [this, alive, seq, sent, done = std::move(done)](Result<json> written) mutable {
-                 if (alive.expired()) {
-                   return;
-                 }
-                 if (!written && written.error().code() != Status::Code::kFailedPrecondition) {
-                   done(written.error());
-                   return;
-                 }
-                 // A reader skips a number kGapWait after it saw the counter reach it, which
-                 // was after this Append sent its ADD: an entry written later than half that
-                 // may have been skipped. The caller sends it again under a new number.
-                 if (clock_.Now() - sent > kGapWait / 2) {
-                   done(Status::Unavailable("dynamodb log entry written too late for readers"));
-                   return;
-                 }
-                 if (written) {
-                   done(seq);
-                   return;
-                 }
-                 // The slot holds a newer turn of the ring (this entry is lost to readers, who
-                 // count it), or the counter went back below the slot's number.
-                 CheckSlot(seq, std::move(done));
-               });
+  client_.Call(
+      "PutItem", std::move(put),
+      [this, alive, seq, sent, token, done = std::move(done)](Result<json> written) mutable {
+        if (alive.expired()) {
+          return;
+        }
+        if (!written && written.error().code() != Status::Code::kFailedPrecondition) {
+          done(written.error());
+          return;
+        }
+        // A reader skips a number kGapWait after it saw the counter reach it, which
+        // was after this Append sent its ADD: an entry written later than half that
+        // may have been skipped. The caller sends it again under a new number.
+        if (clock_.Now() - sent > kGapWait / 2) {
+          done(Status::Unavailable("dynamodb log entry written too late for readers"));
+          return;
+        }
+        if (written) {
+          done(seq);
+          return;
+        }
+        // The slot holds a newer turn of the ring (this entry is lost to readers, who
+        // count it), or the counter went back below the slot's number.
+        CheckSlot(seq, token, std::move(done));
+      });
 }
 
-void DynamoDbLog::CheckSlot(int64_t seq, std::function<void(Result<int64_t>)> done) {
+void DynamoDbLog::CheckSlot(int64_t seq, int64_t token, std::function<void(Result<int64_t>)> done) {
   json get = {{"Key", DynamoKeyOf(EntryKey(seq))}, {"ConsistentRead", true}};
   std::weak_ptr<bool> alive = alive_;
   client_.Call("GetItem", std::move(get),
-               [this, alive, seq, done = std::move(done)](Result<json> answer) mutable {
+               [this, alive, seq, token, done = std::move(done)](Result<json> answer) mutable {
                  if (alive.expired()) {
                    return;
                  }
@@ -121,27 +124,38 @@ void DynamoDbLog::CheckSlot(int64_t seq, std::function<void(Result<int64_t>)> do
                    done(answer.error());
                    return;
                  }
-                 int64_t held = 0;
+                 Result<int64_t> held = Status::Corruption("no entry");
+                 Result<int64_t> writer = 0;
                  auto item = answer->find("Item");
                  if (item != answer->end() && item->is_object()) {
-                   held = DynamoNumber(*item, "q", 0).value_or(0);
+                   held = DynamoNumber(*item, "q", -1);
+                   writer = DynamoNumber(*item, "w", 0);
                  }
-                 if (held <= seq) {
+                 if (!held || !writer || *held < seq || *held > kMaxSeq / 2) {
+                   // Damaged (a number of another type or out of range): this number is lost to
+                   // readers; sent again, the entry goes to the next slot.
+                   done(Status::Unavailable("dynamodb log slot damaged; send again"));
+                   return;
+                 }
+                 if (*held == seq && *writer == token) {
                    done(seq);  // an earlier try of this very write landed
                    return;
                  }
-                 // A counter below the slot's number went back: raise it past every number the
-                 // ring can hold (its entries lie within one turn). At or past it, the slot is a
-                 // newer turn.
-                 const int64_t past = std::min(kMaxSeq, held + options_.ring - 1);
-                 RaiseCounter(held, past, [seq, done = std::move(done)](Result<bool> raised) {
+                 // A slot holding a higher number than a counter that is below it, or this very
+                 // number from another write: the counter went back. Raise it past every number the
+                 // ring can hold (its entries lie within one turn). A counter at or past the slot's
+                 // number means the slot is a newer turn of the ring: readers count this entry
+                 // lost.
+                 const int64_t past = *held + options_.ring;
+                 const int64_t below = *held > seq ? *held : past;
+                 RaiseCounter(below, past, [seq, done = std::move(done)](Result<bool> raised) {
                    if (!raised) {
                      done(raised.error());
                    } else if (*raised) {
                      done(Status::Unavailable(
                          "dynamodb log counter was behind its entries; raised, send again"));
                    } else {
-                     done(seq);  // a newer turn of the ring: readers count this one lost
+                     done(seq);
                    }
                  });
                });
@@ -201,14 +215,22 @@ void DynamoDbLog::Read(std::function<void(Result<Batch>)> done) {
                });
 }
 
+DynamoDbLog::Batch DynamoDbLog::TakePending(Batch batch) {
+  batch.restarted = batch.restarted || pending_restart_;
+  batch.lost += pending_lost_;
+  pending_restart_ = false;
+  pending_lost_ = 0;
+  return batch;
+}
+
 int64_t DynamoDbLog::NewEpoch() {
   return 1 + static_cast<int64_t>(epochs_() % static_cast<uint64_t>(kMaxSeq - 1));
 }
 
-bool DynamoDbLog::Overdue(int64_t seq) const {
+bool DynamoDbLog::Overdue(int64_t seq, SteadyTime asked) const {
   for (const auto& [counter, at] : seen_) {
     if (counter >= seq) {
-      return clock_.Now() - at >= kGapWait;
+      return asked - at >= kGapWait;
     }
   }
   return false;
@@ -216,8 +238,6 @@ bool DynamoDbLog::Overdue(int64_t seq) const {
 
 void DynamoDbLog::ReadFrom(int64_t counter, int64_t epoch,
                            std::function<void(Result<Batch>)> done) {
-  Batch batch;
-  batch.counter = counter;
   if (cursor_ < 0) {
     cursor_ = std::max<int64_t>(0, counter - std::clamp<int64_t>(replay_, 0, options_.ring));
   } else if (counter < cursor_ || (epoch != 0 && epoch_ != 0 && epoch != epoch_)) {
@@ -225,7 +245,8 @@ void DynamoDbLog::ReadFrom(int64_t counter, int64_t epoch,
     // passed this reader's cursor already).
     cursor_ = 0;
     seen_.clear();
-    batch.restarted = true;
+    epoch_ = epoch;
+    pending_restart_ = true;  // told with the next batch handed out, even if this read fails
   }
   if (epoch != 0) {
     epoch_ = epoch;
@@ -234,18 +255,22 @@ void DynamoDbLog::ReadFrom(int64_t counter, int64_t epoch,
   if (seen_.empty() || counter > seen_.back().first) {
     seen_.emplace_back(counter, clock_.Now());
     if (seen_.size() > kMaxSeen) {
-      seen_.pop_front();  // its numbers then count from a later sighting: they wait longer
+      // The second oldest goes: its numbers then count from a later sighting and wait longer; the
+      // oldest keeps the wait of the numbers the reader is at from growing without end.
+      seen_.erase(seen_.begin() + 1);
     }
   }
   if (counter - cursor_ > options_.ring) {
-    batch.lost += counter - options_.ring - cursor_;  // overwritten before this reader came
+    pending_lost_ += counter - options_.ring - cursor_;  // overwritten before this reader came
     cursor_ = counter - options_.ring;
   }
   while (seen_.size() > 1 && seen_.front().first <= cursor_) {
     seen_.pop_front();
   }
+  Batch batch;
+  batch.counter = counter;
   if (counter == cursor_) {
-    done(std::move(batch));
+    done(TakePending(std::move(batch)));
     return;
   }
   const int64_t last = std::min(counter, cursor_ + read_batch_);
@@ -254,8 +279,9 @@ void DynamoDbLog::ReadFrom(int64_t counter, int64_t epoch,
     keys.push_back(EntryKey(seq));
   }
   std::weak_ptr<bool> alive = alive_;
+  const SteadyTime asked = clock_.Now();
   client_.Call("BatchGetItem", BatchGetBody(client_.table(), keys),
-               [this, alive, last, batch = std::move(batch),
+               [this, alive, last, asked, batch = std::move(batch),
                 done = std::move(done)](Result<json> answer) mutable {
                  if (alive.expired()) {
                    return;
@@ -288,7 +314,7 @@ void DynamoDbLog::ReadFrom(int64_t counter, int64_t epoch,
                    if (q && *q < seq) {
                      // Not written yet, deleted by TTL, left unread, or never to be written: wait
                      // for it until kGapWait after its number was seen handed out.
-                     if (read->partial || !Overdue(seq)) {
+                     if (read->partial || !Overdue(seq, asked)) {
                        waiting = true;
                        break;
                      }
@@ -307,7 +333,7 @@ void DynamoDbLog::ReadFrom(int64_t counter, int64_t epoch,
                    batch.entries.push_back({.seq = seq, .text = *text, .written_ms = *written});
                  }
                  batch.more = !waiting && cursor_ < batch.counter;
-                 done(std::move(batch));
+                 done(TakePending(std::move(batch)));
                });
 }
 

@@ -22,11 +22,11 @@ namespace egress::adapters {
 // Items, beside the meters: the counter "<name>n" (attribute n, the newest sequence number
 // handed out; e, a random epoch its first writer set, so a table made again is told apart even
 // when its counter has caught up) and a ring of `ring` entries "<name>e:<seq % ring>" (q: the
-// sequence number, b: the text, a: the writer's wall clock in ms, x: when DynamoDB's TTL may delete
-// it, when the log has a ttl). Append takes the next number with an atomic `ADD n :1` and then
-// writes the entry under the condition that its slot holds no newer one, so a slow writer never
-// overwrites an entry a later turn of the ring put there. Two round trips; nothing is held between
-// them.
+// sequence number, w: a random token of the write, b: the text, a: the writer's wall clock in ms,
+// x: when DynamoDB's TTL may delete it, when the log has a ttl). Append takes the next number with
+// an atomic `ADD n :1` and then writes the entry under the condition that its slot holds no newer
+// one, so a slow writer never overwrites an entry a later turn of the ring put there. Two round
+// trips; nothing is held between them.
 //
 // Read hands out the entries after the reader's cursor in sequence order. A number handed out
 // whose entry is not there (its writer between its two requests or dead, or the entry deleted by
@@ -34,7 +34,7 @@ namespace egress::adapters {
 // first saw the counter reach it; then it is skipped and counted as lost (every such number of a
 // batch at once), as are entries the ring overwrote before this reader got to them (a reader
 // behind by more than `ring`) and entries that do not decode. A writer whose entry took longer
-// than kGapWait / 2 from its ADD reports failure, so a skipped entry is always sent again. The
+// than kGapWait / 2 from its ADD reports failure, so its caller can send it again. The
 // counter going back below the cursor (the table made again) moves the cursor to the start and
 // says so (`restarted`); a counter that went back while entries stayed is raised past them by the
 // first Append that meets one.
@@ -105,10 +105,13 @@ class DynamoDbLog {
   void WriteEntry(int64_t seq, std::string text, SteadyTime sent,
                   std::function<void(Result<int64_t>)> done);
   // After the slot's condition failed: a newer turn of the ring, or a counter gone back.
-  void CheckSlot(int64_t seq, std::function<void(Result<int64_t>)> done);
+  void CheckSlot(int64_t seq, int64_t token, std::function<void(Result<int64_t>)> done);
   void ReadFrom(int64_t counter, int64_t epoch, std::function<void(Result<Batch>)> done);
-  // Whether a counter at or past `seq` was seen kGapWait ago or longer.
-  bool Overdue(int64_t seq) const;
+  // Whether a counter at or past `seq` was seen kGapWait or longer before `asked` (when the read
+  // that misses it was sent).
+  bool Overdue(int64_t seq, SteadyTime asked) const;
+  // `batch` with the restart and losses found by reads whose batch was not handed out.
+  Batch TakePending(Batch batch);
 
   DynamoDbClient& client_;
   const Clock& clock_;
@@ -121,6 +124,8 @@ class DynamoDbLog {
   int64_t NewEpoch();
   std::mt19937_64 epochs_;
   int64_t epoch_ = 0;
+  bool pending_restart_ = false;
+  int64_t pending_lost_ = 0;
   // Each counter value read that was higher than the one before, and when: increasing.
   static constexpr size_t kMaxSeen = 64;
   std::deque<std::pair<int64_t, SteadyTime>> seen_;

@@ -60,57 +60,70 @@ void DynamoDbSharedSettings::Send(const std::string& name, const std::string& te
                 {"ConditionExpression", "attribute_not_exists(v) OR v < :v"},
                 {"ExpressionAttributeValues", {{":v", DynamoN(*seq)}}}};
     const int64_t version = *seq;
-    client_.Call(
-        "PutItem", std::move(put),
-        [this, alive, name, version, landed = std::move(landed)](Result<json> written) mutable {
-          if (alive.expired()) {
-            return;
-          }
-          if (written) {
-            landed(Status::Ok());
-          } else if (written.error().code() != Status::Code::kFailedPrecondition) {
-            landed(written.error());
-          } else {
-            CheckNewer(name, version, std::move(landed));
-          }
-        });
+    client_.Call("PutItem", std::move(put),
+                 [this, alive, name, version, text,
+                  landed = std::move(landed)](Result<json> written) mutable {
+                   if (alive.expired()) {
+                     return;
+                   }
+                   if (written) {
+                     landed(Status::Ok());
+                   } else if (written.error().code() != Status::Code::kFailedPrecondition) {
+                     landed(written.error());
+                   } else {
+                     CheckNewer(name, version, text, std::move(landed));
+                   }
+                 });
   });
 }
 
-void DynamoDbSharedSettings::CheckNewer(const std::string& name, int64_t version, Done landed) {
+void DynamoDbSharedSettings::CheckNewer(const std::string& name, int64_t version,
+                                        const std::string& text, Done landed) {
   json get = {{"Key", DynamoKeyOf(ItemKey(name))}, {"ConsistentRead", true}};
   std::weak_ptr<bool> alive = alive_;
-  client_.Call("GetItem", std::move(get),
-               [this, alive, version, landed = std::move(landed)](Result<json> answer) mutable {
-                 if (alive.expired()) {
-                   return;
-                 }
-                 if (!answer) {
-                   landed(answer.error());
-                   return;
-                 }
-                 int64_t held = 0;
-                 auto item = answer->find("Item");
-                 if (item != answer->end() && item->is_object()) {
-                   held = DynamoNumber(*item, "v", 0).value_or(0);
-                 }
-                 if (held <= version) {
-                   landed(Status::Ok());  // an earlier try of this very write landed
-                   return;
-                 }
-                 // A newer Put landed (the counter is past its version: this text was superseded),
-                 // or the counter went back below the item's version (raised now; this text goes
-                 // again).
-                 log_.RaiseCounter(held, held, [landed = std::move(landed)](Result<bool> raised) {
-                   if (!raised) {
-                     landed(raised.error());
-                   } else if (*raised) {
-                     landed(Status::Unavailable("settings counter was behind a setting; raised"));
-                   } else {
-                     landed(Status::Ok());
-                   }
-                 });
-               });
+  client_.Call(
+      "GetItem", std::move(get),
+      [this, alive, name, version, text, landed = std::move(landed)](Result<json> answer) mutable {
+        if (alive.expired()) {
+          return;
+        }
+        if (!answer) {
+          landed(answer.error());
+          return;
+        }
+        Result<int64_t> held = Status::Corruption("no item");
+        auto item = answer->find("Item");
+        if (item != answer->end() && item->is_object()) {
+          held = DynamoNumber(*item, "v", 0);
+        }
+        if (!held || *held < 0 || *held > DynamoDbLog::kMaxSeq / 2) {
+          // Damaged (a version of another type or out of range): no condition holds over it, so
+          // this version replaces it.
+          json put = {{"Item",
+                       {{std::string(kDynamoKey), DynamoS(ItemKey(name))},
+                        {"v", DynamoN(version)},
+                        {"t", DynamoS("=" + text)}}}};
+          client_.Call("PutItem", std::move(put), [landed = std::move(landed)](Result<json> r) {
+            landed(r ? Status::Ok() : r.error());
+          });
+          return;
+        }
+        if (*held <= version) {
+          landed(Status::Ok());  // an earlier try of this very write landed
+          return;
+        }
+        // A newer Put landed (the counter is past its version: this text was superseded), or the
+        // counter went back below the item's version (raised now; this text goes again).
+        log_.RaiseCounter(*held, *held, [landed = std::move(landed)](Result<bool> raised) {
+          if (!raised) {
+            landed(raised.error());
+          } else if (*raised) {
+            landed(Status::Unavailable("settings counter was behind a setting; raised"));
+          } else {
+            landed(Status::Ok());
+          }
+        });
+      });
 }
 
 void DynamoDbSharedSettings::Arm(Millis wait) {
@@ -182,11 +195,11 @@ void DynamoDbSharedSettings::Scan(json start) {
                {"ExpressionAttributeNames", {{"#k", std::string(kDynamoKey)}}},
                {"ExpressionAttributeValues", {{":p", DynamoS(item_prefix_)}}},
                {"ConsistentRead", true}};
+  scan_from_ = start;  // where the next poll goes on when this page fails
   if (!start.is_null()) {
     scan["ExclusiveStartKey"] = std::move(start);
   }
   std::weak_ptr<bool> alive = alive_;
-  scan_from_ = start;
   client_.Call("Scan", std::move(scan), [this, alive](Result<json> answer) {
     if (alive.expired()) {
       return;

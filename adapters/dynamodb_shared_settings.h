@@ -65,7 +65,7 @@ class DynamoDbSharedSettings final : public SharedSettings {
   // then reads the log on.
   void Scan(nlohmann::json start);
   // After the setting item's condition failed: a newer Put, or a counter that went back.
-  void CheckNewer(const std::string& name, int64_t version, Done landed);
+  void CheckNewer(const std::string& name, int64_t version, const std::string& text, Done landed);
   // Reports `text` of `name` when `version` is newer than what was reported for it.
   void Report(const std::string& name, int64_t version, const std::string& text);
   std::string ItemKey(const std::string& name) const;

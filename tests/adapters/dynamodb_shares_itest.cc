@@ -242,6 +242,27 @@ TEST_F(DynamoSharesTest, LogCountsWhatTheRingOverwrote) {
   EXPECT_EQ(batch.entries[0].text, "x1");
 }
 
+// Verifies the counter lost while the entries stay when it had not come round the ring: the
+// slot at the new number holds that very number from another write, which is told apart by the
+// write's token; the counter is raised past the ring and the next Append lands.
+TEST_F(DynamoSharesTest, LogTellsAnOldEntryOfTheSameNumberApart) {
+  DynamoDbLog::Options options{.name = "t:same:", .ring = 64};
+  DynamoDbLog writer(*client_, clock_, options);
+  for (int i = 1; i <= 5; ++i) {
+    ASSERT_TRUE(Append(writer, "old " + std::to_string(i)).has_value());
+  }
+  ASSERT_TRUE(Raw("DeleteItem", {{"Key", DynamoKeyOf("t:same:n")}}).has_value());
+  Result<int64_t> behind = Append(writer, "new");
+  ASSERT_FALSE(behind.has_value());
+  EXPECT_EQ(behind.error().code(), Status::Code::kUnavailable);
+  Result<int64_t> raised = Append(writer, "new");
+  ASSERT_TRUE(raised.has_value()) << raised.error().ToString();
+  EXPECT_GT(*raised, 64);
+  DynamoDbLog reader(*client_, clock_, options);
+  reader.SetReplay(1);
+  EXPECT_EQ(ReadAll(reader), std::vector<std::string>{"new"});
+}
+
 // Verifies that entries another writer damaged (a text of another type or too long, a number
 // that is not one) are skipped and counted, and the entries around them read.
 TEST_F(DynamoSharesTest, LogSkipsHostileEntries) {
