@@ -77,8 +77,7 @@ bool DynamoDbLearnedBudgets::Consume(const DynamoDbLog::Entry& entry) {
   if (text.substr(0, newline) == instance_) {
     return true;  // this instance's own
   }
-  const int64_t now_ms =
-      std::chrono::duration_cast<Millis>(clock_.WallNow().time_since_epoch()).count();
+  const int64_t now_ms = ToUnixMillis(clock_.WallNow());
   const Millis age(std::max<int64_t>(0, now_ms - entry.written_ms));
   if (age > kTtl) {
     return true;  // older than what a node may apply

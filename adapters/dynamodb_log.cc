@@ -11,10 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-int64_t WallMillis(const Clock& clock) {
-  return std::chrono::duration_cast<Millis>(clock.WallNow().time_since_epoch()).count();
-}
-
 }  // namespace
 
 DynamoDbLog::DynamoDbLog(DynamoDbClient& client, const Clock& clock, Options options)
@@ -72,14 +68,15 @@ void DynamoDbLog::Append(std::string text, std::function<void(Result<int64_t>)> 
 
 void DynamoDbLog::WriteEntry(int64_t seq, std::string text, SteadyTime sent,
                              std::function<void(Result<int64_t>)> done) {
+  const int64_t now_ms = ToUnixMillis(clock_.WallNow());
   const int64_t token = NewEpoch();  // tells this write from another with the same number
   json item = {{std::string(kDynamoKey), DynamoS(EntryKey(seq))},
                {"q", DynamoN(seq)},
                {"w", DynamoN(token)},
                {"b", DynamoS(text)},
-               {"a", DynamoN(WallMillis(clock_))}};
+               {"a", DynamoN(now_ms)}};
   if (options_.ttl.count() > 0) {
-    item["x"] = DynamoN((WallMillis(clock_) + options_.ttl.count()) / 1000 + 1);
+    item["x"] = DynamoN((now_ms + options_.ttl.count()) / 1000 + 1);
   }
   json put = {{"Item", std::move(item)},
               {"ConditionExpression", "attribute_not_exists(q) OR q < :q OR (q = :q AND w = :w)"},
