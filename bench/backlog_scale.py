@@ -49,6 +49,20 @@ def post_all(port, sim_port, total, destinations):
         list(pool.map(post, range(0, total, BATCH)))
 
 
+def store_memory(port):
+    """The store's parts of the RSS (relay_egress_store_memory_bytes), in MiB, as one line."""
+    status, body = scale_support.call(port, "GET", "/metrics", None, TOKEN)
+    if status != 200:
+        return "unavailable (%d)" % status
+    text = body.decode() if isinstance(body, bytes) else body
+    parts = []
+    for line in text.splitlines():
+        if line.startswith("relay_egress_store_memory_bytes{"):
+            part = line.split('"')[1]
+            parts.append("%s %.0f" % (part, float(line.rsplit(" ", 1)[1]) / 2**20))
+    return " ".join(parts)
+
+
 def wait_ready(port, timeout_s=120):
     t = time.monotonic()
     while time.monotonic() - t < timeout_s:
@@ -79,6 +93,7 @@ def main():
         print("deliveries %d destinations %d" % (total, destinations))
         print("intake_per_s %.0f (%.1f s, %d clients)" % (total / seconds, seconds, CLIENTS))
         print("rss_mib_after_intake %.0f peak %.0f" % (rss, hwm))
+        print("store_mib_after_intake %s" % store_memory(port))
         if os.environ.get("INTAKE_ONLY"):
             sys.stdout.flush()
             time.sleep(float(os.environ.get("HOLD_S", "0")))
@@ -88,6 +103,7 @@ def main():
         time.sleep(2)
         rss, hwm = scale_support.rss_mib(service.pid)
         print("rss_mib_settled %.0f peak %.0f" % (rss, hwm))
+        print("store_mib_settled %s" % store_memory(port))
         service.send_signal(signal.SIGKILL)
         service.wait()
         t = time.monotonic()
@@ -105,6 +121,7 @@ def main():
         time.sleep(10)
         rss, hwm = scale_support.rss_mib(service.pid)
         print("rss_mib_10s_after_restart %.0f peak %.0f" % (rss, hwm))
+        print("store_mib_10s_after_restart %s" % store_memory(port))
         stats = json.loads(scale_support.call(port, "GET", "/v1/stats", None, TOKEN)[1])
         print("queued %s deferred %s" % (stats.get("queued"), stats.get("deferred")))
     finally:

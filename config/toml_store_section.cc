@@ -5,7 +5,8 @@
 namespace egress::config {
 
 Status ReadStoreSection(const TomlFields& store, StoreBackendOptions& out) {
-  Status status = store.CheckKeys({"backend", "url", "password_file", "password_env", "pool_size"});
+  Status status = store.CheckKeys({"backend", "url", "password_file", "password_env", "pool_size",
+                                   "memtable_mb", "block_cache_mb"});
   if (!status.ok()) {
     return status;
   }
@@ -43,6 +44,12 @@ Status ReadStoreSection(const TomlFields& store, StoreBackendOptions& out) {
     out.password = std::move(*password);
   }
   if (status = store.ReadInt("pool_size", 1, 256, out.pool_size); !status.ok()) {
+    return status;
+  }
+  if (status = store.ReadInt("memtable_mb", 8, 4096, out.memtable_mb); !status.ok()) {
+    return status;
+  }
+  if (status = store.ReadInt("block_cache_mb", 0, 65536, out.block_cache_mb); !status.ok()) {
     return status;
   }
   if (out.backend == StoreBackend::kPostgres && out.url.empty()) {

@@ -27,8 +27,15 @@ struct StoreOptions {
   // Largest tenant, platform, credential, destination and key fields. Default: 2 KiB.
   size_t max_field_bytes = 2048;
   // Memory for the records of waiting deliveries kept beside the disk, so the lease after an
-  // enqueue reads no disk (storage/record_cache.h). Default: 64 MiB; 0 turns it off.
-  size_t record_cache_bytes = 64 << 20;
+  // enqueue reads no disk (storage/record_cache.h). Default: 32 MiB (at 14k deliveries/s a
+  // record lives in it for milliseconds; at a million queued, 64 MiB held the first records of a
+  // backlog parked for hours); 0 turns it off.
+  size_t record_cache_bytes = 32 << 20;
+  // RocksDB's write buffers (memtables) of all families together: past it the oldest flushes.
+  // It also bounds the write-ahead log a crash leaves to replay. Default: 64 MiB.
+  size_t memtable_bytes = 64 << 20;
+  // Table blocks cached for reads, one cache for all families. Default: 16 MiB.
+  size_t block_cache_bytes = 16 << 20;
   // Seals the settings under `sealed_setting_prefixes` at rest (storage/setting_seal.h): written
   // sealed, read opened, older plaintext ones sealed by the first writable open, which fails
   // with Corruption naming the first setting that does not open with this key. Unset: settings
@@ -64,6 +71,15 @@ struct StoreStats {
   // ahead log, manifest, RocksDB's own log), summed when Stats() is called. A file that vanishes
   // while being counted (a compaction finishing) is left out.
   uint64_t disk_bytes = 0;
+};
+
+// What the store holds in this process's memory (MemoryUse), in bytes: what a million queued
+// deliveries cost beside the loop's own state (bench/README.md, section 14).
+struct StoreMemory {
+  uint64_t memtables = 0;      // RocksDB's write buffers, active and awaiting flush
+  uint64_t table_readers = 0;  // table files' index blocks held open
+  uint64_t block_cache = 0;    // table blocks cached for reads
+  uint64_t record_cache = 0;   // waiting records kept beside the disk (StoreOptions)
 };
 
 // How long finished work is kept (PurgeExpired). Each age is counted from the record's
@@ -297,6 +313,8 @@ class QueueStore {
   virtual Status Purge(const std::string& id) = 0;
 
   virtual StoreStats Stats() = 0;
+  // Cheap, no I/O. A store that keeps nothing in memory reads all zero.
+  virtual StoreMemory MemoryUse() { return {}; }
 
   // Whether the store takes writes now (see StoreHealth). Cheap, no I/O.
   virtual StoreHealth Health() = 0;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <rocksdb/env.h>
 #include <rocksdb/slice_transform.h>
+#include <rocksdb/table.h>
 #include <rocksdb/utilities/table_properties_collectors.h>
 #include <sys/stat.h>
 
@@ -90,7 +91,14 @@ rocksdb::Options MakeOptions(bool fresh, const RocksHooks& hooks) {
   // entries kept every log alive until RocksDB's default (4 times the memtables of all eight
   // families, 4 GiB) forced a flush: the store grew by the whole write volume for days
   // (bench/README.md, "Retention"). At the cap, the families holding the oldest log flush.
+  // The log left behind by a crash is replayed before the store opens: half the memtables'
+  // budget (32 MiB by default) replays in about a quarter of a second, where 128 MiB took
+  // 0.95 s of the 1.2 s from kill -9 to ready at a million queued (bench/README.md, section 14).
   o.max_total_wal_size = 128 << 20;
+  if (hooks.write_buffers) {
+    o.write_buffer_manager = hooks.write_buffers;
+    o.max_total_wal_size = std::max<uint64_t>(hooks.write_buffers->buffer_size() / 2, 8 << 20);
+  }
   // One thread fills the memtables for a write group, so the insert hints below are used (RocksDB
   // ignores them for concurrent inserts); our write groups are a few large batches anyway.
   o.allow_concurrent_memtable_write = false;
@@ -181,6 +189,14 @@ Result<OpenedDb> OpenRocksDb(const std::string& path, bool fresh, bool read_only
     }
     families.emplace_back(spec.name, cf_options);
   }
+  if (hooks.block_cache) {
+    rocksdb::BlockBasedTableOptions table;
+    table.block_cache = hooks.block_cache;
+    std::shared_ptr<rocksdb::TableFactory> factory(rocksdb::NewBlockBasedTableFactory(table));
+    for (rocksdb::ColumnFamilyDescriptor& family : families) {
+      family.options.table_factory = factory;
+    }
+  }
   OpenedDb opened;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status rs =
@@ -205,6 +221,10 @@ Result<std::unique_ptr<RocksQueueStore>> OpenStore(const StoreOptions& options, 
   RocksHooks hooks;
   hooks.stats = rocksdb::CreateDBStatistics();
   hooks.stats->set_stats_level(rocksdb::StatsLevel::kExceptTimers);
+  hooks.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  if (options.memtable_bytes > 0) {
+    hooks.write_buffers = std::make_shared<rocksdb::WriteBufferManager>(options.memtable_bytes);
+  }
   if (read_only) {
     hooks.info_log = std::make_shared<NullLogger>();
   } else {
@@ -675,6 +695,23 @@ StoreStats RocksQueueStore::Stats() {
     }
   }
   return s;
+}
+
+StoreMemory RocksQueueStore::MemoryUse() {
+  StoreMemory m;
+  m.block_cache = hooks_.block_cache ? hooks_.block_cache->GetUsage() : 0;
+  m.record_cache = records_.bytes();
+  auto lock = UseDb();
+  if (db_) {
+    uint64_t v = 0;
+    if (db_->GetAggregatedIntProperty("rocksdb.size-all-mem-tables", &v)) {
+      m.memtables = v;
+    }
+    if (db_->GetAggregatedIntProperty("rocksdb.estimate-table-readers-mem", &v)) {
+      m.table_readers = v;
+    }
+  }
+  return m;
 }
 
 Status RocksQueueStore::MigrateFromFormat2() {

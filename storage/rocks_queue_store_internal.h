@@ -16,9 +16,11 @@
 #include <string_view>
 #include <vector>
 
+#include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/statistics.h>
 #include <rocksdb/write_batch.h>
+#include <rocksdb/write_buffer_manager.h>
 
 #include "storage/counter_table.h"
 #include "storage/delivery_id.h"
@@ -92,6 +94,10 @@ struct RocksHooks {
   std::shared_ptr<rocksdb::Statistics> stats;
   std::shared_ptr<rocksdb::Logger> info_log;  // null: RocksDB's (read-only opens: a null logger)
   std::shared_ptr<HealthListener> health;     // null for a read-only open
+  // One table-block cache for every family, and one cap on all their write buffers
+  // (StoreOptions::block_cache_bytes, memtable_bytes); a reopen keeps them.
+  std::shared_ptr<rocksdb::Cache> block_cache;
+  std::shared_ptr<rocksdb::WriteBufferManager> write_buffers;
 };
 
 // One open database: the DB and its column family handles, in kFamilies order.
@@ -140,6 +146,7 @@ class RocksQueueStore final : public QueueStore {
                                    size_t max) override;
   Status Purge(const std::string& id) override;
   StoreStats Stats() override;
+  StoreMemory MemoryUse() override;
   StoreHealth Health() override;
   Status Recover() override;
   Status PutSetting(const std::string& key, const std::string& value) override;

@@ -59,7 +59,8 @@ enum class GaugeId : uint8_t {
   kStoreShardsHeld,    // relay_egress_store_shards_held
   kPauses,             // relay_egress_pauses
   kPaused,             // relay_egress_paused{tenant,platform}
-  kMaxValue = kPaused,
+  kStoreMemoryBytes,   // relay_egress_store_memory_bytes{part}
+  kMaxValue = kStoreMemoryBytes,
 };
 enum class HistogramId : uint8_t {
   kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}

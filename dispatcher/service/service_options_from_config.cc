@@ -183,6 +183,8 @@ storage::StoreOptions ToStoreOptions(const config::Config& config) {
   storage::StoreOptions options;
   options.path = config.server.data_dir;
   options.max_payload_bytes = config.server.max_payload_bytes;
+  options.memtable_bytes = static_cast<size_t>(config.store.memtable_mb) << 20;
+  options.block_cache_bytes = static_cast<size_t>(config.store.block_cache_mb) << 20;
   return options;
 }
 

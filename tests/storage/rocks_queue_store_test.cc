@@ -1,12 +1,15 @@
 // What the RocksDB store alone has, beside the QueueStore contract it passes with every other
 // store (queue_store_contract_*_test.cc): its directory (one holder, nothing foreign, no silent
-// fresh start), the read-only open, and the bytes it takes on disk.
+// fresh start), the read-only open, the bytes it takes on disk and the memory it holds.
 
 #include "storage/rocks_queue_store.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -100,6 +103,45 @@ TEST_F(RocksQueueStoreTest, StatsCountDiskBytes) {
     Enqueue(Hook({.payload = std::string(200, 'p')}));
   }
   EXPECT_GT(store_->Stats().disk_bytes, empty);  // the write-ahead log grew
+}
+
+// Verifies that the memory the store holds (MemoryUse) is reported and kept within its caps:
+// 30 MB written go past an 8 MiB memtable budget (each family's own write buffer is 64 MiB, so
+// without the shared budget all of it would stay in memory), and reading them back fills the
+// 1 MiB block cache and record cache no further than their caps.
+TEST_F(RocksQueueStoreTest, MemoryUseStaysWithinItsCaps) {
+  constexpr size_t kMiB = 1 << 20;
+  Close();
+  options_.memtable_bytes = 8 * kMiB;
+  options_.block_cache_bytes = kMiB;
+  options_.record_cache_bytes = kMiB;
+  Reopen();
+  std::vector<std::string> ids;
+  for (int batch = 0; batch < 30; ++batch) {
+    std::vector<NewDelivery> items(100, Hook({.payload = std::string(10'000, 'p')}));
+    auto written = store_->EnqueueBatch(items, kT0 + batch);
+    ASSERT_TRUE(written) << written.error().ToString();
+    for (const Result<EnqueueResult>& one : *written) {
+      ASSERT_TRUE(one) << one.error().ToString();
+      ids.push_back(one->id);
+    }
+  }
+  StoreMemory m = store_->MemoryUse();
+  // A flush takes a moment after the write that went past the budget.
+  for (int i = 0; i < 100 && m.memtables > 2 * options_.memtable_bytes; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    m = store_->MemoryUse();
+  }
+  EXPECT_GT(m.memtables, 0u);
+  EXPECT_LE(m.memtables, 2 * options_.memtable_bytes);
+  for (const std::string& id : ids) {
+    ASSERT_TRUE(store_->Get(id)) << id;
+  }
+  m = store_->MemoryUse();
+  EXPECT_GT(m.block_cache, kMiB / 2);  // what the record cache could not hold was read from disk
+  EXPECT_LE(m.block_cache, kMiB + 64 * 1024);
+  EXPECT_GT(m.record_cache, 0u);
+  EXPECT_LE(m.record_cache, kMiB);
 }
 
 }  // namespace

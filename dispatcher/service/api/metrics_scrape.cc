@@ -354,6 +354,7 @@ void GetMetrics(Service& s, Respond respond) {
   struct Backlog {
     storage::StateCounts counts;
     std::vector<storage::GroupCounts> groups;
+    storage::StoreMemory memory;
   };
   // The queue depths come from the store's in-memory counters (no disk read), so a scrape alone
   // shows the true backlog, a restarted store's too; the store is asked on its pool as every
@@ -369,7 +370,7 @@ void GetMetrics(Service& s, Respond respond) {
         if (!groups) {
           return groups.error();
         }
-        return Backlog{*counts, std::move(*groups)};
+        return Backlog{*counts, std::move(*groups), store.MemoryUse()};
       },
       [&s](Result<Backlog> backlog) mutable {
         Metrics& m = s.metrics();
@@ -382,6 +383,13 @@ void GetMetrics(Service& s, Respond respond) {
           }
           cache.last_groups =
               std::make_shared<const std::vector<storage::GroupCounts>>(std::move(backlog->groups));
+          const storage::StoreMemory& mem = backlog->memory;
+          for (const auto& [part, bytes] : {std::pair{"memtables", mem.memtables},
+                                            {"table_readers", mem.table_readers},
+                                            {"block_cache", mem.block_cache},
+                                            {"record_cache", mem.record_cache}}) {
+            m.Set(GaugeId::kStoreMemoryBytes, {{"part", part}}, static_cast<double>(bytes));
+          }
         } else {
           // The last depths stay; the failure is counted and the rest is still served.
           m.Inc(CounterId::kStoreErrors, {{"operation", "metrics"}});
