@@ -111,35 +111,37 @@ DeliveryLoop::~DeliveryLoop() {
 
 void DeliveryLoop::OnShadowCheck(pacing::DestinationId id, pacing::BudgetName budget,
                                  bool throttled) {
-  auto key_it = keys_by_id_.find(id.value);
-  if (key_it == keys_by_id_.end()) {
+  auto by_id = by_id_.find(id.value);
+  if (by_id == by_id_.end()) {
     return;
   }
-  Dest& dest = dests_.at(key_it->second);
+  Dest& dest = *by_id->second;
   ++dest.shadow_checked;
   const std::string_view name = pacing::BudgetNameString(budget);
-  metrics_.Inc(CounterId::kShadowChecked, {{"tenant", dest.tenant}, {"budget", name}});
+  metrics_.Inc(CounterId::kShadowChecked, {{"tenant", *dest.tenant}, {"budget", name}});
   if (throttled) {
     ++dest.shadow_throttled;
-    metrics_.Inc(CounterId::kShadowThrottled, {{"tenant", dest.tenant}, {"budget", name}});
+    metrics_.Inc(CounterId::kShadowThrottled, {{"tenant", *dest.tenant}, {"budget", name}});
   }
 }
 
 void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral& wait) {
-  auto key_it = keys_by_id_.find(id.value);
-  if (key_it == keys_by_id_.end()) {
+  auto by_id = by_id_.find(id.value);
+  if (by_id == by_id_.end()) {
     return;
   }
-  Dest& dest = dests_.at(key_it->second);
+  Dest& dest = *by_id->second;
   const PendingDelivery* head = dest.queue.head();
   if (head == nullptr || head->id != dest.offered_id) {
     return;
   }
   const std::string reason = wait.ToString();
   storage::DestinationParts parts;
-  if (std::string counted = head->id + "/" + reason; counted != dest.counted_wait) {
-    dest.counted_wait = std::move(counted);
-    if (storage::SplitDestinationKey(dest.key, parts)) {
+  const size_t counted =
+      std::hash<std::string_view>{}(head->id) * 31 + std::hash<std::string>{}(reason);
+  if (counted != dest.counted_wait) {
+    dest.counted_wait = counted;
+    if (storage::SplitDestinationKey(*dest.key, parts)) {
       metrics_.Inc(CounterId::kDeferrals,
                    {{"tenant", parts.tenant}, {"platform", parts.platform}, {"reason", reason}});
     }
@@ -157,7 +159,7 @@ void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral
   }
   dest.writing_wait = true;
   change->as_owner = true;
-  outcomes_.Submit(head->id, std::move(*change), [this, key = dest.key](Result<Delivery> stored) {
+  outcomes_.Submit(head->id, std::move(*change), [this, key = *dest.key](Result<Delivery> stored) {
     auto it = dests_.find(key);
     if (it == dests_.end()) {
       return;
@@ -268,13 +270,13 @@ bool DeliveryLoop::Forget(std::unordered_map<std::string, Dest>::iterator it) {
       !scheduler_.RemoveDestination(dest.id).ok()) {
     return false;
   }
-  failed_fetches_.erase(dest.key);
-  keys_by_id_.erase(dest.id.value);
+  failed_fetches_.erase(*dest.key);
+  by_id_.erase(dest.id.value);
   if (!dest.pause_id.empty()) {
     CountPaused(dest, -1);
   }
-  index_.MoveDeferral(&dest.key, &dest.tenant, dest.hash, dest.indexed_deferral_ms, 0);
-  index_.Remove(&dest.key, &dest.tenant, dest.hash);
+  index_.MoveDeferral(dest.key, dest.tenant, dest.hash, dest.indexed_deferral_ms, 0);
+  index_.Remove(dest.key, dest.tenant, dest.hash);
   dests_.erase(it);
   UpdateHoldCap();
   metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
@@ -324,6 +326,10 @@ void DeliveryLoop::ScheduleMaintenance() {
   });
 }
 
+const std::string* DeliveryLoop::Intern(std::string name) {
+  return &*names_.insert(std::move(name)).first;
+}
+
 DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   if (auto it = dests_.find(key); it != dests_.end()) {
     return &it->second;
@@ -349,7 +355,7 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   if (!id) {
     return nullptr;
   }
-  Dest& dest =
+  auto node =
       dests_
           .try_emplace(key, Dest{.queue = DestinationQueue(
                                      options_.read_ahead,
@@ -358,19 +364,20 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
                                      ownership_ == nullptr ? DestinationQueue::Notified::kHold
                                                            : DestinationQueue::Notified::kRead,
                                      options_.held_budget == 0 ? nullptr : &hold_cap_)})
-          .first->second;
+          .first;
+  Dest& dest = node->second;
   UpdateHoldCap();
   dest.id = *id;
-  dest.key = key;
+  dest.key = &node->first;
   dest.discord = *platform == Platform::kDiscord;
-  dest.token_key = parts.tenant + "/" + parts.credential;
-  dest.tenant = parts.tenant;
-  dest.platform = parts.platform;
+  dest.token_key = Intern(parts.tenant + "/" + parts.credential);
+  dest.tenant = Intern(parts.tenant);
+  dest.platform = Intern(parts.platform);
   dest.group_drained = &drain_rates_[{parts.tenant, parts.platform}];
   dest.last_active = clock_.Now();
-  dest.hash = index_.Add(&dest.key, &dest.tenant);
+  dest.hash = index_.Add(dest.key, dest.tenant);
   dest.shard = shard;
-  keys_by_id_[id->value] = key;
+  by_id_[id->value] = &dest;
   metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
   if (pauses_ != nullptr && !pauses_->empty()) {
     ApplyPause(dest);
@@ -408,7 +415,7 @@ void DeliveryLoop::Fetch(Dest& dest) {
   if (!plan) {
     return;
   }
-  asio::post(storage_, [this, &store = store_, &io = io_, alive = alive_, key = dest.key,
+  asio::post(storage_, [this, &store = store_, &io = io_, alive = alive_, key = *dest.key,
                         plan = std::move(*plan)] {
     auto work = store.PendingFor(key, plan.after, plan.limit);
     asio::post(io, [this, alive, key, work = std::move(work)]() mutable {
@@ -527,12 +534,12 @@ void DeliveryLoop::Pump() {
 }
 
 void DeliveryLoop::Dispatch(const Decision& decision) {
-  auto key_it = keys_by_id_.find(decision.destination.value);
-  if (key_it == keys_by_id_.end()) {
+  auto by_id = by_id_.find(decision.destination.value);
+  if (by_id == by_id_.end()) {
     return;
   }
-  const std::string key = key_it->second;
-  Dest& dest = dests_.at(key);
+  Dest& dest = *by_id->second;
+  const std::string key = *dest.key;
   dest.offered_id.clear();
   if (!Owned(dest)) {
     // Its shard is being handed over (or this node's lease may lapse): not leased, not sent;
@@ -570,10 +577,10 @@ void DeliveryLoop::TakeBudgets(const Dest& dest, uint32_t cost) {
   for (uint8_t i = 0; i < path->size; ++i) {
     const pacing::PathScopes::Scope& scope = path->scopes[i];
     const double use =
-        budget_use_.Take(dest.tenant, scope.name, scope.key, scope.budget, cost, now);
+        budget_use_.Take(*dest.tenant, scope.name, scope.key, scope.budget, cost, now);
     if (use >= kNearLimitRatio) {
       metrics_.Inc(CounterId::kBudgetNearLimit,
-                   {{"tenant", dest.tenant}, {"budget", pacing::BudgetNameString(scope.name)}},
+                   {{"tenant", *dest.tenant}, {"budget", pacing::BudgetNameString(scope.name)}},
                    cost);
     }
   }
@@ -1068,23 +1075,23 @@ void DeliveryLoop::CheckDrained() {
 
 void DeliveryLoop::GuardDiscordToken(Dest& dest, const adapters::AttemptReport& report) {
   const SteadyTime now = clock_.Now();
-  std::optional<SteadyTime> stop = discord_invalid_.Record(dest.token_key, report, now);
+  std::optional<SteadyTime> stop = discord_invalid_.Record(*dest.token_key, report, now);
   if (shared_invalid_ != nullptr && adapters::InvalidRequestCounter::Counts(
                                         report.attempt.http_status, report.observation.scope)) {
-    shared_invalid_->Add(
-        dest.token_key, [this, alive = alive_, key = dest.key, token = dest.token_key,
-                         stopped = stop.has_value()](adapters::RedisInvalidRequests::Answer slots) {
-          if (!*alive || !slots) {
-            return;  // Redis away: this node's own count guarded above
-          }
-          const SteadyTime at = clock_.Now();
-          discord_invalid_.MergeShared(token, *slots, at);
-          std::optional<SteadyTime> until = discord_invalid_.StopUntil(token, at);
-          auto it = dests_.find(key);
-          if (until && !stopped && it != dests_.end()) {
-            StopDiscordToken(it->second, *until, at);
-          }
-        });
+    shared_invalid_->Add(*dest.token_key, [this, alive = alive_, key = *dest.key,
+                                           token = *dest.token_key, stopped = stop.has_value()](
+                                              adapters::RedisInvalidRequests::Answer slots) {
+      if (!*alive || !slots) {
+        return;  // Redis away: this node's own count guarded above
+      }
+      const SteadyTime at = clock_.Now();
+      discord_invalid_.MergeShared(token, *slots, at);
+      std::optional<SteadyTime> until = discord_invalid_.StopUntil(token, at);
+      auto it = dests_.find(key);
+      if (until && !stopped && it != dests_.end()) {
+        StopDiscordToken(it->second, *until, at);
+      }
+    });
   }
   if (stop) {
     StopDiscordToken(dest, *stop, now);
@@ -1099,10 +1106,10 @@ void DeliveryLoop::StopDiscordToken(Dest& dest, SteadyTime until, SteadyTime now
   park.global = true;
   park.scope = pacing::RateLimitScope::kGlobal;
   scheduler_.Observe(dest.id, park).IgnoreError();
-  metrics_.Inc(CounterId::kDiscordInvalidRequestStops, {{"credential", dest.token_key}});
+  metrics_.Inc(CounterId::kDiscordInvalidRequestStops, {{"credential", *dest.token_key}});
   LogEvent(LogLevel::kWarn, "discord_token_stopped",
-           {{"credential", dest.token_key},
-            {"invalid_requests", discord_invalid_.Count(dest.token_key, now)},
+           {{"credential", *dest.token_key},
+            {"invalid_requests", discord_invalid_.Count(*dest.token_key, now)},
             {"stop_ms", park.retry_after->count()}});
 }
 
@@ -1146,10 +1153,10 @@ bool DeliveryLoop::ApplyPause(Dest& dest) {
     // The key's parts without splitting it again: token_key is "<tenant>/<credential>" and the
     // key "<platform>\x1f<tenant>\x1f<credential>\x1f<destination>".
     const std::string_view credential =
-        std::string_view(dest.token_key).substr(dest.tenant.size() + 1);
-    const std::string_view destination = std::string_view(dest.key).substr(
-        dest.platform.size() + dest.tenant.size() + credential.size() + 3);
-    pause = pauses_->Match(dest.tenant, dest.platform, credential, destination);
+        std::string_view(*dest.token_key).substr(dest.tenant->size() + 1);
+    const std::string_view destination = std::string_view(*dest.key).substr(
+        dest.platform->size() + dest.tenant->size() + credential.size() + 3);
+    pause = pauses_->Match(*dest.tenant, *dest.platform, credential, destination);
   }
   const std::string_view want = pause == nullptr ? std::string_view() : pause->id;
   if (want == dest.pause_id) {
@@ -1175,9 +1182,9 @@ bool DeliveryLoop::ApplyPause(Dest& dest) {
 }
 
 void DeliveryLoop::CountPaused(const Dest& dest, int delta) {
-  auto [it, added] = paused_.try_emplace({dest.tenant, dest.platform}, 0);
+  auto [it, added] = paused_.try_emplace({*dest.tenant, *dest.platform}, 0);
   it->second += delta;
-  const Metrics::Labels labels = {{"tenant", dest.tenant}, {"platform", dest.platform}};
+  const Metrics::Labels labels = {{"tenant", *dest.tenant}, {"platform", *dest.platform}};
   if (it->second <= 0) {
     paused_.erase(it);
     metrics_.Erase(GaugeId::kPaused, labels);
@@ -1208,7 +1215,7 @@ std::optional<DestinationPosition> DeliveryLoop::WalkDeferrals(
   return index_.Walk(/*by_deferral=*/true, /*tenant=*/"", after, std::max<size_t>(1, max_steps),
                      [&](const std::string& key, const DestinationPosition& at) {
                        const Dest& dest = dests_.at(key);
-                       visit(dest.tenant, dest.platform, at.deferral_ms);
+                       visit(*dest.tenant, *dest.platform, at.deferral_ms);
                        return true;
                      });
 }
@@ -1216,7 +1223,7 @@ std::optional<DestinationPosition> DeliveryLoop::WalkDeferrals(
 DestinationInfo DeliveryLoop::InfoOf(const Dest& dest) const {
   DestinationInfo info;
   storage::DestinationParts parts;
-  if (storage::SplitDestinationKey(dest.key, parts)) {
+  if (storage::SplitDestinationKey(*dest.key, parts)) {
     info.platform = parts.platform;
     info.tenant = parts.tenant;
     info.credential = parts.credential;
@@ -1250,7 +1257,7 @@ std::vector<DestinationInfo> DeliveryLoop::Destinations() const {
 void DeliveryLoop::Reindex(Dest& dest) {
   const int64_t oldest = dest.queue.oldest_deferral_ms();
   if (oldest != dest.indexed_deferral_ms) {
-    index_.MoveDeferral(&dest.key, &dest.tenant, dest.hash, dest.indexed_deferral_ms, oldest);
+    index_.MoveDeferral(dest.key, dest.tenant, dest.hash, dest.indexed_deferral_ms, oldest);
     dest.indexed_deferral_ms = oldest;
   }
 }
@@ -1263,7 +1270,7 @@ DestinationPage DeliveryLoop::ListDestinations(const DestinationQuery& q) const 
                   [&](const std::string& key, const DestinationPosition&) {
                     ++page.scanned;
                     const Dest& dest = dests_.at(key);
-                    if (!q.platform.empty() && dest.platform != q.platform) {
+                    if (!q.platform.empty() && *dest.platform != q.platform) {
                       return true;
                     }
                     if (q.disabled || !q.deferral_prefix.empty()) {

@@ -248,16 +248,19 @@ class DeliveryLoop {
  private:
   struct Dest {
     pacing::DestinationId id;
-    std::string key;
+    const std::string* key = nullptr;  // dests_' key of its node (nodes stay put)
     bool discord = false;
-    std::string token_key;  // tenant/credential
-    std::string tenant, platform;
+    // Shared by every destination of the name (Intern): "<tenant>/<credential>", the tenant and
+    // the platform.
+    const std::string* token_key = nullptr;
+    const std::string* tenant = nullptr;
+    const std::string* platform = nullptr;
     DestinationQueue queue;
     std::string offered_id;  // the head the Scheduler holds; empty when none
     int in_flight = 0;
     std::vector<std::pair<std::string, std::string>> last_headers;
     int64_t last_response_ms = 0;
-    std::string counted_wait;  // head id and reason of the last pacing wait counted
+    uint64_t counted_wait = 0;  // hash of the head id and reason of the last pacing wait counted
     bool writing_wait = false;
     SteadyTime last_active{};            // when it was last given, sent or told of work
     uint64_t hash = 0;                   // its place in index_
@@ -283,6 +286,9 @@ class DeliveryLoop {
   };
 
   Dest* Ensure(const std::string& key);
+  // The one copy of `name` the destinations point at (tenants, platforms, tenant/credential
+  // pairs: what the store holds names, not what clients send; kept for the loop's life).
+  const std::string* Intern(std::string name);
   // Whether this node may dispatch the destination's work now (always, for a store of one node).
   bool Owned(const Dest& dest) const;
   // Pages through the destinations with work (the store's ListDestinations: those this node may
@@ -391,12 +397,13 @@ class DeliveryLoop {
   std::unordered_set<std::string> repairing_;    // ids MoveCorruptToDead is working on
   std::function<void()> drained_;
   std::unordered_map<std::string, Dest> dests_;
+  std::unordered_set<std::string> names_;  // Intern's
   // The most each destination's queue may hold now (Options::held_budget over dests_), read by
   // every DestinationQueue; UpdateHoldCap sets it as destinations come and go.
   size_t hold_cap_ = SIZE_MAX;
   void UpdateHoldCap();
-  DestinationIndex index_;  // dests_ in listing order; points into dests_' nodes
-  std::unordered_map<uint32_t, std::string> keys_by_id_;
+  DestinationIndex index_;                     // dests_ in listing order; points into dests_' nodes
+  std::unordered_map<uint32_t, Dest*> by_id_;  // Scheduler id -> its node in dests_
   std::unordered_map<std::string, InFlight> in_flight_;  // delivery id ->
   AccessTokens tokens_;
   std::unordered_map<uint64_t, Parked> parked_;  // send token ->

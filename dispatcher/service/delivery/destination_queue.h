@@ -101,6 +101,8 @@ class DestinationQueue {
   std::span<const PendingDelivery> held() const {
     return std::span<const PendingDelivery>(held_).subspan(first_);
   }
+  // The slots allocated, taken ones included (what a queue costs beside what it holds).
+  size_t capacity() const { return held_.capacity(); }
   const std::string& cursor() const { return cursor_; }
   bool complete() const { return complete_; }
   bool fetching() const { return fetching_; }
@@ -113,6 +115,9 @@ class DestinationQueue {
   // Drops the slots TakeHead left before first_ once they are half of held_ (each delivery is
   // moved down at most once per halving), or all of them with `all`.
   void Compact(bool all);
+  // Room for `more` deliveries, growing by doubling but never past what the hold limit lets the
+  // queue hold with them (the tail beyond it is dropped at once by Trim).
+  void Reserve(size_t more);
   bool HeadCovered() const { return size() != 0 && (complete_ || held_[first_].id <= cursor_); }
 
   const size_t read_ahead_;

@@ -311,6 +311,31 @@ TEST(DestinationQueueTest, HoldsNoMoreThanTheCapItsOwnerSets) {
   EXPECT_EQ(plan->limit, 32u);
 }
 
+// Verifies that a queue under a cap of 2 allocates no slot past what the cap lets it hold with
+// the one being added (a vector's doubling gave each of 100,000 destinations 4 slots), and that
+// a queue without a small cap still grows as a vector does.
+TEST(DestinationQueueTest, AllocatesNoMoreSlotsThanItsCapLetsItHold) {
+  size_t cap = 2;
+  DestinationQueue q(32, DestinationQueue::Notified::kHold, &cap);
+  ASSERT_TRUE(q.StartFetch(0).has_value());
+  q.Fetched({}, 0, "");  // empty and complete: what intake tells of is held at once
+  for (const char* id : {"a", "b", "c", "d", "e"}) {
+    q.Notify(P(id));
+  }
+  EXPECT_EQ(q.size(), 2u);
+  EXPECT_LE(q.capacity(), 3u);
+  cap = 1000;  // the limit is twice the read-ahead: 64
+  DestinationQueue wide(32, DestinationQueue::Notified::kHold, &cap);
+  ASSERT_TRUE(wide.StartFetch(0).has_value());
+  wide.Fetched({}, 0, "");
+  for (int i = 0; i < 40; ++i) {
+    wide.Notify(P(std::to_string(100 + i)));
+  }
+  EXPECT_EQ(wide.size(), 40u);
+  EXPECT_GE(wide.capacity(), 40u);
+  EXPECT_LE(wide.capacity(), 65u);
+}
+
 // Verifies Invalidate: a complete queue reads after its cursor again (work may have arrived
 // unannounced: a lost wake-up, a lapsed lease), keeping what it holds; during a read, another
 // read follows it.
