@@ -29,10 +29,11 @@ struct StoreBackendOptions {
   // postgres: connections each node keeps open to the database. 1 to 256. Default: 8.
   int64_t pool_size = 8;
   // rocksdb: the write buffers of all the store's families together, in MiB (they also bound
-  // the write-ahead log a crash leaves to replay). 8 to 4,096. Default: 64.
-  int64_t memtable_mb = 64;
-  // rocksdb: table blocks cached for reads, in MiB. 0 to 65,536. Default: 16.
-  int64_t block_cache_mb = 16;
+  // the write-ahead log a crash leaves to replay: half of it). 16 to 4,096. Default: 32.
+  int64_t memtable_mb = 32;
+  // rocksdb: table blocks cached for reads, in MiB; 0 turns the cache off. 0 to 65,536.
+  // Default: 8.
+  int64_t block_cache_mb = 8;
 };
 
 }  // namespace egress::config

@@ -46,7 +46,7 @@ Status ReadStoreSection(const TomlFields& store, StoreBackendOptions& out) {
   if (status = store.ReadInt("pool_size", 1, 256, out.pool_size); !status.ok()) {
     return status;
   }
-  if (status = store.ReadInt("memtable_mb", 8, 4096, out.memtable_mb); !status.ok()) {
+  if (status = store.ReadInt("memtable_mb", 16, 4096, out.memtable_mb); !status.ok()) {
     return status;
   }
   if (status = store.ReadInt("block_cache_mb", 0, 65536, out.block_cache_mb); !status.ok()) {

@@ -31,11 +31,14 @@ struct StoreOptions {
   // record lives in it for milliseconds; at a million queued, 64 MiB held the first records of a
   // backlog parked for hours); 0 turns it off.
   size_t record_cache_bytes = 32 << 20;
-  // RocksDB's write buffers (memtables) of all families together: past it the oldest flushes.
-  // It also bounds the write-ahead log a crash leaves to replay. Default: 64 MiB.
-  size_t memtable_bytes = 64 << 20;
-  // Table blocks cached for reads, one cache for all families. Default: 16 MiB.
-  size_t block_cache_bytes = 16 << 20;
+  // RocksDB's write buffers (memtables) of all families together: past it the oldest flushes
+  // (a soft cap: writes do not stall; the log cap below flushes sooner).
+  // It also bounds the write-ahead log a crash leaves to replay. Default: 32 MiB (64 measured
+  // the same end to end and held 30-40 MiB more at a million queued; bench/README.md, section 14).
+  size_t memtable_bytes = 32 << 20;
+  // Table blocks cached for reads, one cache for all families (RocksDB's default, 8 MiB, was one
+  // cache too); 0: none. Default: 8 MiB.
+  size_t block_cache_bytes = 8 << 20;
   // Seals the settings under `sealed_setting_prefixes` at rest (storage/setting_seal.h): written
   // sealed, read opened, older plaintext ones sealed by the first writable open, which fails
   // with Corruption naming the first setting that does not open with this key. Unset: settings

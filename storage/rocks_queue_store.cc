@@ -91,9 +91,9 @@ rocksdb::Options MakeOptions(bool fresh, const RocksHooks& hooks) {
   // entries kept every log alive until RocksDB's default (4 times the memtables of all eight
   // families, 4 GiB) forced a flush: the store grew by the whole write volume for days
   // (bench/README.md, "Retention"). At the cap, the families holding the oldest log flush.
-  // The log left behind by a crash is replayed before the store opens: half the memtables'
-  // budget (32 MiB by default) replays in about a quarter of a second, where 128 MiB took
-  // 0.95 s of the 1.2 s from kill -9 to ready at a million queued (bench/README.md, section 14).
+  // The log left behind by a crash is replayed before the store opens: at half the memtables'
+  // budget (16 MiB by default; 32 MiB replayed in 0.27 s) rather than 128 MiB (0.95 s of the
+  // 1.2 s from kill -9 to ready at a million queued; bench/README.md, section 14).
   o.max_total_wal_size = 128 << 20;
   if (hooks.write_buffers) {
     o.write_buffer_manager = hooks.write_buffers;
@@ -192,6 +192,7 @@ Result<OpenedDb> OpenRocksDb(const std::string& path, bool fresh, bool read_only
   if (hooks.block_cache) {
     rocksdb::BlockBasedTableOptions table;
     table.block_cache = hooks.block_cache;
+    table.no_block_cache = hooks.block_cache->GetCapacity() == 0;
     std::shared_ptr<rocksdb::TableFactory> factory(rocksdb::NewBlockBasedTableFactory(table));
     for (rocksdb::ColumnFamilyDescriptor& family : families) {
       family.options.table_factory = factory;

@@ -120,7 +120,7 @@ constexpr Definition kDefinitions[] = {
                "batch full), rejected (an entry that did not decode)."),
     GaugeRow(GaugeId::kStoreMemoryBytes, "relay_egress_store_memory_bytes",
              "Memory the store holds in this process, by part: memtables (write buffers, "
-             "at most store.memtable_mb), table_readers (index blocks of open table files), "
+             "flushed past store.memtable_mb), table_readers (index blocks of open table files), "
              "block_cache (at most store.block_cache_mb), record_cache (waiting records kept "
              "beside the disk); at each scrape, 0 for PostgreSQL."),
     GaugeRow(GaugeId::kStoreShardsHeld, "relay_egress_store_shards_held",

@@ -69,26 +69,26 @@ TEST(StorageBoundConfigTest, RefusesNegativeAbsurdAndMistypedBounds) {
   }
 }
 
-// Verifies that [store] memtable_mb and block_cache_mb default to 64 and 16, are read (also from
+// Verifies that [store] memtable_mb and block_cache_mb default to 32 and 8, are read (also from
 // the environment), and that values out of range are refused naming the key.
 TEST(StorageBoundConfigTest, ReadsTheStoreMemoryBounds) {
   ConfigFiles files;
   Result<Config> defaults = files.Load("");
   ASSERT_TRUE(defaults.has_value()) << defaults.error().ToString();
-  EXPECT_EQ(defaults->store.memtable_mb, 64);
-  EXPECT_EQ(defaults->store.block_cache_mb, 16);
+  EXPECT_EQ(defaults->store.memtable_mb, 32);
+  EXPECT_EQ(defaults->store.block_cache_mb, 8);
 
-  Result<Config> config = files.Load("[store]\nmemtable_mb = 8\nblock_cache_mb = 0\n");
+  Result<Config> config = files.Load("[store]\nmemtable_mb = 16\nblock_cache_mb = 0\n");
   ASSERT_TRUE(config.has_value()) << config.error().ToString();
-  EXPECT_EQ(config->store.memtable_mb, 8);
+  EXPECT_EQ(config->store.memtable_mb, 16);
   EXPECT_EQ(config->store.block_cache_mb, 0);
   Result<Config> env = files.Load("", {{"RELAY_EGRESS_STORE_MEMTABLE_MB", "4096"}});
   ASSERT_TRUE(env.has_value()) << env.error().ToString();
   EXPECT_EQ(env->store.memtable_mb, 4096);
 
   const std::pair<const char*, const char*> refused[] = {
-      {"[store]\nmemtable_mb = 7\n", "2: store.memtable_mb: must be an integer from 8 to 4096"},
-      {"[store]\nmemtable_mb = 4097\n", "2: store.memtable_mb: must be an integer from 8 to 4096"},
+      {"[store]\nmemtable_mb = 15\n", "2: store.memtable_mb: must be an integer from 16 to 4096"},
+      {"[store]\nmemtable_mb = 4097\n", "2: store.memtable_mb: must be an integer from 16 to 4096"},
       {"[store]\nblock_cache_mb = -1\n",
        "2: store.block_cache_mb: must be an integer from 0 to 65536"},
   };

@@ -104,7 +104,7 @@ relay_egress_store_healthy 0
 # TYPE relay_egress_budget_store_up gauge
 # HELP relay_egress_learned_updates_total What responses taught (learned limits, adaptive paces, Discord buckets) shared with the other [cluster] nodes through the budget store, by direction: published, applied (another node's), dropped (the store was away or the batch full), rejected (an entry that did not decode).
 # TYPE relay_egress_learned_updates_total counter
-# HELP relay_egress_store_memory_bytes Memory the store holds in this process, by part: memtables (write buffers, at most store.memtable_mb), table_readers (index blocks of open table files), block_cache (at most store.block_cache_mb), record_cache (waiting records kept beside the disk); at each scrape, 0 for PostgreSQL.
+# HELP relay_egress_store_memory_bytes Memory the store holds in this process, by part: memtables (write buffers, flushed past store.memtable_mb), table_readers (index blocks of open table files), block_cache (at most store.block_cache_mb), record_cache (waiting records kept beside the disk); at each scrape, 0 for PostgreSQL.
 # TYPE relay_egress_store_memory_bytes gauge
 # HELP relay_egress_store_shards_held Shards of the shared PostgreSQL store whose destinations this node dispatches (their leases held); absent with the embedded store.
 # TYPE relay_egress_store_shards_held gauge

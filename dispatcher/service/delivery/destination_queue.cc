@@ -46,7 +46,6 @@ void DestinationQueue::Reserve(size_t more) {
 
 bool DestinationQueue::Add(PendingDelivery p) {
   Compact(false);
-  Reserve(1);
   auto it =
       std::lower_bound(held_.begin() + static_cast<std::ptrdiff_t>(first_), held_.end(), p.id,
                        [](const PendingDelivery& a, const std::string& id) { return a.id < id; });
@@ -62,7 +61,9 @@ bool DestinationQueue::Add(PendingDelivery p) {
     return false;
   }
   const std::string head_before = head() == nullptr ? std::string() : head()->id;
-  held_.insert(it, std::move(p));
+  const auto at = it - held_.begin();  // Reserve may move what is held
+  Reserve(1);
+  held_.insert(held_.begin() + at, std::move(p));
   Trim();
   return head() != nullptr && head()->id != head_before;
 }
