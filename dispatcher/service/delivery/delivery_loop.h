@@ -109,10 +109,11 @@ class DeliveryLoop {
   struct Options {
     // Deliveries one store read fetches per destination. Default: 32.
     size_t read_ahead = 32;
-    // Deliveries held in memory across every destination (heads and read-ahead, about 200
-    // bytes each): each destination may hold this divided by the destinations known, at least
-    // 2 and at most twice read_ahead; the rest stays in the store until its turn comes. 0: no
-    // budget. Default: 200,000 (about 40 MiB; 100,000 destinations hold two each).
+    // Deliveries held in memory across every destination (heads and read-ahead, 240-280 bytes
+    // each; docs/storage.md, "Memory"): each destination may hold this divided by the
+    // destinations known, at least 2 and at most twice read_ahead; the rest stays in the store
+    // until its turn comes. 0: no budget. Default: 200,000 (about 50 MiB; 100,000 destinations
+    // hold two each).
     size_t held_budget = 200'000;
     // Discord's invalid-request guard (401, 403, 429 per bot token in 10 minutes).
     adapters::InvalidRequestCounter::Options discord_invalid_requests;
