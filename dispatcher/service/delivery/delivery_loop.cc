@@ -136,15 +136,12 @@ void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral
     return;
   }
   const std::string reason = wait.ToString();
-  storage::DestinationParts parts;
   const size_t counted =
       std::hash<std::string_view>{}(head->id) * 31 + std::hash<std::string>{}(reason);
   if (counted != dest.counted_wait) {
     dest.counted_wait = counted;
-    if (storage::SplitDestinationKey(*dest.key, parts)) {
-      metrics_.Inc(CounterId::kDeferrals,
-                   {{"tenant", parts.tenant}, {"platform", parts.platform}, {"reason", reason}});
-    }
+    metrics_.Inc(CounterId::kDeferrals,
+                 {{"tenant", *dest.tenant}, {"platform", *dest.platform}, {"reason", reason}});
   }
   if (dest.writing_wait) {
     return;
