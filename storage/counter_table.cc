@@ -3,11 +3,36 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <optional>
 
+#include "storage/delivery.h"
 #include "storage/index_keys.h"
 #include "storage/rocks_schema.h"
 
 namespace egress::storage {
+namespace {
+
+// A destination counter's key, "destcount/<state>/<destination key>", split: false for any other.
+bool SplitDestCountKey(std::string_view key, DeliveryState& state, std::string_view& dest) {
+  constexpr std::string_view kPrefix = "destcount/";
+  if (!key.starts_with(kPrefix)) {
+    return false;
+  }
+  key.remove_prefix(kPrefix.size());
+  const size_t slash = key.find('/');
+  if (slash == std::string_view::npos) {
+    return false;
+  }
+  const std::optional<DeliveryState> parsed = ParseState(key.substr(0, slash));
+  if (!parsed) {
+    return false;
+  }
+  state = *parsed;
+  dest = key.substr(slash + 1);
+  return true;
+}
+
+}  // namespace
 
 Status CounterTable::Load(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta) {
   constexpr std::array<std::string_view, 4> kPrefixes = {"backlog/", "count/", "destcount/",
@@ -27,12 +52,43 @@ Status CounterTable::Load(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta) {
     return s;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  values_ = std::move(loaded);
+  values_ = {};
+  dest_values_ = {};
   groups_.clear();
-  for (const auto& [key, n] : values_) {
+  for (const auto& [key, n] : loaded) {
+    std::string_view dest;
+    Slot(key, dest) = n;
     MoveGroup(key, 0, n);
   }
   return Status::Ok();
+}
+
+int64_t& CounterTable::Slot(std::string_view key, std::string_view& dest) {
+  DeliveryState state{};
+  if (SplitDestCountKey(key, state, dest)) {
+    auto it = dest_values_.find(dest);
+    if (it == dest_values_.end()) {
+      it = dest_values_.emplace(std::string(dest), DestCounts{}).first;
+    }
+    return it->second[static_cast<size_t>(state) - 1];
+  }
+  dest = {};
+  auto it = values_.find(key);
+  if (it == values_.end()) {
+    it = values_.emplace(std::string(key), 0).first;
+  }
+  return it->second;
+}
+
+void CounterTable::Drop(std::string_view key, std::string_view dest) {
+  if (dest.data() == nullptr) {
+    values_.erase(values_.find(key));
+    return;
+  }
+  auto it = dest_values_.find(dest);
+  if (std::all_of(it->second.begin(), it->second.end(), [](int64_t v) { return v == 0; })) {
+    dest_values_.erase(it);  // memory follows the destinations with work
+  }
 }
 
 void CounterTable::MoveGroup(std::string_view key, int64_t before, int64_t after) {
@@ -91,22 +147,31 @@ void CounterTable::Apply(std::initializer_list<const CounterDeltas*> sets) {
       if (delta == 0) {
         continue;
       }
-      auto it = values_.find(std::string_view(key));
-      if (it == values_.end()) {
-        it = values_.emplace(key, 0).first;
-      }
-      const int64_t before = it->second;
-      it->second += delta;
-      MoveGroup(key, before, it->second);
-      if (it->second == 0) {
-        values_.erase(it);  // memory follows the counters in use
+      std::string_view dest;
+      int64_t& value = Slot(key, dest);
+      const int64_t before = value;
+      value += delta;
+      MoveGroup(key, before, value);
+      if (value == 0) {
+        Drop(key, dest);  // memory follows the counters in use
       }
     }
   }
 }
 
-int64_t CounterTable::Get(std::string_view key) const {
+size_t CounterTable::entries() const {
   std::lock_guard<std::mutex> lock(mu_);
+  return values_.size() + dest_values_.size();
+}
+
+int64_t CounterTable::Get(std::string_view key) const {
+  DeliveryState state{};
+  std::string_view dest;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (SplitDestCountKey(key, state, dest)) {
+    auto it = dest_values_.find(dest);
+    return it == dest_values_.end() ? 0 : it->second[static_cast<size_t>(state) - 1];
+  }
   auto it = values_.find(key);
   return it == values_.end() ? 0 : it->second;
 }

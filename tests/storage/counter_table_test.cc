@@ -126,6 +126,35 @@ TEST(CounterTableTest, AMalformedDestinationCounterIsNoGroup) {
   EXPECT_EQ(table.Get("destcount/queued/no-separators"), 4);
 }
 
+// Verifies that a destination's counters by state read back each on its own while they share one
+// entry, which goes once every state is at 0 (and only then), beside the other counters.
+TEST(CounterTableTest, ADestinationsStatesShareOneEntry) {
+  CounterTable table;
+  const std::string queued = Key("webhook", "acme", "a", DeliveryState::kQueued);
+  const std::string deferred = Key("webhook", "acme", "a", DeliveryState::kDeferred);
+  const std::string in_flight = Key("webhook", "acme", "a", DeliveryState::kInFlight);
+  table.Apply(
+      Deltas({{queued, 9}, {deferred, 1}, {in_flight, -1}, {CountKey(DeliveryState::kQueued), 9}}));
+  EXPECT_EQ(table.Get(queued), 9);
+  EXPECT_EQ(table.Get(deferred), 1);
+  EXPECT_EQ(table.Get(in_flight), -1);
+  EXPECT_EQ(table.Get(Key("webhook", "acme", "b", DeliveryState::kQueued)), 0);
+  EXPECT_EQ(table.Get(CountKey(DeliveryState::kQueued)), 9);
+  EXPECT_EQ(table.entries(), 2u);
+
+  table.Apply(Deltas({{queued, -9}, {in_flight, 1}}));
+  EXPECT_EQ(table.Get(queued), 0);
+  EXPECT_EQ(table.Get(deferred), 1);
+  EXPECT_EQ(table.entries(), 2u);  // deferred still counts
+  table.Apply(Deltas({{deferred, -1}, {CountKey(DeliveryState::kQueued), -9}}));
+  EXPECT_EQ(table.entries(), 0u);
+  EXPECT_TRUE(table.Groups().empty());
+  table.Apply(Deltas({{deferred, 2}}));
+  EXPECT_EQ(table.Get(deferred), 2);
+  EXPECT_EQ(table.Get(queued), 0);
+  EXPECT_EQ(table.entries(), 1u);
+}
+
 // Verifies that the sets of one Apply are read together: a delivery leased in memory (in
 // flight) whose outcome is written deferred moves durably queued -> deferred and in memory
 // in_flight -> queued; a reader between the two saw it twice (the scrape of 1,000 tenants read
