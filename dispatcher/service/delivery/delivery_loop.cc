@@ -384,7 +384,7 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
 
 void DeliveryLoop::UpdateHoldCap() {
   if (options_.held_budget != 0) {
-    hold_cap_ = std::max<size_t>(2, options_.held_budget / std::max<size_t>(1, dests_.size()));
+    hold_cap_ = std::max<size_t>(1, options_.held_budget / std::max<size_t>(1, dests_.size()));
   }
 }
 
@@ -907,7 +907,10 @@ void DeliveryLoop::Finish(const std::string& key, const Delivery& d, const Verdi
   --dest.in_flight;
   const LoopTime now = LoopTimeOf(clock_);
   if (verdict.kind != VerdictKind::kDefer) {
-    dest.drained.Count(now.wall_ms);
+    if (!dest.drained) {
+      dest.drained = std::make_unique<DrainRate>();
+    }
+    dest.drained->Count(now.wall_ms);
     dest.group_drained->Count(now.wall_ms);
   }
   storage::StateChange change = StateChangeFor(verdict, now, std::move(attempt));
@@ -1235,7 +1238,10 @@ DestinationInfo DeliveryLoop::InfoOf(const Dest& dest) const {
   info.pause_id = dest.pause_id;
   info.shadow_checked = dest.shadow_checked;
   info.shadow_throttled = dest.shadow_throttled;
-  info.drained_per_s = dest.drained.PerSecond(LoopTimeOf(clock_).wall_ms, DrainRate::kEnoughForOne);
+  if (dest.drained) {
+    info.drained_per_s =
+        dest.drained->PerSecond(LoopTimeOf(clock_).wall_ms, DrainRate::kEnoughForOne);
+  }
   return info;
 }
 

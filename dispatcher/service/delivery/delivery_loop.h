@@ -109,12 +109,12 @@ class DeliveryLoop {
   struct Options {
     // Deliveries one store read fetches per destination. Default: 32.
     size_t read_ahead = 32;
-    // Deliveries held in memory across every destination (heads and read-ahead, 240-280 bytes
-    // each; docs/storage.md, "Memory"): each destination may hold this divided by the
-    // destinations known, at least 2 and at most twice read_ahead; the rest stays in the store
-    // until its turn comes. 0: no budget. Default: 200,000 (about 50 MiB; 100,000 destinations
-    // hold two each).
-    size_t held_budget = 200'000;
+    // Deliveries held in memory across every destination (heads and read-ahead, about 170
+    // bytes each; docs/storage.md, "Memory"): each destination may hold this divided by the
+    // destinations known, at least 1 (its head) and at most twice read_ahead; the rest stays in
+    // the store until its turn comes. 0: no budget. Default: 100,000 (about 17 MiB; up to
+    // 50,000 destinations hold two or more each, 100,000 one each).
+    size_t held_budget = 100'000;
     // Discord's invalid-request guard (401, 403, 429 per bot token in 10 minutes).
     adapters::InvalidRequestCounter::Options discord_invalid_requests;
     // A head held back by pacing for at least this long is written to the store as deferred,
@@ -263,14 +263,16 @@ class DeliveryLoop {
     int64_t last_response_ms = 0;
     uint64_t counted_wait = 0;  // hash of the head id and reason of the last pacing wait counted
     bool writing_wait = false;
-    SteadyTime last_active{};            // when it was last given, sent or told of work
-    uint64_t hash = 0;                   // its place in index_
-    int64_t indexed_deferral_ms = 0;     // its oldest deferral as index_ has it
-    int shard = -1;                      // ShardOwnership::ShardOf; -1: a store of one node
-    std::string pause_id;                // the pause holding it; empty when none
-    uint64_t shadow_checked = 0;         // dispatches a shadow limit metered
-    uint64_t shadow_throttled = 0;       // of which it would have throttled
-    DrainRate drained;                   // deliveries that left its backlog, lately
+    SteadyTime last_active{};         // when it was last given, sent or told of work
+    uint64_t hash = 0;                // its place in index_
+    int64_t indexed_deferral_ms = 0;  // its oldest deferral as index_ has it
+    int shard = -1;                   // ShardOwnership::ShardOf; -1: a store of one node
+    std::string pause_id;             // the pause holding it; empty when none
+    uint64_t shadow_checked = 0;      // dispatches a shadow limit metered
+    uint64_t shadow_throttled = 0;    // of which it would have throttled
+    // Deliveries that left its backlog, lately; made with the first (56 bytes a destination whose
+    // work is parked for hours, as 100,000 of a million-delivery backlog were, never uses).
+    std::unique_ptr<DrainRate> drained;
     DrainRate* group_drained = nullptr;  // its (tenant, platform)'s, in drain_rates_
   };
   struct InFlight {

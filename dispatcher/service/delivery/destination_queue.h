@@ -109,6 +109,9 @@ class DestinationQueue {
 
  private:
   void Trim();
+  // Drops what is held from position `keep` on: the cursor comes back to the last one kept and
+  // the queue is no longer complete (the store is read again after it).
+  void DropTail(size_t keep);
   // What one read asks for, and the most held before the tail is dropped.
   size_t ReadSize() const;
   size_t HoldLimit() const;

@@ -311,19 +311,32 @@ TEST(DestinationQueueTest, HoldsNoMoreThanTheCapItsOwnerSets) {
   EXPECT_EQ(plan->limit, 32u);
 }
 
-// Verifies that a queue under a cap of 2 allocates no slot past what the cap lets it hold with
-// the one being added (a vector's doubling gave each of 100,000 destinations 4 slots), and that
-// a queue without a small cap still grows as a vector does.
+// Verifies that a queue under a cap of 1 or 2 allocates no slot past what the cap lets it hold
+// (a vector's doubling gave each of 100,000 destinations 4 slots; then a slot for the one told
+// of past a full tail, dropped at once, gave each 3), that such a one is read again after the
+// cursor, and that a queue without a small cap still grows as a vector does.
 TEST(DestinationQueueTest, AllocatesNoMoreSlotsThanItsCapLetsItHold) {
-  size_t cap = 2;
-  DestinationQueue q(32, DestinationQueue::Notified::kHold, &cap);
-  ASSERT_TRUE(q.StartFetch(0).has_value());
-  q.Fetched({}, 0, "");  // empty and complete: what intake tells of is held at once
-  for (const char* id : {"a", "b", "c", "d", "e"}) {
-    q.Notify(P(id));
+  for (size_t cap : {size_t{1}, size_t{2}}) {
+    DestinationQueue q(32, DestinationQueue::Notified::kHold, &cap);
+    ASSERT_TRUE(q.StartFetch(0).has_value());
+    q.Fetched({}, 0, "");  // empty and complete: what intake tells of is held at once
+    for (const char* id : {"a", "b", "c", "d", "e"}) {
+      q.Notify(P(id));
+    }
+    EXPECT_EQ(q.size(), cap);
+    EXPECT_EQ(q.capacity(), cap);
+    EXPECT_EQ(q.cursor(), cap == 1 ? "a" : "b");
+    EXPECT_FALSE(q.complete());
+    q.Add(P("0"));  // before the head: held, the tail goes
+    EXPECT_EQ(q.head()->id, "0");
+    EXPECT_EQ(q.size(), cap);
+    EXPECT_EQ(q.cursor(), cap == 1 ? "0" : "a");
+    EXPECT_EQ(q.TakeHead()->id, "0");
+    auto plan = q.StartFetch(0);
+    ASSERT_TRUE(plan.has_value());
+    EXPECT_EQ(plan->after, cap == 1 ? "0" : "a");
   }
-  EXPECT_EQ(q.size(), 2u);
-  EXPECT_LE(q.capacity(), 3u);
+  size_t cap = 1000;
   cap = 1000;  // the limit is twice the read-ahead: 64
   DestinationQueue wide(32, DestinationQueue::Notified::kHold, &cap);
   ASSERT_TRUE(wide.StartFetch(0).has_value());
