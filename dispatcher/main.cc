@@ -156,6 +156,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cannot turn core dumps off (server.core_dumps = false)\n");
     return kExitUsage;
   }
+  if (!check_config) {
+    // 4 MiB, not gperftools' 32: with a million deliveries queued over 100,000 destinations the
+    // service's RSS was 13 MiB lower after intake and once settled (bench/README.md, section 14).
+    egress::LimitThreadCaches(size_t{4} << 20);
+  }
   if (check_config) {
     // The listen address must resolve here as it will at start: a name that serve could not
     // bind fails now, not later.

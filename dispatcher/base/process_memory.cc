@@ -20,6 +20,12 @@ void ReleaseFreeMemory() {
   malloc_trim(0);
 }
 
+bool LimitThreadCaches(size_t bytes) {
+  using Set = int (*)(const char*, size_t);
+  const Set set = reinterpret_cast<Set>(dlsym(RTLD_DEFAULT, "MallocExtension_SetNumericProperty"));
+  return set != nullptr && set("tcmalloc.max_total_thread_cache_bytes", bytes) != 0;
+}
+
 bool DisableCoreDumps() {
   const rlimit none{0, 0};
   const bool limited = setrlimit(RLIMIT_CORE, &none) == 0;
