@@ -247,10 +247,14 @@ class DeliveryLoop {
   size_t outcomes_pending() const { return outcomes_.pending(); }
 
  private:
+  // Its members ordered so the small ones share words: one per destination with work.
   struct Dest {
     pacing::DestinationId id;
-    const std::string* key = nullptr;  // dests_' key of its node (nodes stay put)
+    int in_flight = 0;
+    int shard = -1;  // ShardOwnership::ShardOf; -1: a store of one node
     bool discord = false;
+    bool writing_wait = false;
+    const std::string* key = nullptr;  // dests_' key of its node (nodes stay put)
     // Shared by every destination of the name (Intern): "<tenant>/<credential>", the tenant and
     // the platform.
     const std::string* token_key = nullptr;
@@ -258,15 +262,12 @@ class DeliveryLoop {
     const std::string* platform = nullptr;
     DestinationQueue queue;
     std::string offered_id;  // the head the Scheduler holds; empty when none
-    int in_flight = 0;
     std::vector<std::pair<std::string, std::string>> last_headers;
     int64_t last_response_ms = 0;
     uint64_t counted_wait = 0;  // hash of the head id and reason of the last pacing wait counted
-    bool writing_wait = false;
-    SteadyTime last_active{};         // when it was last given, sent or told of work
-    uint64_t hash = 0;                // its place in index_
+    SteadyTime last_active{};   // when it was last given, sent or told of work
+    uint64_t hash = 0;          // its place in index_
     int64_t indexed_deferral_ms = 0;  // its oldest deferral as index_ has it
-    int shard = -1;                   // ShardOwnership::ShardOf; -1: a store of one node
     std::string pause_id;             // the pause holding it; empty when none
     uint64_t shadow_checked = 0;      // dispatches a shadow limit metered
     uint64_t shadow_throttled = 0;    // of which it would have throttled

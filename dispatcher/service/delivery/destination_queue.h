@@ -123,18 +123,19 @@ class DestinationQueue {
   void Reserve(size_t more);
   bool HeadCovered() const { return size() != 0 && (complete_ || held_[first_].id <= cursor_); }
 
+  // Members ordered so that the small ones share one word: a queue per destination with work.
   const size_t read_ahead_;
-  const Notified notified_;
   const size_t* hold_cap_;
+  const Notified notified_;
   bool notified_while_fetching_ = false;  // kRead: the fetch on its way may have missed one
+  bool complete_ = false;
+  bool fetching_ = false;
   // id order from first_, which is the head; the slots before it were taken. A vector, not a
   // deque: libstdc++'s deque allocates about 470 bytes when made and another node when a fetch
   // inserts, 850 bytes for a destination holding one delivery (bench/README.md, section 14).
   std::vector<PendingDelivery> held_;
   size_t first_ = 0;
   std::string cursor_;
-  bool complete_ = false;
-  bool fetching_ = false;
   size_t asked_ = 0;          // the limit of the fetch on its way
   uint64_t epoch_ = 0;        // bumped whenever the cursor moves back
   uint64_t fetch_epoch_ = 0;  // epoch_ when the fetch on its way started

@@ -327,9 +327,10 @@ TEST(DestinationQueueTest, AllocatesNoMoreSlotsThanItsCapLetsItHold) {
     EXPECT_EQ(q.capacity(), cap);
     EXPECT_EQ(q.cursor(), cap == 1 ? "a" : "b");
     EXPECT_FALSE(q.complete());
-    q.Add(P("0"));  // before the head: held, the tail goes
+    q.Add(P("0"));  // before the head: held, the tail goes, and so does its slot
     EXPECT_EQ(q.head()->id, "0");
     EXPECT_EQ(q.size(), cap);
+    EXPECT_EQ(q.capacity(), cap);
     EXPECT_EQ(q.cursor(), cap == 1 ? "0" : "a");
     EXPECT_EQ(q.TakeHead()->id, "0");
     auto plan = q.StartFetch(0);
