@@ -12,7 +12,8 @@
 namespace egress::storage {
 namespace {
 
-// A destination counter's key, "destcount/<state>/<destination key>", split: false for any other.
+// A waiting state's destination counter key, "destcount/<state>/<destination key>", split: false
+// for any other (a terminal state's included).
 bool SplitDestCountKey(std::string_view key, DeliveryState& state, std::string_view& dest) {
   constexpr std::string_view kPrefix = "destcount/";
   if (!key.starts_with(kPrefix)) {
@@ -24,7 +25,7 @@ bool SplitDestCountKey(std::string_view key, DeliveryState& state, std::string_v
     return false;
   }
   const std::optional<DeliveryState> parsed = ParseState(key.substr(0, slash));
-  if (!parsed) {
+  if (!parsed || *parsed > DeliveryState::kDeferred) {  // queued, in flight, deferred
     return false;
   }
   state = *parsed;

@@ -153,6 +153,12 @@ TEST(CounterTableTest, ADestinationsStatesShareOneEntry) {
   EXPECT_EQ(table.Get(deferred), 2);
   EXPECT_EQ(table.Get(queued), 0);
   EXPECT_EQ(table.entries(), 1u);
+  // A terminal state's counter (the store writes none) reads back too, in an entry of its own.
+  const std::string dead = Key("webhook", "acme", "a", DeliveryState::kDead);
+  table.Apply(Deltas({{dead, 4}}));
+  EXPECT_EQ(table.Get(dead), 4);
+  EXPECT_EQ(table.Get(deferred), 2);
+  EXPECT_EQ(table.entries(), 2u);
 }
 
 // Verifies that the sets of one Apply are read together: a delivery leased in memory (in

@@ -109,13 +109,17 @@ DeliveryLoop::~DeliveryLoop() {
   *alive_ = false;
 }
 
+DeliveryLoop::Dest* DeliveryLoop::ById(pacing::DestinationId id) const {
+  return id.value < by_id_.size() ? by_id_[id.value] : nullptr;
+}
+
 void DeliveryLoop::OnShadowCheck(pacing::DestinationId id, pacing::BudgetName budget,
                                  bool throttled) {
-  auto by_id = by_id_.find(id.value);
-  if (by_id == by_id_.end()) {
+  Dest* found = ById(id);
+  if (found == nullptr) {
     return;
   }
-  Dest& dest = *by_id->second;
+  Dest& dest = *found;
   ++dest.shadow_checked;
   const std::string_view name = pacing::BudgetNameString(budget);
   metrics_.Inc(CounterId::kShadowChecked, {{"tenant", *dest.tenant}, {"budget", name}});
@@ -126,11 +130,11 @@ void DeliveryLoop::OnShadowCheck(pacing::DestinationId id, pacing::BudgetName bu
 }
 
 void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral& wait) {
-  auto by_id = by_id_.find(id.value);
-  if (by_id == by_id_.end()) {
+  Dest* found = ById(id);
+  if (found == nullptr) {
     return;
   }
-  Dest& dest = *by_id->second;
+  Dest& dest = *found;
   const PendingDelivery* head = dest.queue.head();
   if (head == nullptr || head->id != dest.offered_id) {
     return;
@@ -268,7 +272,7 @@ bool DeliveryLoop::Forget(std::unordered_map<std::string, Dest>::iterator it) {
     return false;
   }
   failed_fetches_.erase(*dest.key);
-  by_id_.erase(dest.id.value);
+  by_id_[dest.id.value] = nullptr;
   if (!dest.pause_id.empty()) {
     CountPaused(dest, -1);
   }
@@ -374,6 +378,9 @@ DeliveryLoop::Dest* DeliveryLoop::Ensure(const std::string& key) {
   dest.last_active = clock_.Now();
   dest.hash = index_.Add(dest.key, dest.tenant);
   dest.shard = shard;
+  if (id->value >= by_id_.size()) {
+    by_id_.resize(id->value + 1, nullptr);
+  }
   by_id_[id->value] = &dest;
   metrics_.Set(GaugeId::kDestinations, {}, static_cast<double>(dests_.size()));
   if (pauses_ != nullptr && !pauses_->empty()) {
@@ -531,11 +538,11 @@ void DeliveryLoop::Pump() {
 }
 
 void DeliveryLoop::Dispatch(const Decision& decision) {
-  auto by_id = by_id_.find(decision.destination.value);
-  if (by_id == by_id_.end()) {
+  Dest* found = ById(decision.destination);
+  if (found == nullptr) {
     return;
   }
-  Dest& dest = *by_id->second;
+  Dest& dest = *found;
   const std::string key = *dest.key;
   dest.offered_id.clear();
   if (!Owned(dest)) {

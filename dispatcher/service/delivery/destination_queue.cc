@@ -62,11 +62,10 @@ bool DestinationQueue::Add(PendingDelivery p) {
   }
   const size_t limit = HoldLimit();
   if (it == held_.end() && size() >= limit && limit <= read_ahead_) {
-    // Past the tail of a full queue: Trim would drop it at once (its limit is no more than a
-    // read, so Trim keeps exactly what is held). Not inserted, no slot is made for it: under a
-    // cap of 1 or 2 that slot was a third of what 100,000 destinations held (bench/README.md,
-    // section 14).
-    DropTail(held_.size());
+    // Past the tail of a full queue (or one over a cap lowered since): Trim would drop it at
+    // once, keeping the first `limit` (no more than a read). Not inserted, no slot is made for
+    // it: under a cap of 2 that slot was a third of what a destination's queue allocated.
+    DropTail(first_ + limit);
     return false;
   }
   const std::string head_before = head() == nullptr ? std::string() : head()->id;
@@ -190,10 +189,10 @@ void DestinationQueue::Trim() {
 
 void DestinationQueue::DropTail(size_t keep) {
   held_.resize(keep);
-  if (size() <= 2 && held_.capacity() > held_.size()) {
+  if (HoldLimit() <= 2 && held_.capacity() > held_.size()) {
     // A read or a delivery put back that went past a cap of 1 or 2 left a slot it no longer
-    // holds: 136 bytes on each of 100,000 destinations holding their head (bench/README.md,
-    // section 14). A larger hold keeps its room: it is read into again soon.
+    // holds: a PendingDelivery (136 bytes) on each of 100,000 destinations holding their head.
+    // A larger hold keeps its room: it is read into again soon.
     Compact(true);
     held_.shrink_to_fit();
   }

@@ -109,8 +109,9 @@ class DestinationQueue {
 
  private:
   void Trim();
-  // Drops what is held from position `keep` on: the cursor comes back to the last one kept and
-  // the queue is no longer complete (the store is read again after it).
+  // Drops what is held from position `keep` on: the cursor comes back to the last one kept when
+  // it was past it (never forward) and the queue is no longer complete (the store is read again
+  // after the cursor).
   void DropTail(size_t keep);
   // What one read asks for, and the most held before the tail is dropped.
   size_t ReadSize() const;

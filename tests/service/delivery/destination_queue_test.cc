@@ -294,7 +294,10 @@ TEST(DestinationQueueTest, HoldsNoMoreThanTheCapItsOwnerSets) {
   EXPECT_FALSE(q.Notify(P("d")));  // past the cursor of a queue not complete: read later
   EXPECT_EQ(Ids(q), (std::vector<std::string>{"a", "b", "c"}));
   cap = 2;
-  q.Add(P("b2"));  // over the cap: the tail goes, the cursor comes back
+  q.Add(P("c2"));  // past the tail of a queue over the lowered cap: the tail goes all the same
+  EXPECT_EQ(Ids(q), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(q.cursor(), "b");
+  q.Add(P("b2"));  // past the tail of a full queue: not held, read again after the cursor
   EXPECT_EQ(Ids(q), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(q.cursor(), "b");
   EXPECT_EQ(q.TakeHead()->id, "a");
@@ -337,8 +340,7 @@ TEST(DestinationQueueTest, AllocatesNoMoreSlotsThanItsCapLetsItHold) {
     ASSERT_TRUE(plan.has_value());
     EXPECT_EQ(plan->after, cap == 1 ? "0" : "a");
   }
-  size_t cap = 1000;
-  cap = 1000;  // the limit is twice the read-ahead: 64
+  size_t cap = 1000;  // the limit is twice the read-ahead: 64
   DestinationQueue wide(32, DestinationQueue::Notified::kHold, &cap);
   ASSERT_TRUE(wide.StartFetch(0).has_value());
   wide.Fetched({}, 0, "");
