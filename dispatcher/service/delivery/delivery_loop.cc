@@ -109,6 +109,38 @@ DeliveryLoop::~DeliveryLoop() {
   *alive_ = false;
 }
 
+bool DeliveryLoop::OfferedIs(const Dest& dest, std::string_view id) const {
+  if (dest.offered_form == pacing::IdForm::kLong) {
+    return OfferedText(dest) == id;
+  }
+  pacing::PackedId packed;
+  return pacing::PackedId::Pack(id, packed) == dest.offered_form &&
+         packed.bytes == dest.offered.bytes;
+}
+
+std::string DeliveryLoop::OfferedText(const Dest& dest) const {
+  if (dest.offered_form == pacing::IdForm::kLong) {
+    auto it = long_offered_.find(dest.id.value);
+    return it == long_offered_.end() ? std::string() : it->second;
+  }
+  return dest.offered.Unpack(dest.offered_form);
+}
+
+void DeliveryLoop::SetOffered(Dest& dest, const std::string& id) {
+  ClearOffered(dest);
+  dest.offered_form = pacing::PackedId::Pack(id, dest.offered);
+  if (dest.offered_form == pacing::IdForm::kLong) {
+    long_offered_[dest.id.value] = id;
+  }
+}
+
+void DeliveryLoop::ClearOffered(Dest& dest) {
+  if (dest.offered_form == pacing::IdForm::kLong) {
+    long_offered_.erase(dest.id.value);
+  }
+  dest.offered_form = pacing::IdForm::kNone;
+}
+
 DeliveryLoop::Dest* DeliveryLoop::ById(pacing::DestinationId id) const {
   return id.value < by_id_.size() ? by_id_[id.value] : nullptr;
 }
@@ -136,7 +168,7 @@ void DeliveryLoop::OnPacingWait(pacing::DestinationId id, const pacing::Deferral
   }
   Dest& dest = *found;
   const PendingDelivery* head = dest.queue.head();
-  if (head == nullptr || head->id != dest.offered_id) {
+  if (head == nullptr || !OfferedIs(dest, head->id)) {
     return;
   }
   const std::string reason = wait.ToString();
@@ -255,9 +287,9 @@ void DeliveryLoop::OwnershipChanged() {
 
 void DeliveryLoop::Disown(std::unordered_map<std::string, Dest>::iterator it) {
   Dest& dest = it->second;
-  if (!dest.offered_id.empty()) {
+  if (dest.offered_form != pacing::IdForm::kNone) {
     scheduler_.Withdraw(dest.id).IgnoreError();
-    dest.offered_id.clear();
+    ClearOffered(dest);
   }
   dest.queue.Reset();
   Reindex(dest);
@@ -267,7 +299,7 @@ void DeliveryLoop::Disown(std::unordered_map<std::string, Dest>::iterator it) {
 bool DeliveryLoop::Forget(std::unordered_map<std::string, Dest>::iterator it) {
   Dest& dest = it->second;
   if (dest.in_flight != 0 || dest.writing_wait || dest.queue.fetching() ||
-      !dest.offered_id.empty() || dest.queue.size() != 0 ||
+      dest.offered_form != pacing::IdForm::kNone || dest.queue.size() != 0 ||
       !scheduler_.RemoveDestination(dest.id).ok()) {
     return false;
   }
@@ -470,14 +502,14 @@ void DeliveryLoop::OnFetched(const std::string& key, Result<storage::Destination
 
 void DeliveryLoop::OfferHead(Dest& dest) {
   const PendingDelivery* head = dest.queue.head();
-  if (head == nullptr || head->id == dest.offered_id || !Owned(dest)) {
+  if (head == nullptr || OfferedIs(dest, head->id) || !Owned(dest)) {
     return;
   }
-  if (!dest.offered_id.empty() && dest.offered_id < head->id) {
+  if (dest.offered_form != pacing::IdForm::kNone && OfferedText(dest) < head->id) {
     return;  // the Scheduler holds an earlier one (its record changed meanwhile); it goes first
   }
   if (scheduler_.Offer(dest.id, WorkItemFor(*head, LoopTimeOf(clock_))).ok()) {
-    dest.offered_id = head->id;
+    SetOffered(dest, head->id);
     SchedulePump();
   }
 }
@@ -544,7 +576,7 @@ void DeliveryLoop::Dispatch(const Decision& decision) {
   }
   Dest& dest = *found;
   const std::string key = *dest.key;
-  dest.offered_id.clear();
+  ClearOffered(dest);
   if (!Owned(dest)) {
     // Its shard is being handed over (or this node's lease may lapse): not leased, not sent;
     // the Scheduler's slot goes back, and the destination is forgotten here.
@@ -1126,7 +1158,7 @@ size_t DeliveryLoop::EvictIdle() {
   for (auto it = dests_.begin(); it != dests_.end();) {
     const Dest& dest = it->second;
     bool idle = dest.queue.size() == 0 && !dest.queue.fetching() && dest.in_flight == 0 &&
-                dest.offered_id.empty() && !dest.writing_wait &&
+                dest.offered_form == pacing::IdForm::kNone && !dest.writing_wait &&
                 now - dest.last_active >= options_.destination_idle;
     if (idle) {
       auto view = scheduler_.Inspect(dest.id);

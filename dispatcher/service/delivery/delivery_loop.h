@@ -19,6 +19,7 @@
 #include "adapters/platform_adapter.h"
 #include "adapters/redis_invalid_requests.h"
 #include "dispatcher/base/clock.h"
+#include "dispatcher/pacing/packed_id.h"
 #include "dispatcher/pacing/scheduler.h"
 #include "dispatcher/service/credential_book.h"
 #include "dispatcher/service/delivery/access_tokens.h"
@@ -254,6 +255,9 @@ class DeliveryLoop {
     int shard = -1;  // ShardOwnership::ShardOf; -1: a store of one node
     bool discord = false;
     bool writing_wait = false;
+    // The head the Scheduler holds (`offered`, packed; the text of a kLong one is in
+    // long_offered_); kNone when none. A delivery id packs in 16 bytes: a string took 64.
+    pacing::IdForm offered_form = pacing::IdForm::kNone;
     const std::string* key = nullptr;  // dests_' key of its node (nodes stay put)
     // Shared by every destination of the name (Intern): "<tenant>/<credential>", the tenant and
     // the platform.
@@ -261,7 +265,7 @@ class DeliveryLoop {
     const std::string* tenant = nullptr;
     const std::string* platform = nullptr;
     DestinationQueue queue;
-    std::string offered_id;  // the head the Scheduler holds; empty when none
+    pacing::PackedId offered;
     std::vector<std::pair<std::string, std::string>> last_headers;
     int64_t last_response_ms = 0;
     uint64_t counted_wait = 0;  // hash of the head id and reason of the last pacing wait counted
@@ -292,6 +296,12 @@ class DeliveryLoop {
   Dest* Ensure(const std::string& key);
   // The destination of a Scheduler id, null for none.
   Dest* ById(pacing::DestinationId id) const;
+  // The head the Scheduler holds for `dest` (Dest::offered): whether it is `id`, its text, and
+  // setting or clearing it.
+  bool OfferedIs(const Dest& dest, std::string_view id) const;
+  std::string OfferedText(const Dest& dest) const;
+  void SetOffered(Dest& dest, const std::string& id);
+  void ClearOffered(Dest& dest);
   // The one copy of `name` the destinations point at (tenants, platforms, tenant/credential
   // pairs: what the store holds names, not what clients send; kept for the loop's life).
   const std::string* Intern(std::string name);
@@ -412,6 +422,9 @@ class DeliveryLoop {
   // Scheduler id -> its node in dests_, null for none: the Scheduler's ids are its slots, dense
   // and reused (8 bytes a destination; a hash map's node and bucket took 40).
   std::vector<Dest*> by_id_;
+  // The offered head of a destination (by Scheduler id) whose id packs in no 16 bytes (none the
+  // store makes: its ids are ULIDs).
+  std::unordered_map<uint32_t, std::string> long_offered_;
   std::unordered_map<std::string, InFlight> in_flight_;  // delivery id ->
   AccessTokens tokens_;
   std::unordered_map<uint64_t, Parked> parked_;  // send token ->
