@@ -12,25 +12,10 @@
 namespace egress::storage {
 namespace {
 
-// A waiting state's destination counter key, "destcount/<state>/<destination key>", split: false
-// for any other (a terminal state's included).
-bool SplitDestCountKey(std::string_view key, DeliveryState& state, std::string_view& dest) {
-  constexpr std::string_view kPrefix = "destcount/";
-  if (!key.starts_with(kPrefix)) {
-    return false;
-  }
-  key.remove_prefix(kPrefix.size());
-  const size_t slash = key.find('/');
-  if (slash == std::string_view::npos) {
-    return false;
-  }
-  const std::optional<DeliveryState> parsed = ParseState(key.substr(0, slash));
-  if (!parsed || *parsed > DeliveryState::kDeferred) {  // queued, in flight, deferred
-    return false;
-  }
-  state = *parsed;
-  dest = key.substr(slash + 1);
-  return true;
+// A waiting state's destination counter key split (SplitDestCountKey): false for any other (a
+// terminal state's included).
+bool SplitWaitingCountKey(std::string_view key, DeliveryState& state, std::string_view& dest) {
+  return SplitDestCountKey(key, state, dest) && state <= DeliveryState::kDeferred;
 }
 
 }  // namespace
@@ -66,7 +51,7 @@ Status CounterTable::Load(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta) {
 
 int64_t& CounterTable::Slot(std::string_view key, std::string_view& dest) {
   DeliveryState state{};
-  if (SplitDestCountKey(key, state, dest)) {
+  if (SplitWaitingCountKey(key, state, dest)) {
     auto it = dest_values_.find(dest);
     if (it == dest_values_.end()) {
       it = dest_values_.emplace(std::string(dest), DestCounts{}).first;
@@ -169,7 +154,7 @@ int64_t CounterTable::Get(std::string_view key) const {
   DeliveryState state{};
   std::string_view dest;
   std::lock_guard<std::mutex> lock(mu_);
-  if (SplitDestCountKey(key, state, dest)) {
+  if (SplitWaitingCountKey(key, state, dest)) {
     auto it = dest_values_.find(dest);
     return it == dest_values_.end() ? 0 : it->second[static_cast<size_t>(state) - 1];
   }

@@ -107,7 +107,7 @@ void SetDestCountKey(std::string& out, std::string_view destination_key, Deliver
   out.append(destination_key);
 }
 
-bool ParseDestCountKey(std::string_view key, DestCountKeyParts& out) {
+bool SplitDestCountKey(std::string_view key, DeliveryState& state, std::string_view& destination) {
   constexpr std::string_view kPrefix = "destcount/";
   if (!key.starts_with(kPrefix)) {
     return false;
@@ -117,14 +117,27 @@ bool ParseDestCountKey(std::string_view key, DestCountKeyParts& out) {
   if (slash == std::string_view::npos) {
     return false;
   }
-  const std::optional<DeliveryState> state = ParseState(key.substr(0, slash));
-  const std::string_view dest = key.substr(slash + 1);
-  const size_t p_end = dest.find('\x1f');
-  const size_t t_end = p_end == std::string_view::npos ? p_end : dest.find('\x1f', p_end + 1);
-  if (!state || t_end == std::string_view::npos) {
+  const std::optional<DeliveryState> parsed = ParseState(key.substr(0, slash));
+  if (!parsed) {
     return false;
   }
-  out.state = *state;
+  state = *parsed;
+  destination = key.substr(slash + 1);
+  return true;
+}
+
+bool ParseDestCountKey(std::string_view key, DestCountKeyParts& out) {
+  DeliveryState state{};
+  std::string_view dest;
+  if (!SplitDestCountKey(key, state, dest)) {
+    return false;
+  }
+  const size_t p_end = dest.find('\x1f');
+  const size_t t_end = p_end == std::string_view::npos ? p_end : dest.find('\x1f', p_end + 1);
+  if (t_end == std::string_view::npos) {
+    return false;
+  }
+  out.state = state;
   out.platform = dest.substr(0, p_end);
   out.tenant = dest.substr(p_end + 1, t_end - p_end - 1);
   return true;

@@ -65,6 +65,9 @@ struct DestCountKeyParts {
   std::string_view platform;
 };
 bool ParseDestCountKey(std::string_view key, DestCountKeyParts& out);
+// A destination's counter key split into its state and destination key, whatever that holds;
+// false when `key` is not "destcount/<state>/...".
+bool SplitDestCountKey(std::string_view key, DeliveryState& state, std::string_view& destination);
 
 // meta: the units charged to one slice of a tenant's quota (a merged signed counter):
 // "quota/", tenant, '\x1f', quota, '\x1f', be64(expires_ms). Tenant and quota names hold no
