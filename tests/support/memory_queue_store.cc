@@ -51,7 +51,7 @@ Result<std::vector<Result<EnqueueResult>>> MemoryQueueStore::EnqueueBatch(
         continue;
       }
     }
-    Delivery d{.id = ids_.Next(now_ms),
+    Delivery d{.id = id_prefix_ + ids_.Next(now_ms),
                .tenant = in.tenant,
                .platform = in.platform,
                .destination = in.destination,
@@ -478,6 +478,11 @@ Status MemoryQueueStore::Close() {
 void MemoryQueueStore::FailApplies(ApplyFault fault) {
   std::lock_guard<std::mutex> lock(mu_);
   apply_fault_ = std::move(fault);
+}
+
+void MemoryQueueStore::PrefixIdsForTest(std::string prefix) {
+  std::lock_guard<std::mutex> lock(mu_);
+  id_prefix_ = std::move(prefix);
 }
 
 void MemoryQueueStore::FailPendingFor(Status status, int times) {

@@ -88,6 +88,10 @@ class MemoryQueueStore final : public QueueStore {
   // on, until Recover, which fails `failed_recovers` times first (with IoError).
   void MakeUnhealthy(std::string reason, int failed_recovers = 0);
 
+  // Ids made from now on start with `prefix` (they still sort in enqueue order): ids no store of
+  // ours makes, for what must take any id (e.g. one packing in no PackedId form).
+  void PrefixIdsForTest(std::string prefix);
+
   // Calls seen, failed ones included.
   size_t apply_batches() const;
   size_t pending_for_calls() const;
@@ -102,6 +106,7 @@ class MemoryQueueStore final : public QueueStore {
   const StoreOptions options_;
   mutable std::mutex mu_;
   DeliveryIdGenerator ids_;
+  std::string id_prefix_;
   std::map<std::string, Delivery> deliveries_;                              // by id: enqueue order
   std::map<std::pair<std::string, std::string>, std::string> idempotency_;  // (tenant, key) -> id
   std::map<std::string, std::string> settings_;

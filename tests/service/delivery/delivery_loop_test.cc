@@ -284,6 +284,29 @@ TEST_F(DeliveryLoopTest, TooManyRequestsWithRetryAfterIsDeferred) {
   EXPECT_EQ(Stored(id).state, DeliveryState::kDelivered);
 }
 
+// Verifies that an id packing in no PackedId form (longer than 15 bytes, not a ULID: none the
+// stores make) is offered as a ULID is: the loop knows its offered head by the text it keeps
+// (long_offered_), so that head's long pacing wait is written through, and it is sent when its
+// budget frees it. (Such ids have no sequence, DeliveryIdSequence, so the Scheduler cannot order
+// them across a retry: the store's ids are ULIDs.)
+TEST_F(DeliveryLoopTest, IdsOfNoPackedFormAreOfferedAsUlidsAre) {
+  budget_defaults_ = {{pacing::BudgetName::kWebhookDestination, {1, 60'000, 1}}};
+  store_.PrefixIdsForTest("tenant-made-id-");
+  const std::string first = Enqueue(1);
+  const std::string second = Enqueue(2);
+  ASSERT_GT(first.size(), 26u);
+  const int64_t t0 = NowMs();
+  StartLoop();
+  EXPECT_EQ(Stored(first).state, DeliveryState::kDelivered);
+  const Delivery waiting = Stored(second);
+  EXPECT_EQ(waiting.state, DeliveryState::kDeferred);
+  EXPECT_EQ(waiting.reason, "budget:webhook_destination");
+  EXPECT_EQ(waiting.next_attempt_ms, t0 + 60'000);
+  Advance(Millis(60'000));
+  EXPECT_EQ(Stored(second).state, DeliveryState::kDelivered);
+  EXPECT_EQ(SentBodies(), (std::vector<std::string>{R"({"n":1})", R"({"n":2})"}));
+}
+
 // Verifies that a head held back by its budget for at least persist_wait is written as deferred
 // with the reason and the time the budget frees it, and is sent then.
 TEST_F(DeliveryLoopTest, LongPacingWaitIsWrittenThrough) {
