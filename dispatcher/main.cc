@@ -157,8 +157,8 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (!check_config && std::getenv("TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES") == nullptr) {
-    // 4 MiB, not gperftools' 32, unless the operator set it: 14 MiB less RSS at a million
-    // queued for about 1.5% more CPU per delivery (bench/README.md, section 14).
+    // 4 MiB, not gperftools' 32, unless the operator set it: 5-14 MiB less RSS at a million
+    // queued for about 1.6% more CPU per delivery (bench/README.md, section 14).
     egress::LimitThreadCaches(size_t{4} << 20);
   }
   if (check_config) {

@@ -114,7 +114,7 @@ class DeliveryLoop {
     // bytes each; docs/storage.md, "Memory"): each destination may hold this divided by the
     // destinations known, at least 1 (its head) and at most twice read_ahead; the rest stays in
     // the store until its turn comes. 0: no budget. Default: 100,000 (about 17 MiB; up to
-    // 50,000 destinations hold two or more each, 100,000 one each).
+    // 50,000 destinations hold two or more each, past that one each).
     size_t held_budget = 100'000;
     // Discord's invalid-request guard (401, 403, 429 per bot token in 10 minutes).
     adapters::InvalidRequestCounter::Options discord_invalid_requests;
