@@ -13,13 +13,16 @@ of 1,000 round-robin over DESTINATIONS destinations of tenant acme. Then:
 Prints one "key value" per line. Builds nothing: run ./dev build first.
 Usage: bench/backlog_scale.py [BUILD_DIR] [TOTAL] [DESTINATIONS]
        (defaults: build, 1000000, 100000; INTAKE_ONLY=1: step 1 only, HOLD_S=N then
-       keeps the service up N s; KEEP_TMP=1 keeps the store and config)
+       keeps the service up N s; KILL_SETTLED=1: steps 1-2, then kill -9, so a heap profiler
+       wrapping the service sees what is live when settled as leaked; KEEP_TMP=1 keeps the
+       store and config)
 """
 
 import concurrent.futures
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -104,6 +107,14 @@ def main():
         rss, hwm = scale_support.rss_mib(service.pid)
         print("rss_mib_settled %.0f peak %.0f" % (rss, hwm))
         print("store_mib_settled %s" % store_memory(port))
+        sys.stdout.flush()
+        if os.environ.get("KILL_SETTLED"):
+            # Every process serving this config, a wrapper's child included (service.pid may be
+            # the wrapper's); the profiler then has a few seconds to write what it saw.
+            subprocess.run(["pkill", "-KILL", "-f", "--",
+                            "serve --config " + os.path.join(tmp, "relay-egress.toml")])
+            time.sleep(5)
+            return
         service.send_signal(signal.SIGKILL)
         service.wait()
         t = time.monotonic()
