@@ -80,7 +80,11 @@ bool AdaptivePace::OnThrottle(int64_t now_ns, const RecentWindow& recent) {
   // was fine. Back to it, and probe again only after twice as many windows.
   probe_failed_ = probing_ && last_good_ > 0;
   doubling_failed_ = probe_failed_ && slow_start_;
+  const bool was_slow_start = slow_start_;
   slow_start_ = !probe_failed_ && recent.known() && recent.partial;
+  if (slow_start_ && !was_slow_start) {
+    slow_start_since_ns_ = now_ns;
+  }
   if (probe_failed_) {
     // The platform's limit is between the level before the probe and the probe's: the next
     // probes halve that gap (bisection) while it is wider than the additive step, at the
@@ -103,6 +107,9 @@ bool AdaptivePace::OnThrottle(int64_t now_ns, const RecentWindow& recent) {
     // start climbs from a first window's floor.
     failed_level_ = slow_start_ ? 0 : before_;
     Refine();
+    if (slow_start_) {
+      slow_start_floor_ = limit_;
+    }
   }
   probing_ = false;
   successes_ = 0;
@@ -195,7 +202,16 @@ Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
     full = std::min(cap, full * 2);
   }
   const int64_t jitter = static_cast<int64_t>(draw % static_cast<uint64_t>(full / 2 + 1));
-  const Millis park(std::min(cap, full + jitter));
+  Millis park(std::min(cap, full + jitter));
+  if (slow_start_ && recent_.known()) {
+    // A first window's 429s say only that its count is spent. A window after the first of
+    // them the count is back whatever the platform's shape (a fixed window or a log of that
+    // length has let its first requests go; a bucket that refills slower than its floor in a
+    // window shows as a whole window's 429s, counted as a rate): the park that doubles with
+    // each 429 ends there at the latest.
+    const int64_t left_ms = (slow_start_since_ns_ + WindowNs(ceiling_) - now_ns) / 1'000'000;
+    park = std::min(park, Millis(std::max<int64_t>(1, left_ms)));
+  }
   hold_until_ns_ = now_ns + Nanos(park).count();
   park_until_ns_ = hold_until_ns_;
   return park;
@@ -225,7 +241,11 @@ void AdaptivePace::EndMeasure(int64_t now_ns) {
     doubling_failed_ = true;
     limit_ = last_good_;
     if (recent_.known() && !recent_.partial && recent_.delivered > 0) {
-      limit_ = std::clamp(recent_.delivered, least, std::max(least, last_good_));
+      // A window counted across two of a fixed window's can hold up to twice its count; the
+      // first window's floor is one whole count (it was spent when the first 429 came).
+      const int64_t count = slow_start_floor_ > 0 ? std::min(recent_.delivered, slow_start_floor_)
+                                                  : recent_.delivered;
+      limit_ = std::clamp(count, least, std::max(least, last_good_));
     }
   } else {
     // Pressed above the platform's rate, what it lets through after its first refusal is its

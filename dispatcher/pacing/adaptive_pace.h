@@ -60,14 +60,18 @@ struct RecentWindow {
 // When the 429 comes before the key's traffic has filled a window (a platform metering with a
 // small burst refuses the second request of a fresh stream), the deliveries so far are only a
 // floor, a burst rather than a rate: the limit becomes that floor and grows (slow start: x4
-// below 8, else x2) each time a third of a window's worth of it is delivered without a 429. Its
+// below 8, else x2) each time a third of a window's worth of it is delivered without a 429.
+// The first window's 429s park the key for a quarter of a window, doubling with each, but never
+// past a window after the first of them (by then the spent count is back, whatever the shape). Its
 // first step that fails is measured rather than undone: the key keeps sending at that level
 // for a quarter of a window (at least 8 deliveries, at most 4 more 429s; the span counted at
 // most half a window, so a pause in the traffic does not read as a slow rate), and what the
 // platform lets through per window while pressed is its rate, the new limit (no less than 3/4 of
 // the level before the step). Probes then bisect toward the failed level as below. When the first
 // 429 and three more let nothing through, a window's count is spent: the limit becomes the last
-// whole window's deliveries and the key waits a window. Another node's update (Adopt) ends a
+// whole window's deliveries, at most the first window's floor (our window straddles two of a
+// fixed window's and may count up to twice its count; the floor is one whole count), and the key
+// waits a window. Another node's update (Adopt) ends a
 // measurement without a result: in a cluster a peer usually fails the same step first.
 //
 // A 429 within the first window after an increase means that probe went too far: the limit
@@ -155,8 +159,10 @@ class AdaptivePace {
   int64_t failed_level_ = 0;  // the last probe that failed, while the limit bisects below it
   bool probing_ = false;      // no whole window has passed since the last increase
   bool probe_failed_ = false;
-  bool slow_start_ = false;  // the last decrease came from a partial window: grow per third
-                             // of a window
+  bool slow_start_ = false;          // the last decrease came from a partial window: grow per third
+                                     // of a window
+  int64_t slow_start_since_ns_ = 0;  // the 429 that began slow start
+  int64_t slow_start_floor_ = 0;     // what the first window delivered before it
   bool doubling_failed_ = false;
   bool adopted_hold_ = false;  // the hold is another node's: its cohort is not refined here
   int windows_ = 0;            // whole windows since the last increase

@@ -247,6 +247,39 @@ TEST(AdaptivePaceTest, AMeasurementThatLetsNothingThroughWaitsTheWindowOut) {
   EXPECT_EQ(pace.Park(Millis(1000), 0, now + 4'000'000), Millis(1000));
 }
 
+// Verifies that a measurement that lets nothing through is held to the first window's floor: a
+// window counted across two of a fixed window's read 26 where the platform's count is 20.
+TEST(AdaptivePaceTest, AMeasurementThatLetsNothingThroughKeepsTheFirstWindowsCount) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
+  StartSlow(pace, 20, 0);
+  const int64_t now = kSecond + kSecond / 4;
+  for (int i = 0; i < 6 + 13; ++i) {  // 20 -> 40 -> 80: 40 held for a third of a window
+    pace.OnSuccess(now);
+  }
+  ASSERT_EQ(pace.Current().limit, 80);
+  ASSERT_FALSE(pace.OnThrottle(now + 1'000'000));
+  ASSERT_TRUE(pace.measuring());
+  EXPECT_FALSE(pace.OnThrottle(now + 2'000'000));
+  EXPECT_FALSE(pace.OnThrottle(now + 3'000'000));
+  ASSERT_TRUE(pace.OnThrottle(now + 4'000'000, RecentWindow{31, 26, false}));
+  EXPECT_EQ(pace.Current().limit, 20);
+  EXPECT_EQ(pace.Park(Millis(1000), 0, now + 4'000'000), Millis(1000));
+}
+
+// Verifies that the first window's parks double with each 429 but end a window after the first
+// of them at the latest, whatever the jitter drawn: by then the spent count is back.
+TEST(AdaptivePaceTest, FirstWindowParksEndAWindowAfterTheFirst429) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
+  StartSlow(pace, 20, 0);  // parked 250 ms
+  ASSERT_TRUE(pace.OnThrottle(300'000'000, RecentWindow{22, 20, true}));
+  EXPECT_EQ(pace.Park(Millis(1000), 0, 300'000'000), Millis(500));
+  ASSERT_TRUE(pace.OnThrottle(850'000'000, RecentWindow{23, 20, true}));
+  EXPECT_EQ(pace.Current().limit, 20);
+  EXPECT_EQ(pace.Park(Millis(1000), 499, 850'000'000), Millis(150));  // not 1,000 + 499
+  EXPECT_EQ(pace.park_until_ns(), kSecond);
+  EXPECT_EQ(pace.hold_until_ns(), kSecond);
+}
+
 // Verifies that a decrease after a whole window parks the part of a window it took away
 // (100 -> 80: 200 ms), at least one emission interval of the new limit (10 -> 9: 111 ms, not
 // the 100 ms taken away), and that the 429 goes again when the park ends.

@@ -277,6 +277,7 @@ PacingScenarioResult RunPacingScenario(const PacingScenario& scenario) {
       } else {
         ++result.delivered;
         result.seconds = seconds();
+        result.delivered_s.push_back(seconds());
         result.done_s[event.dest] = seconds();
         if (auto* t = stamp(event.dest, event.sequence)) {
           t->done_s = seconds();

@@ -81,6 +81,8 @@ struct PacingScenarioResult {
     double done_s = -1;
   };
   std::vector<Timeline> last_timeline;
+  // When each delivery was delivered, in seconds, in order.
+  std::vector<double> delivered_s;
 };
 
 PacingScenarioResult RunPacingScenario(const PacingScenario& scenario);
