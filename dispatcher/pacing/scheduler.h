@@ -173,6 +173,9 @@ struct DestinationView {
   // The destination's own key paces to the window its response headers stated
   // (X-RateLimit-Limit / -Remaining / -Reset-After): bursts up to the stated remaining.
   bool stated_window = false;
+  // Other destinations share its own key (the users of a LINE channel token): it drains at its
+  // share of that key's pace.
+  bool key_shared = false;
 };
 
 // The pacing engine: decides, for the head of every destination, whether it may go now or must

@@ -51,6 +51,21 @@ class SchedulerAdaptiveTest : public ::testing::Test {
   SchedulerDriver driver_{clock_, scheduler_};
 };
 
+// Verifies that Inspect says when a destination's own key is shared: the users of one LINE
+// channel token share it (each drains at its share of the channel), a webhook URL alone does
+// not, and a user left alone after the other is removed no longer shares it.
+TEST_F(SchedulerAdaptiveTest, InspectSaysWhenADestinationsOwnKeyIsShared) {
+  DestinationId user = Add(Spec(Platform::kLine, "U1"));
+  EXPECT_FALSE(scheduler_.Inspect(user)->key_shared);
+  DestinationId other = Add(Spec(Platform::kLine, "U2"));
+  EXPECT_TRUE(scheduler_.Inspect(user)->key_shared);
+  EXPECT_TRUE(scheduler_.Inspect(other)->key_shared);
+  DestinationId hook = Add(Spec(Platform::kWebhook, "https://example.test/a"));
+  EXPECT_FALSE(scheduler_.Inspect(hook)->key_shared);
+  ASSERT_TRUE(scheduler_.RemoveDestination(other).ok());
+  EXPECT_FALSE(scheduler_.Inspect(user)->key_shared);
+}
+
 // Verifies that a LINE 429 without headers halves the channel's pace, parks it for a quarter of
 // its window (a first window's 429 teaches only a floor, which slow start climbs from) and shows
 // the lowered budget in Inspect.

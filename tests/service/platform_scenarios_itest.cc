@@ -362,12 +362,14 @@ TEST_F(PlatformScenariosTest, DiscordHighAndNormalGoPastABulkBroadcast) {
 
 // Verifies issue 33's drain ETA over loopback: steady backlogs of one tenant on Slack (one
 // channel at its 1/s), Discord (two channels, routes 5 a second), LINE (ten users of a channel
-// whose hidden limit is 20/s) and webhooks (one receiver paced to 20/s), and a second tenant's
-// webhooks whose budget an operator halves 6 s in. With 5 s of history (6 s in; LINE's 9 s in,
-// once its pace is found), every platform's drain_eta_ms (GET /v1/stats?tenant=) and every
-// destination's (GET /v1/destinations) is within 15% of the time actually left, plus the 300 ms
-// the polls take to see the end (a LINE user's within 30%); the halved tenant's, read 6 s after
-// the change, too.
+// whose hidden limit, a fixed window of 20/s, is searched for: docs/pacing.md "Adaptive pace")
+// and webhooks (one receiver paced to 20/s), and a second tenant's webhooks whose budget an
+// operator halves 6 s in. With 5 s of history (6 s in), every platform's drain_eta_ms (GET
+// /v1/stats?tenant=) and every destination's (GET /v1/destinations) is within 15% of the time
+// its platform's backlog actually took, plus the 300 ms the polls take to see the end; the
+// halved tenant's, read 6 s after the change, too. A LINE user's own rate, a tenth of the
+// channel's read over a few deliveries, is held to its platform's estimate (it cannot be done
+// after it): without that, one user in ten read +19% in three runs of five.
 TEST_F(PlatformScenariosTest, DrainEtaFollowsSteadyAndLoweredBacklogs) {
   constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
   StartRun({{"slack",
@@ -448,15 +450,11 @@ TEST_F(PlatformScenariosTest, DrainEtaFollowsSteadyAndLoweredBacklogs) {
     }
   };
   sleep_until(6.0);
-  read("acme", {"slack", "discord", "webhook"});
+  read("acme", {"slack", "discord", "webhook", "line"});
   ASSERT_EQ(HttpCallAs(kAdminToken, port_, "PUT", "/api/admin/tenants/beta/rate_limits",
                        R"({"rate_limits":{"webhook_destination":{"scale_ms":1000,"limit":10}}})")
                 .status,
             200);
-  // LINE states no limit: its pace is searched for first (a few seconds, docs/pacing.md,
-  // "Adaptive pace"), and a backlog whose pace still climbs is not yet a steady one.
-  sleep_until(9.0);
-  read("acme", {"line"});
   sleep_until(12.0);
   read("beta", {"webhook"});
   if (HasFatalFailure()) {
@@ -487,10 +485,7 @@ TEST_F(PlatformScenariosTest, DrainEtaFollowsSteadyAndLoweredBacklogs) {
     const int64_t said = e.eta_ms - e.read_ms;
     std::printf("drain ETA of %s: said %.2f s, took %.2f s (%+.0f%%)\n", name.c_str(),
                 said / 1000.0, left / 1000.0, 100.0 * (said - left) / std::max<int64_t>(1, left));
-    // A LINE user's share of its channel: its pace still climbs a little while the channel's
-    // search probes up (each user sees a tenth of it), so its estimate is looser (30%).
-    const double bound = name.starts_with("line/") ? 0.30 : 0.15;
-    EXPECT_LE(std::abs(said - left), bound * left + 300) << name;
+    EXPECT_LE(std::abs(said - left), 0.15 * left + 300) << name;
   }
 }
 

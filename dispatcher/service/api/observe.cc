@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -52,14 +53,19 @@ uint64_t BacklogOf(const std::vector<storage::GroupCounts>& groups) {
 // A tenant's backlog by platform and when each would be done at the pace this node has seen it
 // leave (docs/api.md, "Drain ETA"): {"<platform>": {"backlog", "drained_per_s"?,
 // "drain_eta_ms"}}, for the platforms where it has a backlog.
+DrainInputs GroupDrain(Service& s, const std::string& tenant, const storage::GroupCounts& g) {
+  DrainInputs in;
+  in.backlog = static_cast<int64_t>(BacklogOf(g.counts));
+  in.seen_per_s = s.loop().DrainedPerSecond(tenant, g.platform);
+  return in;
+}
+
 json DrainJson(Service& s, const std::string& tenant,
                const std::vector<storage::GroupCounts>& groups) {
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
   json out = json::object();
   for (const storage::GroupCounts& g : groups) {
-    DrainInputs in;
-    in.backlog = static_cast<int64_t>(BacklogOf(g.counts));
-    in.seen_per_s = s.loop().DrainedPerSecond(tenant, g.platform);
+    const DrainInputs in = GroupDrain(s, tenant, g);
     json entry = {{"backlog", in.backlog}};
     if (in.seen_per_s) {
       entry["drained_per_s"] = std::round(*in.seen_per_s * 100) / 100;
@@ -145,7 +151,8 @@ namespace {
 
 // One destination of a page, as GET /v1/destinations shows it, written as JSON text.
 void WriteDestination(JsonWriter& j, const DestinationInfo& d, const std::string& key,
-                      const storage::StateCounts& counts, SteadyTime now, int64_t now_ms) {
+                      const storage::StateCounts& counts, std::optional<int64_t> group_eta_ms,
+                      SteadyTime now, int64_t now_ms) {
   j.BeginObject();
   j.Key("platform").String(d.platform);
   j.Key("tenant").String(d.tenant);
@@ -220,6 +227,7 @@ void WriteDestination(JsonWriter& j, const DestinationInfo& d, const std::string
   drain.foreseen_per_s = d.view.foreseen_per_s;
   drain.not_before_ms = eligible_ms;
   drain.held = d.view.disabled || d.view.paused || !d.pause_id.empty();
+  drain.group_eta_ms = group_eta_ms;
   if (d.drained_per_s) {
     j.Key("drained_per_s").Double(*d.drained_per_s);
   }
@@ -352,6 +360,10 @@ struct Listing {
   std::string text;  // the answer so far
   JsonWriter json{text};
   Respond respond;
+  // The drain estimates of the groups (tenant, platform) of the tenants read so far
+  // (CountAndWrite): one store read per tenant per page.
+  std::set<std::string> group_tenants;
+  std::map<std::pair<std::string, std::string>, std::optional<int64_t>> group_etas;
 };
 constexpr size_t kListingStep = 100;
 constexpr size_t kListingMaxScan = 10'000;
@@ -379,20 +391,49 @@ void Answer(Service& s, Listing& l) {
   Finish(s, l, TextResponse(200, std::move(l.text), "application/json"));
 }
 
+// What a step reads from the store: its destinations' counts, and the backlogs by platform of
+// the tenants whose destinations share their key with others, not read yet in this page (their
+// estimates are held to their group's, WriteDestination).
+struct StepCounts {
+  Result<std::vector<storage::StateCounts>> counts;
+  std::vector<std::string> tenants;  // whose groups were read (or failed to be)
+  std::vector<storage::GroupCounts> groups;
+};
+// Tenants whose groups a step reads, at most: one store read each (a sum over the tenant's
+// destinations in PostgreSQL). Destinations of further tenants in the step keep their own
+// estimate.
+constexpr size_t kGroupTenantsPerStep = 8;
+
 // The step's destinations, listed on the loop a moment ago: their counts read on the storage
 // pool, then written on the loop.
 void CountAndWrite(Service& s, std::shared_ptr<Listing> l, DestinationPage page) {
   std::vector<std::string> keys;
   keys.reserve(page.items.size());
+  std::set<std::string> group_tenants;
   for (const DestinationInfo& d : page.items) {
     keys.push_back(storage::DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination));
+    if (d.view.key_shared && group_tenants.size() < kGroupTenantsPerStep &&
+        !l->group_tenants.contains(d.tenant)) {
+      group_tenants.insert(d.tenant);
+    }
   }
   auto shared_keys = std::make_shared<const std::vector<std::string>>(std::move(keys));
   OnStore(
       s,
-      [shared_keys](storage::QueueStore& store) { return store.DestinationCounts(*shared_keys); },
-      [&s, l = std::move(l), keys = shared_keys,
-       page = std::move(page)](Result<std::vector<storage::StateCounts>> counts) mutable {
+      [shared_keys, group_tenants = std::move(group_tenants)](storage::QueueStore& store) {
+        StepCounts out{store.DestinationCounts(*shared_keys), {}, {}};
+        for (const std::string& tenant : group_tenants) {
+          out.tenants.push_back(tenant);
+          if (auto groups = store.TenantBacklogByPlatform(tenant)) {
+            for (storage::GroupCounts& g : *groups) {
+              out.groups.push_back(std::move(g));
+            }
+          }
+        }
+        return out;
+      },
+      [&s, l = std::move(l), keys = shared_keys, page = std::move(page)](StepCounts step) mutable {
+        Result<std::vector<storage::StateCounts>>& counts = step.counts;
         if (!counts) {
           Finish(s, *l, ErrorResponse(FromStatus(counts.error())));
           return;
@@ -407,8 +448,19 @@ void CountAndWrite(Service& s, std::shared_ptr<Listing> l, DestinationPage page)
         }
         const SteadyTime now = s.clock().Now();
         const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
+        l->group_tenants.insert(step.tenants.begin(), step.tenants.end());
+        for (const storage::GroupCounts& g : step.groups) {
+          l->group_etas[{g.tenant, g.platform}] = DrainEtaMs(GroupDrain(s, g.tenant, g), now_ms);
+        }
         for (size_t i = 0; i < page.items.size(); ++i) {
-          WriteDestination(l->json, page.items[i], (*keys)[i], (*counts)[i], now, now_ms);
+          const DestinationInfo& d = page.items[i];
+          std::optional<int64_t> group_eta;
+          if (d.view.key_shared) {
+            if (auto it = l->group_etas.find({d.tenant, d.platform}); it != l->group_etas.end()) {
+              group_eta = it->second;
+            }
+          }
+          WriteDestination(l->json, d, (*keys)[i], (*counts)[i], group_eta, now, now_ms);
         }
         if (PageDone(*l)) {
           Answer(s, *l);

@@ -82,7 +82,14 @@ std::optional<int64_t> DrainEtaMs(const DrainInputs& in, int64_t now_ms) {
   if (ms > kYearMs) {
     return std::nullopt;
   }
-  return std::max(now_ms, in.not_before_ms) + static_cast<int64_t>(std::llround(ms));
+  const int64_t start = std::max(now_ms, in.not_before_ms);
+  int64_t eta = start + static_cast<int64_t>(std::llround(ms));
+  if (in.group_eta_ms) {
+    // A destination's own rate, read over a few deliveries of its share of a shared key, is
+    // noisy; its group cannot be done before it is.
+    eta = std::max(start, std::min(eta, *in.group_eta_ms));
+  }
+  return eta;
 }
 
 }  // namespace egress::service

@@ -54,12 +54,15 @@ struct DrainInputs {
   int64_t not_before_ms = 0;
   // An operator holds it (a pause, a disabled destination): no estimate.
   bool held = false;
+  // When a group that holds this backlog would be done (its tenant's on its platform, Unix ms):
+  // this backlog is done by then too. nullopt: not known.
+  std::optional<int64_t> group_eta_ms;
 };
 
 // When the backlog would be done (Unix ms): from max(now, not_before) at the pace seen, held to
 // the pace foreseen (a limit lowered since shows at once; a raised one only as it is seen), or
-// at the foreseen pace without history. `now_ms` when there is no backlog; nullopt when held or
-// no pace is known.
+// at the foreseen pace without history; no later than its group's estimate (nor earlier than
+// not_before). `now_ms` when there is no backlog; nullopt when held or no pace is known.
 std::optional<int64_t> DrainEtaMs(const DrainInputs& in, int64_t now_ms);
 
 }  // namespace egress::service
