@@ -82,8 +82,8 @@ bool AdaptivePace::OnThrottle(int64_t now_ns, const RecentWindow& recent) {
   doubling_failed_ = probe_failed_ && slow_start_;
   const bool was_slow_start = slow_start_;
   slow_start_ = !probe_failed_ && recent.known() && recent.partial;
-  if (slow_start_ && !was_slow_start) {
-    slow_start_since_ns_ = now_ns;
+  if (slow_start_ && (!was_slow_start || now_ns - slow_start_since_ns_ >= WindowNs(ceiling_))) {
+    slow_start_since_ns_ = now_ns;  // a first window again, after a pause in the traffic
   }
   if (probe_failed_) {
     // The platform's limit is between the level before the probe and the probe's: the next
@@ -210,7 +210,9 @@ Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
     // window shows as a whole window's 429s, counted as a rate): the park that doubles with
     // each 429 ends there at the latest.
     const int64_t left_ms = (slow_start_since_ns_ + WindowNs(ceiling_) - now_ns) / 1'000'000;
-    park = std::min(park, Millis(std::max<int64_t>(1, left_ms)));
+    if (left_ms > 0) {
+      park = std::min(park, Millis(left_ms));
+    }
   }
   hold_until_ns_ = now_ns + Nanos(park).count();
   park_until_ns_ = hold_until_ns_;
@@ -241,10 +243,13 @@ void AdaptivePace::EndMeasure(int64_t now_ns) {
     doubling_failed_ = true;
     limit_ = last_good_;
     if (recent_.known() && !recent_.partial && recent_.delivered > 0) {
-      // A window counted across two of a fixed window's can hold up to twice its count; the
-      // first window's floor is one whole count (it was spent when the first 429 came).
-      const int64_t count = slow_start_floor_ > 0 ? std::min(recent_.delivered, slow_start_floor_)
-                                                  : recent_.delivered;
+      // A window counted across two of a fixed window's can hold up to twice its count: the
+      // count is at least half of it. The first window's floor is one whole count when a
+      // window's count was spent then (it may be only a bucket's burst: held to that half).
+      const int64_t count =
+          slow_start_floor_ > 0
+              ? std::clamp(slow_start_floor_, (recent_.delivered + 1) / 2, recent_.delivered)
+              : recent_.delivered;
       limit_ = std::clamp(count, least, std::max(least, last_good_));
     }
   } else {

@@ -62,17 +62,19 @@ struct RecentWindow {
 // floor, a burst rather than a rate: the limit becomes that floor and grows (slow start: x4
 // below 8, else x2) each time a third of a window's worth of it is delivered without a 429.
 // The first window's 429s park the key for a quarter of a window, doubling with each, but never
-// past a window after the first of them (by then the spent count is back, whatever the shape). Its
+// past a window after the first of them (by then the spent count of a window as long as the
+// budget's scale is back, whatever the shape). Its
 // first step that fails is measured rather than undone: the key keeps sending at that level
 // for a quarter of a window (at least 8 deliveries, at most 4 more 429s; the span counted at
 // most half a window, so a pause in the traffic does not read as a slow rate), and what the
 // platform lets through per window while pressed is its rate, the new limit (no less than 3/4 of
 // the level before the step). Probes then bisect toward the failed level as below. When the first
 // 429 and three more let nothing through, a window's count is spent: the limit becomes the last
-// whole window's deliveries, at most the first window's floor (our window straddles two of a
-// fixed window's and may count up to twice its count; the floor is one whole count), and the key
-// waits a window. Another node's update (Adopt) ends a
-// measurement without a result: in a cluster a peer usually fails the same step first.
+// whole window's deliveries held to the first window's floor, but not below half of them (our
+// window straddles two of a fixed window's and may count up to twice its count; the floor is one
+// whole count, unless it was only a bucket's burst), and the key waits a window. Another node's
+// update (Adopt) ends a measurement without a result: in a cluster a peer usually fails the same
+// step first.
 //
 // A 429 within the first window after an increase means that probe went too far: the limit
 // goes back to the level before it (no halving), the key is parked for one emission interval of

@@ -44,7 +44,7 @@ Result<DestinationView> Scheduler::Inspect(DestinationId id) const {
     }
   }
   view.stated_window = !stated_.empty() && stated_.contains(scopes_.at(leaf).key);
-  view.key_shared = scopes_.at(leaf).refs > 1;
+  view.key_shared = Shared(leaf);
   view.head_priority = static_cast<Priority>(dest.head_priority);
   // The slowest meter of the path, as it paces (margin, learned and lowered limits included;
   // a bulk head at its share of the shared ones), in deliveries of the head's cost. A key paced

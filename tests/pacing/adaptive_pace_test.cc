@@ -267,17 +267,43 @@ TEST(AdaptivePaceTest, AMeasurementThatLetsNothingThroughKeepsTheFirstWindowsCou
 }
 
 // Verifies that the first window's parks double with each 429 but end a window after the first
-// of them at the latest, whatever the jitter drawn: by then the spent count is back.
+// of them at the latest, whatever the jitter drawn: by then the spent count is back. A first
+// window after a pause in the traffic counts from its own first 429.
 TEST(AdaptivePaceTest, FirstWindowParksEndAWindowAfterTheFirst429) {
   AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
-  StartSlow(pace, 20, 0);  // parked 250 ms
-  ASSERT_TRUE(pace.OnThrottle(300'000'000, RecentWindow{22, 20, true}));
-  EXPECT_EQ(pace.Park(Millis(1000), 0, 300'000'000), Millis(500));
-  ASSERT_TRUE(pace.OnThrottle(850'000'000, RecentWindow{23, 20, true}));
+  const int64_t start = 3 * kSecond;
+  StartSlow(pace, 20, start);  // parked 250 ms
+  ASSERT_TRUE(pace.OnThrottle(start + 300'000'000, RecentWindow{22, 20, true}));
+  EXPECT_EQ(pace.Park(Millis(1000), 0, start + 300'000'000), Millis(500));
+  ASSERT_TRUE(pace.OnThrottle(start + 850'000'000, RecentWindow{23, 20, true}));
   EXPECT_EQ(pace.Current().limit, 20);
-  EXPECT_EQ(pace.Park(Millis(1000), 499, 850'000'000), Millis(150));  // not 1,000 + 499
-  EXPECT_EQ(pace.park_until_ns(), kSecond);
-  EXPECT_EQ(pace.hold_until_ns(), kSecond);
+  EXPECT_EQ(pace.Park(Millis(1000), 499, start + 850'000'000), Millis(150));  // not 1,000 + 499
+  EXPECT_EQ(pace.park_until_ns(), start + kSecond);
+  EXPECT_EQ(pace.hold_until_ns(), start + kSecond);
+
+  // Quiet for seconds (no delivery since), then a fresh stream's first window.
+  const int64_t again = start + 10 * kSecond;
+  ASSERT_TRUE(pace.OnThrottle(again, RecentWindow{21, 20, true}));
+  // The 4th in a row (250 ms x 8), held to a window from this 429, not from the first one.
+  EXPECT_EQ(pace.Park(Millis(1000), 0, again), Millis(1000));
+}
+
+// Verifies that the reading of a measurement that lets nothing through is not held below half
+// of it: a bucket's first window delivered only its burst (2), not a window's count, and the
+// last window's 10 leave at least 5.
+TEST(AdaptivePaceTest, AMeasurementThatLetsNothingThroughKeepsHalfTheWindow) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
+  StartSlow(pace, 2, 0);
+  const int64_t now = 2 * kSecond;
+  pace.OnSuccess(now);  // 2 -> 8
+  pace.OnSuccess(now);
+  pace.OnSuccess(now);  // 8 -> 16
+  ASSERT_EQ(pace.Current().limit, 16);
+  ASSERT_FALSE(pace.OnThrottle(now + 1'000'000));
+  EXPECT_FALSE(pace.OnThrottle(now + 2'000'000));
+  EXPECT_FALSE(pace.OnThrottle(now + 3'000'000));
+  ASSERT_TRUE(pace.OnThrottle(now + 4'000'000, RecentWindow{14, 10, false}));
+  EXPECT_EQ(pace.Current().limit, 5);
 }
 
 // Verifies that a decrease after a whole window parks the part of a window it took away

@@ -53,10 +53,11 @@ uint64_t BacklogOf(const std::vector<storage::GroupCounts>& groups) {
 // A tenant's backlog by platform and when each would be done at the pace this node has seen it
 // leave (docs/api.md, "Drain ETA"): {"<platform>": {"backlog", "drained_per_s"?,
 // "drain_eta_ms"}}, for the platforms where it has a backlog.
-DrainInputs GroupDrain(Service& s, const std::string& tenant, const storage::GroupCounts& g) {
+// A tenant's backlog on a platform and the pace it has lately left at (this node's).
+DrainInputs GroupDrain(Service& s, const storage::GroupCounts& g) {
   DrainInputs in;
   in.backlog = static_cast<int64_t>(BacklogOf(g.counts));
-  in.seen_per_s = s.loop().DrainedPerSecond(tenant, g.platform);
+  in.seen_per_s = s.loop().DrainedPerSecond(g.tenant, g.platform);
   return in;
 }
 
@@ -65,7 +66,7 @@ json DrainJson(Service& s, const std::string& tenant,
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
   json out = json::object();
   for (const storage::GroupCounts& g : groups) {
-    const DrainInputs in = GroupDrain(s, tenant, g);
+    const DrainInputs in = GroupDrain(s, g);
     json entry = {{"backlog", in.backlog}};
     if (in.seen_per_s) {
       entry["drained_per_s"] = std::round(*in.seen_per_s * 100) / 100;
@@ -360,10 +361,10 @@ struct Listing {
   std::string text;  // the answer so far
   JsonWriter json{text};
   Respond respond;
-  // The drain estimates of the groups (tenant, platform) of the tenants read so far
-  // (CountAndWrite): one store read per tenant per page.
+  // The backlogs of the groups (tenant, platform) of the tenants read so far (CountAndWrite):
+  // one TenantBacklogByPlatform per tenant per page.
   std::set<std::string> group_tenants;
-  std::map<std::pair<std::string, std::string>, std::optional<int64_t>> group_etas;
+  std::map<std::pair<std::string, std::string>, storage::GroupCounts> groups;
 };
 constexpr size_t kListingStep = 100;
 constexpr size_t kListingMaxScan = 10'000;
@@ -422,6 +423,10 @@ void CountAndWrite(Service& s, std::shared_ptr<Listing> l, DestinationPage page)
       s,
       [shared_keys, group_tenants = std::move(group_tenants)](storage::QueueStore& store) {
         StepCounts out{store.DestinationCounts(*shared_keys), {}, {}};
+        if (!out.counts) {
+          return out;
+        }
+        // A tenant whose groups cannot be read keeps its destinations' own estimates.
         for (const std::string& tenant : group_tenants) {
           out.tenants.push_back(tenant);
           if (auto groups = store.TenantBacklogByPlatform(tenant)) {
@@ -449,15 +454,20 @@ void CountAndWrite(Service& s, std::shared_ptr<Listing> l, DestinationPage page)
         const SteadyTime now = s.clock().Now();
         const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
         l->group_tenants.insert(step.tenants.begin(), step.tenants.end());
-        for (const storage::GroupCounts& g : step.groups) {
-          l->group_etas[{g.tenant, g.platform}] = DrainEtaMs(GroupDrain(s, g.tenant, g), now_ms);
+        for (storage::GroupCounts& g : step.groups) {
+          std::pair<std::string, std::string> group{g.tenant, g.platform};
+          l->groups[std::move(group)] = std::move(g);
         }
         for (size_t i = 0; i < page.items.size(); ++i) {
           const DestinationInfo& d = page.items[i];
           std::optional<int64_t> group_eta;
           if (d.view.key_shared) {
-            if (auto it = l->group_etas.find({d.tenant, d.platform}); it != l->group_etas.end()) {
-              group_eta = it->second;
+            if (auto it = l->groups.find({d.tenant, d.platform}); it != l->groups.end()) {
+              // At most the pace its own key foresees: the group may hold faster keys, and a
+              // limit lowered now shows in the key's pace before the group's seen one.
+              DrainInputs group = GroupDrain(s, it->second);
+              group.foreseen_per_s = d.view.foreseen_per_s;
+              group_eta = DrainEtaMs(group, now_ms);
             }
           }
           WriteDestination(l->json, d, (*keys)[i], (*counts)[i], group_eta, now, now_ms);

@@ -119,7 +119,7 @@ TEST(DrainEtaTest, HeldToItsGroupsEstimate) {
 // 6 s in, the backlog at the channel's pace read as DrainRate reads it is within 15% of the time
 // it took: the search has found its pace by then (1-6% off; before the first window's count
 // held the measurement, a fixed window read 26 and settled at 15-17 for seconds: up to +34%).
-TEST(DrainEtaTest, LinesSearchedPaceIsSteadyWithinFiveSeconds) {
+TEST(DrainEtaTest, LinesSearchedPaceIsSteadySixSecondsIn) {
   std::vector<std::pair<std::string, PacingScenario>> cases;
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     cases.emplace_back("fixed window 20/s",
