@@ -154,6 +154,16 @@ void StartSlow(AdaptivePace& pace, int64_t delivered, int64_t now_ns) {
   ASSERT_EQ(pace.Park(Millis(1000), 0, now_ns), Millis(250));
 }
 
+// Slow start's failed step at `now_ns` lets nothing through: the first 429 starts the
+// measurement and the fourth, with `last` as the key's last window, ends it.
+void NothingThrough(AdaptivePace& pace, int64_t now_ns, const RecentWindow& last) {
+  ASSERT_FALSE(pace.OnThrottle(now_ns + 1'000'000));
+  ASSERT_TRUE(pace.measuring());
+  EXPECT_FALSE(pace.OnThrottle(now_ns + 2'000'000));
+  EXPECT_FALSE(pace.OnThrottle(now_ns + 3'000'000));
+  ASSERT_TRUE(pace.OnThrottle(now_ns + 4'000'000, last));
+}
+
 // Verifies slow start's growth: a third of a window's worth of the level delivered without a
 // 429 multiplies it by 4 below 8 units, by 2 from there.
 TEST(AdaptivePaceTest, SlowStartGrowsEachThirdOfAWindow) {
@@ -239,10 +249,7 @@ TEST(AdaptivePaceTest, AMeasurementThatLetsNothingThroughWaitsTheWindowOut) {
   for (int i = 0; i < 5; ++i) {
     pace.OnSuccess(now);
   }
-  ASSERT_FALSE(pace.OnThrottle(now + 1'000'000));
-  EXPECT_FALSE(pace.OnThrottle(now + 2'000'000));
-  EXPECT_FALSE(pace.OnThrottle(now + 3'000'000));
-  ASSERT_TRUE(pace.OnThrottle(now + 4'000'000, RecentWindow{24, 14, false}));
+  NothingThrough(pace, now, RecentWindow{24, 14, false});
   EXPECT_EQ(pace.Current().limit, 14);
   EXPECT_EQ(pace.Park(Millis(1000), 0, now + 4'000'000), Millis(1000));
 }
@@ -257,11 +264,7 @@ TEST(AdaptivePaceTest, AMeasurementThatLetsNothingThroughKeepsTheFirstWindowsCou
     pace.OnSuccess(now);
   }
   ASSERT_EQ(pace.Current().limit, 80);
-  ASSERT_FALSE(pace.OnThrottle(now + 1'000'000));
-  ASSERT_TRUE(pace.measuring());
-  EXPECT_FALSE(pace.OnThrottle(now + 2'000'000));
-  EXPECT_FALSE(pace.OnThrottle(now + 3'000'000));
-  ASSERT_TRUE(pace.OnThrottle(now + 4'000'000, RecentWindow{31, 26, false}));
+  NothingThrough(pace, now, RecentWindow{31, 26, false});
   EXPECT_EQ(pace.Current().limit, 20);
   EXPECT_EQ(pace.Park(Millis(1000), 0, now + 4'000'000), Millis(1000));
 }
@@ -299,10 +302,7 @@ TEST(AdaptivePaceTest, AMeasurementThatLetsNothingThroughKeepsHalfTheWindow) {
   pace.OnSuccess(now);
   pace.OnSuccess(now);  // 8 -> 16
   ASSERT_EQ(pace.Current().limit, 16);
-  ASSERT_FALSE(pace.OnThrottle(now + 1'000'000));
-  EXPECT_FALSE(pace.OnThrottle(now + 2'000'000));
-  EXPECT_FALSE(pace.OnThrottle(now + 3'000'000));
-  ASSERT_TRUE(pace.OnThrottle(now + 4'000'000, RecentWindow{14, 10, false}));
+  NothingThrough(pace, now, RecentWindow{14, 10, false});
   EXPECT_EQ(pace.Current().limit, 5);
 }
 
