@@ -50,9 +50,6 @@ uint64_t BacklogOf(const std::vector<storage::GroupCounts>& groups) {
   return n;
 }
 
-// A tenant's backlog by platform and when each would be done at the pace this node has seen it
-// leave (docs/api.md, "Drain ETA"): {"<platform>": {"backlog", "drained_per_s"?,
-// "drain_eta_ms"}}, for the platforms where it has a backlog.
 // A tenant's backlog on a platform and the pace it has lately left at (this node's).
 DrainInputs GroupDrain(Service& s, const storage::GroupCounts& g) {
   DrainInputs in;
@@ -61,6 +58,9 @@ DrainInputs GroupDrain(Service& s, const storage::GroupCounts& g) {
   return in;
 }
 
+// A tenant's backlog by platform and when each would be done at the pace this node has seen it
+// leave (docs/api.md, "Drain ETA"): {"<platform>": {"backlog", "drained_per_s"?,
+// "drain_eta_ms"}}, for the platforms where it has a backlog.
 json DrainJson(Service& s, const std::string& tenant,
                const std::vector<storage::GroupCounts>& groups) {
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
@@ -400,9 +400,9 @@ struct StepCounts {
   std::vector<std::string> tenants;  // whose groups were read (or failed to be)
   std::vector<storage::GroupCounts> groups;
 };
-// Tenants whose groups a step reads, at most: one store read each (a sum over the tenant's
-// destinations in PostgreSQL). Destinations of further tenants in the step keep their own
-// estimate.
+// Tenants whose groups a step reads, at most: one TenantBacklogByPlatform each (RocksDB copies
+// the tenant's group sums; PostgreSQL sums the tenant's counter rows per state). Destinations of
+// further tenants in the step keep their own estimate.
 constexpr size_t kGroupTenantsPerStep = 8;
 
 // The step's destinations, listed on the loop a moment ago: their counts read on the storage
