@@ -489,6 +489,70 @@ TEST_F(PlatformScenariosTest, DrainEtaFollowsSteadyAndLoweredBacklogs) {
   }
 }
 
+// Verifies that a destination held to its group's drain estimate (a LINE user: its channel's key
+// is shared) keeps its own key's pace: tenant acme's LINE backlog holds ten users of channel A
+// (12 each) and one user of channel B (70), each channel paced to 10/s. 4 s in, the group leaves
+// at about 19/s, but A's users finish at A's pace: each one's drain_eta_ms is within 15% of when
+// its backlog was done, plus the 300 ms the polls take (held to the group's seen pace alone,
+// they read 23-35% early).
+TEST_F(PlatformScenariosTest, ASharedKeysEstimateKeepsItsKeysPace) {
+  StartRun({{"line", {{"rate_per_s", 2000}}}},
+           "[budgets.line_channel]\nlimit = 10\nscale_ms = 1000\nburst = 1\n"
+           "[tenants.acme.credentials.lchan2]\nplatform = \"line\"\n"
+           "token = \"line-acme-b\"\n");
+  if (HasFatalFailure()) {
+    return;
+  }
+  json deliveries = LinePushes(120, 10);  // channel A: credential lchan
+  for (int i = 0; i < 70; ++i) {
+    deliveries.push_back(Delivery("line", "lchan2", fmt::format("U{:032x}", 99),
+                                  {{"messages", {{{"type", "text"}, {"text", "hi"}}}}}));
+  }
+  const SteadyTime start = Post(deliveries);
+  const auto now_ms = [] { return ToUnixMillis(SystemClock().WallNow()); };
+  // Channel A's users with a backlog: key -> (drain_eta_ms, or -1 for null).
+  const auto a_users = [&] {
+    std::map<std::string, int64_t> out;
+    const json list = HttpCallAs(kAdminToken, port_, "GET",
+                                 "/v1/destinations?limit=1000&tenant=acme&platform=line")
+                          .Json();
+    for (const json& d : list["destinations"]) {
+      if (d["credential"] != "lchan" || d["queued"].get<int64_t>() + d["deferred"].get<int64_t>() +
+                                                d["in_flight"].get<int64_t>() ==
+                                            0) {
+        continue;
+      }
+      out[d["key"].get<std::string>()] =
+          d["drain_eta_ms"].is_number() ? d["drain_eta_ms"].get<int64_t>() : -1;
+    }
+    return out;
+  };
+  std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, 4.0 - Seconds(start))));
+  const int64_t read_ms = now_ms();
+  const std::map<std::string, int64_t> said = a_users();
+  ASSERT_EQ(said.size(), 10u);
+  // When each of them had no backlog left.
+  std::map<std::string, int64_t> finished;
+  const SteadyTime until = clock_.Now() + Millis(60'000);
+  while (finished.size() < said.size() && clock_.Now() < until) {
+    const std::map<std::string, int64_t> left = a_users();
+    for (const auto& [key, eta] : said) {
+      if (!left.contains(key) && !finished.contains(key)) {
+        finished[key] = now_ms();
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(finished.size(), said.size()) << "channel A's backlog was not done in 60 s";
+  for (const auto& [key, eta] : said) {
+    ASSERT_GE(eta, 0) << key;
+    const int64_t left = finished[key] - read_ms;
+    std::printf("drain ETA of %s: said %.2f s, took %.2f s\n", key.c_str(),
+                (eta - read_ms) / 1000.0, left / 1000.0);
+    EXPECT_LE(std::abs(eta - read_ms - left), 0.15 * left + 300) << key;
+  }
+}
+
 // Verifies issue 31's Slack case over loopback: 20 channels x 5 at 1/s per channel, the
 // profile guessing burst 3 and the simulator hiding a burst of 1, 2 or 3, its answers late by a
 // seeded 1-6 ms: within 1.1x the bound ((5 - burst) s, loosened by 0.3 s for intake and a loaded
