@@ -209,9 +209,9 @@ Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
     // length has let its first requests go; a bucket that refills slower than its floor in a
     // window shows as a whole window's 429s, counted as a rate): the park that doubles with
     // each 429 ends there at the latest.
-    const int64_t left_ms = (slow_start_since_ns_ + WindowNs(ceiling_) - now_ns) / 1'000'000;
-    if (left_ms > 0) {
-      park = std::min(park, Millis(left_ms));
+    const int64_t left_ns = slow_start_since_ns_ + WindowNs(ceiling_) - now_ns;
+    if (left_ns > 0) {
+      park = std::min(park, Millis((left_ns + 999'999) / 1'000'000));  // rounded up
     }
   }
   hold_until_ns_ = now_ns + Nanos(park).count();

@@ -492,9 +492,10 @@ TEST_F(PlatformScenariosTest, DrainEtaFollowsSteadyAndLoweredBacklogs) {
 // Verifies that a destination held to its group's drain estimate (a LINE user: its channel's key
 // is shared) keeps its own key's pace: tenant acme's LINE backlog holds ten users of channel A
 // (12 each) and one user of channel B (70), each channel paced to 10/s. 4 s in, the group leaves
-// at about 19/s, but A's users finish at A's pace: each one's drain_eta_ms is within 15% of when
-// its backlog was done, plus the 300 ms the polls take (held to the group's seen pace alone,
-// they read 23-35% early).
+// at about 19/s, but A's users finish at A's pace: each one's drain_eta_ms is no more than 15%
+// early against when its backlog was done, plus the 300 ms the polls take (held to the group's
+// seen pace alone, they read 23-35% early), and no later than that plus one turn of the users.
+// The hold to the group itself binds in DrainEtaFollowsSteadyAndLoweredBacklogs, not here.
 TEST_F(PlatformScenariosTest, ASharedKeysEstimateKeepsItsKeysPace) {
   StartRun({{"line", {{"rate_per_s", 2000}}}},
            "[budgets.line_channel]\nlimit = 10\nscale_ms = 1000\nburst = 1\n"
@@ -528,6 +529,7 @@ TEST_F(PlatformScenariosTest, ASharedKeysEstimateKeepsItsKeysPace) {
     return out;
   };
   std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, 4.0 - Seconds(start))));
+  constexpr int64_t kTurnMs = 1'100;  // ten users at 10/s less the pacing margin's 5%
   const int64_t read_ms = now_ms();
   const std::map<std::string, int64_t> said = a_users();
   ASSERT_EQ(said.size(), 10u);
@@ -549,7 +551,12 @@ TEST_F(PlatformScenariosTest, ASharedKeysEstimateKeepsItsKeysPace) {
     const int64_t left = finished[key] - read_ms;
     std::printf("drain ETA of %s: said %.2f s, took %.2f s\n", key.c_str(),
                 (eta - read_ms) / 1000.0, left / 1000.0);
-    EXPECT_LE(std::abs(eta - read_ms - left), 0.15 * left + 300) << key;
+    // Early is what holding to the group's pace alone gets wrong: held to 15% (and the polls).
+    // Late by up to one turn of the ten users more: the first to finish is done a turn before
+    // its backlog at its own pace says, and that pace is read over a few deliveries.
+    const double off = static_cast<double>(eta - read_ms - left);
+    EXPECT_GE(off, -(0.15 * left + 300)) << key;
+    EXPECT_LE(off, 0.15 * left + 300 + kTurnMs) << key;
   }
 }
 

@@ -61,8 +61,7 @@ DrainInputs GroupDrain(Service& s, const storage::GroupCounts& g) {
 // A tenant's backlog by platform and when each would be done at the pace this node has seen it
 // leave (docs/api.md, "Drain ETA"): {"<platform>": {"backlog", "drained_per_s"?,
 // "drain_eta_ms"}}, for the platforms where it has a backlog.
-json DrainJson(Service& s, const std::string& tenant,
-               const std::vector<storage::GroupCounts>& groups) {
+json DrainJson(Service& s, const std::vector<storage::GroupCounts>& groups) {
   const int64_t now_ms = ToUnixMillis(s.clock().WallNow());
   json out = json::object();
   for (const storage::GroupCounts& g : groups) {
@@ -109,7 +108,7 @@ void GetStats(Service& s, const TenantScope& scope, Respond respond) {
                                      {"backlog", BacklogOf(*groups)},
                                      {"destinations", destinations},
                                      {"platforms", platforms},
-                                     {"drain", DrainJson(s, tenant, *groups)}}));
+                                     {"drain", DrainJson(s, *groups)}}));
         });
     return;
   }
@@ -401,8 +400,9 @@ struct StepCounts {
   std::vector<storage::GroupCounts> groups;
 };
 // Tenants whose groups a step reads, at most: one TenantBacklogByPlatform each (RocksDB copies
-// the tenant's group sums; PostgreSQL sums the tenant's counter rows per state). Destinations of
-// further tenants in the step keep their own estimate.
+// the tenant's group sums; PostgreSQL runs a sum per platform and waiting state over the
+// tenant's counter rows and reads this node's leases under their lock). Destinations of further
+// tenants in the step keep their own estimate.
 constexpr size_t kGroupTenantsPerStep = 8;
 
 // The step's destinations, listed on the loop a moment ago: their counts read on the storage
