@@ -399,11 +399,12 @@ struct StepCounts {
   std::vector<std::string> tenants;  // whose groups were read (or failed to be)
   std::vector<storage::GroupCounts> groups;
 };
-// Tenants whose groups a step reads, at most: one TenantBacklogByPlatform each (RocksDB copies
+// Tenants whose groups a page reads, at most: one TenantBacklogByPlatform each (RocksDB copies
 // the tenant's group sums; PostgreSQL runs a sum per platform and waiting state over the
-// tenant's counter rows and reads this node's leases under their lock). Destinations of further
-// tenants in the step keep their own estimate.
-constexpr size_t kGroupTenantsPerStep = 8;
+// tenant's counter rows and reads this node's leases under their lock), so a page of 1,000
+// over many tenants costs no more than one over eight. Destinations of further tenants keep
+// their own estimate.
+constexpr size_t kGroupTenantsPerPage = 8;
 
 // The step's destinations, listed on the loop a moment ago: their counts read on the storage
 // pool, then written on the loop.
@@ -413,8 +414,8 @@ void CountAndWrite(Service& s, std::shared_ptr<Listing> l, DestinationPage page)
   std::set<std::string> group_tenants;
   for (const DestinationInfo& d : page.items) {
     keys.push_back(storage::DestinationKeyOf(d.platform, d.tenant, d.credential, d.destination));
-    if (d.view.key_shared && group_tenants.size() < kGroupTenantsPerStep &&
-        !l->group_tenants.contains(d.tenant)) {
+    if (d.view.key_shared && !l->group_tenants.contains(d.tenant) &&
+        l->group_tenants.size() + group_tenants.size() < kGroupTenantsPerPage) {
       group_tenants.insert(d.tenant);
     }
   }
