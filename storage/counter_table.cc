@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <memory>
-#include <optional>
 
 #include "storage/delivery.h"
 #include "storage/index_keys.h"
@@ -12,10 +11,16 @@
 namespace egress::storage {
 namespace {
 
-// A waiting state's destination counter key split (SplitDestCountKey): false for any other (a
-// terminal state's included).
-bool SplitWaitingCountKey(std::string_view key, DeliveryState& state, std::string_view& dest) {
-  return SplitDestCountKey(key, state, dest) && state <= DeliveryState::kDeferred;
+// A waiting state's destination counter key split (SplitDestCountKey) into the destination and
+// the state's place in its DestCounts (state - 1): false for any other (a terminal state's
+// included).
+bool SplitWaitingCountKey(std::string_view key, size_t& index, std::string_view& dest) {
+  DeliveryState state{};
+  if (!SplitDestCountKey(key, state, dest) || state > DeliveryState::kDeferred) {
+    return false;
+  }
+  index = static_cast<size_t>(state) - 1;
+  return true;
 }
 
 }  // namespace
@@ -50,13 +55,13 @@ Status CounterTable::Load(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta) {
 }
 
 int64_t& CounterTable::Slot(std::string_view key, std::string_view& dest) {
-  DeliveryState state{};
-  if (SplitWaitingCountKey(key, state, dest)) {
+  size_t index = 0;
+  if (SplitWaitingCountKey(key, index, dest)) {
     auto it = dest_values_.find(dest);
     if (it == dest_values_.end()) {
       it = dest_values_.emplace(std::string(dest), DestCounts{}).first;
     }
-    return it->second[static_cast<size_t>(state) - 1];
+    return it->second[index];
   }
   dest = {};
   auto it = values_.find(key);
@@ -151,12 +156,12 @@ size_t CounterTable::entries() const {
 }
 
 int64_t CounterTable::Get(std::string_view key) const {
-  DeliveryState state{};
+  size_t index = 0;
   std::string_view dest;
   std::lock_guard<std::mutex> lock(mu_);
-  if (SplitWaitingCountKey(key, state, dest)) {
+  if (SplitWaitingCountKey(key, index, dest)) {
     auto it = dest_values_.find(dest);
-    return it == dest_values_.end() ? 0 : it->second[static_cast<size_t>(state) - 1];
+    return it == dest_values_.end() ? 0 : it->second[index];
   }
   auto it = values_.find(key);
   return it == values_.end() ? 0 : it->second;
