@@ -4,9 +4,14 @@
 
 #include <limits>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include "dispatcher/base/redact.h"
+#include "dispatcher/base/utf8.h"
 
 namespace egress::service {
 namespace {
@@ -320,6 +325,35 @@ TEST(MetricsTest, LabelValuesLeaveAsUtf8) {
   EXPECT_EQ(
       collected,
       "relay_egress_quota_used_ratio{tenant=\"ac\xef\xbf\xbdme\",quota=\"caf\xc3\xa9\"} 0.5\n");
+}
+
+// Verifies that every label value is written as the redaction layer shows it, escaped, whether
+// it takes the plain path or not: each byte the plain path leaves out alone, secrets, UTF-8 and
+// bytes that are not; a URL's secret query never leaves.
+TEST(MetricsTest, LabelValuesAreRedactedAndEscapedOnEveryPath) {
+  std::vector<std::string> values = {"t0_x-Y.z 9",
+                                     "caf\xc3\xa9",
+                                     "ac\xffme",
+                                     "https://hooks.example/in?token=s3cr3t-value",
+                                     "/bot12:s3cr3t-value/send",
+                                     "a\nb\\c\"d"};
+  for (int c = 0; c < 256; ++c) {
+    values.push_back("x" + std::string(1, static_cast<char>(c)) + "y");
+  }
+  for (const std::string& v : values) {
+    std::string expected;
+    for (char c : ToValidUtf8(RedactText(v))) {
+      if (c == '\\' || c == '"') {
+        expected.push_back('\\');
+      }
+      expected.push_back(c);
+    }
+    std::string out;
+    Metrics::AppendSample(out, GaugeId::kQuotaUsedRatio, {{"tenant", v}, {"quota", "q"}}, 1);
+    EXPECT_EQ(out, "relay_egress_quota_used_ratio{tenant=\"" + expected + "\",quota=\"q\"} 1\n")
+        << "value of " << v.size() << " bytes: " << DestinationKeyText(v);
+    EXPECT_EQ(out.find("s3cr3t-value"), std::string::npos) << out;
+  }
 }
 
 // Verifies that the families GET /metrics collects at each scrape are written by AppendHead and
