@@ -148,6 +148,11 @@ constexpr Definition kDefinitions[] = {
              "retention pass."),
     GaugeRow(GaugeId::kHttpConnections, "relay_egress_http_connections",
              "Connections open to the HTTP API."),
+    GaugeRow(GaugeId::kMetricsTextKept, "relay_egress_metrics_text_kept_seconds",
+             "How long the last /metrics text was answered to every scrape before the next was "
+             "made: a hundred times the CPU time it took to make, from 1 to 10 s (a scrape's "
+             "values are up to this old; its Age header says how old). Absent until a text is "
+             "made."),
     GaugeRow(GaugeId::kBuildInfo, "relay_egress_build_info",
              "Always 1; the version of the running build is its label."),
     CounterRow(CounterId::kHttpConnectionsRefused, "relay_egress_http_connections_refused_total",

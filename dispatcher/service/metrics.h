@@ -60,7 +60,8 @@ enum class GaugeId : uint8_t {
   kPauses,             // relay_egress_pauses
   kPaused,             // relay_egress_paused{tenant,platform}
   kStoreMemoryBytes,   // relay_egress_store_memory_bytes{part}
-  kMaxValue = kStoreMemoryBytes,
+  kMetricsTextKept,    // relay_egress_metrics_text_kept_seconds
+  kMaxValue = kMetricsTextKept,
 };
 enum class HistogramId : uint8_t {
   kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}

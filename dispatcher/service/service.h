@@ -1,5 +1,7 @@
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -215,15 +217,16 @@ class Service {
   // kMaxListings at once; the rest are 429); loop thread only.
   static constexpr int kMaxListings = 4;
   int& listings_in_flight() { return listings_in_flight_; }
-  // GET /metrics' text, made at most once a second and served to every scrape in that second
-  // (api/metrics_scrape.cc); loop only.
+  // GET /metrics' text, served to every scrape for `kept` after it was made (MetricsTextKept;
+  // api/metrics_scrape.cc); loop only.
   struct MetricsText {
-    std::optional<SteadyTime> made;           // when `text` was made
-    std::shared_ptr<const std::string> text;  // shared by the answers that send it
-    bool making = false;                      // a text is being gathered and written
-    std::vector<Respond> waiting;             // scrapes that wait for them
-    int64_t tat_ns = 0;                       // the scrapes' GCRA meter (kMetricsBytesPerSecond)
-    size_t last_bytes = 0;                    // the size of the last text made
+    std::optional<SteadyTime> made;                          // when `text` was made
+    std::shared_ptr<const std::string> text;                 // shared by the answers that send it
+    std::chrono::nanoseconds kept{std::chrono::seconds(1)};  // how long `text` is served
+    bool making = false;                                     // a text is being gathered and written
+    std::vector<Respond> waiting;                            // scrapes that wait for them
+    int64_t tat_ns = 0;     // the scrapes' GCRA meter (kMetricsBytesPerSecond)
+    size_t last_bytes = 0;  // the size of the last text made
     // The store's backlog by (tenant, platform) last read: the depths shown when a read fails.
     std::shared_ptr<const std::vector<storage::GroupCounts>> last_groups;
   };
@@ -234,6 +237,17 @@ class Service {
   // second is 3.5 scrapes a second at 10,000 tenants, hundreds with a few; Prometheus scrapes a
   // target once per interval (15 s by default), twice with an HA pair.
   static constexpr size_t kMetricsBytesPerSecond = 32 << 20;
+  // How long a text that took `cpu` of the service's threads to make is served: a hundred times
+  // that, from 1 s to 10 s. However often /metrics is asked, making its text takes at most ~1%
+  // of a core (up to 100 ms a text; past that, the 10 s bound holds the text's age instead). At
+  // 10,000 tenants a text (9.5 MB) takes 24-47 ms, and made once a second it put another tenant's
+  // webhooks' p99 at 3-5x the idle one (bench/README.md, section 12); a text of a few tenants takes
+  // well under 10 ms and is made at most once a second, as before. A scraper at Prometheus's usual
+  // 15 s gets a text made for it; the Age header tells how old an answer's text is.
+  static std::chrono::nanoseconds MetricsTextKept(std::chrono::nanoseconds cpu) {
+    return std::clamp<std::chrono::nanoseconds>(cpu * 100, std::chrono::seconds(1),
+                                                std::chrono::seconds(10));
+  }
   MetricsText& metrics_text() { return metrics_text_; }
   StoreHealthMonitor& store_health() { return *store_health_; }
   Metrics& metrics() { return metrics_; }

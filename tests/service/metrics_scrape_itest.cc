@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "dispatcher/service/metrics.h"
+#include "dispatcher/service/service.h"
 #include "tests/support/child_process.h"
 #include "tests/support/http_client.h"
 #include "tests/support/run_command.h"
@@ -185,6 +186,43 @@ TEST_F(MetricsScrapeTest, FirstScrapeAfterRestartShowsTheStoredBacklog) {
   for (int i = 0; i <= static_cast<int>(service::HistogramId::kMaxValue); ++i) {
     EXPECT_EQ(type_lines(service::Metrics::Name(static_cast<service::HistogramId>(i))), 1) << i;
   }
+  const int status = service.Signal(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// Verifies the rule: a hundred times the text's CPU time, from 1 s to 10 s.
+TEST(MetricsTextKeptTest, AHundredTimesItsCpuFromOneToTenSeconds) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(service::Service::MetricsTextKept(milliseconds(0)), milliseconds(1000));
+  EXPECT_EQ(service::Service::MetricsTextKept(milliseconds(3)), milliseconds(1000));
+  EXPECT_EQ(service::Service::MetricsTextKept(milliseconds(42)), milliseconds(4200));
+  EXPECT_EQ(service::Service::MetricsTextKept(milliseconds(100)), milliseconds(10'000));
+  EXPECT_EQ(service::Service::MetricsTextKept(milliseconds(900)), milliseconds(10'000));
+}
+
+// Verifies how long a text is answered: a text of one tenant takes well under 10 ms to make, so
+// it is kept the least, 1 s (Service::MetricsTextKept), and the next text shows that; a scrape
+// within it gets the same text with its Age, one after it a new text.
+TEST_F(MetricsScrapeTest, ASmallTextIsKeptASecondAndAnsweredWithItsAge) {
+  ChildProcess service;
+  const int port = StartService(service);
+  ASSERT_NE(port, 0) << service.error();
+  const std::string kept = "relay_egress_metrics_text_kept_seconds";
+  TestResponse first = HttpCallAs(kAdminToken, port, "GET", "/metrics");
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(first.Header("age"), "0");
+  EXPECT_EQ(SeriesValue(first.body, kept), -1) << "no text was made before this one";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  TestResponse again = HttpCallAs(kAdminToken, port, "GET", "/metrics");
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_TRUE(again.body == first.body) << "a text is answered for its second";
+  EXPECT_EQ(again.Header("age"), "0");  // whole seconds
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  TestResponse later = HttpCallAs(kAdminToken, port, "GET", "/metrics");
+  ASSERT_EQ(later.status, 200) << later.body;
+  EXPECT_EQ(later.Header("age"), "0");
+  EXPECT_EQ(SeriesValue(later.body, kept), 1) << "a new text, made after the first's second";
+  EXPECT_EQ(Promtool(later.body), "");
   const int status = service.Signal(SIGTERM);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }

@@ -2,6 +2,7 @@
 // families collected at each scrape (a tenant's backlog, oldest deferral, budget and quota use)
 // gathered in steps on the loop and written on the render pool (bench/README.md, section 12).
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +42,27 @@ namespace asio = boost::asio;
 constexpr size_t kGatherStep = 512;
 constexpr size_t kScrapeStep = 256;
 
+// The CPU time this thread has used, in ns: what a text costs, whichever threads make it,
+// whatever else they wait for (MetricsTextKept).
+int64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Adds the thread's CPU time from its making to its end to `sum`.
+class CpuTally {
+ public:
+  explicit CpuTally(int64_t& sum) : sum_(sum), start_(ThreadCpuNs()) {}
+  ~CpuTally() { sum_ += ThreadCpuNs() - start_; }
+  CpuTally(const CpuTally&) = delete;
+  CpuTally& operator=(const CpuTally&) = delete;
+
+ private:
+  int64_t& sum_;
+  int64_t start_;
+};
+
 // What the collected families show, gathered on the loop in steps and written on the render
 // pool. The depths are the store's (copied on the storage pool); the rest are the loop's.
 struct Gathered {
@@ -78,11 +100,17 @@ struct Scrape {
   size_t at = 0;  // the next of quota_tenants
   std::string out;
   Metrics::RenderPosition render_at;
+  int64_t cpu_ns = 0;  // the threads' CPU time for this text so far
 };
 
-// The text, shared with every other scrape it is sent to (no copy).
-HttpResponse TextOf(std::shared_ptr<const std::string> text) {
-  return TextResponse(200, ResponseText::Shared(std::move(text)), "text/plain; version=0.0.4");
+// The text, shared with every other scrape it is sent to (no copy), made `age` ago (RFC 9111's
+// Age, in whole seconds).
+HttpResponse TextOf(std::shared_ptr<const std::string> text, SteadyTime::duration age) {
+  HttpResponse res =
+      TextResponse(200, ResponseText::Shared(std::move(text)), "text/plain; version=0.0.4");
+  res.set(boost::beast::http::field::age,
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(age).count()));
+  return res;
 }
 
 constexpr storage::DeliveryState kWaitingStates[] = {storage::DeliveryState::kQueued,
@@ -132,21 +160,26 @@ void AppendCollected(std::string& out, const Gathered& g) {
   }
 }
 
-// Hands the finished text to the scrapes that waited for it, and keeps it for a second.
-void Publish(Service& s, std::string text) {
+// Hands the finished text, made with `cpu_ns` of the threads' time, to the scrapes that waited
+// for it, and keeps it for as long as MetricsTextKept says.
+void Publish(Service& s, std::string text, int64_t cpu_ns) {
   Service::MetricsText& cache = s.metrics_text();
   cache.text = std::make_shared<const std::string>(std::move(text));
   cache.last_bytes = cache.text->size();
   cache.made = s.clock().Now();
+  cache.kept = Service::MetricsTextKept(std::chrono::nanoseconds(cpu_ns));
   cache.making = false;
+  // Shown in the next text: how old this one's values may be when answered.
+  s.metrics().Set(GaugeId::kMetricsTextKept, {}, std::chrono::duration<double>(cache.kept).count());
   std::vector<Respond> waiting = std::move(cache.waiting);
   cache.waiting.clear();
   for (Respond& respond : waiting) {
-    respond(TextOf(cache.text));
+    respond(TextOf(cache.text, {}));
   }
-  // The text (9.5 MB at 10,000 tenants) is not kept past its second: a service scraped every
-  // 15 s holds it a second of the 15.
-  auto expiry = std::make_shared<asio::steady_timer>(s.io(), std::chrono::milliseconds(1100));
+  // The text (9.5 MB at 10,000 tenants) is not kept past its time: a service scraped every
+  // 15 s holds it for up to 10 s of the 15.
+  auto expiry =
+      std::make_shared<asio::steady_timer>(s.io(), cache.kept + std::chrono::milliseconds(100));
   expiry->async_wait([&s, expiry, made = *cache.made](const boost::system::error_code& ec) {
     Service::MetricsText& text = s.metrics_text();
     if (!ec && !text.making && text.made == made) {
@@ -176,6 +209,7 @@ void LowerThisThreadsPriority() {
 // The kept families, kScrapeStep series a step on the loop; then the collected ones on the
 // render pool, and back to the loop to publish.
 void RenderStep(Service& s, std::shared_ptr<Scrape> scrape) {
+  std::optional<CpuTally> tally(std::in_place, scrape->cpu_ns);
   if (scrape->out.empty()) {
     // Room for the last text and an eighth more: growing a 9.5 MB string by doubling copied
     // it within one step (12-27 ms at 10,000 tenants). Before the first, 128 bytes a series
@@ -187,19 +221,26 @@ void RenderStep(Service& s, std::shared_ptr<Scrape> scrape) {
     scrape->out.reserve(last > 0 ? last + last / 8
                                  : (s.metrics().series_count() + collected) * 128);
   }
-  if (!s.metrics().RenderSome(scrape->out, scrape->render_at, kScrapeStep)) {
+  const bool rendered = s.metrics().RenderSome(scrape->out, scrape->render_at, kScrapeStep);
+  tally.reset();  // before `scrape` is moved on
+  if (!rendered) {
     asio::post(s.io(),
                [&s, scrape = std::move(scrape)]() mutable { RenderStep(s, std::move(scrape)); });
     return;
   }
   asio::post(s.render_pool(), [&s, scrape = std::move(scrape)]() mutable {
     LowerThisThreadsPriority();
-    AppendCollected(scrape->out, scrape->gathered);
-    // Only the text goes back: what was gathered (60,000 entries at 10,000 tenants) is freed
-    // here, off the loop.
-    asio::post(s.io(), [&s, alive = s.alive(), text = std::move(scrape->out)]() mutable {
+    {
+      CpuTally tally(scrape->cpu_ns);
+      AppendCollected(scrape->out, scrape->gathered);
+      // Only the text goes back: what was gathered (60,000 entries at 10,000 tenants) is freed
+      // here, off the loop.
+      scrape->gathered = Gathered{};
+    }
+    asio::post(s.io(), [&s, alive = s.alive(), text = std::move(scrape->out),
+                        cpu_ns = scrape->cpu_ns]() mutable {
       if (auto a = alive.lock(); a && *a) {
-        Publish(s, std::move(text));
+        Publish(s, std::move(text), cpu_ns);
       }
     });
   });
@@ -306,7 +347,12 @@ bool GatherSome(Service& s, Scrape& r) {
 }
 
 void GatherStep(Service& s, std::shared_ptr<Scrape> r) {
-  if (GatherSome(s, *r)) {
+  bool gathered = false;
+  {
+    CpuTally tally(r->cpu_ns);
+    gathered = GatherSome(s, *r);
+  }
+  if (gathered) {
     RenderStep(s, std::move(r));
     return;
   }
@@ -316,9 +362,10 @@ void GatherStep(Service& s, std::shared_ptr<Scrape> r) {
 }  // namespace
 
 void GetMetrics(Service& s, Respond respond) {
-  // The text is made at most once a second, however often /metrics is asked, and one at a time:
-  // a scrape within a second of the last text gets it as it was (values up to a second old);
-  // one that comes while a text is being made waits for it (bench/README.md, section 12).
+  // The text is made one at a time, and served for up to 10 s however often /metrics is asked
+  // (Service::MetricsTextKept; 1 s for a text of a few tenants): a scrape within that time of the
+  // last text gets it as it was, with its Age; one that comes while a text is being made waits
+  // for it (bench/README.md, section 12).
   Service::MetricsText& cache = s.metrics_text();
   const SteadyTime now = s.clock().Now();
   // In units of 64 KiB: a scrape of a text smaller than that costs one.
@@ -342,8 +389,8 @@ void GetMetrics(Service& s, Respond respond) {
     return;
   }
   cache.tat_ns = d.tat_ns;
-  if (!cache.making && cache.made && now - *cache.made < std::chrono::seconds(1)) {
-    respond(TextOf(cache.text));
+  if (!cache.making && cache.made && now - *cache.made < cache.kept) {
+    respond(TextOf(cache.text, now - *cache.made));
     return;
   }
   cache.waiting.push_back(std::move(respond));
@@ -355,6 +402,7 @@ void GetMetrics(Service& s, Respond respond) {
     storage::StateCounts counts;
     std::vector<storage::GroupCounts> groups;
     storage::StoreMemory memory;
+    int64_t cpu_ns = 0;  // the storage thread's, reading them
   };
   // The queue depths come from the store's in-memory counters (no disk read), so a scrape alone
   // shows the true backlog, a restarted store's too; the store is asked on its pool as every
@@ -362,6 +410,7 @@ void GetMetrics(Service& s, Respond respond) {
   OnStore(
       s,
       [](storage::QueueStore& store) -> Result<Backlog> {
+        const int64_t start = ThreadCpuNs();
         auto counts = store.Counts();
         if (!counts) {
           return counts.error();
@@ -370,13 +419,17 @@ void GetMetrics(Service& s, Respond respond) {
         if (!groups) {
           return groups.error();
         }
-        return Backlog{*counts, std::move(*groups), store.MemoryUse()};
+        Backlog backlog{*counts, std::move(*groups), store.MemoryUse()};
+        backlog.cpu_ns = ThreadCpuNs() - start;
+        return backlog;
       },
       [&s](Result<Backlog> backlog) mutable {
         Metrics& m = s.metrics();
         auto r = std::make_shared<Scrape>(s.loop().budget_use(), s.clock().Now());
+        std::optional<CpuTally> tally(std::in_place, r->cpu_ns);
         Service::MetricsText& cache = s.metrics_text();
         if (backlog) {
+          r->cpu_ns += backlog->cpu_ns;
           for (auto state : storage::kAllStates) {
             m.Set(GaugeId::kQueueDepth, {{"state", storage::StateName(state)}},
                   static_cast<double>(storage::CountOf(backlog->counts, state)));
@@ -398,6 +451,7 @@ void GetMetrics(Service& s, Respond respond) {
         SetServerMetrics(s);
         r->now_ms = ToUnixMillis(s.clock().WallNow());
         r->quota_tenants = s.quotas().Tenants();
+        tally.reset();
         GatherStep(s, std::move(r));
       });
 }

@@ -14,9 +14,9 @@
 namespace egress::service {
 
 // The text of an answer: owned by the answer, or shared by many answers and written to each
-// without a copy. GET /metrics serves one text, made at most once a second, to every scrape in
-// that second: at 10,000 tenants it is 9.5 MB, and a copy per scrape held the loop 20-60 ms
-// (bench/README.md, section 12).
+// without a copy. GET /metrics serves one text to every scrape while it is kept (1-10 s,
+// Service::MetricsTextKept): at 10,000 tenants it is 9.5 MB, and a copy per scrape held the loop
+// 20-60 ms (bench/README.md, section 12).
 class ResponseText {
  public:
   ResponseText() = default;
