@@ -157,6 +157,7 @@ int PrintOnce(Backend& b, TopView view) {
   if (!second) {
     return Fail(second.error());
   }
+  FollowMetrics(*first, *second);
   view.wall_now_ms = NowMs();
   WriteAll(Join(RenderTopFrame(*second, &*first, view)) + "\n");
   return kExitOk;
@@ -184,6 +185,9 @@ int Top(Backend& b, const CommandFlags& f) {
         if (!sample) {
           failed = sample.error();
           break;
+        }
+        if (current) {
+          FollowMetrics(*current, *sample);
         }
         previous = std::move(current);
         current = std::move(*sample);

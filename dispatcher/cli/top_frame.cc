@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -88,12 +89,32 @@ std::optional<double> StatOf(const TopSample* s, const char* key) {
   return Num(s->stats, key);
 }
 
-// Delivered so far: the metrics counter, or the delivered state count without it.
-std::optional<double> Delivered(const TopSample* s) {
-  if (s == nullptr) {
-    return std::nullopt;
+// What the rates of /metrics' counters are taken from: the text before now's and the time
+// between the two texts; without it, previous's text and the time between the samples, unless
+// both got the same text (then there is none yet).
+struct CounterBasis {
+  const TopMetrics* before = nullptr;
+  int64_t dt_ms = 0;
+};
+
+CounterBasis BasisOf(const TopSample& now, const TopSample* previous, int64_t dt_ms) {
+  const TopMetrics& m = now.metrics;
+  if (now.metrics_before && now.metrics_before->made_s && m.made_s) {
+    return {&*now.metrics_before, std::llround((*m.made_s - *now.metrics_before->made_s) * 1000)};
   }
-  return s->delivered ? s->delivered : StatOf(s, "delivered");
+  if (previous == nullptr || (m.made_s && previous->metrics.made_s == m.made_s)) {
+    return {};
+  }
+  return {&previous->metrics, dt_ms};
+}
+
+// Delivered a second: from the metrics counter, or the delivered state count without it.
+std::string DeliveredRate(const TopSample& now, const TopSample* previous, int64_t dt_ms) {
+  if (now.metrics.delivered) {
+    const CounterBasis b = BasisOf(now, previous, dt_ms);
+    return Rate(*now.metrics.delivered, b.before ? b.before->delivered : std::nullopt, b.dt_ms);
+  }
+  return Rate(StatOf(&now, "delivered").value_or(0), StatOf(previous, "delivered"), dt_ms);
 }
 
 // Why the destination is held back, "" when it is not.
@@ -154,21 +175,21 @@ struct Section {
   std::vector<std::string> rows;  // never empty: "  none" stands in
 };
 
-Section Deferrals(const TopSample& now, const TopSample* prev, int64_t dt, size_t name_w) {
+Section Deferrals(const TopSample& now, const CounterBasis& basis, size_t name_w) {
   Section s{Cell("DEFERRALS BY REASON", name_w) + "  " + Cell("TOTAL", 10) + "  PER SEC", {}};
-  std::vector<std::pair<std::string, double>> reasons(now.deferrals_by_reason.begin(),
-                                                      now.deferrals_by_reason.end());
+  const std::map<std::string, double>& totals = now.metrics.deferrals_by_reason;
+  std::vector<std::pair<std::string, double>> reasons(totals.begin(), totals.end());
   std::stable_sort(reasons.begin(), reasons.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   for (const auto& [reason, total] : reasons) {
     std::optional<double> before;
-    if (prev != nullptr) {
-      auto it = prev->deferrals_by_reason.find(reason);
-      before = it == prev->deferrals_by_reason.end() ? 0.0 : it->second;
+    if (basis.before != nullptr) {
+      auto it = basis.before->deferrals_by_reason.find(reason);
+      before = it == basis.before->deferrals_by_reason.end() ? 0.0 : it->second;
     }
     s.rows.push_back(Cell("  " + reason, name_w) + "  " +
                      Cell(fmt::format("{}", static_cast<int64_t>(total)), 10) + "  " +
-                     Rate(total, before, dt));
+                     Rate(total, before, basis.dt_ms));
   }
   return s;
 }
@@ -236,10 +257,11 @@ void ReadMetrics(std::string_view text, TopSample& sample) {
     const size_t eol = text.find('\n');
     std::string_view line = text.substr(0, eol);
     text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+    const bool made = line.starts_with("relay_egress_metrics_text_made_timestamp_seconds ");
     const bool delivered = line.starts_with("relay_egress_deliveries_total{");
     const bool deferral = line.starts_with("relay_egress_deferrals_total{");
     const size_t space = line.rfind(' ');
-    if ((!delivered && !deferral) || space == std::string_view::npos) {
+    if ((!made && !delivered && !deferral) || space == std::string_view::npos) {
       continue;
     }
     double value = 0;
@@ -272,13 +294,27 @@ void ReadMetrics(std::string_view text, TopSample& sample) {
       }
       return std::nullopt;
     };
-    if (delivered && label("outcome") == "delivered") {
-      sample.delivered = sample.delivered.value_or(0) + value;
+    if (made) {
+      sample.metrics.made_s = value;
+    } else if (delivered && label("outcome") == "delivered") {
+      sample.metrics.delivered = sample.metrics.delivered.value_or(0) + value;
     } else if (deferral) {
       if (auto reason = label("reason")) {
-        sample.deferrals_by_reason[*reason] += value;
+        sample.metrics.deferrals_by_reason[*reason] += value;
       }
     }
+  }
+}
+
+void FollowMetrics(const TopSample& previous, TopSample& now) {
+  now.metrics_before.reset();
+  if (!previous.metrics.made_s || !now.metrics.made_s) {
+    return;
+  }
+  if (*now.metrics.made_s == *previous.metrics.made_s) {
+    now.metrics_before = previous.metrics_before;
+  } else if (*now.metrics.made_s > *previous.metrics.made_s) {
+    now.metrics_before = previous.metrics;
   }
 }
 
@@ -300,7 +336,7 @@ std::vector<std::string> RenderTopFrame(const TopSample& now, const TopSample* p
   for (const json& d : dests) {
     longest = std::max(longest, Name(d).size() + 2);
   }
-  for (const auto& [reason, total] : now.deferrals_by_reason) {
+  for (const auto& [reason, total] : now.metrics.deferrals_by_reason) {
     longest = std::max(longest, reason.size() + 2);
   }
   const size_t name_w = std::min(
@@ -311,7 +347,7 @@ std::vector<std::string> RenderTopFrame(const TopSample& now, const TopSample* p
   lines.push_back("relay-egress top  " + view.source + "  (q quits)");
   lines.push_back(
       fmt::format("delivered {}/s  accepted {}/s  429s {} ({}/s)  throttles {}",
-                  Rate(Delivered(&now).value_or(0), Delivered(previous), dt),
+                  DeliveredRate(now, previous, dt),
                   Rate(Num(now.stats, "accepted"), StatOf(previous, "accepted"), dt),
                   Count(now.stats, "platform_429s"),
                   Rate(Num(now.stats, "platform_429s"), StatOf(previous, "platform_429s"), dt),
@@ -321,7 +357,7 @@ std::vector<std::string> RenderTopFrame(const TopSample& now, const TopSample* p
       "cancelled {}",
       Count(now.stats, "queued"), Count(now.stats, "in_flight"), Count(now.stats, "deferred"),
       Count(now.stats, "delivered"), Count(now.stats, "dead"), Count(now.stats, "cancelled")));
-  std::vector<Section> sections = {Deferrals(now, previous, dt, name_w),
+  std::vector<Section> sections = {Deferrals(now, BasisOf(now, previous, dt), name_w),
                                    Busiest(dests, view.wall_now_ms, name_w, budgets, done),
                                    MostDeferred(dests, view.wall_now_ms, name_w)};
   for (Section& s : sections) {

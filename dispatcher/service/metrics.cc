@@ -153,6 +153,10 @@ constexpr Definition kDefinitions[] = {
              "made: a hundred times the CPU time it took to make, from 1 to 10 s (a scrape's "
              "values are up to this old; its Age header says how old). Absent until a text is "
              "made."),
+    GaugeRow(GaugeId::kMetricsTextMade, "relay_egress_metrics_text_made_timestamp_seconds",
+             "When this /metrics text was begun, in Unix seconds: every scrape that is answered "
+             "the same text shows the same time (rates of its counters are over the times of "
+             "two texts)."),
     GaugeRow(GaugeId::kBuildInfo, "relay_egress_build_info",
              "Always 1; the version of the running build is its label."),
     CounterRow(CounterId::kHttpConnectionsRefused, "relay_egress_http_connections_refused_total",

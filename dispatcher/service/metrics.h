@@ -61,7 +61,8 @@ enum class GaugeId : uint8_t {
   kPaused,             // relay_egress_paused{tenant,platform}
   kStoreMemoryBytes,   // relay_egress_store_memory_bytes{part}
   kMetricsTextKept,    // relay_egress_metrics_text_kept_seconds
-  kMaxValue = kMetricsTextKept,
+  kMetricsTextMade,    // relay_egress_metrics_text_made_timestamp_seconds
+  kMaxValue = kMetricsTextMade,
 };
 enum class HistogramId : uint8_t {
   kBucketFillRatio,  // relay_egress_bucket_fill_ratio{platform}

@@ -30,7 +30,7 @@ TopSample Sample(int64_t at_ms, int delivered, int accepted, int r429) {
   s.stats = {{"queued", 7},    {"in_flight", 2}, {"deferred", 3},        {"delivered", delivered},
              {"dead", 1},      {"cancelled", 0}, {"accepted", accepted}, {"platform_429s", r429},
              {"throttles", 4}, {"deferrals", 5}};
-  s.delivered = delivered;
+  s.metrics.delivered = delivered;
   s.destinations = json::array();
   return s;
 }
@@ -64,21 +64,24 @@ TEST(TopFrameTest, ReadsMetrics) {
       "channel\"} 4\n"
       "relay_egress_deferrals_total{tenant=\"a\\\"x\",platform=\"line\",reason=\"backoff\"} 1\n"
       "relay_egress_deferrals_total{reason=\"broken\"} not-a-number\n"
-      "relay_egress_platform_429_total{platform=\"slack\"} 9\n",
+      "relay_egress_platform_429_total{platform=\"slack\"} 9\n"
+      "relay_egress_metrics_text_made_timestamp_seconds 1796119200.25\n",
       s);
-  ASSERT_TRUE(s.delivered.has_value());
-  EXPECT_EQ(*s.delivered, 15);
-  EXPECT_EQ(s.deferrals_by_reason.size(), 2u);
-  EXPECT_EQ(s.deferrals_by_reason["budget:slack_channel"], 7);
-  EXPECT_EQ(s.deferrals_by_reason["backoff"], 1);
+  ASSERT_TRUE(s.metrics.delivered.has_value());
+  EXPECT_EQ(*s.metrics.delivered, 15);
+  EXPECT_EQ(s.metrics.deferrals_by_reason.size(), 2u);
+  EXPECT_EQ(s.metrics.deferrals_by_reason["budget:slack_channel"], 7);
+  EXPECT_EQ(s.metrics.deferrals_by_reason["backoff"], 1);
+  ASSERT_TRUE(s.metrics.made_s.has_value());
+  EXPECT_EQ(*s.metrics.made_s, 1796119200.25);
 }
 
 // Verifies rates from two samples, the counts by state and the section headings.
 TEST(TopFrameTest, ShowsRatesCountsAndHeadings) {
   TopSample before = Sample(10'000, 100, 200, 3);
   TopSample now = Sample(12'000, 120, 260, 5);
-  before.deferrals_by_reason = {{"budget:webhook_destination", 10}};
-  now.deferrals_by_reason = {{"budget:webhook_destination", 14}, {"backoff", 1}};
+  before.metrics.deferrals_by_reason = {{"budget:webhook_destination", 10}};
+  now.metrics.deferrals_by_reason = {{"budget:webhook_destination", 14}, {"backoff", 1}};
   const auto lines =
       RenderTopFrame(now, &before, {.source = "http://127.0.0.1:8686", .wall_now_ms = kWallNow});
   const std::string text = Text(lines);
@@ -99,6 +102,41 @@ TEST(TopFrameTest, ShowsRatesCountsAndHeadings) {
   EXPECT_NE(first.find("delivered -/s  accepted -/s"), std::string::npos) << first;
 }
 
+// Verifies the counters' rates when /metrics answers one text to several samples: samples a
+// second apart that got the same text show no rate rather than 0, and the next text's rates are
+// over the time between the two texts, not between the last two samples.
+TEST(TopFrameTest, CounterRatesAreBetweenTextsNotSamples) {
+  auto sample = [](int64_t at_ms, double made_s, int delivered, int deferred) {
+    TopSample s = Sample(at_ms, delivered, 0, 0);
+    s.metrics.made_s = made_s;
+    s.metrics.deferrals_by_reason = {{"retry_after", deferred}};
+    return s;
+  };
+  // Texts made at 100 s and 104 s; samples a second apart from 100.5 s.
+  TopSample a = sample(100'500, 100, 100, 10);
+  TopSample b = sample(101'500, 100, 100, 10);
+  FollowMetrics(a, b);
+  std::string text = Text(RenderTopFrame(b, &a, {.wall_now_ms = kWallNow}));
+  EXPECT_NE(text.find("delivered -/s"), std::string::npos) << text;
+  TopSample c = sample(102'500, 100, 100, 10);
+  FollowMetrics(b, c);
+  TopSample d = sample(104'500, 104, 140, 30);  // 40 delivered, 20 deferred in the 4 s between
+  FollowMetrics(c, d);
+  text = Text(RenderTopFrame(d, &c, {.wall_now_ms = kWallNow}));
+  EXPECT_NE(text.find("delivered 10.0/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("5.0"), std::string::npos) << text;  // retry_after a second
+  TopSample e = sample(105'500, 104, 140, 30);             // the same text again: the same rates
+  FollowMetrics(d, e);
+  text = Text(RenderTopFrame(e, &d, {.wall_now_ms = kWallNow}));
+  EXPECT_NE(text.find("delivered 10.0/s"), std::string::npos) << text;
+  // A text with no made time (an older service): between the samples, as before.
+  TopSample f = Sample(106'500, 150, 0, 0);
+  FollowMetrics(e, f);
+  EXPECT_FALSE(f.metrics_before.has_value());
+  text = Text(RenderTopFrame(f, &e, {.wall_now_ms = kWallNow}));
+  EXPECT_NE(text.find("delivered 10.0/s"), std::string::npos) << text;
+}
+
 // Verifies that many destinations with long names still fit 80x24, busiest first, and that the
 // newer per-destination fields are shown when present.
 TEST(TopFrameTest, FitsEightyByTwentyFourWithLongNames) {
@@ -116,7 +154,7 @@ TEST(TopFrameTest, FitsEightyByTwentyFourWithLongNames) {
                                        {"next_eligible_ms", kWallNow + 12'000},
                                        {"budget", {{"limit", 20}, {"remaining", 0}}}}));
   for (int i = 0; i < 30; ++i) {
-    now.deferrals_by_reason["reason-" + std::to_string(i)] = i;
+    now.metrics.deferrals_by_reason["reason-" + std::to_string(i)] = i;
   }
   const auto lines = RenderTopFrame(now, nullptr, {.wall_now_ms = kWallNow});
   ExpectFits(lines, 80, 24);

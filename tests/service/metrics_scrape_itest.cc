@@ -222,6 +222,9 @@ TEST_F(MetricsScrapeTest, ASmallTextIsKeptASecondAndAnsweredWithItsAge) {
   ASSERT_EQ(later.status, 200) << later.body;
   EXPECT_EQ(later.Header("age"), "0");
   EXPECT_EQ(SeriesValue(later.body, kept), 1) << "a new text, made after the first's second";
+  const std::string made = "relay_egress_metrics_text_made_timestamp_seconds";
+  EXPECT_GT(SeriesValue(first.body, made), 1.7e9);
+  EXPECT_GE(SeriesValue(later.body, made) - SeriesValue(first.body, made), 1.0);
   EXPECT_EQ(Promtool(later.body), "");
   const int status = service.Signal(SIGTERM);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;

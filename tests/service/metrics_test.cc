@@ -133,6 +133,8 @@ relay_egress_store_bytes 4096
 relay_egress_http_connections 3
 # HELP relay_egress_metrics_text_kept_seconds How long the last /metrics text was answered to every scrape before the next was made: a hundred times the CPU time it took to make, from 1 to 10 s (a scrape's values are up to this old; its Age header says how old). Absent until a text is made.
 # TYPE relay_egress_metrics_text_kept_seconds gauge
+# HELP relay_egress_metrics_text_made_timestamp_seconds When this /metrics text was begun, in Unix seconds: every scrape that is answered the same text shows the same time (rates of its counters are over the times of two texts).
+# TYPE relay_egress_metrics_text_made_timestamp_seconds gauge
 # HELP relay_egress_build_info Always 1; the version of the running build is its label.
 # TYPE relay_egress_build_info gauge
 relay_egress_build_info{version="@VERSION@"} 1
@@ -422,7 +424,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 45u);
+  EXPECT_EQ(names.size(), 46u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

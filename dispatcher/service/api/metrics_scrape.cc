@@ -450,6 +450,7 @@ void GetMetrics(Service& s, Respond respond) {
         r->gathered.groups = cache.last_groups;
         SetServerMetrics(s);
         r->now_ms = ToUnixMillis(s.clock().WallNow());
+        m.Set(GaugeId::kMetricsTextMade, {}, static_cast<double>(r->now_ms) / 1000.0);
         r->quota_tenants = s.quotas().Tenants();
         tally.reset();
         GatherStep(s, std::move(r));
