@@ -416,11 +416,14 @@ std::string_view Metrics::Version() { return VersionNumber(); }
 void Metrics::Inc(CounterId id, const Labels& labels, double by) {
   EGRESS_CHECK(!IsCollected(id));
   Slot(values_, SeriesKey(Of(id).name, labels)).value += by;
+  totals_[static_cast<size_t>(id)] += by;
 }
 
 void Metrics::SetTotal(CounterId id, const Labels& labels, double total) {
   EGRESS_CHECK(!IsCollected(id));
-  Slot(values_, SeriesKey(Of(id).name, labels)).value = total;
+  double& value = Slot(values_, SeriesKey(Of(id).name, labels)).value;
+  totals_[static_cast<size_t>(id)] += total - value;
+  value = total;
 }
 
 void Metrics::Set(GaugeId id, const Labels& labels, double value) {
@@ -487,15 +490,7 @@ double Metrics::Value(GaugeId id, const Labels& labels) const {
 
 double Metrics::Total(CounterId id) const {
   EGRESS_CHECK(!IsCollected(id));
-  const std::string_view name = Of(id).name;
-  double sum = 0;
-  for (auto it = values_.lower_bound(name); it != values_.end() && it->first.starts_with(name);
-       ++it) {
-    if (IsSeriesOf(it->first, name)) {
-      sum += it->second.value;
-    }
-  }
-  return sum;
+  return totals_[static_cast<size_t>(id)];
 }
 
 std::string_view Metrics::Name(CounterId id) { return Of(id).name; }

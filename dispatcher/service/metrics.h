@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <map>
@@ -109,7 +110,9 @@ class Metrics {
   // The value of a series, 0 when never touched (tests, stats).
   double Value(CounterId id, const Labels& labels = {}) const;
   double Value(GaugeId id, const Labels& labels = {}) const;
-  // Sum over all series of a counter (e.g. 429s received on every platform).
+  // Sum over all series of a counter (e.g. 429s received on every platform): O(1), kept as the
+  // series change (GET /v1/stats reads five; summed over their series it took ~0.55 ms of the
+  // loop at 10,000 tenants, and grew with them).
   double Total(CounterId id) const;
 
   // The declared name, e.g. "relay_egress_deliveries_total".
@@ -149,6 +152,7 @@ class Metrics {
   };
   mutable std::string series_;
   std::map<std::string, Sample, std::less<>> values_;
+  std::array<double, static_cast<size_t>(CounterId::kMaxValue) + 1> totals_{};  // by CounterId
   std::map<std::string, HistogramSeries, std::less<>> histograms_;
 };
 

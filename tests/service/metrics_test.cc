@@ -291,6 +291,16 @@ TEST(MetricsTest, ValueAndTotal) {
   EXPECT_EQ(m.Total(CounterId::kDeliveries), 3);
   EXPECT_EQ(m.Total(CounterId::kDeferrals), 1);
   EXPECT_EQ(m.Total(CounterId::kThrottles), 0);
+  // A mirrored total counts once however often it is set; Inc adds to it.
+  m.SetTotal(CounterId::kHttpBusy, {}, 5);
+  m.SetTotal(CounterId::kHttpBusy, {}, 7);
+  EXPECT_EQ(m.Total(CounterId::kHttpBusy), 7);
+  m.Inc(CounterId::kHttpBusy, {}, 2);
+  m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "read"}}, 4);
+  m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "write"}}, 1);
+  m.SetTotal(CounterId::kHttpTimeouts, {{"direction", "read"}}, 6);
+  EXPECT_EQ(m.Total(CounterId::kHttpBusy), 9);
+  EXPECT_EQ(m.Total(CounterId::kHttpTimeouts), 7);
   m.Set(GaugeId::kDestinations, {}, 2);
   EXPECT_EQ(m.Value(GaugeId::kDestinations), 2);
 }
