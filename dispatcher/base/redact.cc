@@ -328,7 +328,8 @@ void AppendVisibleText(std::string& out, std::string_view text) {
 bool MayNeedRedaction(std::string_view text) {
   for (char c : text) {
     const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f || c == '/' || c == '?' || c == '@' || c == '#' || c == ':') {
+    if (u < 0x20 || u == 0x7f || c == '/' || c == '?' || c == '@' || c == '#' || c == ':' ||
+        c == '%') {
       return true;
     }
   }

@@ -29,8 +29,9 @@ inline constexpr std::string_view kRedacted = "\xe2\x80\xa6";
 // Any text: an error message, a destination, a URL, a reason, a label value.
 std::string RedactText(std::string_view text);
 
-// False when RedactText(text) == text for sure: no control byte and no '/', '?', '@', '#' or
-// ':'. Lets hot paths (metric labels) skip the copy.
+// False when RedactText(text) == text for sure: no control byte and no '/', '?', '@', '#', ':'
+// or '%' (a bot token's ':' may come percent-encoded: "bot1%3Asecret" is redacted). Lets hot
+// paths (metric labels) skip the copy.
 bool MayNeedRedaction(std::string_view text);
 
 // A destination (a URL, a channel id, "webhooks/1/<token>", ...) as an operator reads it: a URL

@@ -291,7 +291,7 @@ constexpr std::array<bool, 256> kPlainLabelBytes = [] {
   for (int c = 0x20; c < 0x7f; ++c) {
     plain[c] = true;
   }
-  for (unsigned char c : std::string_view("\\\"/?@#:")) {
+  for (unsigned char c : std::string_view("\\\"/?@#:%")) {
     plain[c] = false;
   }
   return plain;

@@ -350,7 +350,11 @@ TEST(MetricsTest, LabelValuesAreRedactedAndEscapedOnEveryPath) {
                                      "ac\xffme",
                                      "https://hooks.example/in?token=s3cr3t-value",
                                      "/bot12:s3cr3t-value/send",
-                                     "a\nb\\c\"d"};
+                                     "a\nb\\c\"d",
+                                     "webhooks/1/s3cr3t-value",
+                                     "bot12:s3cr3t-value",
+                                     "bot12%3As3cr3t-value",
+                                     "bot12%3as3cr3t-value"};
   for (int c = 0; c < 256; ++c) {
     values.push_back("x" + std::string(1, static_cast<char>(c)) + "y");
   }
