@@ -76,10 +76,10 @@ std::string Count(const json& j, const char* key) {
 
 // Per second between two counter readings; "-" without an earlier one.
 std::string Rate(double now, std::optional<double> before, int64_t dt_ms) {
-  if (!before || dt_ms <= 0) {
-    return "-";
+  if (!before || dt_ms <= 0 || now < *before) {
+    return "-";  // unknown yet, or a counter that went back: the service restarted
   }
-  return fmt::format("{:.1f}", std::max(0.0, now - *before) * 1000.0 / static_cast<double>(dt_ms));
+  return fmt::format("{:.1f}", (now - *before) * 1000.0 / static_cast<double>(dt_ms));
 }
 
 std::optional<double> StatOf(const TopSample* s, const char* key) {
@@ -91,7 +91,7 @@ std::optional<double> StatOf(const TopSample* s, const char* key) {
 
 // What the rates of /metrics' counters are taken from: the text before now's and the time
 // between the two texts; without it, previous's text and the time between the samples, unless
-// both got the same text (then there is none yet).
+// both texts have a made time (then now's is previous's or an older one: none yet).
 struct CounterBasis {
   const TopMetrics* before = nullptr;
   int64_t dt_ms = 0;
@@ -102,8 +102,8 @@ CounterBasis BasisOf(const TopSample& now, const TopSample* previous, int64_t dt
   if (now.metrics_before && now.metrics_before->made_s && m.made_s) {
     return {&*now.metrics_before, std::llround((*m.made_s - *now.metrics_before->made_s) * 1000)};
   }
-  if (previous == nullptr || (m.made_s && previous->metrics.made_s == m.made_s)) {
-    return {};
+  if (previous == nullptr || (m.made_s && previous->metrics.made_s)) {
+    return {};  // the same text as previous's, or an older one (a clock stepped back)
   }
   return {&previous->metrics, dt_ms};
 }

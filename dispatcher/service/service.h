@@ -220,7 +220,8 @@ class Service {
   // GET /metrics' text, served to every scrape for `kept` after it was made (MetricsTextKept;
   // api/metrics_scrape.cc); loop only.
   struct MetricsText {
-    std::optional<SteadyTime> made;                          // when `text` was made
+    std::optional<SteadyTime> made;  // when `text`'s making began (its values are of then on)
+    SteadyTime begun;                // when the text being made began
     std::shared_ptr<const std::string> text;                 // shared by the answers that send it
     std::chrono::nanoseconds kept{std::chrono::seconds(1)};  // how long `text` is served
     bool making = false;                                     // a text is being gathered and written
@@ -242,8 +243,8 @@ class Service {
   // of a core (up to 100 ms a text; past that, the 10 s bound holds the text's age instead). At
   // 10,000 tenants a text (9.5 MB) takes 24-47 ms, and made once a second it put another tenant's
   // webhooks' p99 at 3-5x the idle one (bench/README.md, section 12); a text of a few tenants takes
-  // well under 10 ms and is made at most once a second, as before. A scraper at Prometheus's usual
-  // 15 s gets a text made for it; the Age header tells how old an answer's text is.
+  // well under 10 ms and is made at most once a second, as before. A lone scraper at Prometheus's
+  // usual 15 s gets a text made for it; the Age header tells how old an answer's text is.
   static std::chrono::nanoseconds MetricsTextKept(std::chrono::nanoseconds cpu) {
     return std::clamp<std::chrono::nanoseconds>(cpu * 100, std::chrono::seconds(1),
                                                 std::chrono::seconds(10));

@@ -124,11 +124,21 @@ TEST(TopFrameTest, CounterRatesAreBetweenTextsNotSamples) {
   FollowMetrics(c, d);
   text = Text(RenderTopFrame(d, &c, {.wall_now_ms = kWallNow}));
   EXPECT_NE(text.find("delivered 10.0/s"), std::string::npos) << text;
-  EXPECT_NE(text.find("5.0"), std::string::npos) << text;  // retry_after a second
-  TopSample e = sample(105'500, 104, 140, 30);             // the same text again: the same rates
+  EXPECT_NE(text.find("  5.0\n"), std::string::npos) << text;  // retry_after a second
+  TopSample e = sample(105'500, 104, 140, 30);  // the same text again: the same rates
   FollowMetrics(d, e);
   text = Text(RenderTopFrame(e, &d, {.wall_now_ms = kWallNow}));
   EXPECT_NE(text.find("delivered 10.0/s"), std::string::npos) << text;
+  // A text made earlier than the last (the service's clock stepped back): no rate.
+  TopSample back = sample(106'500, 103, 150, 30);
+  FollowMetrics(e, back);
+  text = Text(RenderTopFrame(back, &e, {.wall_now_ms = kWallNow}));
+  EXPECT_NE(text.find("delivered -/s"), std::string::npos) << text;
+  // A newer text whose counters went back (the service restarted): no rate, not 0.
+  TopSample restarted = sample(107'500, 108, 5, 0);
+  FollowMetrics(e, restarted);
+  text = Text(RenderTopFrame(restarted, &e, {.wall_now_ms = kWallNow}));
+  EXPECT_NE(text.find("delivered -/s"), std::string::npos) << text;
   // A text with no made time (an older service): between the samples, as before.
   TopSample f = Sample(106'500, 150, 0, 0);
   FollowMetrics(e, f);

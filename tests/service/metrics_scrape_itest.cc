@@ -200,31 +200,39 @@ TEST(MetricsTextKeptTest, AHundredTimesItsCpuFromOneToTenSeconds) {
   EXPECT_EQ(service::Service::MetricsTextKept(milliseconds(900)), milliseconds(10'000));
 }
 
-// Verifies how long a text is answered: a text of one tenant takes well under 10 ms to make, so
-// it is kept the least, 1 s (Service::MetricsTextKept), and the next text shows that; a scrape
-// within it gets the same text with its Age, one after it a new text.
-TEST_F(MetricsScrapeTest, ASmallTextIsKeptASecondAndAnsweredWithItsAge) {
+// Verifies how long a text is answered: a scrape right after a text gets the same text with
+// its Age; the next text says how long the first was kept (a text of one tenant takes well under
+// 10 ms of CPU, so 1 s; from 1 to 10 s under a slow build) and that it was begun at least that
+// long after the first.
+TEST_F(MetricsScrapeTest, ATextIsAnsweredUntilItsTimeAndTheNextSaysHowLong) {
   ChildProcess service;
   const int port = StartService(service);
   ASSERT_NE(port, 0) << service.error();
   const std::string kept = "relay_egress_metrics_text_kept_seconds";
+  const std::string made = "relay_egress_metrics_text_made_timestamp_seconds";
   TestResponse first = HttpCallAs(kAdminToken, port, "GET", "/metrics");
   ASSERT_EQ(first.status, 200) << first.body;
   EXPECT_EQ(first.Header("age"), "0");
   EXPECT_EQ(SeriesValue(first.body, kept), -1) << "no text was made before this one";
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_GT(SeriesValue(first.body, made), 1.7e9);
   TestResponse again = HttpCallAs(kAdminToken, port, "GET", "/metrics");
   ASSERT_EQ(again.status, 200) << again.body;
-  EXPECT_TRUE(again.body == first.body) << "a text is answered for its second";
-  EXPECT_EQ(again.Header("age"), "0");  // whole seconds
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
-  TestResponse later = HttpCallAs(kAdminToken, port, "GET", "/metrics");
-  ASSERT_EQ(later.status, 200) << later.body;
+  EXPECT_TRUE(again.body == first.body) << "a text is answered for at least a second";
+  EXPECT_FALSE(again.Header("age").empty());
+  TestResponse later;
+  for (int waited = 0; waited < 15'000; waited += 100) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    later = HttpCallAs(kAdminToken, port, "GET", "/metrics");
+    ASSERT_EQ(later.status, 200) << later.body;
+    if (SeriesValue(later.body, made) != SeriesValue(first.body, made)) {
+      break;
+    }
+  }
+  const double first_kept = SeriesValue(later.body, kept);
+  EXPECT_GE(first_kept, 1) << "a new text within 15 s";
+  EXPECT_LE(first_kept, 10);
+  EXPECT_GE(SeriesValue(later.body, made) - SeriesValue(first.body, made), first_kept - 0.05);
   EXPECT_EQ(later.Header("age"), "0");
-  EXPECT_EQ(SeriesValue(later.body, kept), 1) << "a new text, made after the first's second";
-  const std::string made = "relay_egress_metrics_text_made_timestamp_seconds";
-  EXPECT_GT(SeriesValue(first.body, made), 1.7e9);
-  EXPECT_GE(SeriesValue(later.body, made) - SeriesValue(first.body, made), 1.0);
   EXPECT_EQ(Promtool(later.body), "");
   const int status = service.Signal(SIGTERM);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;

@@ -121,8 +121,8 @@ TEST_F(PostgresStoreServiceTest, NodesShareShardsAndTakeOverAStoppedOrKilledNode
     return GaugeIn(HttpCallAs(kAdminToken, port, "GET", "/metrics").body,
                    "relay_egress_store_shards_held");
   };
-  // Both hold a share, together all 256 (the gauge is set as the leases change; the text is
-  // made at most once a second).
+  // Both hold a share, together all 256 (the gauge is set as the leases change; a text of a few
+  // tenants is answered for a second, Service::MetricsTextKept).
   auto wait_split = [&](const char* when) {
     double ha = 0, hb = 0;
     for (int waited = 0; waited < 20'000; waited += 250) {

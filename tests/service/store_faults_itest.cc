@@ -171,7 +171,8 @@ TEST_F(StoreFaultsTest, FullDiskAnswers503ThenResumesByItself) {
     EXPECT_EQ(ready.Json()["error"], "store_unhealthy") << ready.body;
     EXPECT_EQ(ready.Json()["reason"], "no_space") << ready.body;
     EXPECT_EQ(ready.body.find(fs.path()), std::string::npos) << ready.body;
-    // /metrics' text is made at most once a second: the gauge follows within about that.
+    // /metrics' text of one tenant is answered for a second (Service::MetricsTextKept): the
+    // gauge follows within about that.
     EXPECT_TRUE(WaitFor([&] { return Metric(port, "relay_egress_store_healthy") == 0; },
                         std::chrono::seconds(5)));
     TestResponse again = HttpCallAs(kAdminToken, port, "POST", "/v1/deliveries",

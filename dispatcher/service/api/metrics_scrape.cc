@@ -43,7 +43,8 @@ constexpr size_t kGatherStep = 512;
 constexpr size_t kScrapeStep = 256;
 
 // The CPU time this thread has used, in ns: what a text costs, whichever threads make it,
-// whatever else they wait for (MetricsTextKept).
+// whatever else they wait for (MetricsTextKept). Read from the kernel, not the injected Clock: a
+// measure of work done, never a time anything is scheduled by.
 int64_t ThreadCpuNs() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -166,15 +167,15 @@ void Publish(Service& s, std::string text, int64_t cpu_ns) {
   Service::MetricsText& cache = s.metrics_text();
   cache.text = std::make_shared<const std::string>(std::move(text));
   cache.last_bytes = cache.text->size();
-  cache.made = s.clock().Now();
+  cache.made = cache.begun;  // its values are of then on (Age counts from it)
   cache.kept = Service::MetricsTextKept(std::chrono::nanoseconds(cpu_ns));
   cache.making = false;
-  // Shown in the next text: how old this one's values may be when answered.
+  // Shown in the next text: how long this one is answered.
   s.metrics().Set(GaugeId::kMetricsTextKept, {}, std::chrono::duration<double>(cache.kept).count());
   std::vector<Respond> waiting = std::move(cache.waiting);
   cache.waiting.clear();
   for (Respond& respond : waiting) {
-    respond(TextOf(cache.text, {}));
+    respond(TextOf(cache.text, s.clock().Now() - *cache.made));
   }
   // The text (9.5 MB at 10,000 tenants) is not kept past its time: a service scraped every
   // 15 s holds it for up to 10 s of the 15.
@@ -230,15 +231,17 @@ void RenderStep(Service& s, std::shared_ptr<Scrape> scrape) {
   }
   asio::post(s.render_pool(), [&s, scrape = std::move(scrape)]() mutable {
     LowerThisThreadsPriority();
+    int64_t cpu_ns = scrape->cpu_ns;
+    std::string text;
     {
-      CpuTally tally(scrape->cpu_ns);
+      CpuTally tally(cpu_ns);
       AppendCollected(scrape->out, scrape->gathered);
-      // Only the text goes back: what was gathered (60,000 entries at 10,000 tenants) is freed
-      // here, off the loop.
-      scrape->gathered = Gathered{};
+      text = std::move(scrape->out);
+      // Only the text goes back: the rest (60,000 entries gathered at 10,000 tenants, and the
+      // walks' keys) is freed here, off the loop, and counted.
+      scrape.reset();
     }
-    asio::post(s.io(), [&s, alive = s.alive(), text = std::move(scrape->out),
-                        cpu_ns = scrape->cpu_ns]() mutable {
+    asio::post(s.io(), [&s, alive = s.alive(), text = std::move(text), cpu_ns]() mutable {
       if (auto a = alive.lock(); a && *a) {
         Publish(s, std::move(text), cpu_ns);
       }
@@ -398,6 +401,8 @@ void GetMetrics(Service& s, Respond respond) {
     return;
   }
   cache.making = true;
+  cache.begun = now;
+  const int64_t begun_ms = ToUnixMillis(s.clock().WallNow());
   struct Backlog {
     storage::StateCounts counts;
     std::vector<storage::GroupCounts> groups;
@@ -423,7 +428,7 @@ void GetMetrics(Service& s, Respond respond) {
         backlog.cpu_ns = ThreadCpuNs() - start;
         return backlog;
       },
-      [&s](Result<Backlog> backlog) mutable {
+      [&s, begun_ms](Result<Backlog> backlog) mutable {
         Metrics& m = s.metrics();
         auto r = std::make_shared<Scrape>(s.loop().budget_use(), s.clock().Now());
         std::optional<CpuTally> tally(std::in_place, r->cpu_ns);
@@ -450,7 +455,7 @@ void GetMetrics(Service& s, Respond respond) {
         r->gathered.groups = cache.last_groups;
         SetServerMetrics(s);
         r->now_ms = ToUnixMillis(s.clock().WallNow());
-        m.Set(GaugeId::kMetricsTextMade, {}, static_cast<double>(r->now_ms) / 1000.0);
+        m.Set(GaugeId::kMetricsTextMade, {}, static_cast<double>(begun_ms) / 1000.0);
         r->quota_tenants = s.quotas().Tenants();
         tally.reset();
         GatherStep(s, std::move(r));
