@@ -59,9 +59,13 @@ Result<TopSample> Take(Backend& b) {
     return dests.error();
   }
   s.destinations = (*dests)["destinations"];
-  // Metrics only add detail (deferral reasons, delivered counter): the frame shows without them.
-  if (auto metrics = b.Metrics()) {
-    ReadMetrics(*metrics, s);
+  // The delivered counter and deferrals by reason: from the stats (fresh, and a few hundred bytes
+  // where /metrics is 9.5 MB at 10,000 tenants); from /metrics when the service is older. They
+  // only add detail: the frame shows without them.
+  if (!ReadStatsCounters(s.stats, s)) {
+    if (auto metrics = b.Metrics()) {
+      ReadMetrics(*metrics, s);
+    }
   }
   return s;
 }

@@ -306,6 +306,30 @@ void ReadMetrics(std::string_view text, TopSample& sample) {
   }
 }
 
+bool ReadStatsCounters(const json& stats, TopSample& sample) {
+  if (!stats.is_object()) {
+    return false;
+  }
+  auto outcomes = stats.find("attempts_by_outcome");
+  auto reasons = stats.find("deferrals_by_reason");
+  if (outcomes == stats.end() || reasons == stats.end() || !outcomes->is_object() ||
+      !reasons->is_object()) {
+    return false;
+  }
+  TopMetrics m;
+  m.delivered = 0.0;
+  if (auto it = outcomes->find("delivered"); it != outcomes->end() && it->is_number()) {
+    m.delivered = it->get<double>();
+  }
+  for (const auto& [reason, total] : reasons->items()) {
+    if (total.is_number()) {
+      m.deferrals_by_reason[reason] = total.get<double>();
+    }
+  }
+  sample.metrics = std::move(m);
+  return true;
+}
+
 void FollowMetrics(const TopSample& previous, TopSample& now) {
   now.metrics_before.reset();
   if (!previous.metrics.made_s || !now.metrics.made_s) {

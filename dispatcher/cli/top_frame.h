@@ -35,6 +35,11 @@ struct TopSample {
 // other labels). Lines it does not understand are skipped.
 void ReadMetrics(std::string_view text, TopSample& sample);
 
+// The same from GET /v1/stats' attempts_by_outcome and deferrals_by_reason, which a service
+// has shown since they were added; false (nothing set) without them. Values that are not numbers
+// are skipped.
+bool ReadStatsCounters(const nlohmann::json& stats, TopSample& sample);
+
 // Sets `now.metrics_before`, `previous` being the sample taken before `now`: previous's
 // metrics_before when both got the same text (the same made time), previous's text when `now`
 // got a newer one; none when either text has no made time.

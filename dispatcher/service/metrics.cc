@@ -306,6 +306,15 @@ bool IsPlainLabelValue(std::string_view v) {
   return true;
 }
 
+// A label value as the text shows it, before escaping: through the redaction layer, as valid
+// UTF-8.
+std::string LabelValueText(std::string_view v) {
+  if (IsPlainLabelValue(v) || (!MayNeedRedaction(v) && IsValidUtf8(v))) {
+    return std::string(v);
+  }
+  return ToValidUtf8(RedactText(v));
+}
+
 // Appends the series `name{labels}`: what Set keys a series by and the text shows.
 void AppendSeries(std::string& out, std::string_view name, const Metrics::Labels& labels) {
   out.append(name);
@@ -322,10 +331,8 @@ void AppendSeries(std::string& out, std::string_view name, const Metrics::Labels
     // named in a URL path may hold any bytes).
     if (IsPlainLabelValue(v)) {
       out.append(v);
-    } else if (MayNeedRedaction(v) || !IsValidUtf8(v)) {
-      AppendEscaped(out, ToValidUtf8(RedactText(v)));
     } else {
-      AppendEscaped(out, v);
+      AppendEscaped(out, LabelValueText(v));
     }
     out.push_back('"');
     sep = ',';
@@ -413,16 +420,52 @@ Metrics::Metrics() { Set(GaugeId::kBuildInfo, {{"version", Version()}}, 1); }
 // The project version alone (a bounded label value: no git description).
 std::string_view Metrics::Version() { return VersionNumber(); }
 
+namespace {
+
+// The counters Metrics::TotalsBy sums by one label, and the label.
+constexpr std::pair<CounterId, std::string_view> kSummedBy[] = {
+    {CounterId::kDeferrals, "reason"}, {CounterId::kDeliveries, "outcome"}};
+
+std::string_view SummedLabelOf(CounterId id) {
+  for (const auto& [counter, label] : kSummedBy) {
+    if (counter == id) {
+      return label;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+void Metrics::AddToTotals(CounterId id, const Labels& labels, double by) {
+  totals_[static_cast<size_t>(id)] += by;
+  const std::string_view summed = SummedLabelOf(id);
+  if (summed.empty()) {
+    return;
+  }
+  for (const auto& [k, v] : labels) {
+    if (k == summed) {
+      auto& sums = totals_by_[static_cast<size_t>(id)];
+      auto it = sums.find(v);
+      if (it == sums.end()) {
+        it = sums.emplace(std::string(v), 0.0).first;
+      }
+      it->second += by;
+      return;
+    }
+  }
+}
+
 void Metrics::Inc(CounterId id, const Labels& labels, double by) {
   EGRESS_CHECK(!IsCollected(id));
   Slot(values_, SeriesKey(Of(id).name, labels)).value += by;
-  totals_[static_cast<size_t>(id)] += by;
+  AddToTotals(id, labels, by);
 }
 
 void Metrics::SetTotal(CounterId id, const Labels& labels, double total) {
   EGRESS_CHECK(!IsCollected(id));
   double& value = Slot(values_, SeriesKey(Of(id).name, labels)).value;
-  totals_[static_cast<size_t>(id)] += total - value;
+  AddToTotals(id, labels, total - value);
   value = total;
 }
 
@@ -491,6 +534,15 @@ double Metrics::Value(GaugeId id, const Labels& labels) const {
 double Metrics::Total(CounterId id) const {
   EGRESS_CHECK(!IsCollected(id));
   return totals_[static_cast<size_t>(id)];
+}
+
+std::map<std::string, double> Metrics::TotalsBy(CounterId id) const {
+  EGRESS_CHECK(!SummedLabelOf(id).empty());
+  std::map<std::string, double> out;
+  for (const auto& [value, sum] : totals_by_[static_cast<size_t>(id)]) {
+    out[LabelValueText(value)] += sum;  // values that redact alike are one
+  }
+  return out;
 }
 
 std::string_view Metrics::Name(CounterId id) { return Of(id).name; }

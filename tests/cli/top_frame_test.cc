@@ -1,5 +1,8 @@
 #include "dispatcher/cli/top_frame.h"
 
+#include <map>
+#include <string>
+
 #include <gtest/gtest.h>
 
 namespace egress::cli {
@@ -74,6 +77,26 @@ TEST(TopFrameTest, ReadsMetrics) {
   EXPECT_EQ(s.metrics.deferrals_by_reason["backoff"], 1);
   ASSERT_TRUE(s.metrics.made_s.has_value());
   EXPECT_EQ(*s.metrics.made_s, 1796119200.25);
+}
+
+// Verifies the counters read from GET /v1/stats (a service that has them): delivered and the
+// deferrals by reason; without them, or with them malformed, nothing is set.
+TEST(TopFrameTest, ReadsStatsCounters) {
+  TopSample s;
+  ASSERT_TRUE(ReadStatsCounters(
+      {{"attempts_by_outcome", {{"delivered", 12}, {"dead", 1}}},
+       {"deferrals_by_reason", {{"backoff", 3}, {"retry_after", 4}, {"bad", "x"}}}},
+      s));
+  EXPECT_EQ(s.metrics.delivered, 12);
+  EXPECT_EQ(s.metrics.deferrals_by_reason,
+            (std::map<std::string, double>{{"backoff", 3}, {"retry_after", 4}}));
+  EXPECT_FALSE(s.metrics.made_s.has_value());
+  TopSample none;
+  EXPECT_FALSE(ReadStatsCounters({{"deferrals", 3}}, none));
+  EXPECT_FALSE(ReadStatsCounters(
+      {{"attempts_by_outcome", 5}, {"deferrals_by_reason", json::object()}}, none));
+  EXPECT_FALSE(ReadStatsCounters(json::array(), none));
+  EXPECT_FALSE(none.metrics.delivered.has_value());
 }
 
 // Verifies rates from two samples, the counts by state and the section headings.

@@ -3,6 +3,7 @@
 #include "dispatcher/service/metrics.h"
 
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -303,6 +304,29 @@ TEST(MetricsTest, ValueAndTotal) {
   EXPECT_EQ(m.Total(CounterId::kHttpTimeouts), 7);
   m.Set(GaugeId::kDestinations, {}, 2);
   EXPECT_EQ(m.Value(GaugeId::kDestinations), 2);
+}
+
+// Verifies the sums by one label GET /v1/stats shows: deferrals by reason over every tenant,
+// attempts by outcome, kept through mirrored totals; a value shows as the text shows it
+// (redacted), and values that redact alike are one.
+TEST(MetricsTest, TotalsByALabel) {
+  Metrics m;
+  m.Inc(CounterId::kDeferrals, {{"tenant", "a"}, {"platform", "slack"}, {"reason", "backoff"}});
+  m.Inc(CounterId::kDeferrals, {{"tenant", "b"}, {"platform", "line"}, {"reason", "backoff"}}, 2);
+  m.Inc(CounterId::kDeferrals, {{"tenant", "b"}, {"platform", "line"}, {"reason", "retry_after"}});
+  m.Inc(CounterId::kDeferrals,
+        {{"tenant", "c"}, {"platform", "webhook"}, {"reason", "bot1%3As3cr3t-one"}});
+  m.Inc(CounterId::kDeferrals,
+        {{"tenant", "c"}, {"platform", "webhook"}, {"reason", "bot1%3As3cr3t-two"}});
+  const std::map<std::string, double> reasons = m.TotalsBy(CounterId::kDeferrals);
+  EXPECT_EQ(reasons, (std::map<std::string, double>{
+                         {"backoff", 3}, {"bot\xe2\x80\xa6", 2}, {"retry_after", 1}}));
+  m.SetTotal(CounterId::kDeliveries, {{"platform", "slack"}, {"outcome", "delivered"}}, 5);
+  m.SetTotal(CounterId::kDeliveries, {{"platform", "slack"}, {"outcome", "delivered"}}, 8);
+  m.Inc(CounterId::kDeliveries, {{"platform", "line"}, {"outcome", "delivered"}});
+  m.Inc(CounterId::kDeliveries, {{"platform", "line"}, {"outcome", "dead"}});
+  EXPECT_EQ(m.TotalsBy(CounterId::kDeliveries),
+            (std::map<std::string, double>{{"dead", 1}, {"delivered", 9}}));
 }
 
 // Verifies that Clear drops every series of one gauge (and only of that gauge), and that a

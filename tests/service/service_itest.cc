@@ -237,6 +237,13 @@ TEST_F(ServiceTest, LineLowerLimitCostsFew429s) {
   EXPECT_EQ(stats["platform_429s_by_platform"]["line"], sim["totals"]["rate_limited"])
       << stats.dump();
   EXPECT_EQ(stats["platform_429s_by_platform"]["slack"], 0) << stats.dump();
+  // What `top` reads: attempts by outcome, and deferrals by reason summing to the deferrals.
+  EXPECT_EQ(stats["attempts_by_outcome"]["delivered"], kDeliveries) << stats.dump();
+  uint64_t by_reason = 0;
+  for (const auto& [reason, n] : stats["deferrals_by_reason"].items()) {
+    by_reason += n.get<uint64_t>();
+  }
+  EXPECT_EQ(by_reason, stats["deferrals"].get<uint64_t>()) << stats.dump();
   std::printf("LINE at 100/s: %d deliveries, %d 429s\n", kDeliveries,
               sim["totals"]["rate_limited"].get<int>());
 }

@@ -139,6 +139,17 @@ void GetStats(Service& s, const TenantScope& scope, Respond respond) {
       out["platforms"] = PlatformNames(s);
       out["throttles"] = count(CounterId::kThrottles);
       out["deferrals"] = count(CounterId::kDeferrals);
+      // By reason and by outcome, what `relay-egress top` shows, so that it need not read the
+      // whole /metrics text (9.5 MB at 10,000 tenants) a second: sums kept as they change.
+      auto sums = [&](CounterId m) {
+        json by = json::object();
+        for (const auto& [value, sum] : s.metrics().TotalsBy(m)) {
+          by[value] = static_cast<uint64_t>(sum);
+        }
+        return by;
+      };
+      out["deferrals_by_reason"] = sums(CounterId::kDeferrals);
+      out["attempts_by_outcome"] = sums(CounterId::kDeliveries);
       out["accepted"] = count(CounterId::kDeliveriesAccepted);
       out["intake_rejections"] = count(CounterId::kIntakeRejections);
       out["destinations"] = s.loop().destination_count();
