@@ -38,6 +38,22 @@ bool SplitLast(std::string_view key, std::string_view& head, std::string_view& d
   return true;
 }
 
+// Which destinations are looked at for a secret: the bytes MayNeedRedaction looked for when stores
+// were first sealed (a control byte, / ? @ # :). A destination's stored key follows from it, so
+// it must not change without a new seal marker and a pass that seals again (RocksDB) and a
+// migration (PostgreSQL): a record stored under its plain key would no longer be found. So a
+// destination whose only secret-bearing byte is a '%' (a percent-encoded bot token's ':', which
+// MayNeedRedaction now counts) is stored as it is, as before; it is redacted wherever it is shown.
+bool MayHoldSecretAtRest(std::string_view destination) {
+  for (char c : destination) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f || c == '/' || c == '?' || c == '@' || c == '#' || c == ':') {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 DestinationSeal::DestinationSeal(const std::optional<SecretsKey>& key) {
@@ -51,7 +67,7 @@ DestinationSeal::DestinationSeal(const std::optional<SecretsKey>& key) {
 
 bool DestinationSeal::HoldsSecret(std::string_view destination) {
   return destination.starts_with(kSealedDestinationPrefix) ||
-         (MayNeedRedaction(destination) && RedactDestination(destination) != destination);
+         (MayHoldSecretAtRest(destination) && RedactDestination(destination) != destination);
 }
 
 std::string DestinationSeal::Stored(std::string_view destination) const {

@@ -62,7 +62,8 @@ Result<TopSample> Take(Backend& b) {
   // The delivered counter and deferrals by reason: from the stats (fresh, and a few hundred bytes
   // where /metrics is 9.5 MB at 10,000 tenants); from /metrics when the service is older. They
   // only add detail: the frame shows without them.
-  if (!ReadStatsCounters(s.stats, s)) {
+  // A tenant's view (a tenant key) has neither, and /metrics is the admin's: skipped.
+  if (!ReadStatsCounters(s.stats, s) && !s.stats.contains("tenant")) {
     if (auto metrics = b.Metrics()) {
       ReadMetrics(*metrics, s);
     }

@@ -105,6 +105,10 @@ CounterBasis BasisOf(const TopSample& now, const TopSample* previous, int64_t dt
   if (previous == nullptr || (m.made_s && previous->metrics.made_s)) {
     return {};  // the same text as previous's, or an older one (a clock stepped back)
   }
+  const TopMetrics& p = previous->metrics;
+  if (!p.made_s && !p.delivered && p.deferrals_by_reason.empty()) {
+    return {};  // previous read none (its /metrics failed): its zeros are not counts
+  }
   return {&previous->metrics, dt_ms};
 }
 
@@ -316,14 +320,33 @@ bool ReadStatsCounters(const json& stats, TopSample& sample) {
       !reasons->is_object()) {
     return false;
   }
+  // A count: a number from 0 to 2^53 (beyond, it would not print as an integer).
+  auto count = [](const json& v) -> std::optional<double> {
+    if (!v.is_number()) {
+      return std::nullopt;
+    }
+    const double d = v.get<double>();
+    if (!(d >= 0 && d <= 9'007'199'254'740'992.0)) {
+      return std::nullopt;
+    }
+    return d;
+  };
   TopMetrics m;
   m.delivered = 0.0;
-  if (auto it = outcomes->find("delivered"); it != outcomes->end() && it->is_number()) {
-    m.delivered = it->get<double>();
+  if (auto it = outcomes->find("delivered"); it != outcomes->end()) {
+    if (auto n = count(*it)) {
+      m.delivered = *n;
+    }
   }
   for (const auto& [reason, total] : reasons->items()) {
-    if (total.is_number()) {
-      m.deferrals_by_reason[reason] = total.get<double>();
+    if (auto n = count(total)) {
+      std::string shown = reason;
+      for (char& c : shown) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+          c = '?';  // no terminal control from what the service sends
+        }
+      }
+      m.deferrals_by_reason[shown] += *n;
     }
   }
   sample.metrics = std::move(m);

@@ -83,13 +83,18 @@ TEST(TopFrameTest, ReadsMetrics) {
 // deferrals by reason; without them, or with them malformed, nothing is set.
 TEST(TopFrameTest, ReadsStatsCounters) {
   TopSample s;
-  ASSERT_TRUE(ReadStatsCounters(
-      {{"attempts_by_outcome", {{"delivered", 12}, {"dead", 1}}},
-       {"deferrals_by_reason", {{"backoff", 3}, {"retry_after", 4}, {"bad", "x"}}}},
-      s));
+  ASSERT_TRUE(ReadStatsCounters({{"attempts_by_outcome", {{"delivered", 12}, {"dead", 1}}},
+                                 {"deferrals_by_reason",
+                                  {{"backoff", 3},
+                                   {"retry_after", 4},
+                                   {"bad", "x"},
+                                   {"huge", 1e300},
+                                   {"negative", -1},
+                                   {"esc\x1b[2J", 2}}}},
+                                s));
   EXPECT_EQ(s.metrics.delivered, 12);
   EXPECT_EQ(s.metrics.deferrals_by_reason,
-            (std::map<std::string, double>{{"backoff", 3}, {"retry_after", 4}}));
+            (std::map<std::string, double>{{"backoff", 3}, {"esc?[2J", 2}, {"retry_after", 4}}));
   EXPECT_FALSE(s.metrics.made_s.has_value());
   TopSample none;
   EXPECT_FALSE(ReadStatsCounters({{"deferrals", 3}}, none));
@@ -162,6 +167,15 @@ TEST(TopFrameTest, CounterRatesAreBetweenTextsNotSamples) {
   FollowMetrics(e, restarted);
   text = Text(RenderTopFrame(restarted, &e, {.wall_now_ms = kWallNow}));
   EXPECT_NE(text.find("delivered -/s"), std::string::npos) << text;
+  // After a sample whose /metrics failed (nothing read), no rate: its zeros are not counts.
+  TopSample failed = Sample(108'500, 0, 0, 0);
+  failed.metrics = TopMetrics{};
+  TopSample after_failed = Sample(109'500, 150, 0, 0);
+  after_failed.metrics.deferrals_by_reason = {{"retry_after", 30}};
+  FollowMetrics(failed, after_failed);
+  text = Text(RenderTopFrame(after_failed, &failed, {.wall_now_ms = kWallNow}));
+  EXPECT_NE(text.find("delivered -/s"), std::string::npos) << text;
+  EXPECT_EQ(text.find("30.0"), std::string::npos) << text;
   // A text with no made time (an older service): between the samples, as before.
   TopSample f = Sample(106'500, 150, 0, 0);
   FollowMetrics(e, f);
