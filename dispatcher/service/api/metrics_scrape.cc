@@ -12,8 +12,9 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -94,7 +95,7 @@ struct Scrape {
   int64_t now_ms = 0;
   std::optional<DestinationPosition> deferral_at;
   bool deferrals_walked = false;
-  std::set<std::pair<std::string, std::string>> deferral_groups;
+  std::unordered_set<std::string> deferral_groups;  // "<tenant>\x1f<platform>"
   BudgetUse::Walk budget_use;
   std::vector<std::string> quota_tenants;
   size_t phase = 0;
@@ -296,13 +297,16 @@ bool GatherSome(Service& s, Scrape& r) {
           break;
         }
         size_t visited = 0;
+        std::string group;
         r.deferral_at = s.loop().WalkDeferrals(
             r.deferral_at, budget,
-            [&](const std::string& tenant, const std::string& platform, int64_t deferral_ms) {
+            [&](const std::string& tenant, std::string_view platform, int64_t deferral_ms) {
               ++visited;
-              if (r.deferral_groups.emplace(tenant, platform).second) {
+              group.assign(tenant).push_back('\x1f');
+              group.append(platform);
+              if (r.deferral_groups.insert(group).second) {
                 g.deferrals.push_back(
-                    {tenant, platform,
+                    {tenant, std::string(platform),
                      static_cast<double>(std::max<int64_t>(0, r.now_ms - deferral_ms)) / 1000.0});
               }
             });

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -232,7 +233,7 @@ class DeliveryLoop {
   // returns where it stopped, nullopt at the end. A destination whose oldest deferral changes
   // between two calls moves in this order, so a walk over several may miss or repeat it.
   using DeferralVisit =
-      std::function<void(const std::string& tenant, const std::string& platform, int64_t ms)>;
+      std::function<void(const std::string& tenant, std::string_view platform, int64_t ms)>;
   std::optional<DestinationPosition> WalkDeferrals(const std::optional<DestinationPosition>& after,
                                                    size_t max_steps,
                                                    const DeferralVisit& visit) const;

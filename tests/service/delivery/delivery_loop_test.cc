@@ -92,8 +92,8 @@ class DeliveryLoopTest : public ::testing::Test {
     std::optional<DestinationPosition> at;
     do {
       at = loop_->WalkDeferrals(
-          at, 1, [&](const std::string& tenant, const std::string& platform, int64_t ms) {
-            out.push_back({tenant, platform, ms});
+          at, 1, [&](const std::string& tenant, std::string_view platform, int64_t ms) {
+            out.push_back({tenant, std::string(platform), ms});
           });
     } while (at);
     return out;
