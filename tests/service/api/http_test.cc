@@ -42,10 +42,10 @@ TEST(HttpTest, CheckRequestTextRefusesControlCharactersAndLength) {
   EXPECT_FALSE(CheckRequestText("tenant", "acme", 8).has_value());
   EXPECT_FALSE(CheckRequestText("tenant", "caf\xc3\xa9 \"x\"", 16).has_value());
   EXPECT_FALSE(CheckRequestText("tenant", "", 8).has_value());
-  for (const std::string bad : {std::string("a\0b", 3),
-                                std::string("a\x1f"
-                                            "b"),
-                                std::string("a\r\nb"), std::string("a\x7f")}) {
+  for (const std::string& bad : {std::string("a\0b", 3),
+                                 std::string("a\x1f"
+                                             "b"),
+                                 std::string("a\r\nb"), std::string("a\x7f")}) {
     auto error = CheckRequestText("name", bad, 8);
     ASSERT_TRUE(error.has_value());
     EXPECT_EQ(error->http_status, 400);
@@ -63,8 +63,8 @@ TEST(HttpTest, CheckPlatformFilterTakesOnlyPlatforms) {
   for (const char* ok : {"", "slack", "discord", "line", "webhook"}) {
     EXPECT_FALSE(CheckPlatformFilter("platform", ok).has_value()) << ok;
   }
-  for (const std::string bad : {std::string("Slack"), std::string("5"), std::string("null"),
-                                std::string("webhook\0", 8), std::string(" line")}) {
+  for (const std::string& bad : {std::string("Slack"), std::string("5"), std::string("null"),
+                                 std::string("webhook\0", 8), std::string(" line")}) {
     auto error = CheckPlatformFilter("platform", bad);
     ASSERT_TRUE(error.has_value()) << bad;
     EXPECT_EQ(error->http_status, 400);
