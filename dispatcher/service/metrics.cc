@@ -309,7 +309,7 @@ bool IsPlainLabelValue(std::string_view v) {
 // A label value as the text shows it, before escaping: through the redaction layer, as valid
 // UTF-8.
 std::string LabelValueText(std::string_view v) {
-  if (IsPlainLabelValue(v) || (!MayNeedRedaction(v) && IsValidUtf8(v))) {
+  if (!MayNeedRedaction(v) && IsValidUtf8(v)) {
     return std::string(v);
   }
   return ToValidUtf8(RedactText(v));

@@ -151,6 +151,8 @@ class Metrics {
   // values_ and histograms_. Reuses one buffer, so a series seen before costs no allocation.
   std::string_view SeriesKey(std::string_view name, const Labels& labels) const;
   double ValueOf(std::string_view name, const Labels& labels) const;
+  // Adds `by` to totals_ and, for a counter summed by a label, to that label's value's sum.
+  void AddToTotals(CounterId id, const Labels& labels, double by);
 
   struct Sample {
     double value = 0;
@@ -158,8 +160,6 @@ class Metrics {
   mutable std::string series_;
   std::map<std::string, Sample, std::less<>> values_;
   std::array<double, static_cast<size_t>(CounterId::kMaxValue) + 1> totals_{};  // by CounterId
-  // Adds `by` to totals_ and, for a counter summed by a label, to that label's value's sum.
-  void AddToTotals(CounterId id, const Labels& labels, double by);
   // By CounterId: for those summed by a label, the sums by its value as given (not redacted).
   std::array<std::map<std::string, double, std::less<>>,
              static_cast<size_t>(CounterId::kMaxValue) + 1>

@@ -211,20 +211,22 @@ void LowerThisThreadsPriority() {
 // The kept families, kScrapeStep series a step on the loop; then the collected ones on the
 // render pool, and back to the loop to publish.
 void RenderStep(Service& s, std::shared_ptr<Scrape> scrape) {
-  std::optional<CpuTally> tally(std::in_place, scrape->cpu_ns);
-  if (scrape->out.empty()) {
-    // Room for the last text and an eighth more: growing a 9.5 MB string by doubling copied
-    // it within one step (12-27 ms at 10,000 tenants). Before the first, 128 bytes a series
-    // kept and a series gathered (the text at 10,000 tenants is ~86 a series).
-    const size_t last = s.metrics_text().last_bytes;
-    const Gathered& g = scrape->gathered;
-    const size_t collected = (g.groups ? 3 * g.groups->size() : 0) + g.deferrals.size() +
-                             g.totals.size() + g.ratios.size() + g.quotas.size();
-    scrape->out.reserve(last > 0 ? last + last / 8
-                                 : (s.metrics().series_count() + collected) * 128);
+  bool rendered = false;
+  {
+    CpuTally tally(scrape->cpu_ns);
+    if (scrape->out.empty()) {
+      // Room for the last text and an eighth more: growing a 9.5 MB string by doubling copied
+      // it within one step (12-27 ms at 10,000 tenants). Before the first, 128 bytes a series
+      // kept and a series gathered (the text at 10,000 tenants is ~86 a series).
+      const size_t last = s.metrics_text().last_bytes;
+      const Gathered& g = scrape->gathered;
+      const size_t collected = (g.groups ? 3 * g.groups->size() : 0) + g.deferrals.size() +
+                               g.totals.size() + g.ratios.size() + g.quotas.size();
+      scrape->out.reserve(last > 0 ? last + last / 8
+                                   : (s.metrics().series_count() + collected) * 128);
+    }
+    rendered = s.metrics().RenderSome(scrape->out, scrape->render_at, kScrapeStep);
   }
-  const bool rendered = s.metrics().RenderSome(scrape->out, scrape->render_at, kScrapeStep);
-  tally.reset();  // before `scrape` is moved on
   if (!rendered) {
     asio::post(s.io(),
                [&s, scrape = std::move(scrape)]() mutable { RenderStep(s, std::move(scrape)); });
@@ -433,35 +435,36 @@ void GetMetrics(Service& s, Respond respond) {
         return backlog;
       },
       [&s, begun_ms](Result<Backlog> backlog) mutable {
-        Metrics& m = s.metrics();
         auto r = std::make_shared<Scrape>(s.loop().budget_use(), s.clock().Now());
-        std::optional<CpuTally> tally(std::in_place, r->cpu_ns);
-        Service::MetricsText& cache = s.metrics_text();
-        if (backlog) {
-          r->cpu_ns += backlog->cpu_ns;
-          for (auto state : storage::kAllStates) {
-            m.Set(GaugeId::kQueueDepth, {{"state", storage::StateName(state)}},
-                  static_cast<double>(storage::CountOf(backlog->counts, state)));
+        {
+          CpuTally tally(r->cpu_ns);
+          Metrics& m = s.metrics();
+          Service::MetricsText& cache = s.metrics_text();
+          if (backlog) {
+            r->cpu_ns += backlog->cpu_ns;
+            for (auto state : storage::kAllStates) {
+              m.Set(GaugeId::kQueueDepth, {{"state", storage::StateName(state)}},
+                    static_cast<double>(storage::CountOf(backlog->counts, state)));
+            }
+            cache.last_groups = std::make_shared<const std::vector<storage::GroupCounts>>(
+                std::move(backlog->groups));
+            const storage::StoreMemory& mem = backlog->memory;
+            for (const auto& [part, bytes] : {std::pair{"memtables", mem.memtables},
+                                              {"table_readers", mem.table_readers},
+                                              {"block_cache", mem.block_cache},
+                                              {"record_cache", mem.record_cache}}) {
+              m.Set(GaugeId::kStoreMemoryBytes, {{"part", part}}, static_cast<double>(bytes));
+            }
+          } else {
+            // The last depths stay; the failure is counted and the rest is still served.
+            m.Inc(CounterId::kStoreErrors, {{"operation", "metrics"}});
           }
-          cache.last_groups =
-              std::make_shared<const std::vector<storage::GroupCounts>>(std::move(backlog->groups));
-          const storage::StoreMemory& mem = backlog->memory;
-          for (const auto& [part, bytes] : {std::pair{"memtables", mem.memtables},
-                                            {"table_readers", mem.table_readers},
-                                            {"block_cache", mem.block_cache},
-                                            {"record_cache", mem.record_cache}}) {
-            m.Set(GaugeId::kStoreMemoryBytes, {{"part", part}}, static_cast<double>(bytes));
-          }
-        } else {
-          // The last depths stay; the failure is counted and the rest is still served.
-          m.Inc(CounterId::kStoreErrors, {{"operation", "metrics"}});
+          r->gathered.groups = cache.last_groups;
+          SetServerMetrics(s);
+          r->now_ms = ToUnixMillis(s.clock().WallNow());
+          m.Set(GaugeId::kMetricsTextMade, {}, static_cast<double>(begun_ms) / 1000.0);
+          r->quota_tenants = s.quotas().Tenants();
         }
-        r->gathered.groups = cache.last_groups;
-        SetServerMetrics(s);
-        r->now_ms = ToUnixMillis(s.clock().WallNow());
-        m.Set(GaugeId::kMetricsTextMade, {}, static_cast<double>(begun_ms) / 1000.0);
-        r->quota_tenants = s.quotas().Tenants();
-        tally.reset();
         GatherStep(s, std::move(r));
       });
 }
