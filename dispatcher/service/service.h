@@ -203,6 +203,7 @@ class Service {
   TenantRequestSlots& request_slots() { return request_slots_; }
   // The HTTP server's counters (connections open, refused, deadlines hit).
   const HttpServerStats& http_stats() const { return server_->stats(); }
+  HttpServer& http_server() { return *server_; }
   // With [cluster]: the share of what responses taught; nullptr without.
   const pacing::LearnedShare* learned_share() const { return shared_learned_.get(); }
   CredentialBook& credentials() { return credentials_; }
@@ -222,12 +223,25 @@ class Service {
   struct MetricsText {
     std::optional<SteadyTime> made;  // when `text`'s making began (its values are of then on)
     SteadyTime begun;                // when the text being made began
-    std::shared_ptr<const std::string> text;                 // shared by the answers that send it
+    std::shared_ptr<const std::string> text;     // shared by the answers that send it
+    std::shared_ptr<const std::string> gzipped;  // `text` as gzip, once a scrape asked for it
     std::chrono::nanoseconds kept{std::chrono::seconds(1)};  // how long `text` is served
-    bool making = false;                                     // a text is being gathered and written
-    std::vector<Respond> waiting;                            // scrapes that wait for them
-    int64_t tat_ns = 0;     // the scrapes' GCRA meter (kMetricsBytesPerSecond)
-    size_t last_bytes = 0;  // the size of the last text made
+    std::chrono::nanoseconds cpu{0};  // what `text` took to make (and its gzip, once made)
+    bool making = false;              // a text is being gathered and written
+    struct Waiting {
+      Respond respond;
+      bool gzip = false;  // it accepts gzip
+    };
+    std::vector<Waiting> waiting;  // scrapes that wait for the text being made
+    bool gzipping = false;         // a text is being made gzip on the render pool
+    struct GzipWaiting {
+      Respond respond;
+      std::shared_ptr<const std::string> text;  // the kept text when it came
+      SteadyTime made;                          // that text's
+    };
+    std::vector<GzipWaiting> gzip_waiting;  // scrapes that accept gzip and wait for it
+    int64_t tat_ns = 0;                     // the scrapes' GCRA meter (kMetricsBytesPerSecond)
+    size_t last_bytes = 0;                  // the size of the last text made
     // The store's backlog by (tenant, platform) last read: the depths shown when a read fails.
     std::shared_ptr<const std::vector<storage::GroupCounts>> last_groups;
   };

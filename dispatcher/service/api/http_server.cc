@@ -49,6 +49,8 @@ HttpServer::~HttpServer() { StopAccepting(); }
 
 const HttpServerStats& HttpServer::stats() const { return shared_->stats; }
 
+void HttpServer::Freed(size_t bytes) { shared_->ReleaseAfter(bytes); }
+
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(asio::io_context& io,
                                                       const HttpServerOptions& options,
                                                       HttpHandler handler) {

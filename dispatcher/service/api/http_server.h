@@ -97,8 +97,9 @@ struct HttpServerOptions {
   // authenticated yet), over every connection: a connection that needs more while they are
   // over it is closed. Each holds at most 8 KiB of header (431 beyond). Default: 16 MiB.
   size_t max_header_bytes_in_flight = 16 << 20;
-  // Called on the loop, at most once a second, after request bodies of 1 MiB or more were
-  // freed: gives free memory back to the system (the allocator's release call). Default: none.
+  // Called on the loop, at most once a second, after request bodies or answers of 1 MiB or
+  // more were freed (HttpServer::Freed too): gives free memory back to the system (the
+  // allocator's release call). Default: none.
   std::function<void()> release_free_memory;
 };
 
@@ -147,6 +148,10 @@ class HttpServer {
   // Stops accepting; open connections finish their current request and close.
   void StopAccepting();
   const HttpServerStats& stats() const;
+  // `bytes` of an answer's text were freed elsewhere (a /metrics text at the end of its time):
+  // when they are 1 MiB or more, asks for release_free_memory as after a large answer (on the
+  // loop, at most once a second).
+  void Freed(size_t bytes);
 
  private:
   HttpServer(boost::asio::io_context& io, HttpServerOptions options, HttpHandler handler);

@@ -2,6 +2,7 @@
 
 #include "dispatcher/service/api/auth.h"
 #include "dispatcher/service/api/console.h"
+#include "dispatcher/service/api/gzip.h"
 #include "dispatcher/service/api/handlers.h"
 #include "dispatcher/service/api/http.h"
 #include "dispatcher/service/api/intake.h"
@@ -216,7 +217,7 @@ void Route(Service& s, HttpRequest&& req, const Admission& admission, Respond re
     return respond(JsonResponse(200, {{"status", "ready"}}));
   }
   if (p.size() == 1 && p[0] == "metrics") {
-    return GetMetrics(s, std::move(respond));
+    return GetMetrics(s, AcceptsGzip(req), std::move(respond));
   }
   if (!p.empty() && p[0] == "ui") {
     return respond(ConsoleResponse(req.method(), View(req.target())));
