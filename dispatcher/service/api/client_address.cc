@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "adapters/http_header.h"
+
 namespace egress::service {
 namespace {
 
@@ -20,21 +22,11 @@ adapters::IpAddress ToIp(const address& a) {
   return adapters::UnmapV4(adapters::IpAddress::V6(copy));
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 // The address of one hop: "192.0.2.1", "192.0.2.1:4711", "[2001:db8::1]", "[2001:db8::1]:4711",
 // "2001:db8::1", each maybe in double quotes (Forwarded quotes IPv6 and ports); nullopt for
 // anything else ("unknown", "_hidden", garbage).
 std::optional<address> HopAddress(std::string_view hop) {
-  hop = Trim(hop);
+  hop = adapters::TrimOws(hop);
   if (hop.size() >= 2 && hop.front() == '"' && hop.back() == '"') {
     hop = hop.substr(1, hop.size() - 2);
   }
@@ -73,13 +65,13 @@ void AppendHops(std::string_view value, bool forwarded, std::vector<std::string_
     std::string_view element = value.substr(0, comma);
     value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
     if (!forwarded) {
-      hops.push_back(Trim(element));
+      hops.push_back(adapters::TrimOws(element));
       continue;
     }
     std::string_view for_value;
     while (!element.empty()) {
       const size_t semi = element.find(';');
-      std::string_view pair = Trim(element.substr(0, semi));
+      std::string_view pair = adapters::TrimOws(element.substr(0, semi));
       element = semi == std::string_view::npos ? std::string_view() : element.substr(semi + 1);
       if (pair.size() > 4 && (pair[0] == 'f' || pair[0] == 'F') &&
           (pair[1] == 'o' || pair[1] == 'O') && (pair[2] == 'r' || pair[2] == 'R') &&

@@ -5,25 +5,14 @@
 #include <algorithm>
 #include <cstddef>
 
-#include <boost/beast/core/string.hpp>
+#include "adapters/http_header.h"
 
 namespace egress::service {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 // "gzip" or "x-gzip" (RFC 9110 section 8.4.1.3), in any case.
 bool IsGzip(std::string_view coding) {
-  const boost::beast::string_view c(coding.data(), coding.size());
-  return boost::beast::iequals(c, "gzip") || boost::beast::iequals(c, "x-gzip");
+  return adapters::EqualsIgnoreCase(coding, "gzip") || adapters::EqualsIgnoreCase(coding, "x-gzip");
 }
 
 // The weight of an element's parameters ("q=0.5"; 1 when none is given), or -1 when a weight is
@@ -32,9 +21,9 @@ int WeightPerMille(std::string_view params) {
   int weight = 1000;
   while (!params.empty()) {
     const size_t semi = params.find(';');
-    const std::string_view param = Trim(params.substr(0, semi));
+    const std::string_view param = adapters::TrimOws(params.substr(0, semi));
     params = semi == std::string_view::npos ? std::string_view() : params.substr(semi + 1);
-    const std::string_view name = Trim(param.substr(0, param.find('=')));
+    const std::string_view name = adapters::TrimOws(param.substr(0, param.find('=')));
     if (name != "q" && name != "Q") {
       continue;  // another parameter: none is defined for codings
     }
@@ -75,7 +64,7 @@ bool AcceptsGzip(std::string_view accept_encoding) {
     accept_encoding =
         comma == std::string_view::npos ? std::string_view() : accept_encoding.substr(comma + 1);
     const size_t semi = element.find(';');
-    const std::string_view coding = Trim(element.substr(0, semi));
+    const std::string_view coding = adapters::TrimOws(element.substr(0, semi));
     const std::string_view params =
         semi == std::string_view::npos ? std::string_view() : element.substr(semi + 1);
     if (IsGzip(coding)) {
