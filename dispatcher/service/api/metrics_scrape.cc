@@ -246,38 +246,45 @@ void AnswerGzip(Service& s, Respond respond) {
   });
 }
 
-// Drops the text made at `made` when its time is over, `wait` from now; waits again when its
-// time grew meanwhile (its gzip's CPU was added to it).
-void ExpireAfter(Service& s, SteadyTime made, std::chrono::nanoseconds wait) {
+// Drops the text made at `made` when its time is over: `kept` (its time when armed) from its
+// making, checked `wait` from now. Its time may grow meanwhile (its gzip's CPU is added to it):
+// then it waits for what was added. Timed by the loop's timer, as the answers' freshness is by
+// the service's clock: a test's clock standing still does not keep a text for ever.
+void ExpireAfter(Service& s, SteadyTime made, std::chrono::nanoseconds kept,
+                 std::chrono::nanoseconds wait) {
   auto expiry = std::make_shared<asio::steady_timer>(s.io(), wait + std::chrono::milliseconds(100));
-  expiry->async_wait([&s, alive = s.alive(), expiry, made](const boost::system::error_code& ec) {
-    auto a = alive.lock();
-    if (ec || !a || !*a) {
-      return;
-    }
-    Service::MetricsText& text = s.metrics_text();
-    if (text.making || text.made != made) {
-      return;  // a text made since
-    }
-    if (const auto age = s.clock().Now() - made; age < text.kept) {
-      ExpireAfter(s, made, text.kept - age);
-      return;
-    }
-    const size_t bytes = text.text->size();
-    text.made.reset();
-    text.text.reset();  // freed when the last answer that sends it is written
-    text.gzipped.reset();
-    // Its memory given back as after a large answer. A plain answer asks for that when it
-    // is written, but answers as gzip are under 1 MiB: after scrapes that all took gzip, a
-    // text of 10,000 tenants stayed in the allocator, RSS 16-17 MiB over what it was before.
-    s.http_server().Freed(bytes);
-  });
+  expiry->async_wait(
+      [&s, alive = s.alive(), expiry, made, kept](const boost::system::error_code& ec) {
+        auto a = alive.lock();
+        if (ec || !a || !*a) {
+          return;
+        }
+        Service::MetricsText& text = s.metrics_text();
+        if (text.making || text.made != made) {
+          return;  // a text made since (Publish asked for the release)
+        }
+        if (text.kept > kept) {
+          ExpireAfter(s, made, text.kept, text.kept - kept);
+          return;
+        }
+        const size_t bytes = text.text->size();
+        text.made.reset();
+        text.text.reset();  // freed when the last answer that sends it is written
+        text.gzipped.reset();
+        // Its memory given back as after a large answer. A plain answer asks for that when it
+        // is written, but answers as gzip are under 1 MiB: after scrapes that all took gzip, a
+        // text of 10,000 tenants stayed in the allocator, RSS 16-17 MiB over what it was before.
+        s.http_server().Freed(bytes);
+      });
 }
 
 // Hands the finished text, made with `cpu_ns` of the threads' time, to the scrapes that waited
 // for it, and keeps it for as long as MetricsTextKept says.
 void Publish(Service& s, std::string text, int64_t cpu_ns) {
   Service::MetricsText& cache = s.metrics_text();
+  if (cache.text) {
+    s.http_server().Freed(cache.text->size());  // the text it replaces, as ExpireAfter does
+  }
   cache.text = std::make_shared<const std::string>(std::move(text));
   cache.gzipped.reset();
   cache.last_bytes = cache.text->size();
@@ -298,7 +305,7 @@ void Publish(Service& s, std::string text, int64_t cpu_ns) {
   }
   // The text (9.5 MB at 10,000 tenants) is not kept past its time: a service scraped every
   // 15 s holds it for up to 10 s of the 15.
-  ExpireAfter(s, *cache.made, cache.kept);
+  ExpireAfter(s, *cache.made, cache.kept, cache.kept);
 }
 
 // The kept families, kScrapeStep series a step on the loop; then the collected ones on the
