@@ -132,7 +132,7 @@ relay_egress_store_bytes 4096
 # HELP relay_egress_http_connections Connections open to the HTTP API.
 # TYPE relay_egress_http_connections gauge
 relay_egress_http_connections 3
-# HELP relay_egress_metrics_text_kept_seconds How long the last /metrics text made is answered, from when its making began: a hundred times the CPU time making it took (sending it is metered apart), from 1 to 10 s. A scrape's values are up to this old (its Age header says how old). Absent until a text is made.
+# HELP relay_egress_metrics_text_kept_seconds How long the last /metrics text made is answered, from when its making began: a hundred times the CPU time making it took (its gzip's too, once a scrape asked for it; sending it is metered apart), from 1 to 10 s. A scrape's values are up to this old (its Age header says how old). Absent until a text is made.
 # TYPE relay_egress_metrics_text_kept_seconds gauge
 # HELP relay_egress_metrics_text_made_timestamp_seconds When this /metrics text was begun, in Unix seconds: every scrape that is answered the same text shows the same time (rates of its counters are over the times of two texts).
 # TYPE relay_egress_metrics_text_made_timestamp_seconds gauge
