@@ -6,10 +6,12 @@ build/relay-egress serve with N tenants in its config, posts one webhook for eac
 scrapes /metrics 13 times and prints each scrape's time and size, the series, and the service's
 RSS before the first scrape, after them (2 s later: freed memory is given back within 1 s; the
 last text may still be kept), once the last text's time is over (12 s after them: a text is kept
-at most 10 s from its making, and its memory given back 1 s later) and at its peak; then another tenant's end-to-end latency (as
-bench/destinations_scale.py measures it) at 200/s idle, and while a second process scrapes
-/metrics back to back, with the service's CPU over each and the scraping client's own. Builds
-nothing: run ./dev build first.
+at most 10 s from its making, and its memory given back 1 s later) and at its peak; then
+another tenant's end-to-end latency (as bench/destinations_scale.py measures it) at 200/s
+idle, and while a second process scrapes /metrics back to back, with the service's CPU over
+each and the scraping client's own; also the kept times the timed scrapes' texts show, and
+zlib's time and size on the last text at level 1 (the service's) and 6 (zlib's default).
+Builds nothing: run ./dev build first.
 Usage: bench/metrics_tenants.py [BUILD_DIR] [N] [INTERVAL_S] [ENCODING]
          (defaults: build, 10000, 0, identity)
        INTERVAL_S: the scraping client scrapes once per that many seconds (0: as fast as the
@@ -40,6 +42,13 @@ import proc_cpu  # noqa: E402
 import scale_support  # noqa: E402
 
 TOKEN = "metrics-tenants-admin-token-0123456789"
+
+
+def gauge(text, name):
+    """The value (as written) of relay_egress_metrics_text_<name>_seconds in `text`, or ""."""
+    prefix = b"\nrelay_egress_metrics_text_" + name + b"_seconds "
+    at = text.find(prefix)
+    return "" if at < 0 else text[at + len(prefix):text.index(b"\n", at + 1)].decode()
 
 
 def scrape(port, encoding, inflate=True):
@@ -82,6 +91,7 @@ def main():
         print("first_attempts_seconds %.1f" % scale_support.wait_deferred(port, TOKEN, n))
         before, _ = scale_support.rss_mib(service.pid)
         times = []
+        kept_seen = {}  # made time -> the kept gauge that text shows (the text before it's)
         for _ in range(13):
             while True:
                 t = time.monotonic()
@@ -92,6 +102,7 @@ def main():
                 time.sleep(json.loads(body)["retry_after_ms"] / 1000)
             times.append(time.monotonic() - t)
             assert status == 200, status
+            kept_seen[gauge(body, b"made_timestamp")] = gauge(body, b"kept")
         time.sleep(2)
         after, peak = scale_support.rss_mib(service.pid)
         time.sleep(10)
@@ -104,6 +115,15 @@ def main():
             1000 * times[0], 1000 * sorted(times)[len(times) // 2], 1000 * max(times)))
         print("rss_mib_before %.0f after %.0f growth %.0f, text gone %.0f growth %.0f, "
               "peak %.0f" % (before, after, after - before, gone, gone - before, peak))
+        print("texts %d, kept_s of the ones before them: %s" % (
+            len(kept_seen), " ".join(k for k in kept_seen.values() if k)))
+        for level in (1, 6):  # the service's level, and zlib's default (Python's binding)
+            best, size = float("inf"), 0
+            for _ in range(3):
+                t = time.process_time()
+                size = len(zlib.compress(body, level))
+                best = min(best, time.process_time() - t)
+            print("gzip_level %d ms %.1f bytes %d" % (level, 1000 * best, size))
         scale_support.probe(port, TOKEN, hook, 2, 200)  # warm the receiver's connection
         cpu = 1000 * proc_cpu.seconds(service.pid)
         idle, sent = scale_support.probe(port, TOKEN, hook, 10, 200)

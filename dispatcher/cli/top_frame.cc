@@ -11,6 +11,18 @@
 namespace egress::cli {
 namespace {
 
+// `text` from the service as the terminal shows it: a control byte (a newline, an ESC) is '?',
+// so what the service sends keeps to its row and cannot drive the terminal. Both readers of the
+// deferral reasons (/v1/stats, /metrics) pass them through it.
+std::string Visible(std::string text) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      c = '?';
+    }
+  }
+  return text;
+}
+
 using nlohmann::json;
 
 // Lines besides the section rows: title, throughput, states, and per section a blank line and
@@ -304,7 +316,7 @@ void ReadMetrics(std::string_view text, TopSample& sample) {
       sample.metrics.delivered = sample.metrics.delivered.value_or(0) + value;
     } else if (deferral) {
       if (auto reason = label("reason")) {
-        sample.metrics.deferrals_by_reason[*reason] += value;
+        sample.metrics.deferrals_by_reason[Visible(std::move(*reason))] += value;
       }
     }
   }
@@ -340,13 +352,7 @@ bool ReadStatsCounters(const json& stats, TopSample& sample) {
   }
   for (const auto& [reason, total] : reasons->items()) {
     if (auto n = count(total)) {
-      std::string shown = reason;
-      for (char& c : shown) {
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-          c = '?';  // no terminal control from what the service sends
-        }
-      }
-      m.deferrals_by_reason[shown] += *n;
+      m.deferrals_by_reason[Visible(reason)] += *n;
     }
   }
   sample.metrics = std::move(m);

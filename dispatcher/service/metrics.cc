@@ -331,6 +331,8 @@ void AppendSeries(std::string& out, std::string_view name, const Metrics::Labels
     // named in a URL path may hold any bytes).
     if (IsPlainLabelValue(v)) {
       out.append(v);
+    } else if (!MayNeedRedaction(v) && IsValidUtf8(v)) {
+      AppendEscaped(out, v);  // escaped from the view: no copy on an Inc's way
     } else {
       AppendEscaped(out, LabelValueText(v));
     }

@@ -53,7 +53,8 @@ void ExpectFits(const std::vector<std::string>& lines, int width, int height) {
   }
 }
 
-// Verifies that metrics text yields the delivered counter and deferrals summed by reason.
+// Verifies that metrics text yields the delivered counter and deferrals summed by reason, with
+// control bytes in a reason shown as '?'.
 TEST(TopFrameTest, ReadsMetrics) {
   TopSample s;
   ReadMetrics(
@@ -67,14 +68,17 @@ TEST(TopFrameTest, ReadsMetrics) {
       "channel\"} 4\n"
       "relay_egress_deferrals_total{tenant=\"a\\\"x\",platform=\"line\",reason=\"backoff\"} 1\n"
       "relay_egress_deferrals_total{reason=\"broken\"} not-a-number\n"
+      "relay_egress_deferrals_total{reason=\"two\\nlines\x1b[2J\"} 6\n"
       "relay_egress_platform_429_total{platform=\"slack\"} 9\n"
       "relay_egress_metrics_text_made_timestamp_seconds 1796119200.25\n",
       s);
   ASSERT_TRUE(s.metrics.delivered.has_value());
   EXPECT_EQ(*s.metrics.delivered, 15);
-  EXPECT_EQ(s.metrics.deferrals_by_reason.size(), 2u);
+  EXPECT_EQ(s.metrics.deferrals_by_reason.size(), 3u);
   EXPECT_EQ(s.metrics.deferrals_by_reason["budget:slack_channel"], 7);
   EXPECT_EQ(s.metrics.deferrals_by_reason["backoff"], 1);
+  // An escaped newline and an ESC from the service: shown as '?', not as a row break or control.
+  EXPECT_EQ(s.metrics.deferrals_by_reason["two?lines?[2J"], 6);
   ASSERT_TRUE(s.metrics.made_s.has_value());
   EXPECT_EQ(*s.metrics.made_s, 1796119200.25);
 }

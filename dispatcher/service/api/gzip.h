@@ -24,8 +24,8 @@ bool AcceptsGzip(const HttpRequest& request);
 
 // `text` compressed as one gzip member (RFC 1952) at zlib's fastest level, or nullopt when zlib
 // fails (no memory). Level 1 against the default 6 on the /metrics text of 10,000 tenants (9.47
-// MB, zlib through Python's binding, best of five): 15 ms against 41, 0.37 MB (25x smaller)
-// against 0.33 MB. What the last tenth of the size would save is one copy per scrape.
+// MB; the gzip_level lines of bench/metrics_tenants.py): 15.5 ms against 41-43, 0.37 MB (25x
+// smaller) against 0.33 MB. What the last tenth of the size would save is one copy per scrape.
 std::optional<std::string> Gzip(std::string_view text);
 
 }  // namespace egress::service

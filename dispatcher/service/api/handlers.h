@@ -93,8 +93,7 @@ void GetDestinations(Service& service, const std::map<std::string, std::string>&
 // A tenant key may enable its own tenant's destinations; another tenant's key is 404.
 void EnableDestination(Service& service, const HttpRequest& request, const TenantScope& scope,
                        Respond respond);
-// The exposition text; as gzip when `accepts_gzip` (the request's Accept-Encoding, AcceptsGzip)
-// and the text was made as gzip.
+// The exposition text; as gzip when `accepts_gzip` (the request's Accept-Encoding, AcceptsGzip).
 void GetMetrics(Service& service, bool accepts_gzip, Respond respond);
 
 // Durable first, then in force: stores `text` under the setting `key` (an empty `text` deletes
