@@ -72,16 +72,21 @@ struct RecentWindow {
 // 429 and three more let nothing through, a window's count is spent: the limit becomes the last
 // whole window's deliveries held to the first window's floor, but not below half of them (our
 // window straddles two of a fixed window's and may count up to twice its count; the floor is one
-// whole count, unless it was only a bucket's burst), and the key waits a window. Another node's
+// whole count, unless it was only a bucket's burst), and canaries look for the window's end
+// (WantsCanary). A measurement shorter than a 16th of a window is held to the level times the
+// share of its requests that got through, and its floor is 3/4 of the level before the step but
+// of the first window's count at most. Another node's
 // update (Adopt) ends a measurement without a result: in a cluster a peer usually fails the same
 // step first.
 //
 // A 429 within the first window after an increase means that probe went too far: the limit
 // goes back to the level before it (no halving), the key is parked for one emission interval of
-// that level only, 429s within the next window belong to the failed probe, and the next probe
-// waits twice as many windows (at most 64), so a steady real limit costs at most one 429 per
-// probe, and fewer and fewer probes. A 429 at a level that had already passed a whole window
-// means the real limit fell: multiplicative decrease.
+// that level only, 429s within the next window belong to the failed probe (they wait for its
+// canary, WantsCanary), and the next probe waits twice as many windows (at most 64), so a steady
+// real limit costs at most one 429 per probe, and fewer and fewer probes. A 429 at a level that
+// had already passed a whole window means the real limit fell: multiplicative decrease, from
+// the window's deliveries unless the window sent under 3/4 of the level after a hold of ours
+// (then they are a floor: the decrease alone, at most).
 class AdaptivePace {
  public:
   // `ceiling` is the budget the key had before its first decrease (configured, an operator
@@ -118,6 +123,44 @@ class AdaptivePace {
   // Slow start's failed step is being pressed on to read the platform's rate (EndMeasure).
   bool measuring() const { return measuring_; }
 
+  // The canary of a failed step's hold. A failed probe or measurement goes back to a level
+  // that held and holds the step's other 429s off for a window, but the platform may have
+  // room again long before that (a bucket or a log at once, a fixed window at its end). So
+  // when the park ends one request goes alone (the canary) and the key is parked behind it:
+  // delivered, the gate is open and everything goes at the level (until a held-off 429 closes
+  // it again); refused, the next canary waits a step that doubles (max(a 32nd of a window, an
+  // emission interval) first, a quarter at most). Held-off 429s wait for the gate, not
+  // for the hold: waiting out the hold had stalled a channel of ten users for a whole window
+  // on every failed probe. One 429 per step, where releasing everything at the level drew a
+  // round trip's worth each time (up to 385 in a run).
+  //
+  // Whether a request dispatched at `now_ns` is to be the canary (then call SetCanary and
+  // park the key until hold_until_ns()).
+  bool WantsCanary(int64_t now_ns) const {
+    return gate_ == Gate::kClosed && !canary_out_ && now_ns >= gate_until_ns_ &&
+           now_ns < hold_until_ns_;
+  }
+  // `dest` and `sequence` name the canary's request, opaque here.
+  void SetCanary(uint32_t dest, uint64_t sequence);
+  // Whether a response is the canary's.
+  bool IsCanary(uint32_t dest, uint64_t sequence) const {
+    return canary_out_ && dest == canary_dest_ && sequence == canary_sequence_;
+  }
+  // The canary was delivered: the gate is open until the next failed step.
+  void CanaryDelivered();
+  // The canary was refused at `now_ns`, or with the gate open a 429 was held off (the room the
+  // canary found is spent again: a fall of the platform's limit, or a fixed window's count):
+  // the gate closes, and this returns when the next canary may go (the key parks until then).
+  int64_t CanaryRefused(int64_t now_ns);
+  bool gate_open() const { return gate_ == Gate::kOpen; }
+  // The canary's answer said nothing about the rate (a 5xx, a timeout): the next request is
+  // the canary.
+  void CanaryLost() { canary_out_ = false; }
+  // When a 429 that OnThrottle() held off may go again: with the gate closed, at the gate (the
+  // key's park behind a canary holds it further); open, at once; with no gate (another node's
+  // hold, a decrease's cohort), when the hold ends.
+  int64_t HeldOffUntil(int64_t now_ns) const;
+
   // Another node's pace for this key (Scheduler::ApplyLearned): its limit (held to
   // [min_limit, ceiling]), whether it is probing, and until when it holds 429s off (its park,
   // which the shared store applies to this node as well). 429s and successes here during that
@@ -144,6 +187,8 @@ class AdaptivePace {
   // The measurement has run long enough; EndMeasure sets the limit it found.
   bool MeasureDone(int64_t now_ns) const;
   void EndMeasure(int64_t now_ns);
+  // A failed step's hold begins: the first canary goes at `until_ns`.
+  void CloseGate(int64_t until_ns);
   // failed_level_ is above the limit and at most twice it: the probes bisect the gap.
   bool NearFailedLevel() const;
   // Half the gap up to failed_level_ when it is near, else 0.
@@ -172,6 +217,18 @@ class AdaptivePace {
   int throttles_ = 0;  // consecutive 429s without a success in between
   int64_t hold_until_ns_ = INT64_MIN;
   int64_t park_until_ns_ = INT64_MIN;
+  // The canary's gate (WantsCanary): none outside a failed step's hold.
+  enum class Gate : uint8_t { kNone, kClosed, kOpen };
+  Gate gate_ = Gate::kNone;
+  bool canary_out_ = false;
+  uint32_t canary_dest_ = 0;
+  uint64_t canary_sequence_ = 0;
+  int64_t gate_until_ns_ = INT64_MIN;  // the next canary goes no sooner
+  int64_t gate_step_ns_ = 0;
+  // At the last decrease: when the hold before it ended, and when it came (Refine: a window
+  // that waited on a hold is no measure of the platform's rate).
+  int64_t last_hold_end_ns_ = INT64_MIN;
+  int64_t decrease_ns_ = 0;  // the last wait after a refused canary, 0 for none yet
   int64_t last_decrease_ns_ = INT64_MIN / 2;  // when OnThrottle last lowered the limit
   // The measurement of slow start's failed step: once per key (measured_), from its first 429.
   bool measuring_ = false;

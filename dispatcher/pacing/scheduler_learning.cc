@@ -7,7 +7,8 @@
 // 429s, the sends counted in its window, a learned burst, a stated window (docs/pacing.md).
 namespace egress::pacing {
 
-Verdict Scheduler::AdaptToThrottle(const Dest& dest, Verdict verdict, Millis throttle_wait) {
+Verdict Scheduler::AdaptToThrottle(const Dest& dest, uint32_t d, uint64_t sequence, Verdict verdict,
+                                   Millis throttle_wait, bool& look_again) {
   const uint32_t leaf = dest.scopes[dest.leaf_index];
   const ScopeKey key = scopes_.at(leaf).key;
   auto it = adaptive_.find(key);
@@ -18,25 +19,42 @@ Verdict Scheduler::AdaptToThrottle(const Dest& dest, Verdict verdict, Millis thr
   AdaptivePace& pace = it->second;
   const SteadyTime now = clock_.Now();
   const Budget before = scopes_.budget(leaf);
-  const bool lowered = pace.OnThrottle(ToNanos(now), Recent(key, ToNanos(now)));
+  const int64_t now_ns = ToNanos(now);
+  const bool canary = pace.IsCanary(d, sequence);
+  const bool lowered = pace.OnThrottle(now_ns, Recent(key, now_ns));
+  int64_t next_ns = std::max(pace.park_until_ns(), now_ns);
   if (lowered) {
-    const Millis park = pace.Park(throttle_wait, random_.Next(), ToNanos(now));
+    const Millis park = pace.Park(throttle_wait, random_.Next(), now_ns);
     ParkScope(dest, dest.retry_after_index, park, ParkKind::kRetryAfter);
+    next_ns = std::max(pace.park_until_ns(), now_ns);
+  } else if (canary || pace.gate_open()) {
+    // The platform has no room (yet, or again): the key stays parked until the next canary may
+    // go (a store's park only grows, so the one behind this canary is lifted first).
+    next_ns = pace.CanaryRefused(now_ns);
+    const uint32_t scope = dest.scopes[dest.retry_after_index];
+    store_.Unpark(scopes_.at(scope).key).IgnoreError();
+    ParkScope(dest, dest.retry_after_index, Millis((next_ns - now_ns + 999'999) / 1'000'000),
+              ParkKind::kRetryAfter);
+    if (!scopes_.at(scope).waiting.empty()) {
+      ArmScope(scope, next_ns);  // they waited for the canary's park, which ends sooner now
+    }
+    look_again = true;
+  } else {
+    // Held off: a failed step's other 429s wait for its canary's gate (AdaptivePace), others
+    // for the hold.
+    next_ns = pace.HeldOffUntil(now_ns);
   }
   scopes_.SetBudget(leaf, pace.Current(), true);
   if (lowered || !(pace.Current() == before)) {
     ShareLeaf(leaf);
   }
-  // The 429 that lowered the limit goes again when its park ends. One held off waits for the
-  // hold: a failed probe's other 429s hold off for a window, and retried early in a fixed
-  // window they would only draw more.
-  verdict.next_attempt =
-      FromNanos(lowered ? std::max(pace.park_until_ns(), ToNanos(now)) : pace.hold_until_ns());
+  // The 429 that lowered the limit goes again when its park ends.
+  verdict.next_attempt = FromNanos(next_ns);
   verdict.deferral.until = verdict.next_attempt;
   return verdict;
 }
 
-bool Scheduler::AdaptToSuccess(const Dest& dest) {
+bool Scheduler::AdaptToSuccess(const Dest& dest, uint32_t d, uint64_t sequence) {
   if (adaptive_.empty()) {
     return false;
   }
@@ -47,8 +65,14 @@ bool Scheduler::AdaptToSuccess(const Dest& dest) {
     return false;
   }
   const int64_t now_ns = ToNanos(clock_.Now());
+  bool opened = false;
+  if (it->second.IsCanary(d, sequence)) {
+    it->second.CanaryDelivered();
+    OpenGate(dest);
+    opened = true;
+  }
   if (!it->second.OnSuccess(now_ns, Recent(key, now_ns))) {
-    return false;
+    return opened;
   }
   const GcraParams before = scopes_.params(leaf);
   if (it->second.at_ceiling()) {
@@ -61,7 +85,41 @@ bool Scheduler::AdaptToSuccess(const Dest& dest) {
   // the second its last request was charged before going faster; a step down stretches it).
   const bool repaced = RepaceScope(leaf, before, clock_.Now());
   ShareLeaf(leaf);
-  return repaced;
+  return repaced || opened;
+}
+
+void Scheduler::DispatchCanary(const Dest& dest, uint32_t d) {
+  auto it = adaptive_.find(scopes_.at(dest.scopes[dest.leaf_index]).key);
+  if (it == adaptive_.end()) {
+    return;
+  }
+  AdaptivePace& pace = it->second;
+  const int64_t now_ns = ToNanos(clock_.Now());
+  if (!pace.WantsCanary(now_ns)) {
+    return;
+  }
+  pace.SetCanary(d, dest.head_sequence);
+  // Nothing else on the key goes until its answer, or the hold's end if none comes.
+  ParkScope(dest, dest.retry_after_index,
+            Millis((pace.hold_until_ns() - now_ns + 999'999) / 1'000'000), ParkKind::kRetryAfter);
+}
+
+bool Scheduler::CanaryLost(const Dest& dest, uint32_t d, uint64_t sequence) {
+  auto it = adaptive_.find(scopes_.at(dest.scopes[dest.leaf_index]).key);
+  if (it == adaptive_.end() || !it->second.IsCanary(d, sequence)) {
+    return false;
+  }
+  it->second.CanaryLost();
+  OpenGate(dest);  // the next request is the canary
+  return true;
+}
+
+void Scheduler::OpenGate(const Dest& dest) {
+  const uint32_t scope = dest.scopes[dest.retry_after_index];
+  store_.Unpark(scopes_.at(scope).key).IgnoreError();
+  if (!scopes_.at(scope).waiting.empty()) {
+    ArmScope(scope, ToNanos(clock_.Now()));  // its waiters are looked at again on the next Next()
+  }
 }
 
 RecentWindow Scheduler::Recent(ScopeKey key, int64_t now_ns) const {

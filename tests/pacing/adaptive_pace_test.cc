@@ -1,5 +1,7 @@
 #include "dispatcher/pacing/adaptive_pace.h"
 
+#include <initializer_list>
+
 #include <gtest/gtest.h>
 
 namespace egress::pacing {
@@ -239,10 +241,76 @@ TEST(AdaptivePaceTest, AMeasurementEndsAtItsFourth429) {
   EXPECT_EQ(pace.hold_until_ns(), now + 1'100'000'000);
 }
 
+// A key whose first window delivered 16 (at 0 s), then `successes` deliveries at 0.5 s: slow
+// start's steps (5 take it to 32, 15 to 64).
+AdaptivePace SteppedFrom16(int successes) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
+  StartSlow(pace, 16, 0);
+  for (int i = 0; i < successes; ++i) {
+    pace.OnSuccess(kSecond / 2);
+  }
+  return pace;
+}
+
+// Slow start's failed step measured from `now`: its first 429 1 ms after, then deliveries and
+// 429s at these ms after `now` (the deliveries first); the last 429 ends the measurement.
+void Measure(AdaptivePace& pace, int64_t now, std::initializer_list<int64_t> ok_ms,
+             std::initializer_list<int64_t> refused_ms) {
+  ASSERT_FALSE(pace.OnThrottle(now + 1'000'000));
+  ASSERT_TRUE(pace.measuring());
+  for (int64_t ms : ok_ms) {
+    EXPECT_FALSE(pace.OnSuccess(now + ms * 1'000'000));
+  }
+  size_t left = refused_ms.size();
+  for (int64_t ms : refused_ms) {
+    EXPECT_EQ(pace.OnThrottle(now + ms * 1'000'000), --left == 0);
+  }
+}
+
+// Verifies that a measurement shorter than a 16th of a window is held to the share of requests
+// that got through: 2 deliveries in 6 ms read 333/s, but 2 of 7 requests at 32/s are 9/s (held
+// to the floor, 12). Read from the span alone the limit stayed at 31, above the platform's.
+TEST(AdaptivePaceTest, AShortMeasurementIsHeldToTheShareThatGotThrough) {
+  AdaptivePace pace = SteppedFrom16(5);
+  ASSERT_EQ(pace.Current().limit, 32);
+  Measure(pace, kSecond / 2, {2, 3}, {4, 5, 6, 7});
+  EXPECT_EQ(pace.Current().limit, 12);
+}
+
+// Verifies that the measurement's floor is 3/4 of the first window's count when the level
+// before the step is higher: that level passed its third of a window, but a sliding log's
+// empty history can let a level through that long (880/s over a 445/s log). Here 16 was the
+// first window's count and 32 the level before the step to 64: 2 in 300 ms is held to 12, not
+// to 24.
+TEST(AdaptivePaceTest, TheMeasurementsFloorIsTheFirstWindowsCountAtMost) {
+  AdaptivePace pace = SteppedFrom16(5 + 10);  // 16 -> 32 -> 64
+  ASSERT_EQ(pace.Current().limit, 64);
+  Measure(pace, kSecond / 2, {100, 200}, {250, 260, 280, 301});
+  EXPECT_EQ(pace.Current().limit, 12);
+}
+
+// Verifies that a window that waited on a hold of the key's own and sent under 3/4 of the level
+// is a floor, not a rate: the limit falls by the decrease at most (600 -> 300, not 250). A
+// window that pressed the level for a whole window after the hold is the rate (250).
+TEST(AdaptivePaceTest, AWindowThatWaitedOnAHoldIsAFloor) {
+  // 1000 -> 600 at 0 s, parked (and held) until 0.4 s; then a 429 at `at_ns` with `last`.
+  auto limit_after = [](int64_t at_ns, const RecentWindow& last) {
+    AdaptivePace pace(AdaptivePaceOptions{}, Budget{1000, 1000, 1}, false);
+    EXPECT_TRUE(pace.OnThrottle(0, RecentWindow{1000, 600, false}));
+    EXPECT_EQ(pace.Park(Millis(1000), 0, 0), Millis(400));
+    EXPECT_TRUE(pace.OnThrottle(at_ns, last));
+    return pace.Current().limit;
+  };
+  EXPECT_EQ(limit_after(kSecond, RecentWindow{300, 250, false}), 300);
+  EXPECT_EQ(limit_after(kSecond + kSecond / 2, RecentWindow{300, 250, false}), 250);  // pressed
+  EXPECT_EQ(limit_after(kSecond, RecentWindow{450, 250, false}), 250);  // sent 3/4 of 600
+}
+
 // Verifies that a measurement that lets nothing through (the first 429 and three more) reads a
-// spent window's count: the limit becomes the last whole window's deliveries and the key waits
-// a window.
-TEST(AdaptivePaceTest, AMeasurementThatLetsNothingThroughWaitsTheWindowOut) {
+// spent window's count: the limit becomes the last whole window's deliveries, its 429s are held
+// off for a window, and a canary looks for the window's end after max(1/32 window, an emission
+// interval) instead of the key waiting the whole window out.
+TEST(AdaptivePaceTest, AMeasurementThatLetsNothingThroughLooksForTheWindowsEnd) {
   AdaptivePace pace(AdaptivePaceOptions{}, Budget{2000, 1000, 1}, false);
   StartSlow(pace, 16, 0);
   const int64_t now = 2 * kSecond;
@@ -251,7 +319,10 @@ TEST(AdaptivePaceTest, AMeasurementThatLetsNothingThroughWaitsTheWindowOut) {
   }
   NothingThrough(pace, now, RecentWindow{24, 14, false});
   EXPECT_EQ(pace.Current().limit, 14);
-  EXPECT_EQ(pace.Park(Millis(1000), 0, now + 4'000'000), Millis(1000));
+  EXPECT_EQ(pace.Park(Millis(1000), 0, now + 4'000'000), Millis(71));  // 1000 / 14
+  EXPECT_EQ(pace.hold_until_ns(), now + 4'000'000 + kSecond);
+  EXPECT_FALSE(pace.WantsCanary(now + 74'000'000));
+  EXPECT_TRUE(pace.WantsCanary(now + 75'000'000));
 }
 
 // Verifies that a measurement that lets nothing through is held to the first window's floor: a
@@ -266,7 +337,110 @@ TEST(AdaptivePaceTest, AMeasurementThatLetsNothingThroughKeepsTheFirstWindowsCou
   ASSERT_EQ(pace.Current().limit, 80);
   NothingThrough(pace, now, RecentWindow{31, 26, false});
   EXPECT_EQ(pace.Current().limit, 20);
-  EXPECT_EQ(pace.Park(Millis(1000), 0, now + 4'000'000), Millis(1000));
+  EXPECT_EQ(pace.Park(Millis(1000), 0, now + 4'000'000), Millis(50));
+}
+
+// Verifies the canary of a failed probe's hold: none before the probe's park ends, one at a
+// time, refused ones waiting a step that doubles from a 32nd of a window up to a quarter and
+// never past the hold, held-off 429s waiting for the gate; delivered, the gate opens and a
+// held-off 429 goes at once.
+TEST(AdaptivePaceTest, AFailedProbesCanaryLooksForRoomInDoublingSteps) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{1000, 1000, 1}, false);
+  ASSERT_TRUE(pace.OnThrottle(0));  // 500
+  EXPECT_EQ(pace.Park(Millis(1000), 0, 0), Millis(1000));
+  EXPECT_FALSE(pace.WantsCanary(kSecond / 2));  // a decrease's hold has no canary
+  EXPECT_EQ(pace.HeldOffUntil(kSecond / 2), kSecond);
+  for (int i = 0; i < 500; ++i) {
+    pace.OnSuccess(2 * kSecond);
+  }
+  ASSERT_EQ(pace.Current().limit, 750);
+  const int64_t t = 3 * kSecond;
+  ASSERT_TRUE(pace.OnThrottle(t));  // the probe failed
+  EXPECT_EQ(pace.Park(Millis(1000), 0, t), Millis(2));
+  EXPECT_FALSE(pace.WantsCanary(t + 1'000'000));
+  EXPECT_EQ(pace.HeldOffUntil(t + 1'000'000), t + 2'000'000);
+  ASSERT_TRUE(pace.WantsCanary(t + 2'000'000));
+  pace.SetCanary(7, 42);
+  EXPECT_FALSE(pace.WantsCanary(t + 3'000'000));
+  EXPECT_TRUE(pace.IsCanary(7, 42));
+  EXPECT_FALSE(pace.IsCanary(7, 43));
+  EXPECT_FALSE(pace.IsCanary(8, 42));
+  EXPECT_FALSE(pace.OnThrottle(t + 20'000'000));                  // held off, as the canary's is
+  EXPECT_EQ(pace.CanaryRefused(t + 20'000'000), t + 51'250'000);  // 1000 ms / 32
+  EXPECT_EQ(pace.HeldOffUntil(t + 30'000'000), t + 51'250'000);
+  EXPECT_FALSE(pace.WantsCanary(t + 51'000'000));
+  EXPECT_TRUE(pace.WantsCanary(t + 51'250'000));
+  EXPECT_EQ(pace.CanaryRefused(t + 60'000'000), t + 122'500'000);
+  EXPECT_EQ(pace.CanaryRefused(t + 130'000'000), t + 255'000'000);
+  EXPECT_EQ(pace.CanaryRefused(t + 260'000'000), t + 510'000'000);
+  EXPECT_EQ(pace.CanaryRefused(t + 520'000'000), t + 770'000'000);  // a quarter at most
+  EXPECT_EQ(pace.CanaryRefused(t + 800'000'000), t + kSecond);      // the hold at most
+  pace.SetCanary(7, 44);
+  pace.CanaryDelivered();
+  EXPECT_TRUE(pace.gate_open());
+  EXPECT_FALSE(pace.WantsCanary(t + 900'000'000));
+  EXPECT_FALSE(pace.IsCanary(7, 44));
+  EXPECT_EQ(pace.HeldOffUntil(t + 900'000'000), t + 900'000'000);
+  EXPECT_EQ(pace.Current().limit, 500);
+  // Spent again: the gate closes, and the steps start over.
+  EXPECT_EQ(pace.CanaryRefused(t + 900'000'000), t + 931'250'000);
+  EXPECT_FALSE(pace.gate_open());
+}
+
+// A key lowered from 1,000 to 500 at 0 s whose probe to 750 failed at 3 s: back at 500, parked
+// 2 ms, its other 429s held off until 4 s.
+AdaptivePace FailedProbeAt3s() {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{1000, 1000, 1}, false);
+  EXPECT_TRUE(pace.OnThrottle(0));
+  pace.Park(Millis(1000), 0, 0);
+  for (int i = 0; i < 500; ++i) {
+    pace.OnSuccess(2 * kSecond);
+  }
+  EXPECT_TRUE(pace.OnThrottle(3 * kSecond));
+  EXPECT_EQ(pace.Park(Millis(1000), 0, 3 * kSecond), Millis(2));
+  return pace;
+}
+
+// Verifies that another node's hold, adopted after this node's own failed probe's hold ended,
+// has no canary here: its 429s wait for its end, as any adopted hold's.
+TEST(AdaptivePaceTest, AnAdoptedHoldHasNoCanary) {
+  AdaptivePace pace = FailedProbeAt3s();
+  ASSERT_TRUE(pace.WantsCanary(3 * kSecond + 2'000'000));
+  const int64_t later = 5 * kSecond;
+  pace.Adopt(400, false, later + kSecond, later);
+  EXPECT_FALSE(pace.WantsCanary(later + 1'000'000));
+  EXPECT_EQ(pace.HeldOffUntil(later + 1'000'000), later + kSecond);
+}
+
+// Verifies that consecutive decreases that each read a rate from a counted window park what
+// the decrease took away, not doubled: following a fall of the platform's limit down a window
+// at a time, the third had parked 2.4 s. With nothing delivered in the window (no rate read)
+// the park still doubles.
+TEST(AdaptivePaceTest, DecreasesThatReadARateDoNotDoubleThePark) {
+  AdaptivePace pace(AdaptivePaceOptions{}, Budget{20, 1000, 1}, false);
+  ASSERT_TRUE(pace.OnThrottle(0, RecentWindow{20, 18, false}));
+  EXPECT_EQ(pace.Park(Millis(1000), 0, 0), Millis(100));
+  ASSERT_TRUE(pace.OnThrottle(200'000'000, RecentWindow{18, 16, false}));
+  EXPECT_EQ(pace.Park(Millis(1000), 0, 200'000'000), Millis(112));  // doubled: 224
+  ASSERT_TRUE(pace.OnThrottle(400'000'000, RecentWindow{16, 9, false}));
+  EXPECT_EQ(pace.Park(Millis(1000), 0, 400'000'000), Millis(438));  // doubled twice: 1,752
+
+  AdaptivePace nothing(AdaptivePaceOptions{}, Budget{20, 1000, 1}, false);
+  ASSERT_TRUE(nothing.OnThrottle(0, RecentWindow{20, 0, false}));
+  EXPECT_EQ(nothing.Park(Millis(1000), 0, 0), Millis(500));
+  ASSERT_TRUE(nothing.OnThrottle(kSecond, RecentWindow{10, 0, false}));
+  EXPECT_EQ(nothing.Park(Millis(1000), 0, kSecond), Millis(1000));
+}
+
+// Verifies that a canary's answer that says nothing about the rate lets the next request be the
+// canary.
+TEST(AdaptivePaceTest, ALostCanaryIsReplaced) {
+  AdaptivePace pace = FailedProbeAt3s();
+  pace.SetCanary(1, 1);
+  EXPECT_FALSE(pace.WantsCanary(3 * kSecond + 10'000'000));
+  pace.CanaryLost();
+  EXPECT_TRUE(pace.WantsCanary(3 * kSecond + 10'000'000));
+  EXPECT_FALSE(pace.IsCanary(1, 1));
 }
 
 // Verifies that the first window's parks double with each 429 but end a window after the first

@@ -110,15 +110,16 @@ TEST(PacingScenariosTest, SlackLearnsTheBurstOncePerWorkspace) {
 // (DrawHiddenLimit: a token bucket, a fixed window or a sliding log by seed, the rate
 // log-uniform, 5-30 ms per request), ten windows' worth of pushes at least, against the bound
 // with the requests' arrival jitter (HiddenLimitBound: a bucket of burst 1 at 37/s cannot take
-// more than 25/s under 12.5 ms of jitter without refusing some). In LINE's range (10-50/s,
-// burst 1-5) seeds 1-10 take 1.06-1.30x with 10-13 429s (before: up to 1.42x); over
-// 1-1,000/s with bursts up to 10, up to 1.43x (a sliding log of 445/s) and up to 69 429s (a
-// 1/s bucket over 200 s). Seeds 11-30 reach 1.32x and 15 429s in LINE's range, 1.50x and 71
-// 429s (fixed windows of 236-245/s) over the wide one. bench/README.md section 8.
+// more than 25/s under 12.5 ms of jitter without refusing some): within 1.4x for every seed, in
+// LINE's range (10-50/s, burst 1-5) with at most 15 429s, over 1-1,000/s with bursts up to 10
+// with at most 70 (a 1/s bucket over 200 s draws 68). Seeds 1-10 take 1.06-1.17x and 1.24x at
+// most over the wide range (before the canary: up to 1.25x and 1.43x, a sliding log of 445/s);
+// seeds 1-300 1.31x and 1.38x at most with up to 19 and 75 429s (before: 1.32x and 3.51x, a
+// 476/s bucket whose limit fell to 85 after a window spent waiting). bench/README.md section 8.
 TEST(PacingScenariosTest, HeaderlessSearchFindsDrawnLimits) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     for (const auto& [lo, hi, burst, most_ratio, most_429s] :
-         {std::tuple{10.0, 50.0, 5, 1.4, 15}, std::tuple{1.0, 1000.0, 10, 1.5, 70}}) {
+         {std::tuple{10.0, 50.0, 5, 1.4, 15}, std::tuple{1.0, 1000.0, 10, 1.4, 70}}) {
       const sim::HiddenLimitSpec limit = DrawHiddenLimit(seed, lo, hi, burst);
       const int pushes = std::max(200, static_cast<int>(limit.rate_per_s) * 10);
       const PacingScenario scenario = LineShapeScenario(10, pushes, limit, seed);

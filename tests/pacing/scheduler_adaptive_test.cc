@@ -137,20 +137,72 @@ TEST_F(SchedulerAdaptiveTest, ARaisedLimitRepacesTheMeterAtOnce) {
   EXPECT_EQ(next.wake_at, dispatched + milliseconds(250));
 }
 
-// Verifies that the 429 that fails a probe goes again after the probe's park (one emission
-// interval of the level that held), while a 429 of the same probe held off waits for the hold
-// (a window): retried early in a spent fixed window it would only draw another.
-TEST_F(SchedulerAdaptiveTest, AFailedProbesOwn429GoesAfterItsPark) {
+// Verifies the canary of a failed probe's hold: the 429 that failed the probe goes again after
+// its park (one emission interval of the level that held), the next request goes alone and the
+// key parks behind it; refused, the next canary waits max(1/32 window, an emission interval), and
+// the head waiting behind the first is looked at again for it; delivered, the rest go at the
+// level, until a 429 closes the gate again. Waiting out the hold had stalled a channel for a
+// window on every failed probe.
+TEST_F(SchedulerAdaptiveTest, AFailedProbesHoldSendsACanaryFirst) {
   DestinationId hook = Add(Spec(Platform::kWebhook, "https://a.example/hook"));
   Complete(hook, Dispatch(hook), Http(429));
   ASSERT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);
   SendOk(hook, 25);
   ASSERT_EQ(Limit(hook, BudgetName::kWebhookDestination), 37);  // probing half way to 50
   Verdict failed = Complete(hook, Dispatch(hook), Http(429));
+  const SteadyTime failed_at = clock_.Now();
   ASSERT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);
-  EXPECT_EQ(failed.next_attempt, clock_.Now() + milliseconds(40));  // 1000 / 25
-  Verdict held = Complete(hook, Dispatch(hook), Http(429));
-  EXPECT_GT(held.next_attempt, clock_.Now() + milliseconds(900));
+  EXPECT_EQ(failed.next_attempt, failed_at + milliseconds(40));  // 1000 / 25
+
+  const uint64_t canary = Dispatch(hook);
+  EXPECT_EQ(clock_.Now(), failed_at + milliseconds(40));
+  Decision behind = OfferAndNext(hook, "behind");
+  ASSERT_EQ(behind.kind, Decision::Kind::kWait);
+  EXPECT_EQ(behind.wake_at, failed_at + milliseconds(1000));  // parked until its answer
+
+  clock_.Advance(milliseconds(20));
+  Verdict refused = Complete(hook, canary, Http(429));
+  EXPECT_EQ(refused.next_attempt, clock_.Now() + milliseconds(40));
+  EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);  // held off: no decrease
+  Decision next = scheduler_.Next();
+  ASSERT_EQ(next.kind, Decision::Kind::kWait);
+  EXPECT_EQ(next.wake_at, clock_.Now() + milliseconds(40));  // the next canary's time
+  clock_.Advance(milliseconds(40));
+  next = scheduler_.Next();
+  ASSERT_EQ(next.kind, Decision::Kind::kDispatch);  // "behind" is the second canary
+  Decision third = OfferAndNext(hook, "third");
+  ASSERT_EQ(third.kind, Decision::Kind::kWait);
+  EXPECT_GT(third.wake_at, clock_.Now() + milliseconds(500));
+
+  clock_.Advance(milliseconds(20));
+  Complete(hook, next.sequence, Http(200));
+  next = scheduler_.Next();  // the gate is open: at the level's pace, 40 ms after the canary
+  ASSERT_EQ(next.kind, Decision::Kind::kWait);
+  EXPECT_EQ(next.wake_at, clock_.Now() + milliseconds(20));
+  clock_.Advance(milliseconds(20));
+  EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kDispatch);
+  // A 429 held off after that: the room is spent again, and the gate closes for a first step.
+  Verdict late = Complete(hook, Dispatch(hook), Http(429));
+  EXPECT_EQ(late.next_attempt, clock_.Now() + milliseconds(40));
+  EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);
+}
+
+// Verifies that a canary whose answer says nothing about the rate (a 503) lets the next request
+// be the canary at once instead of leaving the key parked until the hold ends.
+TEST_F(SchedulerAdaptiveTest, ACanaryAnsweredWithoutARateLetsTheNextGo) {
+  DestinationId hook = Add(Spec(Platform::kWebhook, "https://a.example/hook"));
+  Complete(hook, Dispatch(hook), Http(429));
+  SendOk(hook, 25);
+  ASSERT_EQ(Limit(hook, BudgetName::kWebhookDestination), 37);
+  Complete(hook, Dispatch(hook), Http(429));
+  const SteadyTime failed_at = clock_.Now();
+  const uint64_t canary = Dispatch(hook);
+  Decision behind = OfferAndNext(hook, "behind");
+  ASSERT_EQ(behind.kind, Decision::Kind::kWait);
+  ASSERT_EQ(behind.wake_at, failed_at + milliseconds(1000));
+  clock_.Advance(milliseconds(40));
+  Complete(hook, canary, Http(503));
+  EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kDispatch);
 }
 
 // Verifies recovery: after a window of deliveries the pace grows half way back to the level that
