@@ -32,5 +32,7 @@ inline int64_t ToUnixMillis(WallTime t) {
   return std::chrono::duration_cast<Millis>(t.time_since_epoch()).count();
 }
 inline WallTime FromUnixMillis(int64_t ms) { return WallTime(Millis(ms)); }
+// Nanoseconds as whole milliseconds, rounded up (a wait never ends before it should).
+inline Millis CeilMillis(int64_t ns) { return Millis((ns + 999'999) / 1'000'000); }
 
 }  // namespace egress

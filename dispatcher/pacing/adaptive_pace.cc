@@ -82,7 +82,6 @@ bool AdaptivePace::OnThrottle(int64_t now_ns, const RecentWindow& recent) {
   before_ = limit_;
   recent_ = recent;
   last_hold_end_ns_ = hold_until_ns_;
-  decrease_ns_ = now_ns;
   cohort_ok_ = 0;
   cohort_throttled_ = 1;
   // A 429 within the first window after an increase: that probe failed, the level before it
@@ -151,8 +150,8 @@ void AdaptivePace::Refine() {
       // park for part of it) did not press the platform: its deliveries are only a floor, and
       // the limit falls by the decrease at most. Taken as the rate, a window spent mostly
       // waiting had set a 476/s bucket's limit to 85.
-      const bool pressed =
-          recent_.sent * 4 >= before_ * 3 || last_hold_end_ns_ <= decrease_ns_ - WindowNs(ceiling_);
+      const bool pressed = recent_.sent * 4 >= before_ * 3 ||
+                           last_hold_end_ns_ <= last_decrease_ns_ - WindowNs(ceiling_);
       if (slow_start_) {
         lowered = recent_.delivered;
       } else if (!pressed) {
@@ -194,12 +193,12 @@ Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
   const int64_t window = std::max<int64_t>(1, ceiling_.scale_ms);
   if (probe_failed_) {
     // The level before the probe held: wait one of its emission intervals, and hold off the
-    // failed probe's other 429s for a window. A doubling that failed may have spent the
-    // platform's window early: wait that window out rather than draw 429s for the rest of it.
-    const Millis park(std::clamp<int64_t>(
-        doubling_failed_ ? std::max(window / kGateFirstShare, window / std::max<int64_t>(1, limit_))
-                         : window / std::max<int64_t>(1, limit_),
-        1, cap));
+    // failed probe's other 429s for a window, while canaries look for room (WantsCanary). A
+    // doubling that failed may have spent the platform's window early: the first canary waits
+    // a first step, not one emission interval.
+    const Millis park(std::clamp<int64_t>(doubling_failed_ ? CeilMillis(FirstGateStepNs()).count()
+                                                           : window / std::max<int64_t>(1, limit_),
+                                          1, cap));
     hold_until_ns_ = now_ns + Nanos(std::max(park, Millis(window))).count();
     park_until_ns_ = now_ns + Nanos(park).count();
     CloseGate(park_until_ns_);
@@ -241,7 +240,7 @@ Millis AdaptivePace::Park(Millis throttle_wait, uint64_t draw, int64_t now_ns) {
     // each 429 ends there at the latest.
     const int64_t left_ns = slow_start_since_ns_ + WindowNs(ceiling_) - now_ns;
     if (left_ns > 0) {
-      park = std::min(park, Millis((left_ns + 999'999) / 1'000'000));  // rounded up
+      park = std::min(park, CeilMillis(left_ns));
     }
   }
   hold_until_ns_ = now_ns + Nanos(park).count();
@@ -258,26 +257,38 @@ void AdaptivePace::CloseGate(int64_t until_ns) {
   gate_step_ns_ = 0;
 }
 
-void AdaptivePace::SetCanary(uint32_t dest, uint64_t sequence) {
+int64_t AdaptivePace::FirstGateStepNs() const {
+  return std::max<int64_t>(1, std::max(WindowNs(ceiling_) / kGateFirstShare,
+                                       WindowNs(ceiling_) / std::max<int64_t>(1, limit_)));
+}
+
+void AdaptivePace::SetCanary(uint32_t dest, uint64_t sequence, int64_t now_ns) {
   canary_out_ = true;
   canary_dest_ = dest;
   canary_sequence_ = sequence;
+  canary_sent_ns_ = now_ns;
 }
 
-void AdaptivePace::CanaryDelivered() {
+int64_t AdaptivePace::CanaryParkUntil(int64_t now_ns) const {
+  const int64_t wait = std::min(std::max(FirstGateStepNs(), 2 * canary_round_trip_ns_),
+                                std::max<int64_t>(1, WindowNs(ceiling_) / kGateMostShare));
+  return std::min(hold_until_ns_, now_ns + wait);
+}
+
+void AdaptivePace::CanaryDelivered(int64_t now_ns) {
   canary_out_ = false;
+  canary_round_trip_ns_ = std::max<int64_t>(0, now_ns - canary_sent_ns_);
   gate_ = Gate::kOpen;
   gate_step_ns_ = 0;  // a refusal after this one found room starts the steps over
 }
 
 int64_t AdaptivePace::CanaryRefused(int64_t now_ns) {
+  if (canary_out_) {
+    canary_round_trip_ns_ = std::max<int64_t>(0, now_ns - canary_sent_ns_);
+  }
   canary_out_ = false;
   gate_ = Gate::kClosed;
-  gate_step_ns_ =
-      gate_step_ns_ == 0
-          ? std::max<int64_t>(1, std::max(WindowNs(ceiling_) / kGateFirstShare,
-                                          WindowNs(ceiling_) / std::max<int64_t>(1, limit_)))
-          : 2 * gate_step_ns_;
+  gate_step_ns_ = gate_step_ns_ == 0 ? FirstGateStepNs() : 2 * gate_step_ns_;
   gate_step_ns_ =
       std::min(gate_step_ns_, std::max<int64_t>(1, WindowNs(ceiling_) / kGateMostShare));
   gate_until_ns_ = std::min(hold_until_ns_, now_ns + gate_step_ns_);
@@ -310,13 +321,13 @@ void AdaptivePace::EndMeasure(int64_t now_ns) {
   windows_ = 0;
   increases_ = 0;
   // The measured level failed: the probes from the estimate bisect toward it, as after any
-  // failed probe (Park: one emission interval, 429s held off for a window).
+  // failed probe (Park: one emission interval, 429s held off for a window behind canaries).
   probe_failed_ = true;
   failed_level_ = before_;
   const int64_t least = std::max<int64_t>(1, options_.min_limit);
   if (measure_ok_ == 0) {
     // Nothing got through: a window's count is spent, and no rate can be read. The last whole
-    // window's deliveries are that count; wait the window out (Park).
+    // window's deliveries are that count; canaries look for the window's end (Park).
     doubling_failed_ = true;
     limit_ = last_good_;
     if (recent_.known() && !recent_.partial && recent_.delivered > 0) {
@@ -363,6 +374,9 @@ void AdaptivePace::EndMeasure(int64_t now_ns) {
   step_ = std::max(AdditiveStep(), HalfGap());
   windows_per_increase_ = 1;
   hold_until_ns_ = now_ns + WindowNs(ceiling_);
+  // Ended by a delivery there is no park, and the first canary may go at once; ended by a 429,
+  // Park() sets when.
+  CloseGate(now_ns);
 }
 
 bool AdaptivePace::OnSuccess(int64_t now_ns, const RecentWindow& recent) {

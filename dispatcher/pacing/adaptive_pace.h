@@ -126,35 +126,41 @@ class AdaptivePace {
   // The canary of a failed step's hold. A failed probe or measurement goes back to a level
   // that held and holds the step's other 429s off for a window, but the platform may have
   // room again long before that (a bucket or a log at once, a fixed window at its end). So
-  // when the park ends one request goes alone (the canary) and the key is parked behind it:
-  // delivered, the gate is open and everything goes at the level (until a held-off 429 closes
-  // it again); refused, the next canary waits a step that doubles (max(a 32nd of a window, an
-  // emission interval) first, a quarter at most). Held-off 429s wait for the gate, not
+  // when the park ends one request goes alone (the canary) and the key is parked behind it for
+  // about its answer's time (CanaryParkUntil; the store's park is only ever extended, never
+  // lifted: on a shared store another park may be on the same key): delivered, the gate is
+  // open and everything goes at the level (until a held-off 429 closes it again); refused, the
+  // next canary waits a step that doubles (max(a 32nd of a window, an emission interval) first,
+  // a quarter at most). Held-off 429s wait for the gate, not
   // for the hold: waiting out the hold had stalled a channel of ten users for a whole window
   // on every failed probe. One 429 per step, where releasing everything at the level drew a
   // round trip's worth each time (up to 385 in a run).
   //
   // Whether a request dispatched at `now_ns` is to be the canary (then call SetCanary and
-  // park the key until hold_until_ns()).
+  // park the key until CanaryParkUntil()).
   bool WantsCanary(int64_t now_ns) const {
     return gate_ == Gate::kClosed && !canary_out_ && now_ns >= gate_until_ns_ &&
            now_ns < hold_until_ns_;
   }
-  // `dest` and `sequence` name the canary's request, opaque here.
-  void SetCanary(uint32_t dest, uint64_t sequence);
+  // `dest` and `sequence` name the canary's request, opaque here; it went at `now_ns`.
+  void SetCanary(uint32_t dest, uint64_t sequence, int64_t now_ns);
+  // The key waits behind the canary until then: twice the last canary's round trip, at least
+  // the first step, at most the hold. If its answer comes later, the others go at the level
+  // (its answer then still opens or closes the gate).
+  int64_t CanaryParkUntil(int64_t now_ns) const;
   // Whether a response is the canary's.
   bool IsCanary(uint32_t dest, uint64_t sequence) const {
     return canary_out_ && dest == canary_dest_ && sequence == canary_sequence_;
   }
-  // The canary was delivered: the gate is open until the next failed step.
-  void CanaryDelivered();
+  // The canary was delivered at `now_ns`: the gate is open until the next failed step.
+  void CanaryDelivered(int64_t now_ns);
   // The canary was refused at `now_ns`, or with the gate open a 429 was held off (the room the
   // canary found is spent again: a fall of the platform's limit, or a fixed window's count):
   // the gate closes, and this returns when the next canary may go (the key parks until then).
   int64_t CanaryRefused(int64_t now_ns);
   bool gate_open() const { return gate_ == Gate::kOpen; }
-  // The canary's answer said nothing about the rate (a 5xx, a timeout): the next request is
-  // the canary.
+  // The canary's answer said nothing about the rate (a 5xx, a timeout, a 429 with headers that
+  // pace the key themselves): the next request is the canary.
   void CanaryLost() { canary_out_ = false; }
   // When a 429 that OnThrottle() held off may go again: with the gate closed, at the gate (the
   // key's park behind a canary holds it further); open, at once; with no gate (another node's
@@ -189,6 +195,8 @@ class AdaptivePace {
   void EndMeasure(int64_t now_ns);
   // A failed step's hold begins: the first canary goes at `until_ns`.
   void CloseGate(int64_t until_ns);
+  // A refused canary's first wait: max(a 32nd of a window, an emission interval at the limit).
+  int64_t FirstGateStepNs() const;
   // failed_level_ is above the limit and at most twice it: the probes bisect the gap.
   bool NearFailedLevel() const;
   // Half the gap up to failed_level_ when it is near, else 0.
@@ -224,11 +232,12 @@ class AdaptivePace {
   uint32_t canary_dest_ = 0;
   uint64_t canary_sequence_ = 0;
   int64_t gate_until_ns_ = INT64_MIN;  // the next canary goes no sooner
-  int64_t gate_step_ns_ = 0;
-  // At the last decrease: when the hold before it ended, and when it came (Refine: a window
-  // that waited on a hold is no measure of the platform's rate).
+  int64_t gate_step_ns_ = 0;           // the last wait after a refused canary, 0 for none yet
+  int64_t canary_sent_ns_ = 0;
+  int64_t canary_round_trip_ns_ = 0;  // the last answered canary's, 0 for none yet
+  // At the last decrease: when the hold before it ended, its own or another node's (Refine: a
+  // window that waited on a hold is no measure of the platform's rate).
   int64_t last_hold_end_ns_ = INT64_MIN;
-  int64_t decrease_ns_ = 0;  // the last wait after a refused canary, 0 for none yet
   int64_t last_decrease_ns_ = INT64_MIN / 2;  // when OnThrottle last lowered the limit
   // The measurement of slow start's failed step: once per key (measured_), from its first 429.
   bool measuring_ = false;

@@ -950,7 +950,6 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
     EndShapeProbe(id.value, verdict.outcome_class == OutcomeClass::kDelivered,
                   verdict.outcome_class == OutcomeClass::kBudgetExhausted);
   }
-  bool look_again = false;  // the adaptive pace changed what its next head waits for
   if (verdict.outcome_class == OutcomeClass::kBudgetExhausted) {
     if (outcome.retry_after.has_value() || headers_seen) {
       ParkScope(dest, ParkIndex(dest), outcome.retry_after.value_or(policy.throttle_wait),
@@ -958,23 +957,24 @@ Result<Verdict> Scheduler::OnOutcome(DestinationId id, uint64_t sequence,
       if (outcome.retry_after.has_value() && !probed) {
         LearnBurst(dest);
       }
+      if (!adaptive_.empty()) {
+        CanaryLost(dest, id.value, sequence);  // the headers pace the key
+      }
     } else {
-      verdict = AdaptToThrottle(dest, id.value, sequence, std::move(verdict), policy.throttle_wait,
-                                look_again);
+      verdict = AdaptToThrottle(dest, id.value, sequence, std::move(verdict), policy.throttle_wait);
     }
   } else if (verdict.outcome_class == OutcomeClass::kDelivered) {
     if (dest.platform == Platform::kLine || !adaptive_.empty()) {
       CountRecent(dest, true, ToNanos(now));
     }
-    look_again = AdaptToSuccess(dest, id.value, sequence);
+    if (AdaptToSuccess(dest, id.value, sequence) && dest.state == State::kTimer &&
+        dest.reason == DeferReason::kBudget) {
+      // Its next head waits on its own timer for the old pace (a key of one destination has
+      // no wait list for RepaceScope to look at again).
+      MakeReady(id.value);
+    }
   } else if (!adaptive_.empty()) {
-    look_again = CanaryLost(dest, id.value, sequence);
-  }
-  if (look_again && dest.state == State::kTimer &&
-      (dest.reason == DeferReason::kBudget || dest.reason == DeferReason::kRetryAfter)) {
-    // Its next head waits on its own timer for the old pace or a canary's park (a key of one
-    // destination has no wait list for RepaceScope or OpenGate to look at again).
-    MakeReady(id.value);
+    CanaryLost(dest, id.value, sequence);
   }
   --dest.in_flight;
   --platform_in_flight_[platform];

@@ -492,18 +492,16 @@ class Scheduler {
   // Adaptive pace (AIMD) of the destination's own key: a header-less throttle lowers it and parks
   // the Retry-After key (once per park: 429s of requests sent before it teach nothing new); a
   // delivery probes it back up. Returns the verdict with next_attempt no earlier than the park.
-  // `look_again`: set when a refused canary moved the key's park sooner.
   Verdict AdaptToThrottle(const Dest& dest, uint32_t d, uint64_t sequence, Verdict verdict,
-                          Millis throttle_wait, bool& look_again);
-  // Returns whether the key's meter was repaced (its limit changed) or a canary opened its gate:
-  // a head waiting on its own timer for the old pace or the park must be looked at again.
+                          Millis throttle_wait);
+  // Returns whether the key's meter was repaced (its limit changed): a head waiting on its own
+  // timer for the old pace must be looked at again.
   bool AdaptToSuccess(const Dest& dest, uint32_t d, uint64_t sequence);
   // A failed step's canary (AdaptivePace::WantsCanary): a dispatch of `d` becomes it, and its
-  // key parks behind it; an answer that is neither a delivery nor a 429 lets the next go.
+  // key parks behind it; an answer that is neither a delivery nor a header-less 429 lets the
+  // next request be the canary.
   void DispatchCanary(const Dest& dest, uint32_t d);
-  bool CanaryLost(const Dest& dest, uint32_t d, uint64_t sequence);
-  // Lifts the canary's park on the key `dest` parks at and looks at its waiters again.
-  void OpenGate(const Dest& dest);
+  void CanaryLost(const Dest& dest, uint32_t d, uint64_t sequence);
   // The sends and deliveries of the destination's own key in its last window, for the keys that
   // are counted (LINE channels, which never send rate-limit headers, and keys whose pace was
   // lowered); `sent` < 0 for the others.

@@ -8,7 +8,7 @@
 namespace egress::pacing {
 
 Verdict Scheduler::AdaptToThrottle(const Dest& dest, uint32_t d, uint64_t sequence, Verdict verdict,
-                                   Millis throttle_wait, bool& look_again) {
+                                   Millis throttle_wait) {
   const uint32_t leaf = dest.scopes[dest.leaf_index];
   const ScopeKey key = scopes_.at(leaf).key;
   auto it = adaptive_.find(key);
@@ -28,17 +28,9 @@ Verdict Scheduler::AdaptToThrottle(const Dest& dest, uint32_t d, uint64_t sequen
     ParkScope(dest, dest.retry_after_index, park, ParkKind::kRetryAfter);
     next_ns = std::max(pace.park_until_ns(), now_ns);
   } else if (canary || pace.gate_open()) {
-    // The platform has no room (yet, or again): the key stays parked until the next canary may
-    // go (a store's park only grows, so the one behind this canary is lifted first).
+    // The platform has no room (yet, or again): the key parks until the next canary may go.
     next_ns = pace.CanaryRefused(now_ns);
-    const uint32_t scope = dest.scopes[dest.retry_after_index];
-    store_.Unpark(scopes_.at(scope).key).IgnoreError();
-    ParkScope(dest, dest.retry_after_index, Millis((next_ns - now_ns + 999'999) / 1'000'000),
-              ParkKind::kRetryAfter);
-    if (!scopes_.at(scope).waiting.empty()) {
-      ArmScope(scope, next_ns);  // they waited for the canary's park, which ends sooner now
-    }
-    look_again = true;
+    ParkScope(dest, dest.retry_after_index, CeilMillis(next_ns - now_ns), ParkKind::kRetryAfter);
   } else {
     // Held off: a failed step's other 429s wait for its canary's gate (AdaptivePace), others
     // for the hold.
@@ -65,14 +57,11 @@ bool Scheduler::AdaptToSuccess(const Dest& dest, uint32_t d, uint64_t sequence) 
     return false;
   }
   const int64_t now_ns = ToNanos(clock_.Now());
-  bool opened = false;
   if (it->second.IsCanary(d, sequence)) {
-    it->second.CanaryDelivered();
-    OpenGate(dest);
-    opened = true;
+    it->second.CanaryDelivered(now_ns);  // the rest go when the canary's park ends
   }
   if (!it->second.OnSuccess(now_ns, Recent(key, now_ns))) {
-    return opened;
+    return false;
   }
   const GcraParams before = scopes_.params(leaf);
   if (it->second.at_ceiling()) {
@@ -85,7 +74,7 @@ bool Scheduler::AdaptToSuccess(const Dest& dest, uint32_t d, uint64_t sequence) 
   // the second its last request was charged before going faster; a step down stretches it).
   const bool repaced = RepaceScope(leaf, before, clock_.Now());
   ShareLeaf(leaf);
-  return repaced || opened;
+  return repaced;
 }
 
 void Scheduler::DispatchCanary(const Dest& dest, uint32_t d) {
@@ -98,27 +87,18 @@ void Scheduler::DispatchCanary(const Dest& dest, uint32_t d) {
   if (!pace.WantsCanary(now_ns)) {
     return;
   }
-  pace.SetCanary(d, dest.head_sequence);
-  // Nothing else on the key goes until its answer, or the hold's end if none comes.
-  ParkScope(dest, dest.retry_after_index,
-            Millis((pace.hold_until_ns() - now_ns + 999'999) / 1'000'000), ParkKind::kRetryAfter);
+  pace.SetCanary(d, dest.head_sequence, now_ns);
+  // Nothing else on the key goes until about its answer's time. The park is not lifted when
+  // the answer comes sooner: a store's park (on a shared store, every node's) may hold another
+  // park of the same key as well, which lifting would cancel.
+  ParkScope(dest, dest.retry_after_index, CeilMillis(pace.CanaryParkUntil(now_ns) - now_ns),
+            ParkKind::kRetryAfter);
 }
 
-bool Scheduler::CanaryLost(const Dest& dest, uint32_t d, uint64_t sequence) {
+void Scheduler::CanaryLost(const Dest& dest, uint32_t d, uint64_t sequence) {
   auto it = adaptive_.find(scopes_.at(dest.scopes[dest.leaf_index]).key);
-  if (it == adaptive_.end() || !it->second.IsCanary(d, sequence)) {
-    return false;
-  }
-  it->second.CanaryLost();
-  OpenGate(dest);  // the next request is the canary
-  return true;
-}
-
-void Scheduler::OpenGate(const Dest& dest) {
-  const uint32_t scope = dest.scopes[dest.retry_after_index];
-  store_.Unpark(scopes_.at(scope).key).IgnoreError();
-  if (!scopes_.at(scope).waiting.empty()) {
-    ArmScope(scope, ToNanos(clock_.Now()));  // its waiters are looked at again on the next Next()
+  if (it != adaptive_.end() && it->second.IsCanary(d, sequence)) {
+    it->second.CanaryLost();  // the next request is the canary
   }
 }
 

@@ -39,8 +39,7 @@ void Scheduler::ShareLeaf(uint32_t leaf) {
     if (hold_until > now_ns) {
       // A failed probe holds for a window, which may be longer than max_park: the others
       // accept holds up to max_park.
-      const int64_t hold_ms = (hold_until - now_ns + 999'999) / 1'000'000;
-      update.hold = std::min(Millis(hold_ms), options_.adaptive.max_park);
+      update.hold = std::min(CeilMillis(hold_until - now_ns), options_.adaptive.max_park);
     }
   } else if (scopes_.learned(leaf)) {
     update.budget = scopes_.budget(leaf);

@@ -85,12 +85,13 @@ TEST_F(DynamoFixture, ConcurrentNodesNeverSpendMoreThanTheBudget) {
   int failed = 0;
   for (int i = 0; i < 40; ++i) {
     for (DynamoBudgetBackend* backend : {backend_.get(), &other}) {
-      backend->TakeAllAtForTest({Charge{21, ten, 1}, Charge{22 + i % 3, ten, 0}}, now_us,
-                                [&](Result<TakeResult> r) {
-                                  ++answered;
-                                  failed += r.has_value() ? 0 : 1;
-                                  allowed += r.has_value() && r->allowed ? 1 : 0;
-                                });
+      backend->TakeAllAtForTest(
+          {Charge{21, ten, 1}, Charge{static_cast<pacing::ScopeKey>(22 + i % 3), ten, 0}}, now_us,
+          [&](Result<TakeResult> r) {
+            ++answered;
+            failed += r.has_value() ? 0 : 1;
+            allowed += r.has_value() && r->allowed ? 1 : 0;
+          });
     }
   }
   ASSERT_TRUE(RunUntil([&] { return answered == 80; }));

@@ -210,6 +210,7 @@ TEST(AdaptivePaceTest, AFailedSlowStartStepIsMeasured) {
   EXPECT_FALSE(pace.measuring());
   EXPECT_EQ(pace.Current().limit, 25);
   EXPECT_FALSE(pace.probing());
+  EXPECT_TRUE(pace.WantsCanary(start + 320'000'000));  // ended by a delivery: at once
   EXPECT_FALSE(pace.OnThrottle(start + 900'000'000));  // held off: the measured level's cohort
   EXPECT_EQ(pace.Current().limit, 25);
   now = start + 1'400'000'000;
@@ -319,10 +320,10 @@ TEST(AdaptivePaceTest, AMeasurementThatLetsNothingThroughLooksForTheWindowsEnd) 
   }
   NothingThrough(pace, now, RecentWindow{24, 14, false});
   EXPECT_EQ(pace.Current().limit, 14);
-  EXPECT_EQ(pace.Park(Millis(1000), 0, now + 4'000'000), Millis(71));  // 1000 / 14
+  EXPECT_EQ(pace.Park(Millis(1000), 0, now + 4'000'000), Millis(72));  // 1000 / 14, rounded up
   EXPECT_EQ(pace.hold_until_ns(), now + 4'000'000 + kSecond);
-  EXPECT_FALSE(pace.WantsCanary(now + 74'000'000));
-  EXPECT_TRUE(pace.WantsCanary(now + 75'000'000));
+  EXPECT_FALSE(pace.WantsCanary(now + 75'000'000));
+  EXPECT_TRUE(pace.WantsCanary(now + 76'000'000));
 }
 
 // Verifies that a measurement that lets nothing through is held to the first window's floor: a
@@ -360,7 +361,8 @@ TEST(AdaptivePaceTest, AFailedProbesCanaryLooksForRoomInDoublingSteps) {
   EXPECT_FALSE(pace.WantsCanary(t + 1'000'000));
   EXPECT_EQ(pace.HeldOffUntil(t + 1'000'000), t + 2'000'000);
   ASSERT_TRUE(pace.WantsCanary(t + 2'000'000));
-  pace.SetCanary(7, 42);
+  pace.SetCanary(7, 42, t + 2'000'000);
+  EXPECT_EQ(pace.CanaryParkUntil(t + 2'000'000), t + 33'250'000);  // a first step
   EXPECT_FALSE(pace.WantsCanary(t + 3'000'000));
   EXPECT_TRUE(pace.IsCanary(7, 42));
   EXPECT_FALSE(pace.IsCanary(7, 43));
@@ -370,13 +372,16 @@ TEST(AdaptivePaceTest, AFailedProbesCanaryLooksForRoomInDoublingSteps) {
   EXPECT_EQ(pace.HeldOffUntil(t + 30'000'000), t + 51'250'000);
   EXPECT_FALSE(pace.WantsCanary(t + 51'000'000));
   EXPECT_TRUE(pace.WantsCanary(t + 51'250'000));
+  // Parked twice the refused canary's 18 ms round trip when that is longer than a first step.
+  EXPECT_EQ(pace.CanaryParkUntil(t + 51'250'000), t + 87'250'000);
   EXPECT_EQ(pace.CanaryRefused(t + 60'000'000), t + 122'500'000);
   EXPECT_EQ(pace.CanaryRefused(t + 130'000'000), t + 255'000'000);
   EXPECT_EQ(pace.CanaryRefused(t + 260'000'000), t + 510'000'000);
   EXPECT_EQ(pace.CanaryRefused(t + 520'000'000), t + 770'000'000);  // a quarter at most
   EXPECT_EQ(pace.CanaryRefused(t + 800'000'000), t + kSecond);      // the hold at most
-  pace.SetCanary(7, 44);
-  pace.CanaryDelivered();
+  pace.SetCanary(7, 44, t + 850'000'000);
+  pace.CanaryDelivered(t + 890'000'000);
+  EXPECT_EQ(pace.CanaryParkUntil(t + 890'000'000), t + 970'000'000);  // twice its 40 ms
   EXPECT_TRUE(pace.gate_open());
   EXPECT_FALSE(pace.WantsCanary(t + 900'000'000));
   EXPECT_FALSE(pace.IsCanary(7, 44));
@@ -436,7 +441,7 @@ TEST(AdaptivePaceTest, DecreasesThatReadARateDoNotDoubleThePark) {
 // canary.
 TEST(AdaptivePaceTest, ALostCanaryIsReplaced) {
   AdaptivePace pace = FailedProbeAt3s();
-  pace.SetCanary(1, 1);
+  pace.SetCanary(1, 1, 3 * kSecond + 2'000'000);
   EXPECT_FALSE(pace.WantsCanary(3 * kSecond + 10'000'000));
   pace.CanaryLost();
   EXPECT_TRUE(pace.WantsCanary(3 * kSecond + 10'000'000));

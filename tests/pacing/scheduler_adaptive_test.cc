@@ -137,49 +137,55 @@ TEST_F(SchedulerAdaptiveTest, ARaisedLimitRepacesTheMeterAtOnce) {
   EXPECT_EQ(next.wake_at, dispatched + milliseconds(250));
 }
 
+// A webhook whose probe from 25/s to 37/s failed: back at 25/s, parked one emission interval
+// (40 ms), its other 429s held off for a window behind canaries. Returns when it failed.
+SteadyTime FailProbe(SchedulerDriver& driver, FakeClock& clock, DestinationId hook) {
+  driver.Complete(hook, driver.Dispatch(hook), HttpOutcome(429));
+  driver.SendOk(hook, 25);
+  Verdict failed = driver.Complete(hook, driver.Dispatch(hook), HttpOutcome(429));
+  EXPECT_EQ(failed.next_attempt, clock.Now() + milliseconds(40));  // 1000 / 25
+  return clock.Now();
+}
+
 // Verifies the canary of a failed probe's hold: the 429 that failed the probe goes again after
 // its park (one emission interval of the level that held), the next request goes alone and the
-// key parks behind it; refused, the next canary waits max(1/32 window, an emission interval), and
-// the head waiting behind the first is looked at again for it; delivered, the rest go at the
-// level, until a 429 closes the gate again. Waiting out the hold had stalled a channel for a
-// window on every failed probe.
+// key parks behind it for about its answer's time (at first max(1/32 window, an emission
+// interval): 40 ms); refused, the next canary waits that step and parks twice the last round
+// trip; delivered, the rest go when its park ends, until a 429 closes the gate again. Waiting
+// out the hold had stalled a channel for a window on every failed probe.
 TEST_F(SchedulerAdaptiveTest, AFailedProbesHoldSendsACanaryFirst) {
   DestinationId hook = Add(Spec(Platform::kWebhook, "https://a.example/hook"));
-  Complete(hook, Dispatch(hook), Http(429));
+  const SteadyTime t = FailProbe(driver_, clock_, hook);
   ASSERT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);
-  SendOk(hook, 25);
-  ASSERT_EQ(Limit(hook, BudgetName::kWebhookDestination), 37);  // probing half way to 50
-  Verdict failed = Complete(hook, Dispatch(hook), Http(429));
-  const SteadyTime failed_at = clock_.Now();
-  ASSERT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);
-  EXPECT_EQ(failed.next_attempt, failed_at + milliseconds(40));  // 1000 / 25
 
   const uint64_t canary = Dispatch(hook);
-  EXPECT_EQ(clock_.Now(), failed_at + milliseconds(40));
+  EXPECT_EQ(clock_.Now(), t + milliseconds(40));
   Decision behind = OfferAndNext(hook, "behind");
   ASSERT_EQ(behind.kind, Decision::Kind::kWait);
-  EXPECT_EQ(behind.wake_at, failed_at + milliseconds(1000));  // parked until its answer
+  EXPECT_EQ(behind.wake_at, t + milliseconds(80));  // parked behind the canary
 
-  clock_.Advance(milliseconds(20));
+  clock_.Advance(milliseconds(30));
   Verdict refused = Complete(hook, canary, Http(429));
-  EXPECT_EQ(refused.next_attempt, clock_.Now() + milliseconds(40));
+  EXPECT_EQ(refused.next_attempt, t + milliseconds(110));
   EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);  // held off: no decrease
+  clock_.Advance(milliseconds(10));
   Decision next = scheduler_.Next();
   ASSERT_EQ(next.kind, Decision::Kind::kWait);
-  EXPECT_EQ(next.wake_at, clock_.Now() + milliseconds(40));  // the next canary's time
-  clock_.Advance(milliseconds(40));
+  EXPECT_EQ(next.wake_at, t + milliseconds(110));  // the next canary's time
+  clock_.Advance(milliseconds(30));
   next = scheduler_.Next();
   ASSERT_EQ(next.kind, Decision::Kind::kDispatch);  // "behind" is the second canary
   Decision third = OfferAndNext(hook, "third");
   ASSERT_EQ(third.kind, Decision::Kind::kWait);
-  EXPECT_GT(third.wake_at, clock_.Now() + milliseconds(500));
+  // Twice the first canary's 30 ms round trip; at 25/s alone it could go at 150 ms.
+  EXPECT_EQ(third.wake_at, t + milliseconds(170));
 
   clock_.Advance(milliseconds(20));
   Complete(hook, next.sequence, Http(200));
-  next = scheduler_.Next();  // the gate is open: at the level's pace, 40 ms after the canary
+  next = scheduler_.Next();  // the gate is open; the park ends as it was set
   ASSERT_EQ(next.kind, Decision::Kind::kWait);
-  EXPECT_EQ(next.wake_at, clock_.Now() + milliseconds(20));
-  clock_.Advance(milliseconds(20));
+  EXPECT_EQ(next.wake_at, t + milliseconds(170));
+  clock_.Advance(milliseconds(40));
   EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kDispatch);
   // A 429 held off after that: the room is spent again, and the gate closes for a first step.
   Verdict late = Complete(hook, Dispatch(hook), Http(429));
@@ -187,22 +193,23 @@ TEST_F(SchedulerAdaptiveTest, AFailedProbesHoldSendsACanaryFirst) {
   EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);
 }
 
-// Verifies that a canary whose answer says nothing about the rate (a 503) lets the next request
-// be the canary at once instead of leaving the key parked until the hold ends.
-TEST_F(SchedulerAdaptiveTest, ACanaryAnsweredWithoutARateLetsTheNextGo) {
+// Verifies that a canary whose answer says nothing about the rate (a 503), or that carries
+// headers that pace the key themselves, lets the next request be the canary: its 429 then
+// closes the gate for a step (a held-off 429 with no canary out would go at once).
+TEST_F(SchedulerAdaptiveTest, ACanaryAnsweredWithoutARateLetsTheNextBeTheCanary) {
   DestinationId hook = Add(Spec(Platform::kWebhook, "https://a.example/hook"));
-  Complete(hook, Dispatch(hook), Http(429));
-  SendOk(hook, 25);
-  ASSERT_EQ(Limit(hook, BudgetName::kWebhookDestination), 37);
-  Complete(hook, Dispatch(hook), Http(429));
-  const SteadyTime failed_at = clock_.Now();
-  const uint64_t canary = Dispatch(hook);
-  Decision behind = OfferAndNext(hook, "behind");
-  ASSERT_EQ(behind.kind, Decision::Kind::kWait);
-  ASSERT_EQ(behind.wake_at, failed_at + milliseconds(1000));
-  clock_.Advance(milliseconds(40));
-  Complete(hook, canary, Http(503));
-  EXPECT_EQ(scheduler_.Next().kind, Decision::Kind::kDispatch);
+  FailProbe(driver_, clock_, hook);
+  Complete(hook, Dispatch(hook), Http(503));
+  Verdict second = Complete(hook, Dispatch(hook), Http(429));
+  EXPECT_EQ(second.next_attempt, clock_.Now() + milliseconds(40));
+
+  DestinationId other = Add(Spec(Platform::kWebhook, "https://b.example/hook"));
+  FailProbe(driver_, clock_, other);
+  DeliveryOutcome stated = Http(429);
+  stated.retry_after = milliseconds(5);
+  Complete(other, Dispatch(other), stated);
+  Verdict after = Complete(other, Dispatch(other), Http(429));
+  EXPECT_EQ(after.next_attempt, clock_.Now() + milliseconds(40));
 }
 
 // Verifies recovery: after a window of deliveries the pace grows half way back to the level that
