@@ -29,7 +29,8 @@ constexpr int64_t kMeasureFloorPercent = 75;
 constexpr int64_t kMeasureShortShare = 16;
 // A refused canary's first wait is this share of a window; each further one doubles.
 constexpr int64_t kGateFirstShare = 32;
-// ... and at most this share: a fixed window's end is found within a quarter of a window.
+// ... and at most this share (and max_park): a fixed window's end is found within a quarter of a
+// window.
 constexpr int64_t kGateMostShare = 4;
 
 int64_t WindowNs(const Budget& budget) { return std::max<int64_t>(1, budget.scale_ms) * 1'000'000; }
@@ -267,11 +268,17 @@ void AdaptivePace::SetCanary(uint32_t dest, uint64_t sequence, int64_t now_ns) {
   canary_dest_ = dest;
   canary_sequence_ = sequence;
   canary_sent_ns_ = now_ns;
+  canary_until_ns_ = CanaryParkUntil(now_ns);
+}
+
+int64_t AdaptivePace::GateMostNs() const {
+  return std::max<int64_t>(
+      1, std::min(WindowNs(ceiling_) / kGateMostShare, Nanos(options_.max_park).count()));
 }
 
 int64_t AdaptivePace::CanaryParkUntil(int64_t now_ns) const {
-  const int64_t wait = std::min(std::max(FirstGateStepNs(), 2 * canary_round_trip_ns_),
-                                std::max<int64_t>(1, WindowNs(ceiling_) / kGateMostShare));
+  const int64_t wait =
+      std::min(std::max(FirstGateStepNs(), 2 * canary_round_trip_ns_), GateMostNs());
   return std::min(hold_until_ns_, now_ns + wait);
 }
 
@@ -288,9 +295,8 @@ int64_t AdaptivePace::CanaryRefused(int64_t now_ns) {
   }
   canary_out_ = false;
   gate_ = Gate::kClosed;
-  gate_step_ns_ = gate_step_ns_ == 0 ? FirstGateStepNs() : 2 * gate_step_ns_;
   gate_step_ns_ =
-      std::min(gate_step_ns_, std::max<int64_t>(1, WindowNs(ceiling_) / kGateMostShare));
+      std::min(gate_step_ns_ == 0 ? FirstGateStepNs() : 2 * gate_step_ns_, GateMostNs());
   gate_until_ns_ = std::min(hold_until_ns_, now_ns + gate_step_ns_);
   return gate_until_ns_;
 }

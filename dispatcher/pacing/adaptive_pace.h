@@ -118,7 +118,8 @@ class AdaptivePace {
   // The deadline before which a 429 is held off.
   int64_t hold_until_ns() const { return hold_until_ns_; }
   // When the last park ends: the request whose 429 set it may go again then (a failed probe
-  // holds the others' 429s off for a window, but its park is one emission interval).
+  // holds the others' 429s off for a window, but its park is one emission interval, a failed
+  // doubling's a first gate step).
   int64_t park_until_ns() const { return park_until_ns_; }
   // Slow start's failed step is being pressed on to read the platform's rate (EndMeasure).
   bool measuring() const { return measuring_; }
@@ -138,15 +139,18 @@ class AdaptivePace {
   //
   // Whether a request dispatched at `now_ns` is to be the canary (then call SetCanary and
   // park the key until CanaryParkUntil()).
+  // A canary whose park ended without an answer (a long round trip, or one never answered)
+  // is replaced: the key sends one request per canary park while it waits.
   bool WantsCanary(int64_t now_ns) const {
-    return gate_ == Gate::kClosed && !canary_out_ && now_ns >= gate_until_ns_ &&
-           now_ns < hold_until_ns_;
+    return gate_ == Gate::kClosed && (!canary_out_ || now_ns >= canary_until_ns_) &&
+           now_ns >= gate_until_ns_ && now_ns < hold_until_ns_;
   }
   // `dest` and `sequence` name the canary's request, opaque here; it went at `now_ns`.
   void SetCanary(uint32_t dest, uint64_t sequence, int64_t now_ns);
   // The key waits behind the canary until then: twice the last canary's round trip, at least
-  // the first step, at most the hold. If its answer comes later, the others go at the level
-  // (its answer then still opens or closes the gate).
+  // the first step, at most a quarter of a window, max_park and the hold. If its answer comes
+  // later, the next request is another canary (its answer then still opens or closes the
+  // gate).
   int64_t CanaryParkUntil(int64_t now_ns) const;
   // Whether a response is the canary's.
   bool IsCanary(uint32_t dest, uint64_t sequence) const {
@@ -163,7 +167,8 @@ class AdaptivePace {
   // pace the key themselves): the next request is the canary.
   void CanaryLost() { canary_out_ = false; }
   // When a 429 that OnThrottle() held off may go again: with the gate closed, at the gate (the
-  // key's park behind a canary holds it further); open, at once; with no gate (another node's
+  // key's park behind a canary holds it further); open, at once (the Scheduler takes such a 429
+  // as a refusal first: CanaryRefused); with no gate (another node's
   // hold, a decrease's cohort), when the hold ends.
   int64_t HeldOffUntil(int64_t now_ns) const;
 
@@ -197,6 +202,8 @@ class AdaptivePace {
   void CloseGate(int64_t until_ns);
   // A refused canary's first wait: max(a 32nd of a window, an emission interval at the limit).
   int64_t FirstGateStepNs() const;
+  // The longest wait of the gate: a quarter of a window, at most max_park.
+  int64_t GateMostNs() const;
   // failed_level_ is above the limit and at most twice it: the probes bisect the gap.
   bool NearFailedLevel() const;
   // Half the gap up to failed_level_ when it is near, else 0.
@@ -234,6 +241,7 @@ class AdaptivePace {
   int64_t gate_until_ns_ = INT64_MIN;  // the next canary goes no sooner
   int64_t gate_step_ns_ = 0;           // the last wait after a refused canary, 0 for none yet
   int64_t canary_sent_ns_ = 0;
+  int64_t canary_until_ns_ = 0;       // its park's end: after it, another request is the canary
   int64_t canary_round_trip_ns_ = 0;  // the last answered canary's, 0 for none yet
   // At the last decrease: when the hold before it ended, its own or another node's (Refine: a
   // window that waited on a hold is no measure of the platform's rate).

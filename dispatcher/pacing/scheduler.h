@@ -498,8 +498,8 @@ class Scheduler {
   // timer for the old pace must be looked at again.
   bool AdaptToSuccess(const Dest& dest, uint32_t d, uint64_t sequence);
   // A failed step's canary (AdaptivePace::WantsCanary): a dispatch of `d` becomes it, and its
-  // key parks behind it; an answer that is neither a delivery nor a header-less 429 lets the
-  // next request be the canary.
+  // leaf (the adaptive key) parks behind it; an answer that is neither a delivery nor a
+  // header-less 429 lets the next request be the canary.
   void DispatchCanary(const Dest& dest, uint32_t d);
   void CanaryLost(const Dest& dest, uint32_t d, uint64_t sequence);
   // The sends and deliveries of the destination's own key in its last window, for the keys that

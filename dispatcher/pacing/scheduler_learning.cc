@@ -30,7 +30,7 @@ Verdict Scheduler::AdaptToThrottle(const Dest& dest, uint32_t d, uint64_t sequen
   } else if (canary || pace.gate_open()) {
     // The platform has no room (yet, or again): the key parks until the next canary may go.
     next_ns = pace.CanaryRefused(now_ns);
-    ParkScope(dest, dest.retry_after_index, CeilMillis(next_ns - now_ns), ParkKind::kRetryAfter);
+    ParkScope(dest, dest.leaf_index, CeilMillis(next_ns - now_ns), ParkKind::kRetryAfter);
   } else {
     // Held off: a failed step's other 429s wait for its canary's gate (AdaptivePace), others
     // for the hold.
@@ -40,7 +40,8 @@ Verdict Scheduler::AdaptToThrottle(const Dest& dest, uint32_t d, uint64_t sequen
   if (lowered || !(pace.Current() == before)) {
     ShareLeaf(leaf);
   }
-  // The 429 that lowered the limit goes again when its park ends.
+  // The 429 that lowered the limit goes again when its park ends; a refused canary's at the
+  // next canary's time; one held off at its gate or hold (above).
   verdict.next_attempt = FromNanos(next_ns);
   verdict.deferral.until = verdict.next_attempt;
   return verdict;
@@ -88,10 +89,11 @@ void Scheduler::DispatchCanary(const Dest& dest, uint32_t d) {
     return;
   }
   pace.SetCanary(d, dest.head_sequence, now_ns);
-  // Nothing else on the key goes until about its answer's time. The park is not lifted when
+  // Nothing else on the key (the leaf the pace belongs to, not a wider Retry-After scope) goes
+  // until about its answer's time. The park is not lifted when
   // the answer comes sooner: a store's park (on a shared store, every node's) may hold another
   // park of the same key as well, which lifting would cancel.
-  ParkScope(dest, dest.retry_after_index, CeilMillis(pace.CanaryParkUntil(now_ns) - now_ns),
+  ParkScope(dest, dest.leaf_index, CeilMillis(pace.CanaryParkUntil(now_ns) - now_ns),
             ParkKind::kRetryAfter);
 }
 

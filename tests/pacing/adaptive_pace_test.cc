@@ -363,6 +363,7 @@ TEST(AdaptivePaceTest, AFailedProbesCanaryLooksForRoomInDoublingSteps) {
   ASSERT_TRUE(pace.WantsCanary(t + 2'000'000));
   pace.SetCanary(7, 42, t + 2'000'000);
   EXPECT_EQ(pace.CanaryParkUntil(t + 2'000'000), t + 33'250'000);  // a first step
+  EXPECT_TRUE(pace.WantsCanary(t + 33'250'000));  // unanswered by its park's end: replaced
   EXPECT_FALSE(pace.WantsCanary(t + 3'000'000));
   EXPECT_TRUE(pace.IsCanary(7, 42));
   EXPECT_FALSE(pace.IsCanary(7, 43));
@@ -404,6 +405,28 @@ AdaptivePace FailedProbeAt3s() {
   EXPECT_TRUE(pace.OnThrottle(3 * kSecond));
   EXPECT_EQ(pace.Park(Millis(1000), 0, 3 * kSecond), Millis(2));
   return pace;
+}
+
+// Verifies that the gate's waits stay within max_park on a long window: a key paced per hour
+// would otherwise park 112.5 s behind a canary (a 32nd of the hour) and 15 min after refusals.
+TEST(AdaptivePaceTest, TheGatesWaitsStayWithinMaxPark) {
+  AdaptivePaceOptions options;
+  options.max_park = Millis(100);
+  AdaptivePace pace(options, Budget{100, 3'600'000, 1}, false);
+  ASSERT_TRUE(pace.OnThrottle(0));  // 50 an hour
+  pace.Park(Millis(1000), 0, 0);
+  const int64_t hour = 3600 * kSecond;
+  for (int i = 0; i < 50; ++i) {
+    pace.OnSuccess(2 * hour);
+  }
+  ASSERT_EQ(pace.Current().limit, 75);
+  const int64_t t = 3 * hour;
+  ASSERT_TRUE(pace.OnThrottle(t));
+  EXPECT_EQ(pace.Park(Millis(1000), 0, t), Millis(100));
+  ASSERT_TRUE(pace.WantsCanary(t + 100'000'000));
+  pace.SetCanary(1, 1, t + 100'000'000);
+  EXPECT_EQ(pace.CanaryParkUntil(t + 100'000'000), t + 200'000'000);
+  EXPECT_EQ(pace.CanaryRefused(t + 150'000'000), t + 250'000'000);
 }
 
 // Verifies that another node's hold, adopted after this node's own failed probe's hold ended,

@@ -162,7 +162,10 @@ TEST_F(SchedulerAdaptiveTest, AFailedProbesHoldSendsACanaryFirst) {
   EXPECT_EQ(clock_.Now(), t + milliseconds(40));
   Decision behind = OfferAndNext(hook, "behind");
   ASSERT_EQ(behind.kind, Decision::Kind::kWait);
-  EXPECT_EQ(behind.wake_at, t + milliseconds(80));  // parked behind the canary
+  EXPECT_EQ(behind.wake_at, t + milliseconds(80));
+  // Parked behind the canary (the level's pace alone gives the same time, but waits on it as
+  // "budget").
+  EXPECT_EQ(scheduler_.Inspect(hook)->deferral.ToString(), "retry_after");
 
   clock_.Advance(milliseconds(30));
   Verdict refused = Complete(hook, canary, Http(429));
