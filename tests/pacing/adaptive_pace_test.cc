@@ -290,9 +290,10 @@ TEST(AdaptivePaceTest, TheMeasurementsFloorIsTheFirstWindowsCountAtMost) {
   EXPECT_EQ(pace.Current().limit, 12);
 }
 
-// Verifies that a window that waited on a hold of the key's own and sent under 3/4 of the level
-// is a floor, not a rate: the limit falls by the decrease at most (600 -> 300, not 250). A
-// window that pressed the level for a whole window after the hold is the rate (250).
+// Verifies that a window that waited on a hold (the key's own or one adopted from another node)
+// and sent under 3/4 of the level is a floor, not a rate: the limit falls by the decrease at most
+// (600 -> 300, not 250). A window that pressed the level for a whole window after the hold is the
+// rate (250).
 TEST(AdaptivePaceTest, AWindowThatWaitedOnAHoldIsAFloor) {
   // 1000 -> 600 at 0 s, parked (and held) until 0.4 s; then a 429 at `at_ns` with `last`.
   auto limit_after = [](int64_t at_ns, const RecentWindow& last) {
@@ -305,6 +306,12 @@ TEST(AdaptivePaceTest, AWindowThatWaitedOnAHoldIsAFloor) {
   EXPECT_EQ(limit_after(kSecond, RecentWindow{300, 250, false}), 300);
   EXPECT_EQ(limit_after(kSecond + kSecond / 2, RecentWindow{300, 250, false}), 250);  // pressed
   EXPECT_EQ(limit_after(kSecond, RecentWindow{450, 250, false}), 250);  // sent 3/4 of 600
+
+  // Another node's hold counts too: 600 adopted with a hold until 0.4 s.
+  AdaptivePace adopted(AdaptivePaceOptions{}, Budget{1000, 1000, 1}, false);
+  adopted.Adopt(600, false, 400'000'000, 0);
+  ASSERT_TRUE(adopted.OnThrottle(kSecond, RecentWindow{300, 250, false}));
+  EXPECT_EQ(adopted.Current().limit, 300);
 }
 
 // Verifies that a measurement that lets nothing through (the first 429 and three more) reads a
