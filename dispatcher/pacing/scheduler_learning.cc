@@ -22,7 +22,7 @@ Verdict Scheduler::AdaptToThrottle(const Dest& dest, uint32_t d, uint64_t sequen
   const int64_t now_ns = ToNanos(now);
   const bool canary = pace.IsCanary(d, sequence);
   const bool lowered = pace.OnThrottle(now_ns, Recent(key, now_ns));
-  int64_t next_ns = std::max(pace.park_until_ns(), now_ns);
+  int64_t next_ns = now_ns;  // when this 429's request may go again: each branch sets it
   if (lowered) {
     const Millis park = pace.Park(throttle_wait, random_.Next(), now_ns);
     ParkScope(dest, dest.retry_after_index, park, ParkKind::kRetryAfter);
@@ -90,9 +90,9 @@ void Scheduler::DispatchCanary(const Dest& dest, uint32_t d) {
   }
   pace.SetCanary(d, dest.head_sequence, now_ns);
   // Nothing else on the key (the leaf the pace belongs to, not a wider Retry-After scope) goes
-  // until about its answer's time. The park is not lifted when
-  // the answer comes sooner: a store's park (on a shared store, every node's) may hold another
-  // park of the same key as well, which lifting would cancel.
+  // until about its answer's time. The park is not lifted when the answer comes sooner: a
+  // store's park (on a shared store, every node's) may hold another park of the same key as
+  // well, which lifting would cancel.
   ParkScope(dest, dest.leaf_index, CeilMillis(pace.CanaryParkUntil(now_ns) - now_ns),
             ParkKind::kRetryAfter);
 }
