@@ -140,7 +140,11 @@ std::string StatsBook::ToJson() const {
     protocols[std::string(ProtocolName(p))] = protocols_[static_cast<size_t>(p)];
   }
   nlohmann::json out = {
-      {"destinations", dests}, {"totals", ToJsonObject(Totals())}, {"protocols", protocols}};
+      {"destinations", dests},
+      {"totals", ToJsonObject(Totals())},
+      {"protocols", protocols},
+      {"loop_late_max_ms",
+       std::chrono::duration_cast<std::chrono::milliseconds>(loop_late_max_).count()}};
   return JsonText(out);
 }
 
@@ -150,6 +154,7 @@ void StatsBook::Clear() {
   identities_.clear();
   last_seq_.clear();
   std::fill(std::begin(protocols_), std::end(protocols_), 0);
+  loop_late_max_ = std::chrono::nanoseconds(0);
 }
 
 }  // namespace egress::sim

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -73,7 +74,14 @@ class StatsBook {
   // Counts one platform request that arrived over `protocol`.
   void CountProtocol(SimProtocol protocol) { ++protocols_[static_cast<size_t>(protocol)]; }
 
-  // {"destinations":{dest:{...}},"totals":{...},"protocols":{"http/1.1":n,"https/1.1":n,"h2":n}}.
+  // Keeps the latest the server's loop ran (ServerOptions::on_loop_late): a request that arrived
+  // then was stamped up to that late, so the windows may have counted it with later ones.
+  void NoteLoopLate(std::chrono::nanoseconds late) {
+    loop_late_max_ = std::max(loop_late_max_, late);
+  }
+
+  // {"destinations":{dest:{...}},"totals":{...},"protocols":{"http/1.1":n,"https/1.1":n,"h2":n},
+  //  "loop_late_max_ms":n}.
   std::string ToJson() const;
 
   void Clear();
@@ -86,6 +94,7 @@ class StatsBook {
 
   std::map<std::string, DestinationCounters> counters_;
   int64_t protocols_[3] = {0, 0, 0};  // indexed by SimProtocol
+  std::chrono::nanoseconds loop_late_max_{0};
   std::unordered_map<std::string, SteadyTime> not_before_;
   std::unordered_map<std::string, Entry> identities_;
   std::unordered_map<std::string, int64_t> last_seq_;

@@ -63,5 +63,16 @@ TEST(StatsBookTest, JsonHasDestinationsAndTotals) {
   EXPECT_TRUE(nlohmann::json::parse(stats.ToJson())["destinations"].empty());
 }
 
+// Verifies the stats keep the latest the server's loop ran, until cleared.
+TEST(StatsBookTest, KeepsTheLatestTheLoopRan) {
+  StatsBook stats;
+  EXPECT_EQ(nlohmann::json::parse(stats.ToJson())["loop_late_max_ms"], 0);
+  stats.NoteLoopLate(std::chrono::milliseconds(40));
+  stats.NoteLoopLate(std::chrono::milliseconds(7));
+  EXPECT_EQ(nlohmann::json::parse(stats.ToJson())["loop_late_max_ms"], 40);
+  stats.Clear();
+  EXPECT_EQ(nlohmann::json::parse(stats.ToJson())["loop_late_max_ms"], 0);
+}
+
 }  // namespace
 }  // namespace egress::sim

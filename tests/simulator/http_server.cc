@@ -11,6 +11,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/error.hpp>
 #include <fmt/format.h>
@@ -174,6 +175,21 @@ Status RunServer(const ServerOptions& options, RequestHandler handler,
       ->DoAccept();
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
   signals.async_wait([&ioc](const beast::error_code&, int) { ioc.stop(); });
+  asio::steady_timer late_timer(ioc);
+  std::function<void()> arm_late = [&] {
+    late_timer.expires_after(options.late_tick);
+    late_timer.async_wait([&, due = late_timer.expiry()](const beast::error_code& ec) {
+      if (ec) {
+        return;
+      }
+      options.on_loop_late(
+          std::max(std::chrono::nanoseconds(0), std::chrono::steady_clock::now() - due));
+      arm_late();
+    });
+  };
+  if (options.on_loop_late) {
+    arm_late();
+  }
   std::vector<std::thread> pool;
   for (int i = 1; i < threads; ++i) {
     pool.emplace_back([&ioc] { ioc.run(); });

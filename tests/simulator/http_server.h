@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -33,6 +34,12 @@ struct ServerOptions {
   // HTTP/2: streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS);
   // more are refused by the protocol. Default: 100 (nginx's http2_max_concurrent_streams is 128).
   uint32_t h2_max_concurrent_streams = 100;
+  // Called from a loop thread every `late_tick` with how late that tick's timer ran: the time a
+  // request may wait on this server before it is handled and stamped (a stalled process, a busy
+  // loop). A platform counts arrivals; the simulator can only count what it handles. Unset: no
+  // timer. Default: unset, 10 ms.
+  std::function<void(std::chrono::nanoseconds)> on_loop_late;
+  std::chrono::nanoseconds late_tick{10'000'000};
 };
 
 // Called for every request, from any loop thread; must be thread-safe. The request is valid

@@ -152,6 +152,7 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   egress::sim::Simulator& sim = **simulator;
+  options.on_loop_late = [&sim](std::chrono::nanoseconds late) { sim.NoteLoopLate(late); };
   egress::Status status = egress::sim::RunServer(
       options, [&sim](const egress::sim::SimRequest& req) { return sim.Handle(req); },
       [](const std::string& bound) {

@@ -76,6 +76,11 @@ int Simulator::Latency() {
   return std::max(0, config_.latency_ms) + static_cast<int>(z % span);
 }
 
+void Simulator::NoteLoopLate(std::chrono::nanoseconds late) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.NoteLoopLate(late);
+}
+
 std::string Simulator::StatsJson() {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_.ToJson();

@@ -30,6 +30,9 @@ class Simulator {
 
   SimResponse Handle(const SimRequest& req);
 
+  // Notes how late the server's loop ran (ServerOptions::on_loop_late), for the stats.
+  void NoteLoopLate(std::chrono::nanoseconds late);
+
   // The stats document, as GET /_sim/stats returns it.
   std::string StatsJson();
 

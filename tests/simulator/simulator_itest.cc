@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -137,6 +138,29 @@ TEST(SimulatorITest, ServesPlatformsOverLoopback) {
 }
 
 // Verifies the binary refuses to bind anything but loopback.
+// Verifies the stats say how late the server's loop ran: a process stopped for 200 ms (SIGSTOP)
+// handled nothing meanwhile, so a request that arrived then was stamped up to that late; a reset
+// starts the figure afresh.
+TEST(SimulatorITest, StatsSayHowLateTheLoopRan) {
+  ChildProcess process;
+  int port = process.Start(SimulatorPath(), {"--listen", "127.0.0.1", "--port", "0"});
+  ASSERT_GT(port, 0) << process.error();
+  Client client(port);
+  ASSERT_EQ(client.Send(http::verb::post, "/_sim/reset", "").result_int(), 200);
+  ASSERT_EQ(kill(process.pid(), SIGSTOP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_EQ(kill(process.pid(), SIGCONT), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a tick after the stop
+  auto stats = client.Send(http::verb::get, "/_sim/stats", "");
+  ASSERT_EQ(stats.result_int(), 200);
+  EXPECT_GE(nlohmann::json::parse(stats.body())["loop_late_max_ms"].get<int64_t>(), 150)
+      << stats.body();
+  ASSERT_EQ(client.Send(http::verb::post, "/_sim/reset", "").result_int(), 200);
+  stats = client.Send(http::verb::get, "/_sim/stats", "");
+  EXPECT_LT(nlohmann::json::parse(stats.body())["loop_late_max_ms"].get<int64_t>(), 150)
+      << stats.body();
+}
+
 TEST(SimulatorITest, RefusesNonLoopbackAddress) {
   const std::string path = SimulatorPath();
   char* argv[] = {const_cast<char*>(path.c_str()), const_cast<char*>("--listen"),
