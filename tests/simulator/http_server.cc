@@ -16,6 +16,7 @@
 #include <boost/beast/core/error.hpp>
 #include <fmt/format.h>
 
+#include "dispatcher/base/clock.h"
 #include "tests/simulator/h2_session.h"
 #include "tests/simulator/http1_session.h"
 #include "tests/simulator/server_types.h"
@@ -182,8 +183,7 @@ Status RunServer(const ServerOptions& options, RequestHandler handler,
       if (ec) {
         return;
       }
-      options.on_loop_late(
-          std::max(std::chrono::nanoseconds(0), std::chrono::steady_clock::now() - due));
+      options.on_loop_late(std::max(std::chrono::nanoseconds(0), SystemClock().Now() - due));
       arm_late();
     });
   };
