@@ -4,8 +4,9 @@
 // scenarios in simulated time (no sockets, deterministic); these add the transport, intake and the
 // machine. The bounds are the issue's, loosened for a loaded machine; the figures are printed.
 //
-// SCENARIO_RUNS=N runs each scenario N times (default 1; the issue asks Slack's ten). Not
-// RELAY_EGRESS_*: the node would read that as a config override and refuse it.
+// SCENARIO_RUNS=N runs each scenario N times (default 1; the issue asks Slack's ten), with seeds
+// from SCENARIO_SEED (default 1) on. Not RELAY_EGRESS_*: the node would read that as a config
+// override and refuse it.
 
 #include <chrono>
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include "tests/support/http_client.h"
 #include "tests/support/pacing_scenario.h"
 #include "tests/support/sim_process.h"
+#include "tests/support/stall_watch.h"
 #include "tests/support/temp_dir.h"
 
 namespace egress {
@@ -39,6 +41,13 @@ int Runs() {
   const char* runs = std::getenv("SCENARIO_RUNS");
   const int n = runs == nullptr ? 1 : std::atoi(runs);
   return n < 1 ? 1 : n;
+}
+
+// SCENARIO_SEED=S starts the runs' seeds at S (default 1): one seed's run again.
+int FirstSeed() {
+  const char* seed = std::getenv("SCENARIO_SEED");
+  const int s = seed == nullptr ? 1 : std::atoi(seed);
+  return s < 1 ? 1 : s;
 }
 
 class PlatformScenariosTest : public ::testing::Test {
@@ -189,8 +198,9 @@ TEST_F(PlatformScenariosTest, LineFindsAHiddenLimit) {
 // for ten seeds.
 TEST_F(PlatformScenariosTest, LineFindsAHiddenBucket) {
   for (int run = 0; run < Runs(); ++run) {
-    sim::HiddenLimitSpec limit = DrawHiddenLimit(static_cast<uint64_t>(run + 1), 10, 50, 5);
-    StartRun({{"seed", run + 1},
+    sim::HiddenLimitSpec limit =
+        DrawHiddenLimit(static_cast<uint64_t>(run + FirstSeed()), 10, 50, 5);
+    StartRun({{"seed", run + FirstSeed()},
               {"latency_ms", 1},
               {"latency_jitter_ms", 5},
               {"line",
@@ -410,6 +420,7 @@ TEST_F(PlatformScenariosTest, DrainEtaFollowsSteadyAndLoweredBacklogs) {
     beta["tenant"] = "beta";
     hooks.push_back(std::move(beta));
   }
+  StallWatch stalls;
   const SteadyTime start = Post(deliveries);
   Post(hooks);
   const auto now_ms = [] { return ToUnixMillis(SystemClock().WallNow()); };
@@ -480,12 +491,16 @@ TEST_F(PlatformScenariosTest, DrainEtaFollowsSteadyAndLoweredBacklogs) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_EQ(finished.size(), 5u) << "not every backlog was done in 90 s";
+  // A stall takes time no estimate read before it could foresee.
+  const bool judged = LongestStallMs(stalls, sim_->Stats()) <= StallWatch::kJudgedMs;
   for (const auto& [name, e] : estimates) {
     const int64_t left = finished[e.finish] - e.read_ms;
     const int64_t said = e.eta_ms - e.read_ms;
     std::printf("drain ETA of %s: said %.2f s, took %.2f s (%+.0f%%)\n", name.c_str(),
                 said / 1000.0, left / 1000.0, 100.0 * (said - left) / std::max<int64_t>(1, left));
-    EXPECT_LE(std::abs(said - left), 0.15 * left + 300) << name;
+    if (judged) {
+      EXPECT_LE(std::abs(said - left), 0.15 * left + 300) << name;
+    }
   }
 }
 
@@ -567,7 +582,7 @@ TEST_F(PlatformScenariosTest, ASharedKeysEstimateKeepsItsKeysPace) {
 TEST_F(PlatformScenariosTest, SlackLearnsTheBurstOncePerWorkspace) {
   for (int run = 0; run < Runs(); ++run) {
     for (int burst = 1; burst <= 3; ++burst) {
-      StartRun({{"seed", run + 1},
+      StartRun({{"seed", run + FirstSeed()},
                 {"latency_ms", 1},
                 {"latency_jitter_ms", 5},
                 {"slack",
@@ -584,16 +599,27 @@ TEST_F(PlatformScenariosTest, SlackLearnsTheBurstOncePerWorkspace) {
         deliveries.push_back(Delivery("slack", "bot", fmt::format("C{}", 1000 + i % 20),
                                       {{"text", "hi"}, {"seq", i}}));
       }
+      StallWatch stalls;
       const SteadyTime start = Post(deliveries);
       const json stats = WaitAccepted(100, start, 60'000);
       const double seconds = Seconds(start);
       const double bound = 5.0 - burst;
+
       const int throttled = stats["totals"]["rate_limited"].get<int>();
       std::printf("Slack, hidden burst %d, seed %d: %.2f s (%.2fx the bound), %d 429s\n", burst,
-                  run + 1, seconds, seconds / bound, throttled);
+                  run + FirstSeed(), seconds, seconds / bound, throttled);
+      EXPECT_EQ(stats["totals"]["early"], 0) << stats["totals"].dump();
+      // A stall of the simulator stamps a channel's request late and its next one on time: under
+      // a second apart, refused by the hidden 1/s. A loaded run once drew 18 429s and 6.34 s so
+      // (1 run in about 60; not since the stall was measured). Such a run's bounds are not judged.
+      const int64_t stalled_ms = LongestStallMs(stalls, stats);
+      if (stalled_ms > StallWatch::kJudgedMs) {
+        std::printf("stalled %lld ms: the bounds are not judged\n",
+                    static_cast<long long>(stalled_ms));
+        continue;
+      }
       EXPECT_LE(seconds, 1.1 * bound + 0.3) << "burst " << burst;
       EXPECT_LE(throttled, 2) << stats["totals"].dump();
-      EXPECT_EQ(stats["totals"]["early"], 0) << stats["totals"].dump();
     }
   }
 }
