@@ -196,6 +196,50 @@ TEST_F(SchedulerAdaptiveTest, AFailedProbesHoldSendsACanaryFirst) {
   EXPECT_EQ(Limit(hook, BudgetName::kWebhookDestination), 25);
 }
 
+// Verifies that a canary parks only its own key, the leaf its pace belongs to, not a wider scope
+// that a Retry-After parks: on a profile platform whose app scope takes Retry-After (as Slack's
+// workspace does), a canary on one conversation leaves another of the same app free to go.
+TEST(SchedulerAdaptiveCanaryTest, ACanaryParksItsOwnKeyNotTheRetryAfterScope) {
+  const Platform chat = *RegisterPlatform("test_canary_chat");
+  const BudgetName app = *RegisterBudgetName("test_canary_chat_app");
+  const BudgetName conversation = *RegisterBudgetName("test_canary_chat_conversation");
+  SchedulerOptions options;
+  PlatformScopes& scopes = options.scopes[PlatformIndex(chat)];
+  scopes.rules.push_back({.budget = app, .key = {ScopeKeyPart::kCredential}, .park = true});
+  scopes.rules.push_back(
+      {.budget = conversation, .key = {ScopeKeyPart::kCredential, ScopeKeyPart::kDestination}});
+  FakeClock clock;
+  MemoryBudgetStore store;
+  FakeRandom random;
+  Scheduler scheduler(clock, store, random, options);
+  SchedulerDriver driver(clock, scheduler);
+  ASSERT_TRUE(scheduler.SetDefaultBudget(BudgetName::kTenantEgress, {1000, 1000, 1000}).ok());
+  ASSERT_TRUE(scheduler.SetDefaultBudget(app, {1000, 1000, 1000}).ok());
+  ASSERT_TRUE(scheduler.SetDefaultBudget(conversation, {50, 1000, 1}).ok());
+  const DestinationId a = *scheduler.AddDestination(AcmeSpec(chat, "conv-a", "bot-1"));
+  const DestinationId b = *scheduler.AddDestination(AcmeSpec(chat, "conv-b", "bot-1"));
+  const SteadyTime t = FailProbe(driver, clock, a);
+  ASSERT_EQ(scheduler.EffectiveBudget(a, conversation)->limit, 25);
+
+  const uint64_t canary = driver.Dispatch(a);
+  ASSERT_EQ(clock.Now(), t + milliseconds(40));
+  WorkItem next;
+  next.id = "behind";
+  next.sequence = driver.next_sequence();
+  ASSERT_TRUE(scheduler.Offer(a, std::move(next)).ok());
+  Decision behind = scheduler.Next();
+  ASSERT_EQ(behind.kind, Decision::Kind::kWait);
+  EXPECT_EQ(behind.wake_at, t + milliseconds(80));  // behind its canary
+  WorkItem other;
+  other.id = "other";
+  other.sequence = driver.next_sequence();
+  ASSERT_TRUE(scheduler.Offer(b, std::move(other)).ok());
+  Decision free = scheduler.Next();
+  ASSERT_EQ(free.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(free.destination.value, b.value);
+  driver.Complete(a, canary, HttpOutcome(200));
+}
+
 // Verifies that a canary whose answer says nothing about the rate (a 503), or that carries
 // headers that pace the key themselves, lets the next request be the canary: its 429 then
 // closes the gate for a step (a held-off 429 with no canary out would go at once).
