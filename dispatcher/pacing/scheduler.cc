@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "dispatcher/base/check.h"
+#include "dispatcher/base/saturating.h"
 
 namespace egress::pacing {
 namespace {
@@ -845,6 +846,37 @@ void Scheduler::ReleaseOrdering(uint32_t d, uint64_t sequence, bool retrying) {
   }
 }
 
+SteadyTime Scheduler::DepartAt(DestinationId id, SteadyTime let_go) {
+  const SteadyTime now = clock_.Now();
+  Result<Dest*> found = Find(id);
+  if (!found.has_value()) {
+    return now;
+  }
+  const Dest& dest = **found;
+  const uint32_t leaf = dest.scopes[dest.leaf_index];
+  const ScopeKey key = scopes_.at(leaf).key;
+  if (!stated_.empty() && stated_.contains(key)) {
+    return now;
+  }
+  // The platform's own interval: what the margin adds is the room lateness has.
+  const auto interval = static_cast<int64_t>(static_cast<double>(scopes_.params(leaf).interval_ns) /
+                                             (1.0 + options_.pacing_margin));
+  const int64_t now_ns = ToNanos(now);
+  const int64_t let_go_ns = ToNanos(let_go);
+  Departure& last = departed_[key];
+  int64_t at_ns = now_ns;
+  if (last.left_ns > 0) {
+    // As far apart as the meters let them go, up to the interval (a burst may leave together).
+    const int64_t apart = std::clamp<int64_t>(let_go_ns - last.let_go_ns, 0, interval);
+    // Under a millisecond early goes at once: a timer would cost more than the send risks.
+    if (SatAdd(last.left_ns, apart) - now_ns >= 1'000'000) {
+      at_ns = SatAdd(last.left_ns, apart);
+    }
+  }
+  last = Departure{.let_go_ns = let_go_ns, .left_ns = at_ns};
+  return FromNanos(at_ns);
+}
+
 void Scheduler::ParkScope(const Dest& dest, uint8_t index, Millis wait, ParkKind kind) {
   const ScopeKey key = scopes_.at(dest.scopes[index]).key;
   Status status = store_.Park(key, clock_.Now() + std::max(Millis(0), wait), kind);
@@ -1000,6 +1032,7 @@ void Scheduler::ReleaseScope(uint32_t scope) {
     stated_.erase(key);
     windows_.erase(key);
     startup_.erase(key);
+    departed_.erase(key);
   }
 }
 

@@ -136,6 +136,10 @@ size_t Scheduler::Sweep() {
   });
   std::erase_if(windows_, [&](const auto& entry) { return entry.second.Idle(now_ns); });
   std::erase_if(shadow_tat_, [&](const auto& entry) { return entry.second <= now_ns; });
+  // A departure an hour old holds nothing back on any budget a key paces to per send.
+  std::erase_if(departed_, [&](const auto& entry) {
+    return now_ns - entry.second.left_ns >= 3'600'000'000'000;
+  });
   std::erase_if(shared_learned_, [&](const auto& entry) {
     return now_ns - entry.second.received_ns >= Nanos(kSharedLearnedTtl).count();
   });

@@ -68,6 +68,11 @@ constexpr Definition kDefinitions[] = {
     CounterRow(CounterId::kBudgetNearLimit, "relay_egress_budget_near_limit_total",
                "Units dispatched attempts took from a scope already at 80% or more of its budget "
                "over its last minute, by tenant and budget (Envoy's near_limit)."),
+    CounterRow(CounterId::kSendsHeld, "relay_egress_sends_held_total",
+               "Requests held before they left, by platform: the one before on their "
+               "destination's key left late (a slow store write, a wait for a connection or a "
+               "token), and sent as soon as let go they would have reached the platform closer "
+               "together than its budget."),
     CounterRow(CounterId::kShadowChecked, "relay_egress_shadow_checked_total",
                "Dispatches metered by a tenant's shadow limit (a rate limit with mode shadow: "
                "counted, never enforced), by tenant and budget."),

@@ -42,7 +42,8 @@ enum class CounterId : uint8_t {
   kHttpBusy,                    // relay_egress_http_busy_total
   kAccessTokenFetches,          // relay_egress_access_token_fetches_total{platform,result}
   kLearnedUpdates,              // relay_egress_learned_updates_total{direction}
-  kMaxValue = kLearnedUpdates,
+  kSendsHeld,                   // relay_egress_sends_held_total{platform}
+  kMaxValue = kSendsHeld,
 };
 enum class GaugeId : uint8_t {
   kQueueDepth,         // relay_egress_queue_depth{state}

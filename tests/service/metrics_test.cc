@@ -41,6 +41,8 @@ relay_egress_platform_responses_total{platform="discord",code_class="429"} 1
 relay_egress_platform_429_total{platform="discord"} 1
 # HELP relay_egress_budget_near_limit_total Units dispatched attempts took from a scope already at 80% or more of its budget over its last minute, by tenant and budget (Envoy's near_limit).
 # TYPE relay_egress_budget_near_limit_total counter
+# HELP relay_egress_sends_held_total Requests held before they left, by platform: the one before on their destination's key left late (a slow store write, a wait for a connection or a token), and sent as soon as let go they would have reached the platform closer together than its budget.
+# TYPE relay_egress_sends_held_total counter
 # HELP relay_egress_shadow_checked_total Dispatches metered by a tenant's shadow limit (a rate limit with mode shadow: counted, never enforced), by tenant and budget.
 # TYPE relay_egress_shadow_checked_total counter
 # HELP relay_egress_shadow_throttled_total Of those, the dispatches the shadow limit would have throttled (they went all the same), by tenant and budget.
@@ -462,7 +464,7 @@ TEST(MetricsTest, EveryIdHasItsOwnName) {
   for (int i = 0; i <= static_cast<int>(HistogramId::kMaxValue); ++i) {
     names.insert(Metrics::Name(static_cast<HistogramId>(i)));
   }
-  EXPECT_EQ(names.size(), 46u);
+  EXPECT_EQ(names.size(), 47u);
   for (std::string_view name : names) {
     EXPECT_TRUE(name.starts_with("relay_egress_")) << name;
   }

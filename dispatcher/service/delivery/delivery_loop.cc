@@ -90,6 +90,7 @@ DeliveryLoop::DeliveryLoop(asio::io_context& io, asio::any_io_executor storage,
       discord_invalid_(options_.discord_invalid_requests),
       timer_(io),
       maintenance_(io),
+      held_timer_(io),
       alive_(std::make_shared<bool>(true)),
       ownership_(store.ownership()) {
   scheduler_.SetWaitObserver(
@@ -594,7 +595,7 @@ void DeliveryLoop::Dispatch(const Decision& decision) {
   }
   TakeBudgets(dest, cost);
   ++dest.in_flight;
-  in_flight_[decision.delivery_id] = {key, decision.sequence};
+  in_flight_[decision.delivery_id] = {key, decision.sequence, clock_.Now()};
   OfferHead(dest);  // the next head, already read ahead
   Fetch(dest);
   // Only a waiting delivery may be leased (state_machine.cc): a cancelled one fails here.
@@ -740,8 +741,55 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
     return;
   }
   const adapters::PlatformAdapter* a = *adapter;
-  transport_.Send(std::move(*request), [this, alive = alive_, key, sequence, d = std::move(d),
-                                        a](Result<adapters::HttpResponse> r) mutable {
+  // The one before it on its key may have left late: then this one waits until it would reach
+  // the platform as spaced as the meters let them go (Scheduler::DepartAt).
+  auto flying = in_flight_.find(d.id);
+  const SteadyTime at = flying == in_flight_.end()
+                            ? clock_.Now()
+                            : scheduler_.DepartAt(dests_.at(key).id, flying->second.let_go);
+  if (at > clock_.Now()) {
+    metrics_.Inc(CounterId::kSendsHeld, {{"platform", d.platform}});
+    const bool first = held_.empty() || at < held_.begin()->first;
+    held_.emplace(at, HeldSend{std::move(*request), key, sequence, std::move(d), a});
+    if (first) {
+      ArmHeld();
+    }
+    return;
+  }
+  Transmit(std::move(*request), key, sequence, std::move(d), *a);
+}
+
+void DeliveryLoop::ArmHeld() {
+  if (held_.empty()) {
+    return;
+  }
+  held_timer_.expires_after(held_.begin()->first - clock_.Now());
+  held_timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (!ec && *alive) {
+      SendHeld();
+    }
+  });
+}
+
+void DeliveryLoop::SendHeld() {
+  const SteadyTime now = clock_.Now();
+  const bool any = !held_.empty() && held_.begin()->first <= now;
+  while (!held_.empty() && held_.begin()->first <= now) {
+    auto node = held_.extract(held_.begin());
+    HeldSend& held = node.mapped();
+    Transmit(std::move(held.request), held.dest_key, held.sequence, std::move(held.delivery),
+             *held.adapter);
+  }
+  if (any) {
+    ArmHeld();
+  }
+}
+
+void DeliveryLoop::Transmit(adapters::HttpRequest request, const std::string& key,
+                            uint64_t sequence, Delivery d,
+                            const adapters::PlatformAdapter& adapter) {
+  transport_.Send(std::move(request), [this, alive = alive_, key, sequence, d = std::move(d),
+                                       a = &adapter](Result<adapters::HttpResponse> r) mutable {
     if (*alive) {
       OnResponse(key, sequence, d, *a, std::move(r));
     }
@@ -1064,6 +1112,7 @@ void DeliveryLoop::SetStoreWritable(bool writable) {
 void DeliveryLoop::WakeForTest() {
   leases_.Poke();
   outcomes_.Poke();
+  SendHeld();
   SchedulePump();
 }
 

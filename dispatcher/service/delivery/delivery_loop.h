@@ -284,8 +284,18 @@ class DeliveryLoop {
   struct InFlight {
     std::string dest_key;
     uint64_t sequence = 0;
+    // When the Scheduler let it go (Scheduler::DepartAt).
+    SteadyTime let_go;
     // The OAuth2 access token its request carried (AccessTokens), if any.
     std::string access_token;
+  };
+  // A request held until its key's meter of departures lets it leave (Scheduler::DepartAt).
+  struct HeldSend {
+    adapters::HttpRequest request;
+    std::string dest_key;
+    uint64_t sequence = 0;
+    storage::Delivery delivery;
+    const adapters::PlatformAdapter* adapter = nullptr;
   };
   // A leased delivery waiting for a connection of its origin.
   struct Parked {
@@ -335,6 +345,13 @@ class DeliveryLoop {
   // Sends the parked deliveries the Scheduler granted a connection (after an EndSend).
   void SendGranted();
   void Send(const std::string& key, uint64_t sequence, storage::Delivery d);
+  // (Re)arms held_timer_ for the first held request.
+  void ArmHeld();
+  // Hands every held request whose time has come to the transport.
+  void SendHeld();
+  // Hands `request` to the transport; its answer goes to OnResponse.
+  void Transmit(adapters::HttpRequest request, const std::string& key, uint64_t sequence,
+                storage::Delivery d, const adapters::PlatformAdapter& adapter);
   // The request of `d` for `adapter` with `credential`, with its OAuth2 access token when the
   // platform needs one: nullopt when the send waits for the token (AccessTokens; it goes on
   // when the fetch ends) or ended already (a token endpoint that failed for a passing reason:
@@ -404,6 +421,10 @@ class DeliveryLoop {
   adapters::RedisInvalidRequests* shared_invalid_ = nullptr;
   boost::asio::steady_timer timer_;
   boost::asio::steady_timer maintenance_;
+  // Requests held until their key's meter of departures lets them leave, by that time, and the
+  // timer of the first (ArmHeld, SendHeld).
+  std::multimap<SteadyTime, HeldSend> held_;
+  boost::asio::steady_timer held_timer_;
   std::shared_ptr<bool> alive_;
   bool pump_scheduled_ = false;
   bool draining_ = false;

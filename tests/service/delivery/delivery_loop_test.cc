@@ -152,6 +152,40 @@ class DeliveryLoopTest : public ::testing::Test {
   std::unique_ptr<DeliveryLoop> loop_;
 };
 
+// Verifies that a request whose key's last send left late is held until it reaches the receiver
+// an interval after that one (Scheduler::DepartAt): B's first request waits 15 ms for the
+// origin's one connection, so B's second, let go by its 50/s meter 5 ms after the first left,
+// leaves 15 ms later, and is counted held.
+TEST_F(DeliveryLoopTest, ARequestAfterALateOneIsHeldAnIntervalFromIt) {
+  scheduler_options_.connections = {.per_origin = 1, .ahead = 1, .reserve = 0};
+  budget_defaults_ = {{pacing::BudgetName::kTenantEgress, {1000, 1000, 1000}}};
+  Enqueue(1, "http://127.0.0.1:9/a");
+  Enqueue(2, "http://127.0.0.1:9/b");
+  Enqueue(3, "http://127.0.0.1:9/b");
+  transport_.Hold(true);
+  StartLoop();
+  ASSERT_EQ(transport_.requests().size(), 1u);  // b's first waits for the connection
+  Advance(Millis(15));
+  transport_.Release();
+  RunUntilIdle();
+  ASSERT_EQ(transport_.requests().size(), 2u);  // b's first left 15 ms late
+  EXPECT_EQ(transport_.requests()[1].body, R"({"n":2})");
+  transport_.Release();
+  RunUntilIdle();
+  Advance(Millis(5));  // b's meter lets its second go 20 ms after its first was let go
+  EXPECT_EQ(transport_.requests().size(), 2u);
+  EXPECT_EQ(metrics_.Value(CounterId::kSendsHeld, {{"platform", "webhook"}}), 1);
+  Advance(Millis(14));
+  EXPECT_EQ(transport_.requests().size(), 2u);
+  Advance(Millis(1));  // 20 ms after b's first left
+  ASSERT_EQ(transport_.requests().size(), 3u);
+  EXPECT_EQ(transport_.requests()[2].body, R"({"n":3})");
+  transport_.Hold(false);
+  transport_.Release();
+  RunUntilIdle();
+  EXPECT_EQ(Outcomes("delivered"), 3);
+}
+
 // Verifies that a 2xx answer is written as delivered, with the attempt in the history.
 TEST_F(DeliveryLoopTest, SuccessIsDelivered) {
   const std::string id = Enqueue(1);
