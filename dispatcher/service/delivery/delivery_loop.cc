@@ -685,21 +685,29 @@ void DeliveryLoop::SendGranted() {
   sending_granted_ = false;
 }
 
+bool DeliveryLoop::ReturnUnowned(const std::string& key, uint64_t sequence, const Delivery& d) {
+  Dest& dest = dests_.at(key);
+  if (Owned(dest)) {
+    return false;
+  }
+  // The shard went to another node (or this node's lease may lapse) while the delivery waited
+  // for a connection or its time to leave: not sent. It goes back to queued, as its owner's
+  // write: refused when the other node took it over already, whose copy then stands.
+  scheduler_.EndSend(dest.id);
+  pacing::DeliveryOutcome aborted{.transport = pacing::TransportResult::kCancelled};
+  scheduler_.OnOutcome(dest.id, sequence, aborted, {}).status().IgnoreError();
+  in_flight_.erase(d.id);
+  --dest.in_flight;
+  const int64_t now_ms = WallMs();
+  storage::StateChange back{
+      .to = DeliveryState::kQueued, .at_ms = now_ms, .next_attempt_ms = now_ms, .as_owner = true};
+  outcomes_.Submit(d.id, std::move(back),
+                   [this, key](Result<Delivery> stored) { OnPersisted(key, std::move(stored)); });
+  return true;
+}
+
 void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
-  if (Dest& dest = dests_.at(key); !Owned(dest)) {
-    // The shard went to another node (or this node's lease may lapse) while the delivery waited
-    // for a connection: not sent. It goes back to queued, as its owner's write: refused when the
-    // other node took it over already, whose copy then stands.
-    scheduler_.EndSend(dest.id);
-    pacing::DeliveryOutcome aborted{.transport = pacing::TransportResult::kCancelled};
-    scheduler_.OnOutcome(dest.id, sequence, aborted, {}).status().IgnoreError();
-    in_flight_.erase(d.id);
-    --dest.in_flight;
-    const int64_t now_ms = WallMs();
-    storage::StateChange back{
-        .to = DeliveryState::kQueued, .at_ms = now_ms, .next_attempt_ms = now_ms, .as_owner = true};
-    outcomes_.Submit(d.id, std::move(back),
-                     [this, key](Result<Delivery> stored) { OnPersisted(key, std::move(stored)); });
+  if (ReturnUnowned(key, sequence, d)) {
     return;
   }
   auto adapter = adapters_(d.platform);
@@ -777,6 +785,9 @@ void DeliveryLoop::SendHeld() {
   while (!held_.empty() && held_.begin()->first <= now) {
     auto node = held_.extract(held_.begin());
     HeldSend& held = node.mapped();
+    if (ReturnUnowned(held.dest_key, held.sequence, held.delivery)) {
+      continue;
+    }
     Transmit(std::move(held.request), held.dest_key, held.sequence, std::move(held.delivery),
              *held.adapter);
   }

@@ -345,6 +345,9 @@ class DeliveryLoop {
   // Sends the parked deliveries the Scheduler granted a connection (after an EndSend).
   void SendGranted();
   void Send(const std::string& key, uint64_t sequence, storage::Delivery d);
+  // When the destination's shard is no longer this node's (Owned): releases the dispatched
+  // delivery `d` unsent (back to queued) and returns true.
+  bool ReturnUnowned(const std::string& key, uint64_t sequence, const storage::Delivery& d);
   // (Re)arms held_timer_ for the first held request.
   void ArmHeld();
   // Hands every held request whose time has come to the transport.
