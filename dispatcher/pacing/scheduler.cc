@@ -846,7 +846,7 @@ void Scheduler::ReleaseOrdering(uint32_t d, uint64_t sequence, bool retrying) {
   }
 }
 
-SteadyTime Scheduler::DepartAt(DestinationId id, SteadyTime let_go) {
+SteadyTime Scheduler::DepartAt(DestinationId id, SteadyTime let_go, int64_t cost) {
   const SteadyTime now = clock_.Now();
   Result<Dest*> found = Find(id);
   if (!found.has_value()) {
@@ -858,22 +858,29 @@ SteadyTime Scheduler::DepartAt(DestinationId id, SteadyTime let_go) {
   if (!stated_.empty() && stated_.contains(key)) {
     return now;
   }
-  // The platform's own interval: what the margin adds is the room lateness has.
+  // The platform's own interval: what the margin adds (clamped as the meters clamp it) is the
+  // room lateness has.
   const auto interval = static_cast<int64_t>(static_cast<double>(scopes_.params(leaf).interval_ns) /
-                                             (1.0 + options_.pacing_margin));
+                                             (1.0 + std::clamp(options_.pacing_margin, 0.0, 0.5)));
   const int64_t now_ns = ToNanos(now);
   const int64_t let_go_ns = ToNanos(let_go);
   Departure& last = departed_[key];
   int64_t at_ns = now_ns;
   if (last.left_ns > 0) {
-    // As far apart as the meters let them go, up to the interval (a burst may leave together).
-    const int64_t apart = std::clamp<int64_t>(let_go_ns - last.let_go_ns, 0, interval);
+    // As far apart as the meters let the two go (either way round: the destinations sharing a
+    // key may send out of order), up to the last one's units (a burst may leave together).
+    const int64_t apart = std::min(
+        let_go_ns > last.let_go_ns ? let_go_ns - last.let_go_ns : last.let_go_ns - let_go_ns,
+        SatMul(std::max<int64_t>(1, last.cost), interval));
     // Under a millisecond early goes at once: a timer would cost more than the send risks.
     if (SatAdd(last.left_ns, apart) - now_ns >= 1'000'000) {
       at_ns = SatAdd(last.left_ns, apart);
     }
   }
-  last = Departure{.let_go_ns = let_go_ns, .left_ns = at_ns};
+  // The latest so far: a send that goes at once beside one still held does not move it back.
+  last = Departure{.let_go_ns = std::max(last.let_go_ns, let_go_ns),
+                   .left_ns = std::max(last.left_ns, at_ns),
+                   .cost = cost};
   return FromNanos(at_ns);
 }
 

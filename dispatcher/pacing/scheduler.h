@@ -310,17 +310,18 @@ class Scheduler {
   // The effective budget of scope `budget` on the destination's path; kNotFound if not on it.
   Result<Budget> EffectiveBudget(DestinationId id, BudgetName budget) const;
 
-  // When a dispatched request of `id`, which the meters let go at `let_go`, may leave: now or
-  // later. A platform counts a send when it arrives, and the meters count it when they let it
-  // go: one that left late (a slow lease write, a wait for a connection or an access token) and
-  // the next that leaves on time would arrive closer than the meters spaced them (on a 1/s
-  // channel, 0.95 s apart after one that left 100 ms late: a 429). So a send leaves at least as
-  // long after the last one of its destination's own key (its leaf) as the meters let them go
-  // apart, up to the budget's own interval (without the pacing margin, which is the room
-  // lateness has); one that would leave earlier is held until then. Sends that are all late
-  // alike are not held. Not for a key whose window the platform states (its headers count for
-  // it). Counts the send as leaving at the time returned.
-  SteadyTime DepartAt(DestinationId id, SteadyTime let_go);
+  // When a dispatched request of `id` (`cost` units), which the meters let go at `let_go`, may
+  // leave: now or later. A platform counts a send when it arrives, and the meters count it when
+  // they let it go: one that left late (a slow lease write, a wait for a connection or an
+  // access token) and the next that leaves on time would arrive closer than the meters spaced
+  // them (on a 1/s channel, 0.95 s apart after one that left 100 ms late: a 429). So a send
+  // leaves at least as long after the last one of its destination's own key (its leaf) as the
+  // meters let the two go apart (either way round), up to the budget's own interval per unit
+  // of that last one (without the pacing margin, which is the room lateness has); one that
+  // would leave earlier is held until then. Sends that are all late alike are not held. Not
+  // for a key whose window the platform states (its headers count for it). Counts the send as
+  // leaving at the time returned.
+  SteadyTime DepartAt(DestinationId id, SteadyTime let_go, int64_t cost = 1);
 
   // Every scope on the destination's path (no allocation); kNotFound for an unknown id.
   Result<PathScopes> ScopesOf(DestinationId id) const;
@@ -654,6 +655,7 @@ class Scheduler {
   struct Departure {
     int64_t let_go_ns = 0;
     int64_t left_ns = 0;
+    int64_t cost = 1;
   };
   std::unordered_map<ScopeKey, Departure> departed_;
   ShadowObserver shadow_observer_;

@@ -136,7 +136,8 @@ size_t Scheduler::Sweep() {
   });
   std::erase_if(windows_, [&](const auto& entry) { return entry.second.Idle(now_ns); });
   std::erase_if(shadow_tat_, [&](const auto& entry) { return entry.second <= now_ns; });
-  // A departure an hour old holds nothing back on any budget a key paces to per send.
+  // A departure an hour old holds back at most what the margin leaves room for on a budget
+  // slower than one an hour.
   std::erase_if(departed_, [&](const auto& entry) {
     return now_ns - entry.second.left_ns >= 3'600'000'000'000;
   });

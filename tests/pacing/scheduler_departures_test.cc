@@ -93,6 +93,34 @@ TEST_F(SchedulerDeparturesTest, ABurstLetGoTogetherLeavesTogether) {
   EXPECT_EQ(scheduler_.DepartAt(hook, let_go + milliseconds(5)), clock_.Now() + milliseconds(5));
 }
 
+// Verifies that the destinations sharing a key are spaced either way round: two LINE users of
+// one channel (50 ms apart at 20/s), the later let go leaving first, 60 ms in; the earlier,
+// leaving at 70 ms, is held until 110 ms (50 after), not sent 10 ms after the other.
+TEST_F(SchedulerDeparturesTest, SendsOfAKeysDestinationsAreSpacedEitherWayRound) {
+  ASSERT_TRUE(scheduler_.SetDefaultBudget(BudgetName::kLineChannel, {20, 1000, 1}).ok());
+  const DestinationId u1 = *scheduler_.AddDestination(AcmeSpec(Platform::kLine, "U1"));
+  const DestinationId u2 = *scheduler_.AddDestination(AcmeSpec(Platform::kLine, "U2"));
+  const SteadyTime start = clock_.Now();
+  clock_.Advance(milliseconds(60));
+  EXPECT_EQ(scheduler_.DepartAt(u2, start + milliseconds(50)), clock_.Now());
+  clock_.Advance(milliseconds(10));
+  EXPECT_EQ(scheduler_.DepartAt(u1, start), start + milliseconds(110));
+  // A send that goes at once beside one still held does not move the key's last one back.
+  EXPECT_EQ(scheduler_.DepartAt(u2, start + milliseconds(50)), start + milliseconds(110));
+}
+
+// Verifies that a send of cost 3 holds the next one up to three intervals after it: let go 60
+// ms later (the meter's three units at 20 ms), the next leaves 60 ms after it left 15 ms late.
+TEST_F(SchedulerDeparturesTest, ACostlySendHoldsTheNextItsUnits) {
+  const DestinationId hook = *scheduler_.AddDestination(AcmeSpec(Platform::kWebhook, "https://a"));
+  const SteadyTime let_go = clock_.Now();
+  clock_.Advance(milliseconds(15));
+  const SteadyTime left = scheduler_.DepartAt(hook, let_go, 3);
+  ASSERT_EQ(left, clock_.Now());
+  clock_.Advance(milliseconds(45));
+  EXPECT_EQ(scheduler_.DepartAt(hook, let_go + milliseconds(60), 1), left + milliseconds(60));
+}
+
 class SchedulerDeparturesMarginTest : public SchedulerDeparturesTest {
  protected:
   SchedulerDeparturesMarginTest() : SchedulerDeparturesTest(0.05) {}

@@ -754,7 +754,7 @@ void DeliveryLoop::Send(const std::string& key, uint64_t sequence, Delivery d) {
   auto flying = in_flight_.find(d.id);
   const SteadyTime at = flying == in_flight_.end()
                             ? clock_.Now()
-                            : scheduler_.DepartAt(dests_.at(key).id, flying->second.let_go);
+                            : scheduler_.DepartAt(dests_.at(key).id, flying->second.let_go, d.cost);
   if (at > clock_.Now()) {
     metrics_.Inc(CounterId::kSendsHeld, {{"platform", d.platform}});
     const bool first = held_.empty() || at < held_.begin()->first;
