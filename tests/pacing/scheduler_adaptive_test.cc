@@ -223,18 +223,17 @@ TEST(SchedulerAdaptiveCanaryTest, ACanaryParksItsOwnKeyNotTheRetryAfterScope) {
 
   const uint64_t canary = driver.Dispatch(a);
   ASSERT_EQ(clock.Now(), t + milliseconds(40));
-  WorkItem next;
-  next.id = "behind";
-  next.sequence = driver.next_sequence();
-  ASSERT_TRUE(scheduler.Offer(a, std::move(next)).ok());
-  Decision behind = scheduler.Next();
+  const auto offer_and_next = [&](DestinationId id, std::string item_id) {
+    WorkItem item;
+    item.id = std::move(item_id);
+    item.sequence = driver.next_sequence();
+    EXPECT_TRUE(scheduler.Offer(id, std::move(item)).ok());
+    return scheduler.Next();
+  };
+  Decision behind = offer_and_next(a, "behind");
   ASSERT_EQ(behind.kind, Decision::Kind::kWait);
   EXPECT_EQ(behind.wake_at, t + milliseconds(80));  // behind its canary
-  WorkItem other;
-  other.id = "other";
-  other.sequence = driver.next_sequence();
-  ASSERT_TRUE(scheduler.Offer(b, std::move(other)).ok());
-  Decision free = scheduler.Next();
+  Decision free = offer_and_next(b, "other");
   ASSERT_EQ(free.kind, Decision::Kind::kDispatch);
   EXPECT_EQ(free.destination.value, b.value);
   driver.Complete(a, canary, HttpOutcome(200));
