@@ -866,21 +866,23 @@ SteadyTime Scheduler::DepartAt(DestinationId id, SteadyTime let_go, int64_t cost
   const int64_t let_go_ns = ToNanos(let_go);
   Departure& last = departed_[key];
   int64_t at_ns = now_ns;
-  if (last.left_ns > 0) {
+  if (last.until_ns > now_ns) {
     // As far apart as the meters let the two go (either way round: the destinations sharing a
     // key may send out of order), up to the last one's units (a burst may leave together).
     const int64_t apart = std::min(
         let_go_ns > last.let_go_ns ? let_go_ns - last.let_go_ns : last.let_go_ns - let_go_ns,
-        SatMul(std::max<int64_t>(1, last.cost), interval));
+        last.until_ns - last.left_ns);
     // Under a millisecond early goes at once: a timer would cost more than the send risks.
     if (SatAdd(last.left_ns, apart) - now_ns >= 1'000'000) {
       at_ns = SatAdd(last.left_ns, apart);
     }
   }
   // The latest so far: a send that goes at once beside one still held does not move it back.
-  last = Departure{.let_go_ns = std::max(last.let_go_ns, let_go_ns),
-                   .left_ns = std::max(last.left_ns, at_ns),
-                   .cost = cost};
+  last = Departure{
+      .let_go_ns = std::max(last.let_go_ns, let_go_ns),
+      .left_ns = std::max(last.left_ns, at_ns),
+      .until_ns = std::max(
+          last.until_ns, SatAdd(at_ns, SatMul(std::clamp<int64_t>(cost, 1, 1'000'000), interval)))};
   return FromNanos(at_ns);
 }
 

@@ -650,12 +650,13 @@ class Scheduler {
   // key is 0; Sweep drops the ones back at fresh).
   std::unordered_map<uint32_t, std::vector<std::pair<BudgetName, GcraParams>>> shadow_;
   std::unordered_map<ScopeKey, int64_t> shadow_tat_;
-  // Each leaf's last departure (DepartAt), by scope key: when the meters let it go, and when it
-  // left.
+  // Each leaf's last departure (DepartAt), by scope key: when the meters let it go, when it
+  // left, and until when it holds the next back (its units' intervals after it left; Sweep
+  // drops it after that).
   struct Departure {
     int64_t let_go_ns = 0;
     int64_t left_ns = 0;
-    int64_t cost = 1;
+    int64_t until_ns = 0;
   };
   std::unordered_map<ScopeKey, Departure> departed_;
   ShadowObserver shadow_observer_;

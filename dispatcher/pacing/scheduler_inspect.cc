@@ -136,11 +136,7 @@ size_t Scheduler::Sweep() {
   });
   std::erase_if(windows_, [&](const auto& entry) { return entry.second.Idle(now_ns); });
   std::erase_if(shadow_tat_, [&](const auto& entry) { return entry.second <= now_ns; });
-  // A departure an hour old holds back at most what the margin leaves room for on a budget
-  // slower than one an hour.
-  std::erase_if(departed_, [&](const auto& entry) {
-    return now_ns - entry.second.left_ns >= 3'600'000'000'000;
-  });
+  std::erase_if(departed_, [&](const auto& entry) { return entry.second.until_ns <= now_ns; });
   std::erase_if(shared_learned_, [&](const auto& entry) {
     return now_ns - entry.second.received_ns >= Nanos(kSharedLearnedTtl).count();
   });

@@ -781,7 +781,6 @@ void DeliveryLoop::ArmHeld() {
 
 void DeliveryLoop::SendHeld() {
   const SteadyTime now = clock_.Now();
-  const bool any = !held_.empty() && held_.begin()->first <= now;
   while (!held_.empty() && held_.begin()->first <= now) {
     auto node = held_.extract(held_.begin());
     HeldSend& held = node.mapped();
@@ -791,9 +790,7 @@ void DeliveryLoop::SendHeld() {
     Transmit(std::move(held.request), held.dest_key, held.sequence, std::move(held.delivery),
              *held.adapter);
   }
-  if (any) {
-    ArmHeld();
-  }
+  ArmHeld();
 }
 
 void DeliveryLoop::Transmit(adapters::HttpRequest request, const std::string& key,
